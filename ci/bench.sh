@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The benchmark job: builds uniccl's *_perf tools if needed and runs them on
+# every visible GPU of this machine (one process, -g <ngpus>).
+#
+#   ci/bench.sh                 all_reduce_perf -b 8 -e 1G -f 2 -g <ngpus>
+#   ci/bench.sh --all           every *_perf tool
+#   ci/bench.sh -- -d all -o all   extra arguments for the tools
+#   ci/bench.sh --build-only [--nccl-home DIR]   just (re)build, optionally
+#                               with the NCCL/RCCL comparison set (*_perf_nccl)
+#   ci/bench.sh --count-gpus    print the number of visible GPUs
+#
+# Environment: BUILD_DIR (default build-bench), NGPUS (default: visible GPUs),
+# GPU_BACKEND (cuda|hip, default: whichever compiler is found).
+# Exit code: non-zero when a build or any benchmark (wrong results included) fails.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$ROOT/build-bench}
+ALL=0
+BUILD_ONLY=0
+NCCL_HOME_ARG=""
+EXTRA=()
+
+count_gpus() {
+  local list=${CUDA_VISIBLE_DEVICES:-${HIP_VISIBLE_DEVICES:-${ROCR_VISIBLE_DEVICES:-}}}
+  if [[ -n $list ]]; then
+    local ids
+    IFS=, read -ra ids <<< "$list"
+    echo "${#ids[@]}"
+  elif command -v nvidia-smi > /dev/null 2>&1; then
+    nvidia-smi -L | grep -c '^GPU'
+  elif command -v rocm-smi > /dev/null 2>&1; then
+    rocm-smi --showuniqueid | grep -c 'Unique ID'
+  else
+    echo 1
+  fi
+}
+
+# Configures (once) and builds the benchmarks; with a prefix, also the
+# comparison set built against the NCCL/RCCL found there.
+bench_build() {
+  local nccl_home=$1
+  if [[ ! -f $BUILD_DIR/build.ninja ]]; then
+    local backend=${GPU_BACKEND:-}
+    if [[ -z $backend ]]; then
+      if command -v nvcc > /dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then backend=cuda
+      elif command -v hipcc > /dev/null 2>&1; then backend=hip
+      else echo "bench.sh: neither nvcc nor hipcc found" >&2; exit 2
+      fi
+    fi
+    local args=(-Dgpu_backend="$backend" -Dtests=false -Dbench=true)
+    [[ -n $nccl_home ]] && args+=(-Dnccl_home="$nccl_home")
+    if [[ $backend == hip ]]; then
+      CXX=hipcc meson setup "$BUILD_DIR" "$ROOT" "${args[@]}"
+    else
+      PATH=/usr/local/cuda/bin:$PATH meson setup "$BUILD_DIR" "$ROOT" "${args[@]}"
+    fi
+  elif [[ -n $nccl_home ]]; then
+    meson configure "$BUILD_DIR" -Dnccl_home="$nccl_home"
+  fi
+  PATH=/usr/local/cuda/bin:$PATH ninja -C "$BUILD_DIR"
+}
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --all) ALL=1 ;;
+    --build-only) BUILD_ONLY=1 ;;
+    --nccl-home) shift; NCCL_HOME_ARG=${1:?--nccl-home needs a directory} ;;
+    --count-gpus) count_gpus; exit 0 ;;
+    --) shift; EXTRA=("$@"); break ;;
+    -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+bench_build "$NCCL_HOME_ARG"
+[[ $BUILD_ONLY == 1 ]] && exit 0
+
+export NCCL_NVLS_ENABLE=0   # measure the paths uniccl implements; NVLS (NVSwitch SHARP) off
+NGPUS=${NGPUS:-$(count_gpus)}
+echo "# bench.sh: $NGPUS GPU(s), build $BUILD_DIR"
+
+TOOLS=(all_reduce_perf)
+if [[ $ALL == 1 ]]; then
+  TOOLS=(all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf
+         alltoall_perf sendrecv_perf gather_perf scatter_perf)
+fi
+
+failed=()
+for tool in "${TOOLS[@]}"; do
+  echo "# ---- $tool"
+  if ! "$BUILD_DIR/bench/$tool" -b 8 -e 1G -f 2 -g "$NGPUS" "${EXTRA[@]}"; then
+    failed+=("$tool")
+  fi
+done
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "bench.sh: FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "bench.sh: all benchmarks passed"

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The test command (README): sets up, builds gpu_backend=cuda and
+# gpu_backend=hip, runs the host unit tests of both (and the GPU suite where
+# a GPU is visible), and ends with one line "N passed, N failed".
+#
+#   bash ci/test.sh            # everything
+#   UNICCL_SKIP_HIP=1 bash ci/test.sh
+#   UNICCL_KERNEL_FILTER=all bash ci/test.sh   # CI builds only f32/bf16 kernels
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+source ci/setup.sh
+
+filter=${UNICCL_KERNEL_FILTER:-f32,bf16}
+jobs=${UNICCL_JOBS:-$(nproc)}
+build=${UNICCL_BUILD_DIR:-$root/build}
+summary=()
+
+configure() {  # dir, extra args...
+  local dir=$1; shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    meson setup "$dir" "$@" || return 1
+  else
+    meson configure "$dir" "$@" >/dev/null || return 1
+  fi
+}
+
+run_suite() {  # label, dir, suite
+  local label=$1 dir=$2 suite=$3
+  meson test -C "$dir" --suite "$suite" --num-processes 2 --print-errorlogs >"$dir/test-$suite.log" 2>&1
+  local rc=$?
+  python3 "$root/ci/count_tests.py" "$label" "$dir/meson-logs/testlog.json" >>"$root/.test-counts"
+  tail -n 25 "$dir/test-$suite.log"
+  return $rc
+}
+
+rm -f "$root/.test-counts"
+status=0
+
+echo "=== cuda build (kernels: $filter) ==="
+if configure "$build/cuda" -Dgpu_backend=cuda -Dkernel_filter="$filter" -Dnccl_home=/usr/local/cuda \
+   && ninja -C "$build/cuda" -j "$jobs"; then
+  run_suite cuda-unit "$build/cuda" unit || status=1
+  if nvidia-smi -L >/dev/null 2>&1; then run_suite cuda-gpu "$build/cuda" gpu || status=1; fi
+else
+  echo "cuda build FAILED"; echo "cuda-build 0 1" >>"$root/.test-counts"; status=1
+fi
+
+if [ "${UNICCL_SKIP_HIP:-0}" != 1 ]; then
+  echo "=== hip build (kernels: $filter) ==="
+  if CXX=hipcc configure "$build/hip" -Dgpu_backend=hip -Dkernel_filter="$filter" \
+     && ninja -C "$build/hip" -j "$jobs"; then
+    run_suite hip-unit "$build/hip" unit || status=1
+  else
+    echo "hip build FAILED"; echo "hip-build 0 1" >>"$root/.test-counts"; status=1
+  fi
+fi
+
+python3 ci/count_tests.py --total "$root/.test-counts"
+exit $status

@@ -1,0 +1,92 @@
+// The rendezvous of the ranks of one communicator, and the small host-side
+// collectives the core needs during init (NCCL's bootstrap, uniccl's design).
+//
+// init() meets the root named by the id, links the ranks in a ring, and
+// allgathers each rank's peer-info blob (host hash, pid, device, bus id, ...).
+// Point-to-point links are opened lazily, one TCP connection per direction.
+// Every wait ends within UNICCL_BOOTSTRAP_TIMEOUT seconds or when the abort
+// flag is raised; a dead peer fails the call with a WARN naming its rank.
+//
+// Thread safety: send and recv may run concurrently from different threads;
+// collectives (allGather, barrier, broadcast) are called by one thread at a time.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "common/util/socket.h"
+#include "uniccl.h"
+
+namespace uniccl {
+
+class Bootstrap {
+ public:
+  static ncclResult_t init(const ncclUniqueId& id, int rank, int nranks, const void* peerInfo, size_t peerInfoBytes,
+                           std::unique_ptr<Bootstrap>* out, const std::atomic<uint32_t>* abortFlag = nullptr);
+  ~Bootstrap();
+  Bootstrap(const Bootstrap&) = delete;
+  Bootstrap& operator=(const Bootstrap&) = delete;
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  // Rank r's peer-info blob as passed to its init (nullptr when r is out of range).
+  const void* peerInfo(int rank) const;
+  size_t peerInfoBytes() const { return peerInfoBytes_; }
+
+  // `data` holds nranks slots of bytesPerRank; this rank's slot is filled in.
+  // On return every slot is (ring allgather).
+  ncclResult_t allGather(void* data, size_t bytesPerRank);
+  ncclResult_t barrier();
+  // Messages are matched by (peer, tag); others that arrive first are queued.
+  ncclResult_t send(int peer, uint32_t tag, const void* data, size_t bytes);
+  ncclResult_t recv(int peer, uint32_t tag, void* data, size_t bytes);
+  ncclResult_t broadcast(void* data, size_t bytes, int root);
+
+ private:
+  using Key = std::tuple<int, uint32_t, uint32_t>;  // peer, message type, tag
+
+  Bootstrap() = default;
+  ncclResult_t rendezvous(const SocketAddress& root, const void* peerInfo, size_t peerInfoBytes,
+                          SocketAddress* successor);
+  ncclResult_t connectRing(const SocketAddress& successor);
+  // Accepts links on the listener until `ready()`; identifies each by its hello.
+  template <typename Ready>
+  ncclResult_t acceptUntil(Ready ready, Deadline deadline);
+  ncclResult_t sendTyped(int peer, uint32_t type, uint32_t tag, const void* data, size_t bytes);
+  ncclResult_t recvTyped(int peer, uint32_t type, uint32_t tag, void* data, size_t bytes);
+  // Adds this rank and what failed to the socket-level error, WARNs, returns res.
+  ncclResult_t fail(ncclResult_t res, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+  bool aborted() const { return abortFlag_ && abortFlag_->load(std::memory_order_acquire) != 0; }
+  Deadline deadline() const { return deadlineAfterMs(timeoutMs_); }
+
+  int rank_ = -1;
+  int nranks_ = 0;
+  uint64_t magic_ = 0;
+  int64_t timeoutMs_ = 0;
+  const std::atomic<uint32_t>* abortFlag_ = nullptr;
+
+  Socket listener_;
+  Socket ringNext_, ringPrev_;
+  std::vector<SocketAddress> addrs_;  // every rank's listener
+  std::vector<char> peerInfo_;
+  size_t peerInfoBytes_ = 0;
+  uint32_t ringSeq_ = 0;
+  uint32_t bcastSeq_ = 0;
+  std::mutex ringMutex_;
+
+  std::mutex sendMutex_;
+  std::vector<Socket> outLinks_;  // this rank -> peer
+
+  std::mutex recvMutex_;
+  std::vector<Socket> inLinks_;  // peer -> this rank
+  std::map<Key, std::deque<std::vector<char>>> unexpected_;
+};
+
+}  // namespace uniccl

@@ -1,0 +1,452 @@
+#include "common/bootstrap/root.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/bootstrap/wire.h"
+#include "common/check.h"
+#include "common/util/debug.h"
+#include "common/util/param.h"
+
+namespace uniccl {
+namespace {
+
+using bootstrap::HelloBody;
+using bootstrap::WireHeader;
+
+// Connections that have not yet sent a full hello; more are closed at once.
+constexpr size_t kMaxPending = 1024;
+// A hello is a few hundred bytes: a connection that needs longer is stalled.
+constexpr int64_t kMaxHelloMs = 10000;
+
+// One connection that has not yet identified itself.
+struct Pending {
+  Socket sock;
+  WireHeader header;
+  size_t headerHave = 0;
+  std::vector<char> body;
+  size_t bodyHave = 0;
+  Deadline deadline;
+};
+
+class RootServer {
+ public:
+  RootServer(Socket listener, uint64_t magic, int64_t timeoutMs)
+      : listener_(std::move(listener)), magic_(magic), timeoutMs_(timeoutMs) {}
+
+  void run();
+  const SocketAddress& address() const { return address_; }
+  void requestStop() { stop_.store(true); }
+  bool finished() const { return finished_.load(); }
+  // False once all ranks have arrived: the rendezvous is over for newcomers.
+  bool accepting() const { return accepting_.load(); }
+  // In a forked child: the thread does not exist there; only drop the fd copy.
+  void closeInheritedListener() { listener_.close(); }
+  void setAddress(const SocketAddress& a) { address_ = a; }
+
+ private:
+  void acceptNew();
+  // False when the connection is done with (registered or dropped).
+  bool progress(Pending& p);
+  void handleHello(Pending& p);
+  void reject(Pending& p, ncclResult_t code, const char* why);
+  void watchRegistered();
+  void sendReplies();
+  void giveUp();
+
+  Socket listener_;
+  SocketAddress address_ = emptySocketAddress();
+  uint64_t magic_;
+  int64_t timeoutMs_;
+  std::atomic<bool> stop_{false}, finished_{false}, accepting_{true};
+
+  std::vector<std::unique_ptr<Pending>> pending_;
+  int nranks_ = -1;
+  uint32_t blobBytes_ = 0;
+  int arrived_ = 0;
+  std::vector<Socket> ranks_;
+  std::vector<SocketAddress> listenAddrs_;
+  bool anyArrived_ = false;
+  Deadline giveUpAt_;
+};
+
+void RootServer::run() {
+  while (!stop_.load()) {
+    if (anyArrived_ && Clock::now() >= giveUpAt_) {
+      giveUp();
+      break;
+    }
+    std::vector<pollfd> fds;
+    fds.push_back({listener_.fd(), POLLIN, 0});
+    for (auto& p : pending_) fds.push_back({p->sock.fd(), POLLIN, 0});
+    for (auto& s : ranks_)
+      if (s.isOpen()) fds.push_back({s.fd(), POLLIN, 0});
+    poll(fds.data(), fds.size(), 50);
+
+    if (fds[0].revents) acceptNew();
+    Deadline now = Clock::now();
+    for (size_t i = 0; i < pending_.size();) {
+      if (!progress(*pending_[i])) {
+        pending_.erase(pending_.begin() + i);
+        continue;
+      }
+      if (now >= pending_[i]->deadline) {
+        INFO(kSubsysBootstrap, "Bootstrap root %s: dropping %s: no complete hello within %ld ms",
+             address_.toString().c_str(), pending_[i]->sock.address().toString().c_str(),
+             (long)std::min(timeoutMs_, kMaxHelloMs));
+        pending_.erase(pending_.begin() + i);
+        continue;
+      }
+      i++;
+    }
+    watchRegistered();
+    if (nranks_ > 0 && arrived_ == nranks_) {
+      accepting_.store(false);
+      sendReplies();
+      break;
+    }
+  }
+  pending_.clear();
+  ranks_.clear();
+  listener_.close();
+  finished_.store(true);
+}
+
+void RootServer::acceptNew() {
+  for (;;) {
+    SocketAddress peer = emptySocketAddress();
+    socklen_t len = sizeof(peer);
+    int fd = accept4(listener_.fd(), &peer.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    if (pending_.size() >= kMaxPending) {
+      INFO(kSubsysBootstrap, "Bootstrap root %s: %zu connections are already waiting to identify; closing %s",
+           address_.toString().c_str(), pending_.size(), peer.toString().c_str());
+      close(fd);
+      continue;
+    }
+    auto p = std::make_unique<Pending>();
+    p->sock = Socket::adopt(fd, peer);
+    p->deadline = Clock::now() + std::chrono::milliseconds(std::min(timeoutMs_, kMaxHelloMs));
+    pending_.push_back(std::move(p));
+  }
+}
+
+bool RootServer::progress(Pending& p) {
+  int err = 0;
+  const char* from = nullptr;
+  std::string peer = p.sock.address().toString();
+  while (p.headerHave < sizeof(WireHeader)) {
+    ssize_t n = p.sock.tryRecv(reinterpret_cast<char*>(&p.header) + p.headerHave,
+                               sizeof(WireHeader) - p.headerHave, &err);
+    if (n < 0) goto closed;
+    if (n == 0) return true;
+    p.headerHave += (size_t)n;
+    if (p.headerHave == sizeof(WireHeader)) {
+      if (p.header.magic != magic_) {
+        WARN("Bootstrap root %s: dropping %s: wrong magic 0x%lx (a rank of another communicator, or not uniccl)",
+             address_.toString().c_str(), peer.c_str(), (unsigned long)p.header.magic);
+        return false;
+      }
+      if (p.header.type != bootstrap::kMsgHello || p.header.length < sizeof(HelloBody) ||
+          p.header.length > bootstrap::kMaxInitMessageBytes) {
+        WARN("Bootstrap root %s: dropping %s: malformed hello (type %u, length %lu; at most %lu)",
+             address_.toString().c_str(), peer.c_str(), p.header.type, (unsigned long)p.header.length,
+             (unsigned long)bootstrap::kMaxInitMessageBytes);
+        return false;
+      }
+      p.body.resize(p.header.length);
+    }
+  }
+  while (p.bodyHave < p.body.size()) {
+    ssize_t n = p.sock.tryRecv(p.body.data() + p.bodyHave, p.body.size() - p.bodyHave, &err);
+    if (n < 0) goto closed;
+    if (n == 0) return true;
+    p.bodyHave += (size_t)n;
+  }
+  handleHello(p);
+  return false;
+
+closed:
+  from = p.headerHave == 0 ? "before sending anything" : "in the middle of its hello";
+  if (p.headerHave == 0)
+    INFO(kSubsysBootstrap, "Bootstrap root %s: %s closed %s", address_.toString().c_str(), peer.c_str(), from);
+  else
+    WARN("Bootstrap root %s: dropping %s: connection %s %s", address_.toString().c_str(), peer.c_str(),
+         err ? strerror(err) : "closed", from);
+  return false;
+}
+
+void RootServer::reject(Pending& p, ncclResult_t code, const char* why) {
+  WARN("Bootstrap root %s: rejecting %s: %s", address_.toString().c_str(), p.sock.address().toString().c_str(), why);
+  char body[sizeof(int32_t) + 512];
+  int32_t c = code;
+  memcpy(body, &c, sizeof(c));
+  size_t len = strnlen(why, 511);
+  memcpy(body + sizeof(c), why, len);
+  body[sizeof(c) + len] = '\0';
+  bootstrap::sendMessage(p.sock, magic_, bootstrap::kMsgRootError, 0, body, sizeof(c) + len + 1,
+                         deadlineAfterMs(100), nullptr);
+}
+
+void RootServer::handleHello(Pending& p) {
+  HelloBody h;
+  memcpy(&h, p.body.data(), sizeof(h));
+  char why[256];
+  if (h.blobBytes != p.body.size() - sizeof(h)) {
+    snprintf(why, sizeof(why), "hello announces %u peer-info bytes but carries %zu", h.blobBytes,
+             p.body.size() - sizeof(h));
+    return reject(p, ncclRemoteError, why);
+  }
+  if (h.nranks <= 0 || h.rank < 0 || h.rank >= h.nranks) {
+    snprintf(why, sizeof(why), "rank %d of nranks %d is out of range", h.rank, h.nranks);
+    return reject(p, ncclInvalidUsage, why);
+  }
+  if (!h.listen.valid() || h.listen.port() == 0) {
+    snprintf(why, sizeof(why), "rank %d sent an invalid listen address", h.rank);
+    return reject(p, ncclRemoteError, why);
+  }
+  if (nranks_ < 0) {
+    nranks_ = h.nranks;
+    blobBytes_ = h.blobBytes;
+    ranks_.resize(nranks_);
+    listenAddrs_.assign(nranks_, emptySocketAddress());
+  }
+  if (h.nranks != nranks_) {
+    snprintf(why, sizeof(why), "rank %d says nranks=%d but earlier ranks said %d: every rank must pass the same nranks",
+             h.rank, h.nranks, nranks_);
+    return reject(p, ncclInvalidUsage, why);
+  }
+  if (h.blobBytes != blobBytes_) {
+    snprintf(why, sizeof(why), "rank %d sends %u bytes of peer info, earlier ranks %u (mixed library versions?)",
+             h.rank, h.blobBytes, blobBytes_);
+    return reject(p, ncclInvalidUsage, why);
+  }
+  if (ranks_[h.rank].isOpen()) {
+    snprintf(why, sizeof(why), "rank %d arrived twice: every rank must pass a distinct rank", h.rank);
+    return reject(p, ncclInvalidUsage, why);
+  }
+  ranks_[h.rank] = std::move(p.sock);
+  listenAddrs_[h.rank] = h.listen;
+  arrived_++;
+  if (!anyArrived_) {
+    anyArrived_ = true;
+    giveUpAt_ = Clock::now() + std::chrono::milliseconds(timeoutMs_);
+  }
+  INFO(kSubsysBootstrap, "Bootstrap root %s: rank %d/%d arrived (listens on %s)", address_.toString().c_str(), h.rank,
+       nranks_, h.listen.toString().c_str());
+}
+
+// A registered rank sends nothing until it gets its reply: readable means it
+// died (or misbehaves). Forget it so a restarted rank could take its place.
+void RootServer::watchRegistered() {
+  for (int r = 0; r < (int)ranks_.size(); r++) {
+    if (!ranks_[r].isOpen()) continue;
+    char byte;
+    int err = 0;
+    ssize_t n = ranks_[r].tryRecv(&byte, 1, &err);
+    if (n == 0) continue;
+    WARN("Bootstrap root %s: rank %d %s before all ranks arrived; waiting for it again", address_.toString().c_str(), r,
+         n < 0 ? "disconnected" : "sent unexpected data");
+    ranks_[r].close();
+    arrived_--;
+  }
+}
+
+void RootServer::sendReplies() {
+  for (int r = 0; r < nranks_; r++) {
+    const SocketAddress& next = listenAddrs_[(r + 1) % nranks_];
+    if (bootstrap::sendMessage(ranks_[r], magic_, bootstrap::kMsgRootReply, 0, &next, sizeof(next),
+                               deadlineAfterMs(std::min<int64_t>(timeoutMs_, 5000)), nullptr) != ncclSuccess)
+      WARN("Bootstrap root %s: could not send rank %d its ring successor; that rank will fail",
+           address_.toString().c_str(), r);
+  }
+  INFO(kSubsysBootstrap, "Bootstrap root %s: all %d ranks arrived, root done", address_.toString().c_str(), nranks_);
+}
+
+void RootServer::giveUp() {
+  std::string missing;
+  int shown = 0;
+  for (int r = 0; r < nranks_; r++) {
+    if (ranks_[r].isOpen()) continue;
+    if (shown++ < 16) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+  }
+  if (shown > 16) missing += ",...";
+  char why[512];
+  snprintf(why, sizeof(why),
+           "bootstrap root %s timed out after %ld s: only %d of %d ranks arrived (missing ranks %s); check that every "
+           "rank calls init with the same id, or raise UNICCL_BOOTSTRAP_TIMEOUT",
+           address_.toString().c_str(), (long)(timeoutMs_ / 1000), arrived_, nranks_, missing.c_str());
+  WARN("%s", why);
+  char body[sizeof(int32_t) + sizeof(why)];
+  int32_t code = ncclRemoteError;
+  memcpy(body, &code, sizeof(code));
+  size_t len = strlen(why) + 1;
+  memcpy(body + sizeof(code), why, len);
+  for (auto& s : ranks_)
+    if (s.isOpen())
+      bootstrap::sendMessage(s, magic_, bootstrap::kMsgRootError, 0, body, sizeof(code) + len, deadlineAfterMs(500),
+                             nullptr);
+}
+
+// ------------------------------------------------------------------ registry
+
+struct RootThread {
+  std::unique_ptr<RootServer> server;
+  std::thread thread;
+};
+
+class Registry {
+ public:
+  ~Registry() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    forgetInheritedLocked();
+    for (auto& r : roots_) r->server->requestStop();
+    for (auto& r : roots_)
+      if (r->thread.joinable()) r->thread.join();
+    roots_.clear();
+  }
+
+  void add(std::unique_ptr<RootThread> r) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    forgetInheritedLocked();
+    roots_.push_back(std::move(r));
+  }
+
+  void reap() {
+    std::vector<std::unique_ptr<RootThread>> done;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      forgetInheritedLocked();
+      for (size_t i = 0; i < roots_.size();) {
+        if (roots_[i]->server->finished()) {
+          done.push_back(std::move(roots_[i]));
+          roots_.erase(roots_.begin() + i);
+        } else {
+          i++;
+        }
+      }
+    }
+    for (auto& r : done) r->thread.join();
+  }
+
+  size_t count() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    forgetInheritedLocked();
+    return roots_.size();
+  }
+
+  // 1: a root of this process accepts on `addr`; 0: none; -1: one is finishing.
+  int stateFor(const SocketAddress& addr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    forgetInheritedLocked();
+    int state = 0;
+    for (auto& r : roots_) {
+      if (!(r->server->address() == addr) || r->server->finished()) continue;
+      if (r->server->accepting()) return 1;
+      state = -1;
+    }
+    return state;
+  }
+
+  std::mutex& startMutex() { return startMutex_; }
+
+ private:
+  // After fork the child has copies of the root objects but not their threads:
+  // joining them would be undefined. Close the fd copies and forget (leak) them.
+  void forgetInheritedLocked() {
+    pid_t pid = getpid();
+    if (pid == owner_) return;
+    for (auto& r : roots_) {
+      r->server->closeInheritedListener();
+      (void)r.release();
+    }
+    roots_.clear();
+    owner_ = pid;
+  }
+
+  std::mutex mutex_;
+  std::mutex startMutex_;  // serializes startRootIfAbsent's check-then-bind
+  pid_t owner_ = getpid();
+  std::vector<std::unique_ptr<RootThread>> roots_;
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+ncclResult_t launch(Socket listener, uint64_t magic, SocketAddress* bound) {
+  auto rt = std::make_unique<RootThread>();
+  SocketAddress addr = listener.address();
+  rt->server = std::make_unique<RootServer>(std::move(listener), magic, bootstrap::timeoutMs());
+  rt->server->setAddress(addr);
+  RootServer* server = rt->server.get();
+  try {
+    rt->thread = std::thread([server] { server->run(); });
+  } catch (const std::exception& e) {
+    WARN("Bootstrap: cannot start the root thread: %s", e.what());
+    return ncclSystemError;
+  }
+  if (bound) *bound = addr;
+  registry().add(std::move(rt));
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t startRoot(const SocketAddress& bindAddr, uint64_t magic, SocketAddress* bound) {
+  Socket listener;
+  UCHECK(listener.listen(bindAddr));
+  return launch(std::move(listener), magic, bound);
+}
+
+ncclResult_t startRootIfAbsent(const SocketAddress& addr, uint64_t magic) {
+  std::lock_guard<std::mutex> lock(registry().startMutex());
+  int state = registry().stateFor(addr);
+  if (state == 1) return ncclSuccess;
+  // A previous rendezvous on this address is sending its last replies: let it
+  // finish so its listener frees the port.
+  if (state == -1) {
+    for (int i = 0; i < 2000 && registry().stateFor(addr) == -1; i++)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    reapFinishedRoots();
+  }
+  Socket listener;
+  int bindErrno = 0;
+  if (listener.listen(addr, 1024, &bindErrno) != ncclSuccess) {
+    if (bindErrno == EADDRINUSE || bindErrno == EADDRNOTAVAIL) {
+      INFO(kSubsysBootstrap | kSubsysInit, "Bootstrap: %s is %s; assuming the root runs there",
+           addr.toString().c_str(), bindErrno == EADDRINUSE ? "in use by another process" : "not a local address");
+      return ncclSuccess;
+    }
+    WARN("Bootstrap: cannot listen on NCCL_COMM_ID address %s: %s", addr.toString().c_str(), strerror(bindErrno));
+    return ncclSystemError;
+  }
+  INFO(kSubsysBootstrap | kSubsysInit, "Bootstrap: root started on NCCL_COMM_ID address %s", addr.toString().c_str());
+  return launch(std::move(listener), magic, nullptr);
+}
+
+void reapFinishedRoots() { registry().reap(); }
+
+size_t rootThreadCount() { return registry().count(); }
+
+bool waitForRoots(int64_t timeoutMs) {
+  Deadline deadline = deadlineAfterMs(timeoutMs);
+  for (;;) {
+    reapFinishedRoots();
+    if (rootThreadCount() == 0) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+}  // namespace uniccl

@@ -1,0 +1,256 @@
+// The NCCL collective and point-to-point entry points: validate, lower the
+// reduction, record a task (group semantics in group.cc).
+#include <cstring>
+
+#include "common/api_export.h"
+#include "common/check.h"
+#include "common/core/comm.h"
+#include "common/core/group.h"
+#include "common/core/launch.h"
+#include "common/core/validate.h"
+#include "common/util/debug.h"
+
+using namespace uniccl;
+
+namespace {
+
+// Non-blocking progress on every call: run callbacks of finished launches.
+ncclResult_t pollCompletions(ncclComm* comm) {
+  if (comm->callbacks.empty()) return ncclSuccess;
+  return comm->callbacks.poll(/*waitSome=*/false);
+}
+
+ncclResult_t recordColl(TaskKind kind, const char* fn, const void* sendbuff, void* recvbuff, size_t count,
+                        ncclDataType_t dtype, ncclRedOp_t op, int root, ncclComm_t comm, uniccl_stream_t stream) {
+  UCHECK(checkCommUsable(comm, fn));
+  UCHECK(checkDataType(dtype, fn));
+  size_t elem = dataTypeSize(dtype);
+  size_t sendBytes = 0, recvBytes = 0;
+  int n = comm->nRanks;
+  bool isRoot = true;
+  switch (kind) {
+    case TaskKind::AllReduce:
+      UCHECK(checkedBytes(count, elem, 1, &sendBytes, fn));
+      recvBytes = sendBytes;
+      break;
+    case TaskKind::AllGather:
+      UCHECK(checkedBytes(count, elem, 1, &sendBytes, fn));
+      UCHECK(checkedBytes(count, elem, n, &recvBytes, fn));
+      break;
+    case TaskKind::ReduceScatter:
+      UCHECK(checkedBytes(count, elem, n, &sendBytes, fn));
+      UCHECK(checkedBytes(count, elem, 1, &recvBytes, fn));
+      break;
+    case TaskKind::Broadcast:
+      UCHECK(checkRank(comm, root, "root", fn));
+      isRoot = comm->rank == root;
+      UCHECK(checkedBytes(count, elem, 1, &recvBytes, fn));
+      sendBytes = isRoot ? recvBytes : 0;
+      break;
+    case TaskKind::Reduce:
+      UCHECK(checkRank(comm, root, "root", fn));
+      isRoot = comm->rank == root;
+      UCHECK(checkedBytes(count, elem, 1, &sendBytes, fn));
+      recvBytes = isRoot ? sendBytes : 0;
+      break;
+    default:
+      return ncclInternalError;
+  }
+  UCHECK(checkBuffer(comm, sendbuff, sendBytes, "sendbuff", fn));
+  UCHECK(checkBuffer(comm, recvbuff, recvBytes, "recvbuff", fn));
+
+  Task t;
+  memset(&t, 0, sizeof(t));
+  t.kind = kind;
+  t.dtype = dtype;
+  if (kind != TaskKind::Broadcast && kind != TaskKind::AllGather) {
+    LoweredOp lowered;
+    UCHECK(comm->redOps.lower(op, dtype, n, &lowered));
+    t.redOp = lowered.op;
+    t.scalarIsPtr = lowered.scalarIsPtr;
+    t.scalar = lowered.scalar;
+  }
+  t.sendbuff = sendbuff;
+  t.recvbuff = recvbuff;
+  t.count = count;
+  t.root = root;
+  t.stream = stream;
+  t.seq = comm->opCount++;
+  UCHECK(pollCompletions(comm));
+  TRACE(kSubsysColl, "%s seq %llu count %zu %s rank %d/%d stream %p", fn, (unsigned long long)t.seq, count,
+        dataTypeName(dtype), comm->rank, n, (void*)stream);
+  return enqueueTask(comm, t);
+}
+
+ncclResult_t recordP2p(TaskKind kind, const char* fn, void* buff, size_t count, ncclDataType_t dtype, int peer,
+                       ncclComm_t comm, uniccl_stream_t stream) {
+  UCHECK(checkCommUsable(comm, fn));
+  UCHECK(checkDataType(dtype, fn));
+  UCHECK(checkRank(comm, peer, "peer", fn));
+  size_t bytes;
+  UCHECK(checkedBytes(count, dataTypeSize(dtype), 1, &bytes, fn));
+  UCHECK(checkBuffer(comm, buff, bytes, kind == TaskKind::Send ? "sendbuff" : "recvbuff", fn));
+  Task t;
+  memset(&t, 0, sizeof(t));
+  t.kind = kind;
+  t.dtype = dtype;
+  if (kind == TaskKind::Send) {
+    t.sendbuff = buff;
+  } else {
+    t.recvbuff = buff;
+  }
+  t.count = count;
+  t.root = peer;
+  t.stream = stream;
+  t.seq = comm->opCount++;
+  UCHECK(pollCompletions(comm));
+  return enqueueTask(comm, t);
+}
+
+// AlltoAll, Gather and Scatter are grouped point-to-point operations. Their
+// arguments are validated as a whole first, so the inner calls cannot fail
+// half-way through recording.
+class ImplicitGroup {
+ public:
+  ImplicitGroup() { ncclGroupStart(); }
+  ncclResult_t end() {
+    ended_ = true;
+    return ncclGroupEnd();
+  }
+  ~ImplicitGroup() {
+    if (!ended_) ncclGroupEnd();
+  }
+
+ private:
+  bool ended_ = false;
+};
+
+}  // namespace
+
+NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         ncclRedOp_t op, ncclComm_t comm, uniccl_stream_t stream);
+ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                           ncclRedOp_t op, ncclComm_t comm, uniccl_stream_t stream) {
+  return recordColl(TaskKind::AllReduce, "ncclAllReduce", sendbuff, recvbuff, count, datatype, op, 0, comm, stream);
+}
+
+NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         int root, ncclComm_t comm, uniccl_stream_t stream);
+ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                           ncclComm_t comm, uniccl_stream_t stream) {
+  return recordColl(TaskKind::Broadcast, "ncclBroadcast", sendbuff, recvbuff, count, datatype, ncclSum, root, comm,
+                    stream);
+}
+
+NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+         uniccl_stream_t stream);
+ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                       uniccl_stream_t stream) {
+  return recordColl(TaskKind::Broadcast, "ncclBcast", buff, buff, count, datatype, ncclSum, root, comm, stream);
+}
+
+NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         ncclRedOp_t op, int root, ncclComm_t comm, uniccl_stream_t stream);
+ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                        int root, ncclComm_t comm, uniccl_stream_t stream) {
+  return recordColl(TaskKind::Reduce, "ncclReduce", sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+}
+
+NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
+         ncclDataType_t datatype, ncclComm_t comm, uniccl_stream_t stream);
+ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                           ncclComm_t comm, uniccl_stream_t stream) {
+  return recordColl(TaskKind::AllGather, "ncclAllGather", sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm,
+                    stream);
+}
+
+NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
+         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, uniccl_stream_t stream);
+ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                               ncclRedOp_t op, ncclComm_t comm, uniccl_stream_t stream) {
+  return recordColl(TaskKind::ReduceScatter, "ncclReduceScatter", sendbuff, recvbuff, recvcount, datatype, op, 0,
+                    comm, stream);
+}
+
+NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
+         ncclComm_t comm, uniccl_stream_t stream);
+ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                      uniccl_stream_t stream) {
+  return recordP2p(TaskKind::Send, "ncclSend", const_cast<void*>(sendbuff), count, datatype, peer, comm, stream);
+}
+
+NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+         uniccl_stream_t stream);
+ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                      uniccl_stream_t stream) {
+  return recordP2p(TaskKind::Recv, "ncclRecv", recvbuff, count, datatype, peer, comm, stream);
+}
+
+NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         ncclComm_t comm, uniccl_stream_t stream);
+ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                          ncclComm_t comm, uniccl_stream_t stream) {
+  const char* fn = "ncclAlltoAll";
+  UCHECK(checkCommUsable(comm, fn));
+  UCHECK(checkDataType(datatype, fn));
+  size_t bytes;
+  UCHECK(checkedBytes(count, dataTypeSize(datatype), comm->nRanks, &bytes, fn));
+  if (bytes > 0 && sendbuff == recvbuff) {
+    WARN("%s: in-place AlltoAll (sendbuff == recvbuff) is not supported: every rank would overwrite data it has "
+         "yet to send; use distinct buffers", fn);
+    return ncclInvalidArgument;
+  }
+  UCHECK(checkBuffer(comm, sendbuff, bytes, "sendbuff", fn));
+  UCHECK(checkBuffer(comm, recvbuff, bytes, "recvbuff", fn));
+  size_t chunk = count * dataTypeSize(datatype);
+  ImplicitGroup group;
+  for (int r = 0; r < comm->nRanks; r++) {
+    UCHECK(ncclSend(static_cast<const char*>(sendbuff) + r * chunk, count, datatype, r, comm, stream));
+    UCHECK(ncclRecv(static_cast<char*>(recvbuff) + r * chunk, count, datatype, r, comm, stream));
+  }
+  return group.end();
+}
+
+NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         int root, ncclComm_t comm, uniccl_stream_t stream);
+ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                        ncclComm_t comm, uniccl_stream_t stream) {
+  const char* fn = "ncclGather";
+  UCHECK(checkCommUsable(comm, fn));
+  UCHECK(checkDataType(datatype, fn));
+  UCHECK(checkRank(comm, root, "root", fn));
+  size_t bytes;
+  UCHECK(checkedBytes(count, dataTypeSize(datatype), comm->nRanks, &bytes, fn));
+  if (comm->rank == root) UCHECK(checkBuffer(comm, recvbuff, bytes, "recvbuff", fn));
+  size_t chunk = count * dataTypeSize(datatype);
+  UCHECK(checkBuffer(comm, sendbuff, chunk, "sendbuff", fn));
+  ImplicitGroup group;
+  UCHECK(ncclSend(sendbuff, count, datatype, root, comm, stream));
+  if (comm->rank == root) {
+    for (int r = 0; r < comm->nRanks; r++)
+      UCHECK(ncclRecv(static_cast<char*>(recvbuff) + r * chunk, count, datatype, r, comm, stream));
+  }
+  return group.end();
+}
+
+NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+         int root, ncclComm_t comm, uniccl_stream_t stream);
+ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                         ncclComm_t comm, uniccl_stream_t stream) {
+  const char* fn = "ncclScatter";
+  UCHECK(checkCommUsable(comm, fn));
+  UCHECK(checkDataType(datatype, fn));
+  UCHECK(checkRank(comm, root, "root", fn));
+  size_t bytes;
+  UCHECK(checkedBytes(count, dataTypeSize(datatype), comm->nRanks, &bytes, fn));
+  if (comm->rank == root) UCHECK(checkBuffer(comm, sendbuff, bytes, "sendbuff", fn));
+  size_t chunk = count * dataTypeSize(datatype);
+  UCHECK(checkBuffer(comm, recvbuff, chunk, "recvbuff", fn));
+  ImplicitGroup group;
+  if (comm->rank == root) {
+    for (int r = 0; r < comm->nRanks; r++)
+      UCHECK(ncclSend(static_cast<const char*>(sendbuff) + r * chunk, count, datatype, r, comm, stream));
+  }
+  UCHECK(ncclRecv(recvbuff, count, datatype, root, comm, stream));
+  return group.end();
+}

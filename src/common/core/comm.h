@@ -1,0 +1,94 @@
+// struct ncclComm: one rank's communicator. Owns every resource of that rank
+// (device comm, channels, transports, work FIFO, events); destroy and abort
+// release them all, in reverse order of creation.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/bootstrap/bootstrap.h"
+#include "common/core/config.h"
+#include "common/core/peer_info.h"
+#include "common/core/redop.h"
+#include "common/core/registry.h"
+#include "common/core/tasks.h"
+#include "common/enqueue/event_callback_queue.h"
+#include "common/enqueue/event_pool.h"
+#include "common/enqueue/work_fifo.h"
+#include "common/gpu.h"
+#include "common/transport/transport.h"
+#include "device/dev_types.h"
+
+namespace uniccl {
+
+constexpr uint64_t kCommMagic = 0x756e6963636c436dULL;  // "uniccl" + "Cm"
+
+enum class CommState : int {
+  Initializing,   // non-blocking init still running
+  Ready,
+  Failed,         // init failed; only destroy/abort allowed
+  Finalized,
+  Aborted,
+};
+
+}  // namespace uniccl
+
+struct ncclComm {
+  uint64_t magic = uniccl::kCommMagic;
+  int rank = -1;
+  int nRanks = 0;
+  int cudaDev = -1;
+  uint64_t commHash = 0;       // same on every rank of this communicator (derived from the unique id)
+  uniccl::CommConfig config;
+  std::atomic<uniccl::CommState> state{uniccl::CommState::Initializing};
+  std::atomic<int> asyncError{ncclInProgress};   // ncclResult_t, read by ncclCommGetAsyncError
+
+  std::unique_ptr<uniccl::Bootstrap> bootstrap;
+  std::vector<uniccl::PeerInfo> peers;           // [nRanks], from the bootstrap allgather
+
+  // Abort: the host side (bootstrap waits) and a host-mapped flag every
+  // device spin loop polls; ncclCommAbort sets both.
+  std::atomic<uint32_t> hostAbort{0};
+  volatile uint32_t* abortFlagHost = nullptr;
+  uint32_t* abortFlagDev = nullptr;
+  std::vector<void*> deviceAllocs;               // DevComm, channels, peers, ring ranks
+
+  // Device-side view: DevComm + Channel[kMaxChannels] in device memory, with
+  // a host mirror kept for wiring connections.
+  uniccl::dev::DevComm devCommHost{};
+  uniccl::dev::DevComm* devComm = nullptr;
+  uniccl::dev::Channel channelsHost[uniccl::dev::kMaxChannels]{};
+  uniccl::dev::Channel* channelsDev = nullptr;
+  int nChannels = 0;           // channels wired (ring + p2p)
+  int p2pChannels = 0;         // channels a p2p transfer is spread over
+  bool allP2p = false;         // every ring neighbour is reached through P2P (tuning)
+  uniccl::Transports transports;  // connection resources per peer/channel
+
+  // Enqueue machinery (driven by one thread at a time, as in NCCL).
+  uniccl::EventPool donePool;                         // done events, recycled by the callback queue
+  uniccl::EventCallbackQueue callbacks{&donePool};
+  uniccl::WorkFifo workFifo;
+  uniccl::gpu::Stream lastStream = nullptr;   // stream of the previous launch (ordering across streams)
+  bool haveLastStream = false;
+  uniccl::gpu::Event orderEvent = nullptr;    // recorded on lastStream when the next launch moves elsewhere
+  uint64_t opCount = 0;                       // collectives issued (sequence numbers for logs)
+
+  uniccl::TaskList tasks;                     // tasks of the open group
+  bool inGroupList = false;                   // queued in the thread's group comm list
+  std::vector<uniccl::dev::Work> workScratch; // planner output, capacity kept across groups
+  std::vector<uniccl::gpu::Stream> streamScratch;  // distinct streams of a group
+
+  std::thread initThread;                     // non-blocking init runs here
+
+  uniccl::RedOpTable redOps;                  // ncclRedOpCreatePreMulSum ops of this comm
+  uniccl::BufferRegistry registry;            // ncclCommRegister'ed buffers
+
+  // Pointer validation cache: recently checked device allocations.
+  struct CheckedRange { uintptr_t base = 0, end = 0; };
+  CheckedRange checked[4];
+  unsigned checkedNext = 0;
+};

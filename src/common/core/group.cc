@@ -1,0 +1,183 @@
+#include "common/core/group.h"
+
+#include <thread>
+#include <vector>
+
+#include "common/api_export.h"
+#include "common/check.h"
+#include "common/core/comm.h"
+#include "common/core/launch.h"
+#include "common/core/planner.h"
+#include "common/util/debug.h"
+
+namespace uniccl {
+
+namespace {
+
+struct GroupState {
+  int depth = 0;
+  std::vector<ncclComm*> comms;                          // with tasks, in first-use order
+  std::vector<std::function<ncclResult_t()>> initJobs;
+  std::vector<int> peerScratch;
+};
+
+thread_local GroupState tGroup;
+
+// Restores the calling thread's current device when a group switched it.
+class DeviceGuard {
+ public:
+  DeviceGuard() { ok_ = gpu::getDevice(&saved_) == ncclSuccess; }
+  ~DeviceGuard() {
+    if (ok_ && switched_) gpu::setDevice(saved_);
+  }
+  ncclResult_t use(int dev) {
+    if (ok_ && dev == current()) return ncclSuccess;
+    switched_ = true;
+    current_ = dev;
+    return gpu::setDevice(dev);
+  }
+
+ private:
+  int current() const { return switched_ ? current_ : saved_; }
+  int saved_ = -1;
+  int current_ = -1;
+  bool ok_ = false;
+  bool switched_ = false;
+};
+
+ncclResult_t runInitJobs(std::vector<std::function<ncclResult_t()>>& jobs) {
+  if (jobs.empty()) return ncclSuccess;
+  std::vector<ncclResult_t> results(jobs.size(), ncclSuccess);
+  if (jobs.size() == 1) {
+    results[0] = jobs[0]();
+  } else {
+    std::vector<std::thread> threads;
+    threads.reserve(jobs.size());
+    for (size_t i = 0; i < jobs.size(); i++) threads.emplace_back([&, i] { results[i] = jobs[i](); });
+    for (std::thread& t : threads) t.join();
+  }
+  jobs.clear();
+  for (ncclResult_t r : results)
+    if (r != ncclSuccess) return r;
+  return ncclSuccess;
+}
+
+void dropTasks(std::vector<ncclComm*>& comms) {
+  for (ncclComm* c : comms) {
+    c->tasks.clear();
+    c->inGroupList = false;
+  }
+  comms.clear();
+}
+
+ncclResult_t launchGroup(GroupState& g) {
+  ncclResult_t res = runInitJobs(g.initJobs);
+  if (res != ncclSuccess) {
+    dropTasks(g.comms);
+    return res;
+  }
+  if (g.comms.empty()) return ncclSuccess;
+  DeviceGuard device;
+  // Connections first, in two phases across all communicators of the group
+  // (one thread may drive both ends of a connection).
+  for (ncclComm* c : g.comms) {
+    UCHECK_GOTO(checkTaskStreams(c), res, fail);
+    peersToConnect(c, &g.peerScratch);
+    if (g.peerScratch.empty()) continue;
+    UCHECK_GOTO(device.use(c->cudaDev), res, fail);
+    for (int p : g.peerScratch) UCHECK_GOTO(c->transports.offer(c, p), res, fail);
+  }
+  for (ncclComm* c : g.comms) {
+    peersToConnect(c, &g.peerScratch);
+    if (g.peerScratch.empty()) continue;
+    UCHECK_GOTO(device.use(c->cudaDev), res, fail);
+    for (int p : g.peerScratch) UCHECK_GOTO(c->transports.accept(c, p), res, fail);
+  }
+  for (ncclComm* c : g.comms) {
+    UCHECK_GOTO(device.use(c->cudaDev), res, fail);
+    c->inGroupList = false;
+    UCHECK_GOTO(launchTasks(c), res, fail);
+  }
+  g.comms.clear();
+  return ncclSuccess;
+fail:
+  dropTasks(g.comms);
+  return res;
+}
+
+}  // namespace
+
+bool inGroup() { return tGroup.depth > 0; }
+
+void deferToGroupEnd(std::function<ncclResult_t()> job) { tGroup.initJobs.push_back(std::move(job)); }
+
+ncclResult_t enqueueTask(ncclComm* comm, const Task& task) {
+  TaskList& list = comm->tasks;
+  if (task.kind == TaskKind::Send || task.kind == TaskKind::Recv) {
+    list.p2p.push_back(task);
+  } else {
+    list.colls.push_back(task);
+  }
+  GroupState& g = tGroup;
+  if (g.depth > 0) {
+    if (!comm->inGroupList) {
+      comm->inGroupList = true;
+      g.comms.push_back(comm);
+    }
+    return ncclSuccess;
+  }
+  // A group of one: the common case, kept free of allocation.
+  ncclResult_t res = ncclSuccess;
+  DeviceGuard device;
+  UCHECK_GOTO(device.use(comm->cudaDev), res, fail);
+  if (!list.p2p.empty()) {
+    peersToConnect(comm, &g.peerScratch);
+    if (!g.peerScratch.empty()) UCHECK_GOTO(comm->transports.connect(comm, g.peerScratch), res, fail);
+  }
+  return launchTasks(comm);
+fail:
+  list.clear();
+  return res;
+}
+
+}  // namespace uniccl
+
+using namespace uniccl;
+
+NCCL_API(ncclResult_t, ncclGroupStart);
+ncclResult_t ncclGroupStart() {
+  tGroup.depth++;
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclGroupEnd);
+ncclResult_t ncclGroupEnd() {
+  GroupState& g = tGroup;
+  if (g.depth == 0) {
+    WARN("ncclGroupEnd called without a matching ncclGroupStart");
+    return ncclInvalidUsage;
+  }
+  if (--g.depth > 0) return ncclSuccess;
+  reclaimGraphBuffers();
+  return launchGroup(g);
+}
+
+NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo);
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  GroupState& g = tGroup;
+  if (g.depth == 0) {
+    WARN("ncclGroupSimulateEnd called without a matching ncclGroupStart");
+    return ncclInvalidUsage;
+  }
+  if (simInfo == nullptr || simInfo->magic != 0x74685283u || simInfo->size < sizeof(size_t) + 2 * sizeof(unsigned) + sizeof(float)) {
+    WARN("ncclGroupSimulateEnd: simInfo must be initialized with NCCL_SIM_INFO_INITIALIZER");
+    return ncclInvalidArgument;
+  }
+  // uniccl has no cost model yet: it reports that no estimate is available
+  // (NCCL_UNDEF_FLOAT) and, like NCCL, discards the group without launching it.
+  simInfo->estimatedTime = NCCL_UNDEF_FLOAT;
+  if (--g.depth > 0) return ncclSuccess;
+  dropTasks(g.comms);
+  g.initJobs.clear();
+  return ncclSuccess;
+}

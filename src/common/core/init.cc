@@ -1,0 +1,473 @@
+// Communicator lifecycle: init (blocking, non-blocking, in a group, InitAll,
+// Split), finalize, destroy, abort, and the small queries.
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "common/api_export.h"
+#include "common/bootstrap/root.h"
+#include "common/bootstrap/unique_id.h"
+#include "common/check.h"
+#include "common/core/comm.h"
+#include "common/core/group.h"
+#include "common/core/launch.h"
+#include "common/core/tuning.h"
+#include "common/core/validate.h"
+#include "common/util/debug.h"
+#include "common/util/socket.h"
+
+namespace uniccl {
+
+namespace {
+
+uint64_t hashBytes(const void* p, size_t n) {
+  const unsigned char* s = static_cast<const unsigned char*>(p);
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ULL;
+  return h;
+}
+
+template <typename T>
+ncclResult_t allocDevice(ncclComm* comm, T** out, size_t count) {
+  void* p = nullptr;
+  UCHECK(gpu::deviceAlloc(&p, count * sizeof(T)));
+  comm->deviceAllocs.push_back(p);
+  UCHECK(gpu::memset(p, 0, count * sizeof(T)));
+  *out = static_cast<T*>(p);
+  return ncclSuccess;
+}
+
+ncclResult_t checkDuplicateGpus(ncclComm* comm) {
+  const PeerInfo& me = comm->peers[comm->rank];
+  for (int r = 0; r < comm->nRanks; r++) {
+    const PeerInfo& p = comm->peers[r];
+    if (r != comm->rank && p.hostHash == me.hostHash && p.busIdNum == me.busIdNum) {
+      WARN("Duplicate GPU detected: rank %d and rank %d both use GPU %s (device %d); give each rank its own GPU",
+           comm->rank, r, me.busId, me.cudaDev);
+      return ncclInvalidUsage;
+    }
+  }
+  return ncclSuccess;
+}
+
+// Device-side communicator: DevComm, channels with identity-order rings,
+// per-channel peer tables (wired lazily by the transports).
+ncclResult_t setupDevice(ncclComm* comm) {
+  void* abortDev = nullptr;
+  void* abortHost = nullptr;
+  UCHECK(gpu::hostAllocMapped(&abortHost, &abortDev, 64));
+  memset(abortHost, 0, 64);
+  comm->abortFlagHost = static_cast<volatile uint32_t*>(abortHost);
+  comm->abortFlagDev = static_cast<uint32_t*>(abortDev);
+
+  const int n = comm->nRanks;
+  bool allP2p = n > 1;
+  for (int r = 0; r < n; r++) allP2p = allP2p && comm->transports.p2pReachable(r, (r + 1) % n);
+  comm->allP2p = allP2p;
+  comm->nChannels = defaultChannelCount(comm);
+  comm->p2pChannels = comm->nChannels;
+
+  int* ringRanks = nullptr;
+  UCHECK(allocDevice(comm, &ringRanks, n));
+  std::vector<int> order(n);
+  for (int i = 0; i < n; i++) order[i] = i;
+  UCHECK(gpu::memcpy(ringRanks, order.data(), n * sizeof(int)));
+
+  UCHECK(allocDevice(comm, &comm->channelsDev, dev::kMaxChannels));
+  for (int c = 0; c < comm->nChannels; c++) {
+    dev::Channel& ch = comm->channelsHost[c];
+    ch.ringIndex = comm->rank;
+    ch.ringPrev = (comm->rank - 1 + n) % n;
+    ch.ringNext = (comm->rank + 1) % n;
+    ch.ringRanks = ringRanks;
+    UCHECK(allocDevice(comm, &ch.peers, n));
+  }
+  UCHECK(gpu::memcpy(comm->channelsDev, comm->channelsHost, sizeof(comm->channelsHost)));
+
+  dev::DevComm& d = comm->devCommHost;
+  d.rank = comm->rank;
+  d.nRanks = n;
+  d.nChannels = comm->nChannels;
+  d.buffBytes[dev::kProtoLL] = (int)comm->transports.layout().llBytes;
+  d.buffBytes[dev::kProtoSimple] = (int)comm->transports.layout().simpleBytes;
+  d.abortFlag = comm->abortFlagDev;
+  d.channels = comm->channelsDev;
+  UCHECK(allocDevice(comm, &comm->devComm, 1));
+  UCHECK(gpu::memcpy(comm->devComm, &d, sizeof(d)));
+  return ncclSuccess;
+}
+
+}  // namespace
+
+// The whole initialization of one rank; records the outcome in the comm.
+ncclResult_t commInitRank(ncclComm* comm, int nranks, ncclUniqueId id, int rank, int cudaDev) {
+  ncclResult_t res = ncclSuccess;
+  PeerInfo info;
+  std::vector<int> ringPeers;
+  comm->rank = rank;
+  comm->nRanks = nranks;
+  comm->cudaDev = cudaDev;
+  comm->commHash = hashBytes(&id, sizeof(id));
+  UCHECK_GOTO(gpu::setDevice(cudaDev), res, fail);
+  setLogDevice(cudaDev);
+  logVersionOnce();
+  loadTuningEnv();
+
+  UCHECK_GOTO(fillLocalPeerInfo(cudaDev, &info), res, fail);
+  UCHECK_GOTO(Bootstrap::init(id, rank, nranks, &info, sizeof(info), &comm->bootstrap, &comm->hostAbort), res, fail);
+  comm->peers.resize(nranks);
+  for (int r = 0; r < nranks; r++) memcpy(&comm->peers[r], comm->bootstrap->peerInfo(r), sizeof(PeerInfo));
+  UCHECK_GOTO(checkDuplicateGpus(comm), res, fail);
+  UCHECK_GOTO(comm->transports.init(comm), res, fail);
+  UCHECK_GOTO(setupDevice(comm), res, fail);
+  if (nranks > 1) {
+    ringPeers.push_back((rank + 1) % nranks);
+    if ((rank - 1 + nranks) % nranks != ringPeers[0]) ringPeers.push_back((rank - 1 + nranks) % nranks);
+    UCHECK_GOTO(comm->transports.connect(comm, ringPeers), res, fail);
+  }
+  UCHECK_GOTO(comm->workFifo.init(0, &comm->callbacks), res, fail);
+  UCHECK_GOTO(comm->bootstrap->barrier(), res, fail);
+  INFO(kSubsysInit, "comm %p rank %d nranks %d cudaDev %d busId %s - Init COMPLETE (%d channels, %s)", (void*)comm,
+       rank, nranks, cudaDev, info.busId, comm->nChannels,
+       nranks == 1 ? "single rank" : transportName(comm->transports.kind(ringPeers[0])));
+  comm->state.store(CommState::Ready, std::memory_order_release);
+  comm->asyncError.store(ncclSuccess, std::memory_order_release);
+  return ncclSuccess;
+fail:
+  WARN("Initialization of rank %d/%d on GPU %d failed: %s", rank, nranks, cudaDev, ncclGetErrorString(res));
+  comm->state.store(CommState::Failed, std::memory_order_release);
+  comm->asyncError.store(res, std::memory_order_release);
+  return res;
+}
+
+// Releases everything the communicator owns. With `abort`, in-flight kernels
+// are told to stop first instead of being waited for.
+void commFree(ncclComm* comm, bool abort) {
+  if (comm->initThread.joinable()) {
+    if (abort) comm->hostAbort.store(1, std::memory_order_release);
+    comm->initThread.join();
+  }
+  int saved = -1;
+  gpu::getDevice(&saved);
+  if (comm->cudaDev >= 0) gpu::setDevice(comm->cudaDev);
+  if (abort) {
+    comm->hostAbort.store(1, std::memory_order_release);
+    if (comm->abortFlagHost != nullptr) *comm->abortFlagHost = 1;
+  }
+  // Launches end (normally or through the abort flag); their callbacks free
+  // FIFO space and return events to the pool before the pool goes.
+  if (comm->callbacks.drain() != ncclSuccess) {
+    WARN("Rank %d: a kernel of this communicator failed; releasing its resources anyway", comm->rank);
+  }
+  reclaimGraphBuffers();
+  comm->transports.release();
+  for (void* p : comm->deviceAllocs) gpu::deviceFree(p);
+  comm->deviceAllocs.clear();
+  if (comm->orderEvent != nullptr) gpu::eventDestroy(comm->orderEvent);
+  if (comm->abortFlagHost != nullptr) gpu::hostFree(const_cast<uint32_t*>(comm->abortFlagHost));
+  comm->bootstrap.reset();
+  comm->magic = 0;
+  delete comm;
+  if (saved >= 0) gpu::setDevice(saved);
+}
+
+// Creates a fresh unique id (never the NCCL_COMM_ID one): for split children.
+ncclResult_t freshUniqueId(ncclUniqueId* out) {
+  std::vector<std::pair<std::string, SocketAddress>> ifs;
+  UCHECK(findInterfaces(&ifs, 1));
+  UniqueIdContents c;
+  memset(&c, 0, sizeof(c));
+  c.version = kUniqueIdVersion;
+  std::random_device rd;
+  c.magic = ((uint64_t)rd() << 32) ^ rd();
+  UCHECK(startRoot(ifs[0].second, c.magic, &c.root));
+  encodeUniqueId(c, out);
+  return ncclSuccess;
+}
+
+ncclResult_t newComm(const ncclConfig_t* config, const CommConfig* inherit, ncclComm** out) {
+  CommConfig cfg;
+  if (config == nullptr && inherit != nullptr) {
+    cfg = *inherit;
+    applyConfigEnv(&cfg);
+  } else {
+    UCHECK(readConfig(config, &cfg));
+  }
+  ncclComm* comm = new (std::nothrow) ncclComm();
+  if (comm == nullptr) {
+    WARN("Out of host memory allocating a communicator");
+    return ncclSystemError;
+  }
+  comm->config = cfg;
+  *out = comm;
+  return ncclSuccess;
+}
+
+// Blocking, non-blocking or deferred-to-group-end init of a fresh comm.
+ncclResult_t startInit(ncclComm* comm, int nranks, ncclUniqueId id, int rank, int dev) {
+  comm->rank = rank;
+  comm->nRanks = nranks;
+  comm->cudaDev = dev;
+  if (inGroup()) {
+    deferToGroupEnd([=] { return commInitRank(comm, nranks, id, rank, dev); });
+    return ncclSuccess;
+  }
+  if (!comm->config.blocking) {
+    comm->initThread = std::thread([=] { commInitRank(comm, nranks, id, rank, dev); });
+    return ncclInProgress;
+  }
+  return commInitRank(comm, nranks, id, rank, dev);
+}
+
+}  // namespace uniccl
+
+using namespace uniccl;
+
+NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+         ncclConfig_t* config);
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* newcomm, int nranks, ncclUniqueId commId, int rank,
+                                    ncclConfig_t* config) {
+  const char* fn = "ncclCommInitRankConfig";
+  if (newcomm == nullptr) {
+    WARN("%s: comm is a NULL pointer", fn);
+    return ncclInvalidArgument;
+  }
+  if (nranks < 1 || rank < 0 || rank >= nranks) {
+    WARN("%s: invalid rank %d / nranks %d (need 0 <= rank < nranks)", fn, rank, nranks);
+    return ncclInvalidArgument;
+  }
+  int ndev = 0, dev = -1;
+  UCHECK(gpu::getDeviceCount(&ndev));
+  if (ndev < 1) {
+    WARN("%s: no GPU is visible to this process", fn);
+    return ncclUnhandledCudaError;
+  }
+  UCHECK(gpu::getDevice(&dev));
+  ncclComm* comm = nullptr;
+  UCHECK(newComm(config, nullptr, &comm));
+  *newcomm = comm;
+  ncclResult_t res = startInit(comm, nranks, commId, rank, dev);
+  if (res != ncclSuccess && res != ncclInProgress) {
+    *newcomm = nullptr;
+    commFree(comm, true);
+  }
+  return res;
+}
+
+NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
+ncclResult_t ncclCommInitRank(ncclComm_t* newcomm, int nranks, ncclUniqueId commId, int rank) {
+  return ncclCommInitRankConfig(newcomm, nranks, commId, rank, nullptr);
+}
+
+NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank, int nId,
+         ncclUniqueId* commIds, ncclConfig_t* config);
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
+                                      ncclConfig_t* config) {
+  if (nId < 1 || commIds == nullptr) {
+    WARN("ncclCommInitRankScalable: need nId >= 1 unique ids (got %d, ids %p)", nId, (void*)commIds);
+    return ncclInvalidArgument;
+  }
+  // Every rank passes the same ids in the same order; uniccl's bootstrap
+  // root scales to the job sizes it targets, so all ranks meet at the first id.
+  return ncclCommInitRankConfig(newcomm, nranks, commIds[0], myrank, config);
+}
+
+NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist);
+ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  const char* fn = "ncclCommInitAll";
+  if (comms == nullptr || ndev < 1) {
+    WARN("%s: need a comms array and ndev >= 1 (got %p, %d)", fn, (void*)comms, ndev);
+    return ncclInvalidArgument;
+  }
+  int visible = 0;
+  UCHECK(gpu::getDeviceCount(&visible));
+  for (int i = 0; i < ndev; i++) {
+    int d = devlist ? devlist[i] : i;
+    if (d < 0 || d >= visible) {
+      WARN("%s: device %d (entry %d) is not one of the %d visible GPUs", fn, d, i, visible);
+      return ncclInvalidArgument;
+    }
+  }
+  ncclUniqueId id;
+  UCHECK(freshUniqueId(&id));
+  std::vector<ncclComm*> created(ndev, nullptr);
+  for (int i = 0; i < ndev; i++) {
+    ncclResult_t r = newComm(nullptr, nullptr, &created[i]);
+    if (r != ncclSuccess) {
+      for (ncclComm* c : created)
+        if (c) commFree(c, true);
+      return r;
+    }
+    created[i]->config.blocking = true;
+  }
+  std::vector<ncclResult_t> results(ndev, ncclSuccess);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < ndev; i++) {
+    int d = devlist ? devlist[i] : i;
+    threads.emplace_back([&, i, d] { results[i] = commInitRank(created[i], ndev, id, i, d); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < ndev; i++) {
+    if (results[i] != ncclSuccess) {
+      for (ncclComm* c : created) commFree(c, true);
+      return results[i];
+    }
+  }
+  for (int i = 0; i < ndev; i++) comms[i] = created[i];
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+         ncclConfig_t* config);
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  const char* fn = "ncclCommSplit";
+  UCHECK(checkCommUsable(comm, fn));
+  if (newcomm == nullptr) {
+    WARN("%s: newcomm is a NULL pointer", fn);
+    return ncclInvalidArgument;
+  }
+  if (color < 0 && color != NCCL_SPLIT_NOCOLOR) {
+    WARN("%s: color %d must be >= 0 or NCCL_SPLIT_NOCOLOR", fn, color);
+    return ncclInvalidArgument;
+  }
+  *newcomm = nullptr;
+  ncclComm* child = nullptr;
+  if (color != NCCL_SPLIT_NOCOLOR) UCHECK(newComm(config, &comm->config, &child));
+  if (child) *newcomm = child;
+  auto job = [comm, color, key, child]() -> ncclResult_t {
+    struct Entry { int color, key, rank; };
+    std::vector<Entry> all(comm->nRanks);
+    all[comm->rank] = {color, key, comm->rank};
+    ncclResult_t res = comm->bootstrap->allGather(all.data(), sizeof(Entry));
+    if (res != ncclSuccess) {
+      if (child) child->asyncError.store(res), child->state.store(CommState::Failed);
+      return res;
+    }
+    if (child == nullptr) return ncclSuccess;
+    std::vector<Entry> members;
+    for (const Entry& e : all)
+      if (e.color == color) members.push_back(e);
+    std::stable_sort(members.begin(), members.end(),
+                     [](const Entry& a, const Entry& b) { return a.key != b.key ? a.key < b.key : a.rank < b.rank; });
+    int newRank = 0;
+    while (members[newRank].rank != comm->rank) newRank++;
+    const uint32_t tag = 0x53504c00u ^ (uint32_t)color;   // "SPL"
+    ncclUniqueId id;
+    if (newRank == 0) {
+      res = freshUniqueId(&id);
+      for (size_t i = 1; i < members.size() && res == ncclSuccess; i++)
+        res = comm->bootstrap->send(members[i].rank, tag, &id, sizeof(id));
+    } else {
+      res = comm->bootstrap->recv(members[0].rank, tag, &id, sizeof(id));
+    }
+    if (res != ncclSuccess) {
+      child->asyncError.store(res);
+      child->state.store(CommState::Failed);
+      return res;
+    }
+    return commInitRank(child, (int)members.size(), id, newRank, comm->cudaDev);
+  };
+  if (inGroup()) {
+    deferToGroupEnd(job);
+    return ncclSuccess;
+  }
+  ncclResult_t res = job();
+  if (res != ncclSuccess && child) {
+    *newcomm = nullptr;
+    commFree(child, true);
+  }
+  return res;
+}
+
+NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm);
+ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  UCHECK(checkCommUsable(comm, "ncclCommFinalize"));
+  int saved = -1;
+  gpu::getDevice(&saved);
+  gpu::setDevice(comm->cudaDev);
+  ncclResult_t res = comm->callbacks.drain();
+  if (saved >= 0) gpu::setDevice(saved);
+  UCHECK(res);
+  comm->state.store(CommState::Finalized, std::memory_order_release);
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm);
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;   // as NCCL: destroying NULL is a no-op
+  UCHECK(checkCommHandle(comm, "ncclCommDestroy"));
+  commFree(comm, false);
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm);
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;
+  UCHECK(checkCommHandle(comm, "ncclCommAbort"));
+  comm->state.store(CommState::Aborted, std::memory_order_release);
+  commFree(comm, true);
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags);
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  UCHECK(checkCommHandle(comm, "ncclCommRevoke"));
+  WARN("ncclCommRevoke is not supported by this uniccl version (see README, status table): "
+       "use ncclCommAbort to stop in-flight operations");
+  return ncclInvalidUsage;
+}
+
+NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+         ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                            ncclConfig_t* config, int shrinkFlags) {
+  UCHECK(checkCommHandle(comm, "ncclCommShrink"));
+  WARN("ncclCommShrink is not supported by this uniccl version (see README, status table): "
+       "use ncclCommSplit with NCCL_SPLIT_NOCOLOR on the excluded ranks while they are alive");
+  return ncclInvalidUsage;
+}
+
+NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError);
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  UCHECK(checkCommHandle(comm, "ncclCommGetAsyncError"));
+  if (asyncError == nullptr) {
+    WARN("ncclCommGetAsyncError: asyncError is a NULL pointer");
+    return ncclInvalidArgument;
+  }
+  *asyncError = (ncclResult_t)comm->asyncError.load(std::memory_order_acquire);
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count);
+ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  UCHECK(checkCommHandle(comm, "ncclCommCount"));
+  if (count == nullptr) {
+    WARN("ncclCommCount: count is a NULL pointer");
+    return ncclInvalidArgument;
+  }
+  *count = comm->nRanks;
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device);
+ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  UCHECK(checkCommHandle(comm, "ncclCommCuDevice"));
+  if (device == nullptr) {
+    WARN("ncclCommCuDevice: device is a NULL pointer");
+    return ncclInvalidArgument;
+  }
+  *device = comm->cudaDev;
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank);
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  UCHECK(checkCommHandle(comm, "ncclCommUserRank"));
+  if (rank == nullptr) {
+    WARN("ncclCommUserRank: rank is a NULL pointer");
+    return ncclInvalidArgument;
+  }
+  *rank = comm->rank;
+  return ncclSuccess;
+}

@@ -1,0 +1,152 @@
+#include "common/core/launch.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "common/check.h"
+#include "common/core/comm.h"
+#include "common/util/debug.h"
+
+namespace uniccl {
+
+namespace {
+
+// Persistent work buffers of captured plans, handed back by graph user
+// objects when their graph is destroyed.
+std::mutex gGraveyardMutex;
+std::vector<void*> gGraveyard;
+
+void onGraphBufferReleased(void* hostPtr) {
+  std::lock_guard<std::mutex> lock(gGraveyardMutex);
+  gGraveyard.push_back(hostPtr);
+}
+
+// Done-event callback of a launch whose work items sat in the FIFO.
+void onFifoLaunchDone(void* arg, uint64_t fifoEnd) {
+  static_cast<ncclComm*>(arg)->workFifo.markConsumed((uint32_t)fifoEnd);
+}
+
+void onInlineLaunchDone(void*, uint64_t) {}
+
+}  // namespace
+
+void reclaimGraphBuffers() {
+  std::vector<void*> dead;
+  {
+    std::lock_guard<std::mutex> lock(gGraveyardMutex);
+    if (gGraveyard.empty()) return;
+    dead.swap(gGraveyard);
+  }
+  for (void* p : dead) gpu::hostFree(p);
+}
+
+ncclResult_t collectStreams(ncclComm* comm, LaunchStreams* s) {
+  std::vector<gpu::Stream>& others = comm->streamScratch;
+  others.clear();
+  bool first = true;
+  auto note = [&](gpu::Stream st) {
+    if (first) {
+      s->launch = st;
+      first = false;
+    } else if (st != s->launch && std::find(others.begin(), others.end(), st) == others.end()) {
+      others.push_back(st);
+    }
+  };
+  for (const Task& t : comm->tasks.colls) note(t.stream);
+  for (const Task& t : comm->tasks.p2p) note(t.stream);
+
+  UCHECK(gpu::streamGetCaptureInfo(s->launch, &s->capture));
+  s->captured = s->capture.status == gpu::CaptureStatus::Active;
+  if (comm->orderEvent == nullptr) UCHECK(gpu::eventCreate(&comm->orderEvent));
+  // Kernels of one communicator run in issue order even across streams
+  // (their connections' step counters depend on it).
+  if (!s->captured && comm->haveLastStream && comm->lastStream != s->launch) {
+    UCHECK(gpu::eventRecord(comm->orderEvent, comm->lastStream));
+    UCHECK(gpu::streamWaitEvent(s->launch, comm->orderEvent));
+  }
+  for (gpu::Stream o : others) {
+    UCHECK(gpu::eventRecord(comm->orderEvent, o));
+    UCHECK(gpu::streamWaitEvent(s->launch, comm->orderEvent));
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t finishStreams(ncclComm* comm, const LaunchStreams& s) {
+  if (!comm->streamScratch.empty()) {
+    UCHECK(gpu::eventRecord(comm->orderEvent, s.launch));
+    for (gpu::Stream o : comm->streamScratch) UCHECK(gpu::streamWaitEvent(o, comm->orderEvent));
+  }
+  if (!s.captured) {
+    comm->lastStream = s.launch;
+    comm->haveLastStream = true;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const void* kernel,
+                         const LaunchStreams& s) {
+  dev::KernelArgs args;
+  args.comm = comm->devComm;
+  args.nWorks = (uint32_t)n;
+  args.pad = 0;
+  unsigned grid = 0;
+  for (int i = 0; i < n; i++) grid = std::max(grid, (unsigned)works[i].channelHi + 1);
+
+  gpu::LaunchConfig cfg;
+  cfg.gridX = grid;
+  cfg.blockX = dev::kThreadsPerBlock;
+  cfg.stream = s.launch;
+  void* argv[] = {&args};
+
+  bool inlined = n <= dev::kMaxInlineWorks;
+  if (inlined) {
+    args.works = nullptr;
+    args.workOffset = 0;
+    args.workMask = 0;
+    memcpy(args.inlineWorks, works, n * sizeof(dev::Work));
+  }
+
+  if (s.captured) {
+    if (!inlined) {
+      // Replays run long after the FIFO moved on: the graph owns a copy.
+      void* host = nullptr;
+      void* devPtr = nullptr;
+      size_t bytes = n * sizeof(dev::Work);
+      UCHECK(gpu::hostAllocMapped(&host, &devPtr, bytes));
+      memcpy(host, works, bytes);
+      ncclResult_t res = gpu::graphRetainNewUserObject(s.capture.graph, onGraphBufferReleased, host);
+      if (res != ncclSuccess) {
+        gpu::hostFree(host);
+        return res;
+      }
+      args.works = static_cast<const dev::Work*>(devPtr);
+      args.workOffset = 0;
+      args.workMask = ~0u;
+    }
+    return gpu::launchWithDoneEvent(kernel, cfg, argv, nullptr);
+  }
+
+  uint32_t fifoEnd = 0;
+  if (!inlined) {
+    uint32_t bytes = (uint32_t)(n * sizeof(dev::Work));
+    uint32_t offset;
+    UCHECK(comm->workFifo.reserve(bytes, &offset));
+    comm->workFifo.write(offset, works, bytes);
+    args.works = static_cast<const dev::Work*>(comm->workFifo.devBase());
+    args.workOffset = offset;
+    args.workMask = comm->workFifo.mask();
+    fifoEnd = offset + bytes;
+  }
+  gpu::Event done;
+  UCHECK(comm->donePool.get(&done));
+  ncclResult_t res = gpu::launchWithDoneEvent(kernel, cfg, argv, done);
+  if (res != ncclSuccess) {
+    comm->donePool.put(done);
+    return res;
+  }
+  return comm->callbacks.push(done, inlined ? onInlineLaunchDone : onFifoLaunchDone, comm, fifoEnd);
+}
+
+}  // namespace uniccl

@@ -1,0 +1,36 @@
+// Kernel launches of a planned group: where the work items travel (kernel
+// arguments, work FIFO, or a graph-owned persistent buffer), the done event
+// and its callback, and ordering across the streams of a group.
+#pragma once
+
+#include <cstddef>
+
+#include "common/gpu.h"
+#include "device/dev_types.h"
+#include "uniccl.h"
+
+struct ncclComm;
+
+namespace uniccl {
+
+constexpr size_t kMaxWorksPerLaunch = 512;   // 32 KiB of FIFO per launch
+
+struct LaunchStreams {
+  gpu::Stream launch = nullptr;     // kernels go here (the group's first stream)
+  gpu::CaptureInfo capture{};       // of `launch`; the planner checked the others agree
+  bool captured = false;
+};
+
+// Finds the group's streams and orders the launch stream after the other
+// streams of the group and after the communicator's previous launch.
+ncclResult_t collectStreams(ncclComm* comm, LaunchStreams* streams);
+ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const void* kernel,
+                         const LaunchStreams& streams);
+// Orders the group's other streams after its launches.
+ncclResult_t finishStreams(ncclComm* comm, const LaunchStreams& streams);
+
+// Frees persistent work buffers of destroyed graphs (graph user objects only
+// queue them: their destructors may not call the GPU runtime).
+void reclaimGraphBuffers();
+
+}  // namespace uniccl

@@ -1,0 +1,103 @@
+// Memory-related API: ncclMemAlloc/Free, buffer registration, memory
+// windows, and the PreMulSum operator constructors.
+#include "common/api_export.h"
+#include "common/check.h"
+#include "common/core/comm.h"
+#include "common/core/validate.h"
+#include "common/util/debug.h"
+
+using namespace uniccl;
+
+NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size);
+ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  if (ptr == nullptr) {
+    WARN("ncclMemAlloc: ptr is a NULL pointer");
+    return ncclInvalidArgument;
+  }
+  if (size == 0) {
+    *ptr = nullptr;
+    return ncclSuccess;
+  }
+  void* p = nullptr;
+  UCHECK(gpu::deviceAlloc(&p, size));
+  *ptr = p;
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclMemFree, void* ptr);
+ncclResult_t ncclMemFree(void* ptr) {
+  if (ptr == nullptr) return ncclSuccess;
+  gpu::PointerInfo info;
+  if (gpu::pointerGetInfo(ptr, &info) != ncclSuccess || info.kind != gpu::MemoryKind::Device) {
+    WARN("ncclMemFree: %p was not allocated by ncclMemAlloc", ptr);
+    return ncclInvalidArgument;
+  }
+  return gpu::deviceFree(ptr);
+}
+
+NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle);
+ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  UCHECK(checkCommUsable(comm, "ncclCommRegister"));
+  if (buff == nullptr || handle == nullptr || size == 0) {
+    WARN("ncclCommRegister: need a buffer, a size > 0 and a handle pointer (got %p, %zu, %p)", buff, size,
+         (void*)handle);
+    return ncclInvalidArgument;
+  }
+  return comm->registry.add(buff, size, comm->cudaDev, handle);
+}
+
+NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle);
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  UCHECK(checkCommHandle(comm, "ncclCommDeregister"));
+  return comm->registry.remove(handle);
+}
+
+NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+         int winFlags);
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags) {
+  UCHECK(checkCommHandle(comm, "ncclCommWindowRegister"));
+  WARN("ncclCommWindowRegister: symmetric memory windows are not supported by this uniccl version "
+       "(see README, status table); use ncclCommRegister");
+  return ncclInvalidUsage;
+}
+
+NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win);
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  UCHECK(checkCommHandle(comm, "ncclCommWindowDeregister"));
+  WARN("ncclCommWindowDeregister: symmetric memory windows are not supported by this uniccl version");
+  return ncclInvalidUsage;
+}
+
+NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+         ncclScalarResidence_t residence, ncclComm_t comm);
+ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                      ncclScalarResidence_t residence, ncclComm_t comm) {
+  const char* fn = "ncclRedOpCreatePreMulSum";
+  UCHECK(checkCommUsable(comm, fn));
+  UCHECK(checkDataType(datatype, fn));
+  if (op == nullptr || scalar == nullptr) {
+    WARN("%s: op and scalar must not be NULL", fn);
+    return ncclInvalidArgument;
+  }
+  if (residence != ncclScalarDevice && residence != ncclScalarHostImmediate) {
+    WARN("%s: invalid residence %d", fn, (int)residence);
+    return ncclInvalidArgument;
+  }
+  if (residence == ncclScalarDevice) {
+    gpu::PointerInfo info;
+    if (gpu::pointerGetInfo(scalar, &info) != ncclSuccess || info.kind == gpu::MemoryKind::Unregistered) {
+      WARN("%s: scalar %p is declared ncclScalarDevice but is not GPU-accessible memory", fn, scalar);
+      return ncclInvalidArgument;
+    }
+  }
+  return comm->redOps.create(op, scalar, datatype, residence);
+}
+
+NCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm);
+ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  UCHECK(checkCommHandle(comm, "ncclRedOpDestroy"));
+  return comm->redOps.destroy(op);
+}
+
+NCCL_API(void, ncclResetDebugInit);
+void ncclResetDebugInit() { resetLoggingForTesting(); }

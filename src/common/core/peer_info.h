@@ -1,0 +1,24 @@
+// What every rank tells every other rank at init (bootstrap allgather), and
+// the second exchange: which peers' GPUs this rank can address directly.
+#pragma once
+
+#include <cstdint>
+
+#include "uniccl.h"
+
+namespace uniccl {
+
+struct PeerInfo {
+  uint64_t hostHash;      // hostname + boot id: equal means same machine
+  uint64_t processHash;   // hostHash + pid: equal means same process (raw pointers work)
+  int32_t pid;
+  int32_t cudaDev;        // device index in that rank's own process
+  int64_t busIdNum;       // PCI bus id as a number (dup-GPU detection)
+  char busId[32];         // "0000:3b:00.0"
+  uint64_t memCapacity;   // device memory, for diagnostics
+};
+
+// Fills the caller's own entry.
+ncclResult_t fillLocalPeerInfo(int cudaDev, PeerInfo* info);
+
+}  // namespace uniccl

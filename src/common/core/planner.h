@@ -1,0 +1,23 @@
+// The planner turns the tasks a communicator collected in a group into
+// work items and kernel launches (see DESIGN.md, "the life of one collective").
+#pragma once
+
+#include <vector>
+
+#include "uniccl.h"
+
+struct ncclComm;
+
+namespace uniccl {
+
+// Peers that comm's p2p tasks need and that are not connected yet.
+void peersToConnect(ncclComm* comm, std::vector<int>* peers);
+
+// Checks the streams of comm's tasks: all captured by one graph or none.
+ncclResult_t checkTaskStreams(ncclComm* comm);
+
+// Plans comm->tasks into work items, launches them on the tasks' stream(s)
+// and clears the task list (also on error).
+ncclResult_t launchTasks(ncclComm* comm);
+
+}  // namespace uniccl

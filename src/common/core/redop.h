@@ -1,0 +1,49 @@
+// Reduction operators: the built-in ones and those made by
+// ncclRedOpCreatePreMulSum, lowered to what the kernels understand.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "device/dev_types.h"
+#include "uniccl.h"
+
+namespace uniccl {
+
+struct LoweredOp {
+  dev::RedOp op;
+  bool scalarIsPtr;
+  uint64_t scalar;   // raw bits in the datatype's format, or a device pointer
+};
+
+struct UserRedOp {
+  bool inUse = false;
+  ncclDataType_t dtype = ncclFloat32;
+  bool scalarIsPtr = false;
+  uint64_t scalar = 0;
+};
+
+class RedOpTable {
+ public:
+  ncclResult_t create(ncclRedOp_t* op, const void* scalar, ncclDataType_t dtype,
+                      ncclScalarResidence_t residence);
+  ncclResult_t destroy(ncclRedOp_t op);
+  // Lowers `op` for a collective of `dtype` over nRanks ranks.
+  ncclResult_t lower(ncclRedOp_t op, ncclDataType_t dtype, int nRanks, LoweredOp* out) const;
+
+ private:
+  mutable std::mutex mutex_;   // ops may be created from another thread than the one enqueuing
+  std::vector<UserRedOp> ops_; // index i is ncclRedOp_t (ncclNumOps + i)
+};
+
+size_t dataTypeSize(ncclDataType_t dtype);
+const char* dataTypeName(ncclDataType_t dtype);
+const char* redOpName(ncclRedOp_t op);
+bool isFloatingType(ncclDataType_t dtype);
+
+// Raw bits of `value` in the given floating datatype's format
+// (round to nearest even), for scalars built on the host (ncclAvg).
+uint64_t floatingBits(double value, ncclDataType_t dtype);
+
+}  // namespace uniccl

@@ -1,0 +1,44 @@
+// A collective or point-to-point call as recorded by the API entry point,
+// before the planner turns the tasks of a group into work items.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/gpu.h"
+#include "device/dev_types.h"
+#include "uniccl.h"
+
+namespace uniccl {
+
+enum class TaskKind : uint8_t {
+  AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, Send, Recv,
+};
+
+const char* taskKindName(TaskKind kind);
+
+struct Task {
+  TaskKind kind;
+  ncclDataType_t dtype;
+  uint8_t redOp;          // dev::RedOp after lowering
+  uint8_t scalarIsPtr;
+  uint64_t scalar;        // raw scalar bits / device pointer (PreMulSum, SumPostDiv)
+  const void* sendbuff;
+  void* recvbuff;
+  size_t count;           // elements (per rank for AllGather / ReduceScatter)
+  int root;               // root for Broadcast/Reduce, peer for Send/Recv
+  gpu::Stream stream;
+  uint64_t seq;           // communicator-wide sequence number, for logs
+};
+
+// Tasks of one communicator in the open group. Vectors keep their capacity
+// across groups so steady-state enqueue does not allocate.
+struct TaskList {
+  std::vector<Task> colls;
+  std::vector<Task> p2p;
+  bool empty() const { return colls.empty() && p2p.empty(); }
+  void clear() { colls.clear(); p2p.clear(); }
+};
+
+}  // namespace uniccl

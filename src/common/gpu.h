@@ -1,0 +1,146 @@
+// The GPU backend interface: everything the vendor-neutral core asks of a GPU
+// runtime. src/cuda and src/hip implement it thinly (no logic); unit tests
+// link a scripted fake instead. Handles are opaque pointers so that no vendor
+// type leaks into src/common. Every call returns ncclSuccess or an
+// ncclUnhandledCudaError/ncclSystemError with the vendor's message logged
+// once (WARN), and clears a sticky-free vendor error so it is not reported twice.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "uniccl.h"
+
+namespace uniccl::gpu {
+
+using Stream = void*;    // cudaStream_t / hipStream_t (nullptr = legacy default stream)
+using Event = void*;     // cudaEvent_t / hipEvent_t
+using Graph = void*;     // cudaGraph_t / hipGraph_t
+using UserObject = void*;
+
+// ------------------------------------------------------------------ devices
+ncclResult_t getDeviceCount(int* count);
+ncclResult_t getDevice(int* dev);
+ncclResult_t setDevice(int dev);
+
+struct DeviceProps {
+  char name[256];
+  int multiProcessorCount;
+  int warpSize;
+  int computeMajor, computeMinor;
+  size_t totalGlobalMem;
+  int pciDomain, pciBus, pciDevice;
+  char busId[32];           // "0000:3b:00.0", lower case, as NCCL prints it
+  int canMapHostMemory;
+  int concurrentManagedAccess;
+};
+ncclResult_t getDeviceProps(int dev, DeviceProps* props);
+// Index, in this process, of the device with PCI bus id `busId`
+// ("0000:3b:00.0"); ncclInvalidArgument (no log) when it is not visible here.
+ncclResult_t deviceGetByBusId(const char* busId, int* dev);
+// Whether `dev` can address `peer`'s memory directly (NVLink/xGMI/PCIe P2P).
+ncclResult_t canAccessPeer(int dev, int peer, bool* can);
+// Enables access from the current device to `peer`; already-enabled is success.
+ncclResult_t enablePeerAccess(int peer);
+ncclResult_t deviceSynchronize();
+
+// ------------------------------------------------------------------ streams
+ncclResult_t streamCreate(Stream* s);          // non-blocking stream
+ncclResult_t streamDestroy(Stream s);
+ncclResult_t streamSynchronize(Stream s);
+ncclResult_t streamWaitEvent(Stream s, Event e);
+// Returns the device the stream belongs to (-1 for the legacy default stream
+// when it cannot be told).
+ncclResult_t streamGetDevice(Stream s, int* dev);
+
+enum class CaptureStatus { None, Active, Invalidated };
+struct CaptureInfo {
+  CaptureStatus status;
+  uint64_t graphId;   // unique id of the graph being captured (0 when none)
+  Graph graph;        // the graph being captured (nullptr when none)
+};
+ncclResult_t streamGetCaptureInfo(Stream s, CaptureInfo* info);
+
+// ------------------------------------------------------------------- events
+enum EventFlags : unsigned {
+  kEventDefault = 0,
+  kEventDisableTiming = 1,   // cheaper; the default for done events
+  kEventInterprocess = 2,    // requires kEventDisableTiming
+  kEventBlockingSync = 4,
+};
+ncclResult_t eventCreate(Event* e, unsigned flags = kEventDisableTiming);
+ncclResult_t eventDestroy(Event e);
+ncclResult_t eventRecord(Event e, Stream s);
+// Records an event node that stays host-queryable while a captured graph is
+// replayed (cudaEventRecordWithFlags(..., cudaEventRecordExternal)). Returns
+// ncclInvalidUsage where the runtime lacks external records.
+ncclResult_t eventRecordExternal(Event e, Stream s);
+// ncclSuccess when the event completed, ncclInProgress when not yet; an error
+// when the work it tracks failed.
+ncclResult_t eventQuery(Event e);
+ncclResult_t eventSynchronize(Event e);
+ncclResult_t eventElapsedMs(Event start, Event end, float* ms);
+
+// ------------------------------------------------------------------- memory
+ncclResult_t deviceAlloc(void** ptr, size_t bytes);
+ncclResult_t deviceFree(void* ptr);
+ncclResult_t hostAllocPinned(void** ptr, size_t bytes);                 // page-locked
+ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes);  // pinned + device-visible
+ncclResult_t hostFree(void* ptr);
+// Pins and maps existing host memory (e.g. a shared-memory segment) for the
+// current device; devPtr receives the device-side address.
+ncclResult_t hostRegister(void* ptr, size_t bytes, void** devPtr);
+ncclResult_t hostUnregister(void* ptr);
+ncclResult_t memcpyAsync(void* dst, const void* src, size_t bytes, Stream s);  // any direction (UVA)
+ncclResult_t memcpy(void* dst, const void* src, size_t bytes);                 // synchronous
+ncclResult_t memsetAsync(void* dst, int value, size_t bytes, Stream s);
+ncclResult_t memset(void* dst, int value, size_t bytes);
+
+enum class MemoryKind { Unregistered, Host, Device, Managed };
+struct PointerInfo {
+  MemoryKind kind;
+  int device;        // owning device for Device/Managed memory, -1 otherwise
+};
+ncclResult_t pointerGetInfo(const void* ptr, PointerInfo* info);
+// Start and size of the allocation that contains ptr (for registration).
+ncclResult_t memGetAddressRange(const void* ptr, void** base, size_t* size);
+
+// -------------------------------------------------------------- IPC handles
+constexpr size_t kIpcHandleBytes = 64;
+struct IpcMemHandle { char bytes[kIpcHandleBytes]; };
+ncclResult_t ipcGetMemHandle(IpcMemHandle* handle, void* devPtr);
+ncclResult_t ipcOpenMemHandle(void** devPtr, const IpcMemHandle& handle);  // lazy peer access
+ncclResult_t ipcCloseMemHandle(void* devPtr);
+
+// ------------------------------------------------------------------ kernels
+struct LaunchConfig {
+  unsigned gridX = 1;
+  unsigned blockX = 1;
+  size_t sharedMemBytes = 0;
+  Stream stream = nullptr;
+};
+// Launches `kernel` (a pointer to a __global__ function) with `args` (array
+// of pointers to each argument, as cudaLaunchKernel takes them) and makes
+// `done` complete when the kernel does. HIP: hipExtLaunchKernel with the
+// stop event; CUDA: launch, then record `done` on the same stream.
+ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, void** args, Event done);
+// Raises the dynamic shared-memory limit of a kernel.
+ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes);
+// Enqueues fn(arg) on the stream (runs on a runtime thread; must not call the GPU API).
+ncclResult_t launchHostFunc(Stream s, void (*fn)(void*), void* arg);
+
+// ------------------------------------------------------------------- graphs
+// A user object whose destructor (fn(arg)) runs when the last graph (or graph
+// exec) that retains it is destroyed. The graph takes the only reference.
+ncclResult_t graphRetainNewUserObject(Graph g, void (*destroy)(void*), void* arg);
+// Adds a host node to the graph being captured on `s`, ordered before the
+// work captured after this call (used to bump a replay counter).
+ncclResult_t captureAddHostNode(Stream s, void (*fn)(void*), void* arg);
+
+// ----------------------------------------------------------- error helpers
+// Last error string of the runtime (does not clear it).
+const char* lastErrorString();
+// Clears a non-sticky runtime error so that a later check does not see it.
+void clearLastError();
+
+}  // namespace uniccl::gpu

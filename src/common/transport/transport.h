@@ -1,0 +1,122 @@
+// Intra-node transports. A connection between two ranks covers both
+// directions on every channel; each side owns the memory it receives into
+// (slot buffers + tail counter) and the head counter it sends with, and maps
+// the peer's. P2P puts all of it in GPU memory (raw pointers inside one
+// process, IPC handles across processes); SHM puts it in a POSIX shared-memory
+// segment both GPUs map. Device-side counters follow dev_types.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/gpu.h"
+#include "uniccl.h"
+
+struct ncclComm;
+
+namespace uniccl {
+
+enum class TransportKind : uint8_t { None = 0, P2p = 1, Shm = 2 };
+const char* transportName(TransportKind kind);
+
+// Each rank owns one block per peer (GPU memory for P2P, a shared segment for
+// SHM) with, per channel: [tail | head | LL slots | Simple slots], each part
+// 128-byte aligned. The tail and slots serve the direction peer -> us (the
+// peer writes them); the head serves us -> peer (the peer bumps it when it
+// freed a slot, and we poll it in our own memory).
+struct ChannelLayout {
+  size_t llBytes;
+  size_t simpleBytes;
+  size_t tailOffset() const { return 0; }
+  size_t headOffset() const { return 128; }
+  size_t llOffset() const { return 256; }
+  size_t simpleOffset() const { return 256 + llBytes; }
+  size_t stride() const { return 256 + llBytes + simpleBytes; }
+};
+
+// A POSIX shared-memory segment mapped into this process (and registered
+// with the GPU runtime so kernels can address it).
+class ShmSegment {
+ public:
+  ShmSegment() = default;
+  ~ShmSegment();
+  ShmSegment(const ShmSegment&) = delete;
+  ShmSegment& operator=(const ShmSegment&) = delete;
+  ncclResult_t create(size_t bytes);                    // unique name, zero-filled
+  ncclResult_t open(const std::string& name, size_t bytes);
+  void* host() const { return host_; }
+  void* dev() const { return dev_; }
+  const std::string& name() const { return name_; }
+  void unlinkName();   // both sides mapped: the name is no longer needed
+
+ private:
+  void release();
+  std::string name_;
+  bool owner_ = false;
+  void* host_ = nullptr;
+  void* dev_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// What this rank owns for one peer.
+struct PeerLink {
+  TransportKind kind = TransportKind::None;
+  bool offered = false;     // our resources allocated and described to the peer
+  bool connected = false;   // wired into the device channels
+  // P2P
+  void* ownBlock = nullptr;       // our GPU memory (ChannelLayout per channel)
+  void* peerBlock = nullptr;      // the peer's block, mapped
+  bool peerIpcMapped = false;     // mapped through an IPC handle (close it on release)
+  // SHM
+  std::unique_ptr<ShmSegment> ownSegment;   // our block
+  std::unique_ptr<ShmSegment> peerSegment;  // the peer's block
+};
+
+class Transports {
+ public:
+  Transports() = default;
+  ~Transports();
+  Transports(const Transports&) = delete;
+  Transports& operator=(const Transports&) = delete;
+
+  // Called once at init after the peer-info exchange: decides P2P
+  // reachability with every peer (second allgather) and sizes buffers.
+  // Uses NCCL_BUFFSIZE (Simple), UNICCL_LL_BUFFSIZE, NCCL_P2P_DISABLE, NCCL_SHM_DISABLE.
+  ncclResult_t init(ncclComm* comm);
+  bool connected(int peer) const { return links_[peer].connected; }
+  // Both ranks' GPUs can address each other's memory (same decision on every rank).
+  bool p2pReachable(int a, int b) const {
+    return p2pReach_[(size_t)a * nRanks_ + b] && p2pReach_[(size_t)b * nRanks_ + a];
+  }
+  TransportKind kind(int peer) const { return links_[peer].kind; }
+
+  // Connection in two phases so that one thread can connect several
+  // communicators of a group without deadlock: offer() allocates our side and
+  // sends its description; accept() receives the peer's and wires channels.
+  ncclResult_t offer(ncclComm* comm, int peer);
+  ncclResult_t accept(ncclComm* comm, int peer);
+  // Both phases, for a set of peers of one communicator.
+  ncclResult_t connect(ncclComm* comm, const std::vector<int>& peers);
+
+  // Frees every resource (safe after errors, idempotent).
+  void release();
+  const ChannelLayout& layout() const { return layout_; }
+
+ private:
+  TransportKind choose(ncclComm* comm, int peer) const;
+  ncclResult_t offerP2p(ncclComm* comm, int peer, PeerLink& link, struct ConnectOffer* offer);
+  ncclResult_t offerShm(ncclComm* comm, int peer, PeerLink& link, struct ConnectOffer* offer);
+  ncclResult_t acceptP2p(ncclComm* comm, int peer, PeerLink& link, const struct ConnectOffer& offer);
+  ncclResult_t acceptShm(ncclComm* comm, int peer, PeerLink& link, const struct ConnectOffer& offer);
+  ncclResult_t wire(ncclComm* comm, int peer, char* ownBlockDev, char* peerBlockDev);
+
+  ChannelLayout layout_{};
+  std::vector<PeerLink> links_;
+  std::vector<uint8_t> p2pReach_;   // [nRanks*nRanks]: rank i can address rank j's GPU
+  int nRanks_ = 0;
+};
+
+}  // namespace uniccl

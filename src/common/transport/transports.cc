@@ -1,0 +1,219 @@
+// Connection setup shared by the P2P and SHM transports: reachability,
+// the two-phase offer/accept exchange through the bootstrap, and wiring the
+// device-side connection structs.
+#include <cstring>
+
+#include "common/check.h"
+#include "common/core/comm.h"
+#include "common/transport/transport.h"
+#include "common/util/debug.h"
+#include "common/util/param.h"
+
+namespace uniccl {
+
+namespace {
+constexpr uint32_t kOfferMagic = 0x4f464652;   // "OFFR"
+constexpr uint32_t kTagConnect = 0x434f4e00;   // bootstrap tag of connection offers
+}  // namespace
+
+// What one side tells the other about the block it owns for this pair.
+struct ConnectOffer {
+  uint32_t magic;
+  uint8_t kind;            // TransportKind
+  uint8_t pad[3];
+  int32_t nChannels;
+  uint64_t stride;         // ChannelLayout::stride(), must match
+  uint64_t blockPtr;       // P2P, same process: device pointer of the block
+  gpu::IpcMemHandle ipc;   // P2P across processes
+  char shmName[64];        // SHM
+  uint64_t blockBytes;
+};
+
+const char* transportName(TransportKind kind) {
+  switch (kind) {
+    case TransportKind::P2p: return "P2P";
+    case TransportKind::Shm: return "SHM";
+    default: return "none";
+  }
+}
+
+Transports::~Transports() { release(); }
+
+ncclResult_t Transports::init(ncclComm* comm) {
+  nRanks_ = comm->nRanks;
+  links_.clear();
+  links_.resize(nRanks_);
+  layout_.simpleBytes = (size_t)paramInt("NCCL_BUFFSIZE", 4 << 20);
+  layout_.llBytes = (size_t)paramInt("UNICCL_LL_BUFFSIZE", 512 << 10);
+  // Slots must hold whole 16-byte lines and stay 128-byte aligned.
+  size_t unit = 128 * dev::kSteps;
+  if (layout_.simpleBytes < unit || layout_.simpleBytes % unit != 0 ||
+      layout_.llBytes < unit || layout_.llBytes % unit != 0) {
+    WARN("NCCL_BUFFSIZE=%zu / UNICCL_LL_BUFFSIZE=%zu must be positive multiples of %zu",
+         layout_.simpleBytes, layout_.llBytes, unit);
+    return ncclInvalidArgument;
+  }
+
+  // Which peers' GPUs can this rank address? Then share the rows so both
+  // sides of every pair take the same decision.
+  bool p2pDisabled = paramInt("NCCL_P2P_DISABLE", 0) != 0;
+  std::vector<uint8_t> row(nRanks_, 0);
+  const PeerInfo& me = comm->peers[comm->rank];
+  for (int j = 0; j < nRanks_; j++) {
+    const PeerInfo& p = comm->peers[j];
+    if (j == comm->rank || p2pDisabled || p.hostHash != me.hostHash) continue;
+    int peerDev = -1;
+    if (p.processHash == me.processHash) {
+      peerDev = p.cudaDev;
+    } else if (gpu::deviceGetByBusId(p.busId, &peerDev) != ncclSuccess) {
+      continue;   // that GPU is not visible in this process
+    }
+    bool can = false;
+    if (gpu::canAccessPeer(comm->cudaDev, peerDev, &can) == ncclSuccess && can) row[j] = 1;
+  }
+  p2pReach_.assign((size_t)nRanks_ * nRanks_, 0);
+  memcpy(&p2pReach_[(size_t)comm->rank * nRanks_], row.data(), nRanks_);
+  UCHECK(comm->bootstrap->allGather(p2pReach_.data(), nRanks_));
+  return ncclSuccess;
+}
+
+TransportKind Transports::choose(ncclComm* comm, int peer) const {
+  int me = comm->rank;
+  if (p2pReach_[(size_t)me * nRanks_ + peer] && p2pReach_[(size_t)peer * nRanks_ + me]) return TransportKind::P2p;
+  if (comm->peers[peer].hostHash == comm->peers[me].hostHash && paramInt("NCCL_SHM_DISABLE", 0) == 0)
+    return TransportKind::Shm;
+  return TransportKind::None;
+}
+
+ncclResult_t Transports::offer(ncclComm* comm, int peer) {
+  PeerLink& link = links_[peer];
+  if (link.offered || link.connected) return ncclSuccess;
+  link.kind = choose(comm, peer);
+  ConnectOffer msg;
+  memset(&msg, 0, sizeof(msg));
+  msg.magic = kOfferMagic;
+  msg.kind = (uint8_t)link.kind;
+  msg.nChannels = comm->nChannels;
+  msg.stride = layout_.stride();
+  msg.blockBytes = layout_.stride() * comm->nChannels;
+  switch (link.kind) {
+    case TransportKind::P2p: UCHECK(offerP2p(comm, peer, link, &msg)); break;
+    case TransportKind::Shm: UCHECK(offerShm(comm, peer, link, &msg)); break;
+    default:
+      WARN("No transport to reach rank %d (host %s) from rank %d: P2P is %s and SHM is %s; "
+           "the network transport is not available in this build yet",
+           peer, comm->peers[peer].hostHash == comm->peers[comm->rank].hostHash ? "this host" : "another host",
+           comm->rank, paramInt("NCCL_P2P_DISABLE", 0) ? "disabled (NCCL_P2P_DISABLE)" : "not possible",
+           paramInt("NCCL_SHM_DISABLE", 0) ? "disabled (NCCL_SHM_DISABLE)" : "not possible across hosts");
+      return ncclInvalidUsage;
+  }
+  UCHECK(comm->bootstrap->send(peer, kTagConnect, &msg, sizeof(msg)));
+  link.offered = true;
+  return ncclSuccess;
+}
+
+ncclResult_t Transports::accept(ncclComm* comm, int peer) {
+  PeerLink& link = links_[peer];
+  if (link.connected) return ncclSuccess;
+  ConnectOffer msg;
+  UCHECK(comm->bootstrap->recv(peer, kTagConnect, &msg, sizeof(msg)));
+  if (msg.magic != kOfferMagic || msg.kind != (uint8_t)link.kind || msg.nChannels != comm->nChannels ||
+      msg.stride != layout_.stride()) {
+    WARN("Connection offer from rank %d does not match ours (transport %s/%s, channels %d/%d, stride %llu/%llu): "
+         "are all ranks running the same uniccl with the same NCCL_BUFFSIZE/NCCL_*_NCHANNELS settings?",
+         peer, transportName((TransportKind)msg.kind), transportName(link.kind), msg.nChannels, comm->nChannels,
+         (unsigned long long)msg.stride, (unsigned long long)layout_.stride());
+    return ncclInvalidUsage;
+  }
+  if (link.kind == TransportKind::P2p) {
+    UCHECK(acceptP2p(comm, peer, link, msg));
+  } else {
+    UCHECK(acceptShm(comm, peer, link, msg));
+  }
+  link.connected = true;
+  INFO(kSubsysInit | kSubsysP2p, "Rank %d <-> rank %d connected via %s on %d channels", comm->rank, peer,
+       transportName(link.kind), comm->nChannels);
+  return ncclSuccess;
+}
+
+ncclResult_t Transports::connect(ncclComm* comm, const std::vector<int>& peers) {
+  for (int p : peers) UCHECK(offer(comm, p));
+  for (int p : peers) UCHECK(accept(comm, p));
+  return ncclSuccess;
+}
+
+// Fills the Peer entry of every channel: the send half points into the
+// peer's block, the receive half into ours (layout in transport.h).
+ncclResult_t Transports::wire(ncclComm* comm, int peer, char* own, char* remote) {
+  const ChannelLayout& L = layout_;
+  for (int c = 0; c < comm->nChannels; c++) {
+    char* o = own + c * L.stride();
+    char* r = remote + c * L.stride();
+    dev::Peer p;
+    memset(&p, 0, sizeof(p));
+    p.send.buffs[dev::kProtoLL] = r + L.llOffset();
+    p.send.buffs[dev::kProtoSimple] = r + L.simpleOffset();
+    p.send.remoteTail = reinterpret_cast<uint64_t*>(r + L.tailOffset());
+    p.send.head = reinterpret_cast<uint64_t*>(o + L.headOffset());
+    p.recv.buffs[dev::kProtoLL] = o + L.llOffset();
+    p.recv.buffs[dev::kProtoSimple] = o + L.simpleOffset();
+    p.recv.tail = reinterpret_cast<uint64_t*>(o + L.tailOffset());
+    p.recv.remoteHead = reinterpret_cast<uint64_t*>(r + L.headOffset());
+    p.connected = 1;
+    UCHECK(gpu::memcpy(comm->channelsHost[c].peers + peer, &p, sizeof(p)));
+  }
+  return ncclSuccess;
+}
+
+// ------------------------------------------------------------------- P2P
+ncclResult_t Transports::offerP2p(ncclComm* comm, int peer, PeerLink& link, ConnectOffer* msg) {
+  size_t bytes = msg->blockBytes;
+  UCHECK(gpu::deviceAlloc(&link.ownBlock, bytes));
+  UCHECK(gpu::memset(link.ownBlock, 0, bytes));
+  if (comm->peers[peer].processHash == comm->peers[comm->rank].processHash) {
+    msg->blockPtr = reinterpret_cast<uint64_t>(link.ownBlock);
+  } else {
+    UCHECK(gpu::ipcGetMemHandle(&msg->ipc, link.ownBlock));
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t Transports::acceptP2p(ncclComm* comm, int peer, PeerLink& link, const ConnectOffer& msg) {
+  const PeerInfo& p = comm->peers[peer];
+  if (p.processHash == comm->peers[comm->rank].processHash) {
+    UCHECK(gpu::enablePeerAccess(p.cudaDev));
+    link.peerBlock = reinterpret_cast<void*>(msg.blockPtr);
+  } else {
+    UCHECK(gpu::ipcOpenMemHandle(&link.peerBlock, msg.ipc));
+    link.peerIpcMapped = true;
+  }
+  return wire(comm, peer, static_cast<char*>(link.ownBlock), static_cast<char*>(link.peerBlock));
+}
+
+// ------------------------------------------------------------------- SHM
+ncclResult_t Transports::offerShm(ncclComm* comm, int peer, PeerLink& link, ConnectOffer* msg) {
+  link.ownSegment = std::make_unique<ShmSegment>();
+  UCHECK(link.ownSegment->create(msg->blockBytes));
+  snprintf(msg->shmName, sizeof(msg->shmName), "%s", link.ownSegment->name().c_str());
+  return ncclSuccess;
+}
+
+ncclResult_t Transports::acceptShm(ncclComm* comm, int peer, PeerLink& link, const ConnectOffer& msg) {
+  char name[sizeof(msg.shmName) + 1];
+  memcpy(name, msg.shmName, sizeof(msg.shmName));
+  name[sizeof(msg.shmName)] = '\0';
+  link.peerSegment = std::make_unique<ShmSegment>();
+  UCHECK(link.peerSegment->open(name, msg.blockBytes));
+  return wire(comm, peer, static_cast<char*>(link.ownSegment->dev()), static_cast<char*>(link.peerSegment->dev()));
+}
+
+void Transports::release() {
+  for (PeerLink& link : links_) {
+    if (link.peerIpcMapped && link.peerBlock != nullptr) gpu::ipcCloseMemHandle(link.peerBlock);
+    if (link.ownBlock != nullptr) gpu::deviceFree(link.ownBlock);
+    link = PeerLink{};
+  }
+  links_.clear();
+}
+
+}  // namespace uniccl

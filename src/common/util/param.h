@@ -1,0 +1,35 @@
+// Knobs: the environment first, then NCCL's configuration files, so settings
+// made for NCCL carry over.
+//
+// Config files (read once, `NAME=value` lines, `#` comments, whitespace
+// trimmed): NCCL_CONF_FILE when set, else ~/.nccl.conf and then /etc/nccl.conf
+// (the user's file wins over the system's). The environment wins over both.
+#pragma once
+
+#include <cstdint>
+
+namespace uniccl {
+
+// The value of knob `name`, or nullptr when it is set nowhere. The pointer
+// stays valid for the life of the process.
+const char* getEnv(const char* name);
+
+// Knob `name` as an integer (decimal, or hex with 0x). Unset -> dflt; a value
+// that is not a number WARNs and gives dflt. A value other than dflt is logged
+// once (INFO ENV).
+int64_t paramInt(const char* name, int64_t dflt);
+
+// Reads the config files again (after a test changed NCCL_CONF_FILE or HOME).
+// Pointers returned earlier stay valid.
+void reloadConfigFilesForTesting();
+
+}  // namespace uniccl
+
+// Defines `int64_t param<Fn>()`: the knob read once, then cached (like
+// NCCL_PARAM). Use paramInt directly for knobs that must be re-read, e.g. by tests.
+//   UNICCL_PARAM(WorkFifoBytes, "NCCL_WORK_FIFO_BYTES", 1 << 20)
+#define UNICCL_PARAM(Fn, name, dflt)                                   \
+  int64_t param##Fn() {                                                \
+    static const int64_t value = ::uniccl::paramInt((name), (dflt));   \
+    return value;                                                      \
+  }

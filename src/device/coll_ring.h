@@ -1,0 +1,277 @@
+// Ring algorithms for the five collectives (NCCL's runRing shapes): the
+// channel's element range is cut deterministically from data every rank
+// knows (count, nRanks, channels, slice size), so sender and receiver always
+// move the same number of steps.
+#pragma once
+
+#include "device/dev_types.h"
+#include "device/port.h"
+#include "device/prims.h"
+#include "device/reduce.h"
+
+namespace uniccl::dev {
+
+// Everything a ring algorithm needs about the current block and item.
+struct CollCtx {
+  const DevComm* comm;
+  Channel* channel;
+  int chIndex;   // this block's index among the item's channels
+  int nch;       // channels of the item
+};
+
+// Contiguous share of `total` elements for channel chIndex, in multiples of
+// 16 bytes so every share starts 16-byte aligned relative to the buffer.
+template <typename S>
+UDEV void channelShare(int64_t total, const CollCtx& c, int64_t* off, int64_t* n) {
+  constexpr int64_t kG = 16 / sizeof(S);
+  const int64_t per = alignUp(divUp(total, c.nch), kG);
+  *off = per * c.chIndex;
+  *n = imax(0, imin(per, total - *off));
+}
+
+template <typename Fn>
+UDEV Fn makeFn(const Work& w) {
+  using S = typename Fn::S;
+  Fn fn;
+  if (w.c.scalarIsPtr) {
+    fn.scalar = *reinterpret_cast<const S*>(static_cast<uintptr_t>(w.c.scalar));
+  } else {
+    const uint64_t bits = w.c.scalar;
+    memcpy(&fn.scalar, &bits, sizeof(S));  // little endian: the low bytes
+  }
+  return fn;
+}
+
+UDEV int ringPosOf(const Channel* ch, int nRanks, int rank) {
+  for (int p = 0; p < nRanks; p++)
+    if (ch->ringRanks[p] == rank) return p;
+  return 0;
+}
+
+template <typename Fn, int Proto>
+UDEV_NOINLINE bool ringAllReduce(const Work& w, const CollCtx& c, const Group& g, const Fn& fn) {
+  using S = typename Fn::S;
+  constexpr int64_t kG = 16 / sizeof(S);
+  const int n = c.comm->nRanks;
+  const int idx = c.channel->ringIndex;
+  const S* src = static_cast<const S*>(w.c.sendbuff);
+  S* dst = static_cast<S*>(w.c.recvbuff);
+  int64_t chOff, chN;
+  channelShare<S>((int64_t)w.c.count, c, &chOff, &chN);
+  Prims<Fn, Proto> p(g, c.comm, fn, &c.channel->peers[c.channel->ringPrev].recv,
+                     &c.channel->peers[c.channel->ringNext].send);
+  const int64_t slice = sliceElems<S>(c.comm, Proto, w.c.sliceBytes);
+  const int64_t loopSize = slice * n;
+  for (int64_t off = 0; off < chN; off += loopSize) {
+    const int64_t rem = imin(loopSize, chN - off);
+    const int64_t cs = imin(slice, alignUp(divUp(rem, n), kG));
+    auto at = [&](int j, int64_t* o) {
+      *o = chOff + off + cs * j;
+      return imax(0, imin(cs, rem - cs * j));
+    };
+    int64_t o, len;
+    // Reduce-scatter phase.
+    len = at((idx + n - 1) % n, &o);
+    if (!p.template step<true, false, false, true, true, false>(src + o, nullptr, len)) return false;
+    for (int k = 2; k < n; k++) {
+      len = at((idx + n - k) % n, &o);
+      if (!p.template step<true, true, false, true, true, false>(src + o, nullptr, len)) return false;
+    }
+    len = at(idx, &o);
+    if (!p.template step<true, true, true, true, true, true>(src + o, dst + o, len)) return false;
+    // All-gather phase.
+    for (int k = 1; k < n - 1; k++) {
+      len = at((idx + n - k) % n, &o);
+      if (!p.template step<false, true, true, true, false, false>(nullptr, dst + o, len)) return false;
+    }
+    len = at((idx + 1) % n, &o);
+    if (!p.template step<false, true, true, false, false, false>(nullptr, dst + o, len)) return false;
+  }
+  p.finish();
+  return true;
+}
+
+template <typename Fn, int Proto>
+UDEV_NOINLINE bool ringBroadcast(const Work& w, const CollCtx& c, const Group& g, const Fn& fn) {
+  using S = typename Fn::S;
+  const int n = c.comm->nRanks;
+  const int idx = c.channel->ringIndex;
+  const int rootPos = ringPosOf(c.channel, n, w.c.root);
+  const bool isRoot = idx == rootPos;
+  const bool isLast = (idx + 1) % n == rootPos;
+  const S* src = static_cast<const S*>(w.c.sendbuff);
+  S* dst = static_cast<S*>(w.c.recvbuff);
+  int64_t chOff, chN;
+  channelShare<S>((int64_t)w.c.count, c, &chOff, &chN);
+  Prims<Fn, Proto> p(g, c.comm, fn, isRoot ? nullptr : &c.channel->peers[c.channel->ringPrev].recv,
+                     isLast ? nullptr : &c.channel->peers[c.channel->ringNext].send);
+  const int64_t slice = sliceElems<S>(c.comm, Proto, w.c.sliceBytes);
+  for (int64_t off = 0; off < chN; off += slice) {
+    const int64_t o = chOff + off, len = imin(slice, chN - off);
+    bool ok;
+    if (isRoot) {
+      ok = (src == dst) ? p.template step<true, false, false, true, false, false>(src + o, nullptr, len)
+                        : p.template step<true, false, true, true, false, false>(src + o, dst + o, len);
+    } else if (isLast) {
+      ok = p.template step<false, true, true, false, false, false>(nullptr, dst + o, len);
+    } else {
+      ok = p.template step<false, true, true, true, false, false>(nullptr, dst + o, len);
+    }
+    if (!ok) return false;
+  }
+  p.finish();
+  return true;
+}
+
+template <typename Fn, int Proto>
+UDEV_NOINLINE bool ringReduce(const Work& w, const CollCtx& c, const Group& g, const Fn& fn) {
+  using S = typename Fn::S;
+  const int n = c.comm->nRanks;
+  const int idx = c.channel->ringIndex;
+  const int rootPos = ringPosOf(c.channel, n, w.c.root);
+  const bool isRoot = idx == rootPos;
+  const bool isFirst = idx == (rootPos + 1) % n;
+  const S* src = static_cast<const S*>(w.c.sendbuff);
+  S* dst = static_cast<S*>(w.c.recvbuff);
+  int64_t chOff, chN;
+  channelShare<S>((int64_t)w.c.count, c, &chOff, &chN);
+  Prims<Fn, Proto> p(g, c.comm, fn, isFirst ? nullptr : &c.channel->peers[c.channel->ringPrev].recv,
+                     isRoot ? nullptr : &c.channel->peers[c.channel->ringNext].send);
+  const int64_t slice = sliceElems<S>(c.comm, Proto, w.c.sliceBytes);
+  for (int64_t off = 0; off < chN; off += slice) {
+    const int64_t o = chOff + off, len = imin(slice, chN - off);
+    bool ok;
+    if (isFirst) ok = p.template step<true, false, false, true, true, false>(src + o, nullptr, len);
+    else if (isRoot) ok = p.template step<true, true, true, false, true, true>(src + o, dst + o, len);
+    else ok = p.template step<true, true, false, true, true, false>(src + o, nullptr, len);
+    if (!ok) return false;
+  }
+  p.finish();
+  return true;
+}
+
+template <typename Fn, int Proto>
+UDEV_NOINLINE bool ringAllGather(const Work& w, const CollCtx& c, const Group& g, const Fn& fn) {
+  using S = typename Fn::S;
+  const int n = c.comm->nRanks;
+  const int idx = c.channel->ringIndex;
+  const int64_t count = (int64_t)w.c.count;
+  const S* src = static_cast<const S*>(w.c.sendbuff);
+  S* dst = static_cast<S*>(w.c.recvbuff);
+  const int* ringRanks = c.channel->ringRanks;
+  int64_t chOff, chN;
+  channelShare<S>(count, c, &chOff, &chN);
+  Prims<Fn, Proto> p(g, c.comm, fn, &c.channel->peers[c.channel->ringPrev].recv,
+                     &c.channel->peers[c.channel->ringNext].send);
+  const int64_t slice = sliceElems<S>(c.comm, Proto, w.c.sliceBytes);
+  const int64_t mine = (int64_t)c.comm->rank * count;
+  for (int64_t off = 0; off < chN; off += slice) {
+    const int64_t o = chOff + off, len = imin(slice, chN - off);
+    bool ok;
+    // In place, src is already our block of dst: only send it.
+    ok = (src == dst + mine) ? p.template step<true, false, false, true, false, false>(src + o, nullptr, len)
+                             : p.template step<true, false, true, true, false, false>(src + o, dst + mine + o, len);
+    if (!ok) return false;
+    for (int k = 1; k < n - 1; k++) {
+      const int64_t b = (int64_t)ringRanks[(idx + n - k) % n] * count;
+      if (!p.template step<false, true, true, true, false, false>(nullptr, dst + b + o, len)) return false;
+    }
+    const int64_t b = (int64_t)ringRanks[(idx + 1) % n] * count;
+    if (!p.template step<false, true, true, false, false, false>(nullptr, dst + b + o, len)) return false;
+  }
+  p.finish();
+  return true;
+}
+
+template <typename Fn, int Proto>
+UDEV_NOINLINE bool ringReduceScatter(const Work& w, const CollCtx& c, const Group& g, const Fn& fn) {
+  using S = typename Fn::S;
+  const int n = c.comm->nRanks;
+  const int idx = c.channel->ringIndex;
+  const int64_t count = (int64_t)w.c.count;
+  const S* src = static_cast<const S*>(w.c.sendbuff);
+  S* dst = static_cast<S*>(w.c.recvbuff);
+  const int* ringRanks = c.channel->ringRanks;
+  int64_t chOff, chN;
+  channelShare<S>(count, c, &chOff, &chN);
+  Prims<Fn, Proto> p(g, c.comm, fn, &c.channel->peers[c.channel->ringPrev].recv,
+                     &c.channel->peers[c.channel->ringNext].send);
+  const int64_t slice = sliceElems<S>(c.comm, Proto, w.c.sliceBytes);
+  const int64_t mine = (int64_t)c.comm->rank * count;
+  for (int64_t off = 0; off < chN; off += slice) {
+    const int64_t o = chOff + off, len = imin(slice, chN - off);
+    int64_t b = (int64_t)ringRanks[(idx + n - 1) % n] * count;
+    if (!p.template step<true, false, false, true, true, false>(src + b + o, nullptr, len)) return false;
+    for (int k = 2; k < n; k++) {
+      b = (int64_t)ringRanks[(idx + n - k) % n] * count;
+      if (!p.template step<true, true, false, true, true, false>(src + b + o, nullptr, len)) return false;
+    }
+    if (!p.template step<true, true, true, false, true, true>(src + mine + o, dst + o, len)) return false;
+  }
+  p.finish();
+  return true;
+}
+
+// nRanks == 1: every collective is a local (pre-op, post-op) copy.
+template <typename Fn>
+UDEV_NOINLINE void localColl(const Work& w, const CollCtx& c, const Group& g, const Fn& fn) {
+  using S = typename Fn::S;
+  int64_t chOff, chN;
+  channelShare<S>((int64_t)w.c.count, c, &chOff, &chN);
+  const S* src = static_cast<const S*>(w.c.sendbuff) + chOff;
+  S* dst = static_cast<S*>(w.c.recvbuff) + chOff;
+  reduceCopy<Fn, true, false, true, false, true, true>(fn, g.tid, g.nthreads, src, nullptr, dst, nullptr, chN);
+}
+
+template <typename Fn, int Proto>
+UDEV bool runCollProto(const Work& w, const CollCtx& c, const Group& g) {
+  const Fn fn = makeFn<Fn>(w);
+  if (c.comm->nRanks == 1) {
+    localColl(w, c, g, fn);
+    return true;
+  }
+  switch (w.coll) {
+    case kCollAllReduce: return ringAllReduce<Fn, Proto>(w, c, g, fn);
+    case kCollReduce: return ringReduce<Fn, Proto>(w, c, g, fn);
+    case kCollReduceScatter: return ringReduceScatter<Fn, Proto>(w, c, g, fn);
+    default: return true;
+  }
+}
+
+// Broadcast and AllGather never combine: instantiated once (no op).
+template <typename Tag, int Proto>
+UDEV bool runCopyColl(const Work& w, const CollCtx& c, const Group& g) {
+  using Fn = RedFn<Tag, kOpSum>;
+  const Fn fn{};
+  if (c.comm->nRanks == 1) {
+    int64_t chOff, chN;
+    channelShare<typename Fn::S>((int64_t)w.c.count, c, &chOff, &chN);
+    const auto* src = static_cast<const typename Fn::S*>(w.c.sendbuff) + chOff;
+    auto* dst = static_cast<typename Fn::S*>(w.c.recvbuff) + chOff;
+    if (src != dst)
+      reduceCopy<Fn, true, false, true, false, false, false>(fn, g.tid, g.nthreads, src, nullptr, dst, nullptr, chN);
+    return true;
+  }
+  return w.coll == kCollBroadcast ? ringBroadcast<Fn, Proto>(w, c, g, fn) : ringAllGather<Fn, Proto>(w, c, g, fn);
+}
+
+template <typename Tag, int Proto>
+UDEV bool runCollOp(const Work& w, const CollCtx& c, const Group& g) {
+  if (w.coll == kCollBroadcast || w.coll == kCollAllGather) return runCopyColl<Tag, Proto>(w, c, g);
+  switch (w.c.redOp) {
+    case kOpSum: return runCollProto<RedFn<Tag, kOpSum>, Proto>(w, c, g);
+    case kOpProd: return runCollProto<RedFn<Tag, kOpProd>, Proto>(w, c, g);
+    case kOpMax: return runCollProto<RedFn<Tag, kOpMax>, Proto>(w, c, g);
+    case kOpMin: return runCollProto<RedFn<Tag, kOpMin>, Proto>(w, c, g);
+    case kOpPreMulSum: return runCollProto<RedFn<Tag, kOpPreMulSum>, Proto>(w, c, g);
+    case kOpSumPostDiv: return runCollProto<RedFn<Tag, kOpSumPostDiv>, Proto>(w, c, g);
+    default: return true;
+  }
+}
+
+template <typename Tag>
+UDEV bool runColl(const Work& w, const CollCtx& c, const Group& g) {
+  return w.proto == kProtoLL ? runCollOp<Tag, kProtoLL>(w, c, g) : runCollOp<Tag, kProtoSimple>(w, c, g);
+}
+
+}  // namespace uniccl::dev

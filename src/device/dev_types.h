@@ -1,0 +1,146 @@
+// Plain structs shared by the host core (g++) and the kernels (nvcc/hipcc):
+// the device-side view of a communicator, its channels and connections, and
+// the work items the host hands to a launch. No vendor names, no virtuals,
+// no host-only types: host code fills these and copies them to the device.
+//
+// Counter protocol of a connection (both protocols):
+//   the sender may fill step s only when s - head < kSteps (the receiver has
+//   freed that slot); the receiver may read step s only when tail > s (Simple)
+//   or when the slot's flags equal s + 1 (LL). Counters are 64-bit and only
+//   grow; a slot is s % kSteps.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace uniccl::dev {
+
+constexpr int kMaxChannels = 32;
+constexpr int kSteps = 8;               // slots per connection (NCCL_STEPS)
+constexpr int kThreadsPerBlock = 512;   // every collective block runs this many
+constexpr int kMaxInlineWorks = 4;      // work items that travel in the kernel arguments
+
+enum Proto : uint8_t { kProtoLL = 0, kProtoSimple = 1, kNumProtos = 2 };
+
+// What a work item does. P2p items carry a send half and a recv half that
+// progress concurrently on separate warps (so paired send/recv never deadlock).
+enum Coll : uint8_t {
+  kCollAllReduce = 0,
+  kCollBroadcast = 1,
+  kCollReduce = 2,
+  kCollAllGather = 3,
+  kCollReduceScatter = 4,
+  kCollP2p = 5,
+  kNumColls = 6,
+};
+
+// Reduction as the kernels see it. The host lowers ncclAvg to PreMulSum
+// (1/n, floating types) or SumPostDiv (n, integer types).
+enum RedOp : uint8_t {
+  kOpSum = 0,
+  kOpProd = 1,
+  kOpMax = 2,
+  kOpMin = 3,
+  kOpPreMulSum = 4,   // sum of (scalar * x_i): each rank's input is scaled when it enters
+  kOpSumPostDiv = 5,  // sum, then divide by scalar (integer average)
+  kNumRedOps = 6,
+};
+
+// Datatypes use ncclDataType_t's numbering (0..11): ncclInt8 .. ncclFloat8e5m2.
+constexpr int kNumDataTypes = 12;
+
+// Sender side of a connection to one peer.
+struct SendConn {
+  char* buffs[kNumProtos];    // the RECEIVER's slot buffers (peer-visible addresses)
+  uint64_t* remoteTail;       // the receiver's tail counter (Simple); we store step+1 after filling a slot
+  uint64_t* head;             // our own counter the receiver bumps when it freed a slot
+  uint64_t step;              // persistent: next step to fill (kernel loads at start, stores at end)
+};
+
+// Receiver side of a connection from one peer.
+struct RecvConn {
+  char* buffs[kNumProtos];    // our own slot buffers
+  uint64_t* tail;             // our own counter the sender bumps after filling a slot (Simple)
+  uint64_t* remoteHead;       // the sender's head counter; we store step+1 after consuming a slot
+  uint64_t step;              // persistent: next step to consume
+};
+
+struct Peer {
+  SendConn send;
+  RecvConn recv;
+  uint32_t connected;         // nonzero once the host wired this peer on this channel
+  uint32_t pad;
+};
+
+struct Channel {
+  int ringPrev;               // rank we receive from in the ring
+  int ringNext;               // rank we send to in the ring
+  int ringIndex;              // our position in this channel's ring (0..nRanks-1)
+  int pad;
+  const int* ringRanks;       // device array [nRanks]: user rank at each ring position
+  Peer* peers;                // device array [nRanks]: connections to every rank
+};
+
+struct DevComm {
+  int rank;
+  int nRanks;
+  int nChannels;              // channels wired for rings (blocks of a full-width launch)
+  int pad;
+  int buffBytes[kNumProtos];  // bytes of one connection's buffer per protocol (kSteps slots)
+  volatile uint32_t* abortFlag;  // host-mapped; nonzero: every spin loop gives up and the kernel exits
+  Channel* channels;          // device array [kMaxChannels]
+};
+
+// One work item: 64 bytes, so items never straddle the work FIFO's wrap
+// (the ring size is a power of two >= 64). Collective fields and p2p fields
+// share the union.
+struct alignas(16) Work {
+  uint8_t coll;               // Coll
+  uint8_t proto;              // Proto
+  uint8_t channelLo;          // blocks [channelLo, channelHi] run this item
+  uint8_t channelHi;
+  union {
+    struct {                  // collectives (ring algorithm)
+      uint8_t redOp;          // RedOp
+      uint8_t dtype;          // ncclDataType_t value
+      uint8_t scalarIsPtr;    // PreMulSum/SumPostDiv scalar lives in device memory at `scalar`
+      uint8_t pad0;
+      int32_t root;           // Broadcast/Reduce root (user rank)
+      uint32_t sliceBytes;    // bytes moved per step (<= one slot of the protocol)
+      const void* sendbuff;
+      void* recvbuff;
+      uint64_t count;         // elements: total for AllReduce/Broadcast/Reduce; per rank for AllGather/ReduceScatter
+      uint64_t scalar;        // raw bits of the scalar in dtype's format, or a device pointer to it
+      uint64_t pad1;
+    } c;
+    struct {                  // p2p: a send half and a recv half (either may be empty)
+      int32_t sendPeer;       // -1: no send part; == rank: local copy sendBuff -> recvBuff
+      int32_t recvPeer;       // -1: no recv part
+      uint32_t sliceBytes;
+      const void* sendBuff;
+      void* recvBuff;
+      uint64_t sendBytes;
+      uint64_t recvBytes;
+      uint64_t pad2;
+    } p;
+  };
+};
+static_assert(sizeof(Work) == 64, "Work must stay 64 bytes (FIFO wrap, inline args)");
+
+// Arguments of every collective kernel. Work item i of this launch is at
+//   works ? (const Work*)((const char*)works + ((workOffset + i*sizeof(Work)) & workMask))
+//         : &inlineWorks[i]
+// so the same code reads the work FIFO ring (mask = ring bytes - 1), a
+// persistent buffer of a captured graph (offset 0, mask = ~0u), or the
+// arguments themselves (works == nullptr, nWorks <= kMaxInlineWorks).
+struct KernelArgs {
+  DevComm* comm;
+  const Work* works;
+  uint32_t workOffset;
+  uint32_t workMask;
+  uint32_t nWorks;
+  uint32_t pad;
+  Work inlineWorks[kMaxInlineWorks];
+};
+
+}  // namespace uniccl::dev

@@ -1,0 +1,72 @@
+// The per-datatype kernel body: one block per channel walks the launch's
+// work items in order and runs those whose channel range holds it.
+// Instantiated per type by the generated kernel_<type> sources.
+#pragma once
+
+#include "device/coll_ring.h"
+#include "device/dev_types.h"
+#include "device/p2p.h"
+#include "device/port.h"
+
+namespace uniccl::dev {
+
+// Copies item i into shared memory (once: it may sit in host memory).
+UDEV void loadWork(const KernelArgs& args, uint32_t i, BlockShared& sh) {
+  const int tid = threadIdx.x;
+  if (args.works) {
+    if (tid < (int)(sizeof(Work) / 16)) {
+      const char* base = reinterpret_cast<const char*>(args.works);
+      const Pack16* item = reinterpret_cast<const Pack16*>(base + ((args.workOffset + i * sizeof(Work)) & args.workMask));
+      reinterpret_cast<Pack16*>(&sh.work)[tid] = loadVolatile16(item + tid);
+    }
+  } else if (tid == 0) {
+    // Constant indices keep the parameter reads in the parameter space.
+    switch (i) {
+      case 0: sh.work = args.inlineWorks[0]; break;
+      case 1: sh.work = args.inlineWorks[1]; break;
+      case 2: sh.work = args.inlineWorks[2]; break;
+      default: sh.work = args.inlineWorks[3]; break;
+    }
+  }
+}
+
+// Tag: datatype of collective items (ignored when Colls is false: the
+// p2p-only kernel).
+template <typename Tag, bool Colls>
+UDEV void runKernel(const KernelArgs& args) {
+  __shared__ BlockShared sh;
+  const int tid = threadIdx.x;
+  if (tid < 3) {
+    sh.abortA[tid] = 0;
+    sh.abortB[tid] = 0;
+    sh.bars[tid].arrived = 0;
+    sh.bars[tid].generation = 0;
+  }
+  const DevComm* comm = args.comm;
+  const int block = blockIdx.x;
+  for (uint32_t i = 0; i < args.nWorks; i++) {
+    loadWork(args, i, sh);
+    barrierBlock();
+    const Work& w = sh.work;
+    if (block >= w.channelLo && block <= w.channelHi) {
+      CollCtx c;
+      c.comm = comm;
+      c.channel = &comm->channels[block];
+      c.chIndex = block - w.channelLo;
+      c.nch = w.channelHi - w.channelLo + 1;
+      if (w.coll == kCollP2p) {
+        runP2p(w, c, sh);
+      } else if constexpr (Colls) {
+        runColl<Tag>(w, c, makeGroup(sh, comm, 0, tid, kThreadsPerBlock));
+      }
+    }
+    barrierBlock();
+    // Nobody writes the flags between this barrier and the next item's.
+    uint32_t aborted = 0;
+#pragma unroll
+    for (int gi = 0; gi < 3; gi++) aborted |= sh.abortA[gi] | sh.abortB[gi];
+    if (aborted) return;
+  }
+}
+
+}  // namespace uniccl::dev

@@ -1,0 +1,245 @@
+// The device portability header: the only file under src/device that names a
+// vendor. Everything the kernels need from the hardware (scoped atomics,
+// fences, cache-bypassing and 16-byte loads/stores, sub-group barriers,
+// sleep, timer) is a small inline function here with one CUDA and one HIP
+// body, so the algorithms above it are single-source.
+//
+// Included by host-only code too (the test harness reuses the float
+// conversions): without a device compiler only UNICCL_HD is defined.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__) || defined(__HIPCC__) || defined(__HIP__)
+#define UNICCL_DEVICE_COMPILER 1
+#endif
+
+#if !defined(UNICCL_DEVICE_COMPILER)
+#define UNICCL_HD inline
+#else
+
+#if defined(__HIPCC__) || defined(__HIP__)
+#define UNICCL_DEV_HIP 1
+#include <hip/hip_runtime.h>
+#else
+#define UNICCL_DEV_CUDA 1
+#include <cuda_runtime.h>
+#endif
+
+#define UNICCL_HD __host__ __device__ __forceinline__
+#define UDEV __device__ __forceinline__
+// Algorithm bodies: kept out of line so each gets its own register allocation.
+#define UDEV_NOINLINE __device__ __noinline__
+
+namespace uniccl::dev {
+
+#if defined(UNICCL_DEV_HIP)
+constexpr int kWarpSize = 64;   // CDNA wavefront
+#else
+constexpr int kWarpSize = 32;
+#endif
+
+// 16 bytes moved as one unit (uint4 layout on both vendors).
+struct alignas(16) Pack16 {
+  uint32_t x, y, z, w;
+};
+
+// ------------------------------------------------------- 64-bit counters
+// Connection counters live in peer-visible (possibly host) memory: the
+// consumer must see the data the producer wrote before the counter moved,
+// hence acquire/release at system scope.
+UDEV uint64_t loadAcquireSys(const uint64_t* p) {
+#if defined(UNICCL_DEV_HIP)
+  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+#endif
+}
+
+UDEV void storeReleaseSys(uint64_t* p, uint64_t v) {
+#if defined(UNICCL_DEV_HIP)
+  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#endif
+}
+
+// Orders every store of this thread (and, after a barrier, of the threads
+// that synchronized with it) before later stores, as seen by peers and host.
+UDEV void fenceSystem() {
+#if defined(UNICCL_DEV_HIP)
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);  // system scope by default on AMDGPU
+#else
+  asm volatile("fence.sc.sys;" ::: "memory");
+#endif
+}
+
+UDEV void fenceBlock() { __threadfence_block(); }
+
+// The host-mapped abort flag: a plain volatile read (goes over PCIe, so
+// callers only look every ~1000 spins).
+UDEV uint32_t loadVolatile32(const volatile uint32_t* p) { return *p; }
+
+// ------------------------------------------------- receive-slot loads
+// Slots are rewritten by a peer every kSteps steps: never serve them from L1.
+// CUDA: ld.global.cg (L2 only). HIP: the poller's system-scope acquire load
+// invalidates the CU's vector L1 (buffer_wbinvl1_vol) before the barrier that
+// releases the readers, and all waves of a block share that L1, so plain
+// loads are fresh; we still mark them volatile-free but non-temporal.
+template <typename T>
+UDEV T loadCG(const T* p) {
+#if defined(UNICCL_DEV_HIP)
+  return __builtin_nontemporal_load(p);
+#else
+  if constexpr (sizeof(T) == 1) {
+    uint16_t v;
+    asm volatile("ld.global.cg.u8 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
+    uint8_t b = (uint8_t)v;
+    return *reinterpret_cast<T*>(&b);
+  } else if constexpr (sizeof(T) == 2) {
+    uint16_t v;
+    asm volatile("ld.global.cg.u16 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
+    return *reinterpret_cast<T*>(&v);
+  } else if constexpr (sizeof(T) == 4) {
+    uint32_t v;
+    asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return *reinterpret_cast<T*>(&v);
+  } else {
+    static_assert(sizeof(T) == 8, "loadCG: 1, 2, 4 or 8 bytes (Pack16 has its own)");
+    uint64_t v;
+    asm volatile("ld.global.cg.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return *reinterpret_cast<T*>(&v);
+  }
+#endif
+}
+
+template <>
+UDEV Pack16 loadCG<Pack16>(const Pack16* p) {
+  Pack16 v;
+#if defined(UNICCL_DEV_HIP)
+  v.x = __builtin_nontemporal_load(&p->x);
+  v.y = __builtin_nontemporal_load(&p->y);
+  v.z = __builtin_nontemporal_load(&p->z);
+  v.w = __builtin_nontemporal_load(&p->w);
+#else
+  asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+#endif
+  return v;
+}
+
+// Ordinary 16-byte global load/store of user buffers (vectorized).
+UDEV Pack16 load16(const Pack16* p) {
+#if defined(UNICCL_DEV_HIP)
+  return *p;
+#else
+  Pack16 v;
+  asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+#endif
+}
+UDEV void store16(Pack16* p, const Pack16& v) {
+#if defined(UNICCL_DEV_HIP)
+  *p = v;
+#else
+  asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+#endif
+}
+
+// --------------------------------------------------------- LL lines
+// A line is {data0, flag0, data1, flag1}. Each 8-byte half carries its own
+// flag, so a reader that sees both flags right has both halves even where a
+// 16-byte store is not single-copy atomic (HIP stores the halves separately).
+UDEV void storeLLLine(Pack16* p, uint32_t d0, uint32_t d1, uint32_t flag) {
+#if defined(UNICCL_DEV_HIP)
+  uint64_t* q = reinterpret_cast<uint64_t*>(p);
+  __builtin_nontemporal_store((uint64_t)d0 | ((uint64_t)flag << 32), q);
+  __builtin_nontemporal_store((uint64_t)d1 | ((uint64_t)flag << 32), q + 1);
+#else
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(d0), "r"(flag), "r"(d1),
+               "r"(flag)
+               : "memory");
+#endif
+}
+
+// Also used for work items, which may sit in host memory the host rewrites.
+UDEV Pack16 loadVolatile16(const Pack16* p) {
+  Pack16 v;
+#if defined(UNICCL_DEV_HIP)
+  const volatile uint64_t* q = reinterpret_cast<const volatile uint64_t*>(p);
+  uint64_t a = q[0], b = q[1];
+  v.x = (uint32_t)a; v.y = (uint32_t)(a >> 32); v.z = (uint32_t)b; v.w = (uint32_t)(b >> 32);
+#else
+  asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+#endif
+  return v;
+}
+
+// --------------------------------------------------------- barriers
+// Whole block.
+UDEV void barrierBlock() { __syncthreads(); }
+
+// Shared state of one sub-group barrier (used on HIP, which has no named
+// barriers; CUDA ignores it and uses bar.sync id, n).
+struct SubBarrierState {
+  unsigned arrived;
+  unsigned generation;
+};
+
+// Barrier of `nthreads` threads (a multiple of the warp size, whole warps)
+// identified by `id` (1..15; 0 is the block barrier). Orders shared and
+// global memory accesses of the participants like __syncthreads does.
+UDEV void barrierSub(int id, int nthreads, SubBarrierState* st) {
+#if defined(UNICCL_DEV_HIP)
+  // One lane per wavefront arrives; the last arrival bumps the generation.
+  // Lanes of a wavefront run in lockstep, so the others wait for lane 0.
+  const unsigned nwaves = (unsigned)nthreads / kWarpSize;
+  __threadfence_block();
+  if ((threadIdx.x % kWarpSize) == 0) {
+    unsigned gen = __hip_atomic_load(&st->generation, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_WORKGROUP);
+    unsigned prev = __hip_atomic_fetch_add(&st->arrived, 1u, __ATOMIC_ACQ_REL, __HIP_MEMORY_SCOPE_WORKGROUP);
+    if (prev == nwaves - 1) {
+      __hip_atomic_store(&st->arrived, 0u, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_WORKGROUP);
+      __hip_atomic_store(&st->generation, gen + 1, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_WORKGROUP);
+    } else {
+      while (__hip_atomic_load(&st->generation, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_WORKGROUP) == gen)
+        __builtin_amdgcn_s_sleep(1);
+    }
+  }
+  __builtin_amdgcn_wave_barrier();
+  __threadfence_block();
+#else
+  (void)st;
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(nthreads) : "memory");
+#endif
+}
+
+// ------------------------------------------------------- sleep / timer
+UDEV void sleepBrief() {
+#if defined(UNICCL_DEV_HIP)
+  __builtin_amdgcn_s_sleep(2);
+#else
+  __nanosleep(100);
+#endif
+}
+
+// Nanoseconds (CUDA %globaltimer) or the constant-rate real-time counter
+// (HIP s_memrealtime, 100 MHz on CDNA): only differences are meaningful.
+UDEV uint64_t globalTimer() {
+#if defined(UNICCL_DEV_HIP)
+  return __builtin_amdgcn_s_memrealtime();
+#else
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#endif
+}
+
+}  // namespace uniccl::dev
+
+#endif  // UNICCL_DEVICE_COMPILER

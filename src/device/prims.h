@@ -1,0 +1,330 @@
+// Connection primitives: a group of threads moving one step (slice) at a
+// time through a receive connection and/or a send connection, with the
+// Simple protocol (slot + tail/head counters) or LL (flagged 16-byte lines).
+//
+// One step = wait (poller threads) -> group barrier -> move data (all threads)
+// -> group barrier -> publish counters (poller threads). Every step combines
+// up to two inputs (the user source, the receive slot) into up to two outputs
+// (the user destination, the send slot), so the ring algorithms name each
+// NCCL primitive (send, recvReduceSend, recvReduceCopySend, ...) by which of
+// the four are present.
+#pragma once
+
+#include <cstdint>
+
+#include "device/dev_types.h"
+#include "device/port.h"
+#include "device/reduce.h"
+
+namespace uniccl::dev {
+
+constexpr int kAbortCheckSpins = 1000;
+
+// A set of threads that progresses together: the whole block (barrier 0) or
+// one half of a p2p block (named barrier 1 or 2). Abort flags live in shared
+// memory, one pair per group: flag A is written only before the first barrier
+// of a step and read after it, flag B written between the two barriers and
+// read after the second, so every thread of the group reads the same value
+// and they all leave together (nobody is left at a barrier).
+struct Group {
+  int tid;        // thread index inside the group
+  int nthreads;
+  int barId;      // 0: whole block
+  SubBarrierState* bar;
+  volatile uint32_t* abortA;
+  volatile uint32_t* abortB;
+  const volatile uint32_t* abortFlag;  // host-mapped communicator flag
+
+  UDEV void sync() const {
+    if (barId == 0) barrierBlock();
+    else barrierSub(barId, nthreads, bar);
+  }
+};
+
+UDEV int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+UDEV int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+UDEV int64_t divUp(int64_t a, int64_t b) { return (a + b - 1) / b; }
+UDEV int64_t alignUp(int64_t a, int64_t b) { return divUp(a, b) * b; }
+
+// Bytes of data one step can carry: a whole Simple slot, or 8 bytes per
+// 16-byte LL line. Depends only on comm-wide sizes so both ends agree.
+UDEV int64_t stepCapacity(const DevComm* comm, int proto) {
+  const int64_t slot = comm->buffBytes[proto] / kSteps;
+  return proto == kProtoSimple ? (slot & ~(int64_t)15) : (slot / 16) * 8;
+}
+
+// Elements per step for a work: its sliceBytes capped by the capacity,
+// rounded down to whole 16-byte groups (at least one) so chunk offsets keep
+// the buffers' 16-byte alignment.
+template <typename S>
+UDEV int64_t sliceElems(const DevComm* comm, int proto, uint32_t sliceBytes) {
+  constexpr int64_t kG = 16 / sizeof(S);
+  int64_t b = imin((int64_t)sliceBytes, stepCapacity(comm, proto));
+  int64_t e = b / (int64_t)sizeof(S) / kG * kG;
+  return e < kG ? kG : e;
+}
+
+// ------------------------------------------------------------ data movers
+// Combines the present inputs into the present outputs for n elements.
+template <typename Fn, bool Src, bool Recv, bool Pre, bool Post, int Bytes>
+UDEV PackView<typename Fn::S, Bytes> combine(const Fn& fn, const PackView<typename Fn::S, Bytes>& s,
+                                             const PackView<typename Fn::S, Bytes>& r) {
+  using Ops = PackOps<Fn, Bytes>;
+  PackView<typename Fn::S, Bytes> v;
+  if constexpr (Recv) {
+    v = r;
+    if constexpr (Src) {
+      PackView<typename Fn::S, Bytes> t = s;
+      if constexpr (Pre && Fn::kHasPre) Ops::pre(fn, t);
+      Ops::op(fn, v, t);
+    }
+  } else {
+    v = s;
+    if constexpr (Pre && Fn::kHasPre) Ops::pre(fn, v);
+  }
+  if constexpr (Post && Fn::kHasPost) Ops::post(fn, v);
+  return v;
+}
+
+template <typename Fn, bool Src, bool Recv, bool Pre, bool Post>
+UDEV typename Fn::S combine1(const Fn& fn, typename Fn::S s, typename Fn::S r) {
+  typename Fn::S v;
+  if constexpr (Recv) {
+    v = r;
+    if constexpr (Src) v = fn.op(v, (Pre && Fn::kHasPre) ? fn.pre(s) : s);
+  } else {
+    v = (Pre && Fn::kHasPre) ? fn.pre(s) : s;
+  }
+  if constexpr (Post && Fn::kHasPost) v = fn.post(v);
+  return v;
+}
+
+// Simple protocol (and local copies): 16-byte vectors with kUnroll loads in
+// flight per thread when every pointer involved is 16-byte aligned; element
+// by element for the tail and for unaligned buffers.
+template <typename Fn, bool Src, bool Recv, bool Dst, bool Send, bool Pre, bool Post>
+UDEV_NOINLINE void reduceCopy(const Fn& fn, int tid, int nthreads, const typename Fn::S* src,
+                     const typename Fn::S* rcv, typename Fn::S* dst, typename Fn::S* snd, int64_t n) {
+  using S = typename Fn::S;
+  using V = PackView<S, 16>;
+  constexpr int kE = 16 / sizeof(S);
+  constexpr int kUnroll = 4;
+  uintptr_t mis = 0;
+  if constexpr (Src) mis |= (uintptr_t)src;
+  if constexpr (Recv) mis |= (uintptr_t)rcv;
+  if constexpr (Dst) mis |= (uintptr_t)dst;
+  if constexpr (Send) mis |= (uintptr_t)snd;
+  const int64_t nPacks = (mis & 15) ? 0 : n / kE;
+  const int64_t stride = nthreads;
+  int64_t i = tid;
+  if (nPacks > 0) {
+    const Pack16* s16 = reinterpret_cast<const Pack16*>(src);
+    const Pack16* r16 = reinterpret_cast<const Pack16*>(rcv);
+    Pack16* d16 = reinterpret_cast<Pack16*>(dst);
+    Pack16* o16 = reinterpret_cast<Pack16*>(snd);
+    for (; i + (kUnroll - 1) * stride < nPacks; i += kUnroll * stride) {
+      Pack16 sv[kUnroll], rv[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; u++) {
+        if constexpr (Src) sv[u] = load16(s16 + i + u * stride);
+        if constexpr (Recv) rv[u] = loadCG(r16 + i + u * stride);
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; u++) {
+        V a, b;
+        if constexpr (Src) a = toView<S>(sv[u]);
+        if constexpr (Recv) b = toView<S>(rv[u]);
+        const Pack16 v = toPack<S>(combine<Fn, Src, Recv, Pre, Post, 16>(fn, a, b));
+        if constexpr (Dst) store16(d16 + i + u * stride, v);
+        if constexpr (Send) store16(o16 + i + u * stride, v);
+      }
+    }
+    for (; i < nPacks; i += stride) {
+      V a, b;
+      if constexpr (Src) a = toView<S>(load16(s16 + i));
+      if constexpr (Recv) b = toView<S>(loadCG(r16 + i));
+      const Pack16 v = toPack<S>(combine<Fn, Src, Recv, Pre, Post, 16>(fn, a, b));
+      if constexpr (Dst) store16(d16 + i, v);
+      if constexpr (Send) store16(o16 + i, v);
+    }
+  }
+  for (int64_t e = nPacks * kE + tid; e < n; e += stride) {
+    S a{}, b{};
+    if constexpr (Src) a = src[e];
+    if constexpr (Recv) b = loadCG(rcv + e);
+    const S v = combine1<Fn, Src, Recv, Pre, Post>(fn, a, b);
+    if constexpr (Dst) dst[e] = v;
+    if constexpr (Send) snd[e] = v;
+  }
+}
+
+// LL: line j of a slot carries data bytes [8j, 8j+8) of the step. Each thread
+// polls its own receive lines until both flags show this step. On abort the
+// thread sets the group's flag B and stops; the caller's barrier makes it common.
+template <typename Fn, bool Src, bool Recv, bool Dst, bool Send, bool Pre, bool Post>
+UDEV void llReduceCopy(const Fn& fn, const Group& g, const typename Fn::S* src, const Pack16* rcv,
+                       typename Fn::S* dst, Pack16* snd, int64_t n, uint32_t recvFlag, uint32_t sendFlag) {
+  using S = typename Fn::S;
+  using V = PackView<S, 8>;
+  constexpr int kE = 8 / sizeof(S);
+  const int64_t nLines = divUp(n, kE);
+  const bool srcAligned = !Src || ((uintptr_t)src & 7) == 0;
+  const bool dstAligned = !Dst || ((uintptr_t)dst & 7) == 0;
+  for (int64_t j = g.tid; j < nLines; j += g.nthreads) {
+    const int64_t e0 = j * kE;
+    const int ne = (int)imin(kE, n - e0);
+    V a, b;
+    a.u[0] = 0;
+    b.u[0] = 0;
+    if constexpr (Src) {
+      if (srcAligned && ne == kE) a.u[0] = *reinterpret_cast<const uint64_t*>(src + e0);
+      else
+        for (int k = 0; k < ne; k++) a.e[k] = src[e0 + k];
+    }
+    if constexpr (Recv) {
+      Pack16 line;
+      int spins = 0;
+      for (;;) {
+        line = loadVolatile16(rcv + j);
+        if (line.y == recvFlag && line.w == recvFlag) break;
+        if (++spins == kAbortCheckSpins) {
+          spins = 0;
+          if (*g.abortB || loadVolatile32(g.abortFlag)) {
+            *g.abortB = 1;
+            return;
+          }
+        }
+      }
+      b.u[0] = (uint64_t)line.x | ((uint64_t)line.z << 32);
+    }
+    const V v = combine<Fn, Src, Recv, Pre, Post, 8>(fn, a, b);
+    if constexpr (Dst) {
+      if (dstAligned && ne == kE) *reinterpret_cast<uint64_t*>(dst + e0) = v.u[0];
+      else
+        for (int k = 0; k < ne; k++) dst[e0 + k] = v.e[k];
+    }
+    if constexpr (Send) storeLLLine(snd + j, (uint32_t)v.u[0], (uint32_t)(v.u[0] >> 32), sendFlag);
+  }
+}
+
+// ------------------------------------------------------------ Prims
+template <typename Fn, int Proto>
+class Prims {
+  using S = typename Fn::S;
+
+ public:
+  // rc / sc: this channel's connection structs in global memory (nullptr:
+  // that direction is unused). Steps are loaded here and stored by finish().
+  UDEV Prims(const Group& g, const DevComm* comm, const Fn& fn, RecvConn* rc, SendConn* sc)
+      : g_(g), fn_(fn), rc_(rc), sc_(sc) {
+    slotBytes_ = comm->buffBytes[Proto] / kSteps;
+    sendPoller_ = g.nthreads > kWarpSize ? kWarpSize : 0;
+    if (rc) {
+      recvBuf_ = rc->buffs[Proto];
+      recvTail_ = rc->tail;
+      recvRemoteHead_ = rc->remoteHead;
+      recvStep_ = *reinterpret_cast<volatile uint64_t*>(&rc->step);
+    }
+    if (sc) {
+      sendBuf_ = sc->buffs[Proto];
+      sendRemoteTail_ = sc->remoteTail;
+      sendHead_ = sc->head;
+      sendStep_ = *reinterpret_cast<volatile uint64_t*>(&sc->step);
+    }
+  }
+
+  // One step. Src: read n elements at src; Recv: combine with the receive
+  // slot; Dst: write dst; Send: fill the send slot. Pre / Post: apply the
+  // op's pre-multiply to src / post-divide to the result. False: aborted.
+  template <bool Src, bool Recv, bool Dst, bool Send, bool Pre, bool Post>
+  UDEV bool step(const S* src, S* dst, int64_t n) {
+    const uint64_t rs = recvStep_, ss = sendStep_;
+    if constexpr (Recv && Proto == kProtoSimple) {
+      if (g_.tid == 0) waitRecvTail(rs);
+    }
+    if constexpr (Send) {
+      if (g_.tid == sendPoller_) waitSendHead(ss);
+    }
+    g_.sync();
+    if (*g_.abortA) return false;
+    if constexpr (Proto == kProtoSimple) {
+      const S* rslot = Recv ? reinterpret_cast<const S*>(recvBuf_ + (rs % kSteps) * slotBytes_) : nullptr;
+      S* sslot = Send ? reinterpret_cast<S*>(sendBuf_ + (ss % kSteps) * slotBytes_) : nullptr;
+      reduceCopy<Fn, Src, Recv, Dst, Send, Pre, Post>(fn_, g_.tid, g_.nthreads, src, rslot, dst, sslot, n);
+    } else {
+      const Pack16* rslot = Recv ? reinterpret_cast<const Pack16*>(recvBuf_ + (rs % kSteps) * slotBytes_) : nullptr;
+      Pack16* sslot = Send ? reinterpret_cast<Pack16*>(sendBuf_ + (ss % kSteps) * slotBytes_) : nullptr;
+      llReduceCopy<Fn, Src, Recv, Dst, Send, Pre, Post>(fn_, g_, src, rslot, dst, sslot, n, (uint32_t)(rs + 1),
+                                                        (uint32_t)(ss + 1));
+    }
+    // LL sends need no barrier before moving on: the flags publish the data.
+    if constexpr (Recv || Proto == kProtoSimple) {
+      g_.sync();
+      if (*g_.abortB) return false;
+    }
+    if constexpr (Send && Proto == kProtoSimple) {
+      if (g_.tid == sendPoller_) {
+        fenceSystem();  // every thread's slot stores (ordered by the barrier) before the tail
+        storeReleaseSys(sendRemoteTail_, ss + 1);
+      }
+    }
+    if constexpr (Recv) {
+      if (g_.tid == 0) storeReleaseSys(recvRemoteHead_, rs + 1);
+      recvStep_ = rs + 1;
+    }
+    if constexpr (Send) sendStep_ = ss + 1;
+    return true;
+  }
+
+  // Stores the advanced steps for the next work / kernel. The end-of-work
+  // block barrier orders this before anyone reads them again.
+  UDEV void finish() {
+    if (g_.tid == 0) {
+      if (rc_) *reinterpret_cast<volatile uint64_t*>(&rc_->step) = recvStep_;
+      if (sc_) *reinterpret_cast<volatile uint64_t*>(&sc_->step) = sendStep_;
+    }
+  }
+
+ private:
+  UDEV void waitRecvTail(uint64_t rs) {
+    int spins = 0;
+    while (loadAcquireSys(recvTail_) <= rs) {
+      if (++spins == kAbortCheckSpins) {
+        spins = 0;
+        if (loadVolatile32(g_.abortFlag)) {
+          *g_.abortA = 1;
+          return;
+        }
+      }
+    }
+  }
+  UDEV void waitSendHead(uint64_t ss) {
+    int spins = 0;
+    while (loadAcquireSys(sendHead_) + kSteps <= ss) {
+      if (++spins == kAbortCheckSpins) {
+        spins = 0;
+        if (loadVolatile32(g_.abortFlag)) {
+          *g_.abortA = 1;
+          return;
+        }
+      }
+    }
+  }
+
+  const Group g_;
+  Fn fn_;
+  RecvConn* rc_;
+  SendConn* sc_;
+  int64_t slotBytes_ = 0;
+  int sendPoller_ = 0;
+  char* recvBuf_ = nullptr;
+  uint64_t* recvTail_ = nullptr;
+  uint64_t* recvRemoteHead_ = nullptr;
+  uint64_t recvStep_ = 0;
+  char* sendBuf_ = nullptr;
+  uint64_t* sendRemoteTail_ = nullptr;
+  uint64_t* sendHead_ = nullptr;
+  uint64_t sendStep_ = 0;
+};
+
+}  // namespace uniccl::dev

@@ -1,0 +1,434 @@
+// src/common/gpu.h over HIP. Thin by design: each function translates
+// arguments and result codes and nothing more. Calls that older ROCm releases
+// lack sit behind HIP_VERSION checks and answer ncclInvalidUsage there, with
+// a WARN naming the missing runtime call.
+#include <hip/hip_ext.h>
+#include <hip/hip_runtime.h>
+#include <hip/hip_version.h>
+
+#include <cctype>
+#include <cstring>
+#include <new>
+
+#include "common/gpu.h"
+#include "common/util/debug.h"
+
+// First ROCm releases known to ship these calls (HIP_VERSION = major*1e7 + minor*1e5 + patch).
+#define UNICCL_HIP_HAS_USER_OBJECTS (HIP_VERSION >= 50300000)
+#define UNICCL_HIP_HAS_LAUNCH_HOST_FUNC (HIP_VERSION >= 50300000)  // 5.2 declares it but does not export it
+#define UNICCL_HIP_HAS_STREAM_GET_DEVICE (HIP_VERSION >= 60000000)
+#define UNICCL_HIP_HAS_EVENT_RECORD_FLAGS (HIP_VERSION >= 60200000)
+#define UNICCL_HIP_HAS_MEMORY_TYPE_FIELD (HIP_VERSION >= 60000000)  // hipPointerAttribute_t::type
+
+namespace uniccl::gpu {
+
+static_assert(sizeof(hipIpcMemHandle_t) <= kIpcHandleBytes, "IpcMemHandle must hold hipIpcMemHandle_t");
+
+namespace {
+
+// Logs a failed runtime call once, where it happened, and clears the
+// non-sticky error so the next unrelated check does not report it again.
+ncclResult_t fail(const char* call, hipError_t err, ncclResult_t res = ncclUnhandledCudaError) {
+  WARN("%s failed: %s", call, hipGetErrorString(err));
+  (void)hipGetLastError();
+  return res;
+}
+
+ncclResult_t failAlloc(const char* call, hipError_t err) {
+  return fail(call, err, err == hipErrorOutOfMemory ? ncclSystemError : ncclUnhandledCudaError);
+}
+
+[[maybe_unused]] ncclResult_t missing(const char* call) {
+  WARN("%s is not available in this ROCm release (HIP_VERSION %d); update ROCm for this feature",
+       call, (int)HIP_VERSION);
+  return ncclInvalidUsage;
+}
+
+}  // namespace
+
+#define HIP_TRY(call)                              \
+  do {                                             \
+    hipError_t uniccl_err_ = (call);               \
+    if (uniccl_err_ != hipSuccess) return fail(#call, uniccl_err_); \
+  } while (0)
+
+// ------------------------------------------------------------------ devices
+ncclResult_t getDeviceCount(int* count) {
+  HIP_TRY(hipGetDeviceCount(count));
+  return ncclSuccess;
+}
+ncclResult_t getDevice(int* dev) {
+  HIP_TRY(hipGetDevice(dev));
+  return ncclSuccess;
+}
+ncclResult_t setDevice(int dev) {
+  HIP_TRY(hipSetDevice(dev));
+  return ncclSuccess;
+}
+
+// Not finding the device is an expected answer (a peer's GPU hidden from
+// this process), so it returns ncclInvalidArgument without a WARN.
+ncclResult_t deviceGetByBusId(const char* busId, int* dev) {
+  hipError_t e = hipDeviceGetByPCIBusId(dev, busId);
+  if (e != hipSuccess) {
+    (void)hipGetLastError();
+    return ncclInvalidArgument;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
+  hipDeviceProp_t p;
+  HIP_TRY(hipGetDeviceProperties(&p, dev));
+  DeviceProps out{};
+  std::strncpy(out.name, p.name, sizeof(out.name) - 1);
+  out.multiProcessorCount = p.multiProcessorCount;
+  out.warpSize = p.warpSize;
+  out.computeMajor = p.major;
+  out.computeMinor = p.minor;
+  out.totalGlobalMem = p.totalGlobalMem;
+  out.pciDomain = p.pciDomainID;
+  out.pciBus = p.pciBusID;
+  out.pciDevice = p.pciDeviceID;
+  out.canMapHostMemory = p.canMapHostMemory;
+  out.concurrentManagedAccess = p.concurrentManagedAccess;
+  HIP_TRY(hipDeviceGetPCIBusId(out.busId, sizeof(out.busId), dev));
+  for (char* c = out.busId; *c; ++c) *c = (char)std::tolower((unsigned char)*c);
+  *props = out;
+  return ncclSuccess;
+}
+
+ncclResult_t canAccessPeer(int dev, int peer, bool* can) {
+  int v = 0;
+  HIP_TRY(hipDeviceCanAccessPeer(&v, dev, peer));
+  *can = v != 0;
+  return ncclSuccess;
+}
+
+ncclResult_t enablePeerAccess(int peer) {
+  hipError_t err = hipDeviceEnablePeerAccess(peer, 0);
+  if (err == hipErrorPeerAccessAlreadyEnabled) {
+    (void)hipGetLastError();
+    return ncclSuccess;
+  }
+  if (err != hipSuccess) return fail("hipDeviceEnablePeerAccess", err);
+  return ncclSuccess;
+}
+
+ncclResult_t deviceSynchronize() {
+  HIP_TRY(hipDeviceSynchronize());
+  return ncclSuccess;
+}
+
+// ------------------------------------------------------------------ streams
+ncclResult_t streamCreate(Stream* s) {
+  hipStream_t st;
+  HIP_TRY(hipStreamCreateWithFlags(&st, hipStreamNonBlocking));
+  *s = st;
+  return ncclSuccess;
+}
+ncclResult_t streamDestroy(Stream s) {
+  HIP_TRY(hipStreamDestroy((hipStream_t)s));
+  return ncclSuccess;
+}
+ncclResult_t streamSynchronize(Stream s) {
+  HIP_TRY(hipStreamSynchronize((hipStream_t)s));
+  return ncclSuccess;
+}
+ncclResult_t streamWaitEvent(Stream s, Event e) {
+  HIP_TRY(hipStreamWaitEvent((hipStream_t)s, (hipEvent_t)e, 0));
+  return ncclSuccess;
+}
+ncclResult_t streamGetDevice(Stream s, int* dev) {
+#if UNICCL_HIP_HAS_STREAM_GET_DEVICE
+  hipDevice_t d = -1;
+  HIP_TRY(hipStreamGetDevice((hipStream_t)s, &d));
+  *dev = (int)d;
+#else
+  // Older ROCm: hipGetStreamDeviceId answers -1 for a stream it does not know.
+  *dev = hipGetStreamDeviceId((hipStream_t)s);
+#endif
+  return ncclSuccess;
+}
+
+ncclResult_t streamGetCaptureInfo(Stream s, CaptureInfo* info) {
+  hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
+  unsigned long long id = 0;
+  hipGraph_t graph = nullptr;
+  HIP_TRY(hipStreamGetCaptureInfo_v2((hipStream_t)s, &status, &id, &graph, nullptr, nullptr));
+  CaptureInfo out{};
+  switch (status) {
+    case hipStreamCaptureStatusActive: out.status = CaptureStatus::Active; break;
+    case hipStreamCaptureStatusInvalidated: out.status = CaptureStatus::Invalidated; break;
+    default: out.status = CaptureStatus::None; break;
+  }
+  out.graphId = out.status == CaptureStatus::None ? 0 : id;
+  out.graph = out.status == CaptureStatus::Active ? graph : nullptr;
+  *info = out;
+  return ncclSuccess;
+}
+
+// ------------------------------------------------------------------- events
+ncclResult_t eventCreate(Event* e, unsigned flags) {
+  unsigned f = hipEventDefault;
+  if (flags & kEventDisableTiming) f |= hipEventDisableTiming;
+  if (flags & kEventInterprocess) f |= hipEventInterprocess;
+  if (flags & kEventBlockingSync) f |= hipEventBlockingSync;
+  hipEvent_t ev;
+  HIP_TRY(hipEventCreateWithFlags(&ev, f));
+  *e = ev;
+  return ncclSuccess;
+}
+ncclResult_t eventDestroy(Event e) {
+  HIP_TRY(hipEventDestroy((hipEvent_t)e));
+  return ncclSuccess;
+}
+ncclResult_t eventRecord(Event e, Stream s) {
+  HIP_TRY(hipEventRecord((hipEvent_t)e, (hipStream_t)s));
+  return ncclSuccess;
+}
+ncclResult_t eventRecordExternal(Event e, Stream s) {
+#if UNICCL_HIP_HAS_EVENT_RECORD_FLAGS
+  HIP_TRY(hipEventRecordWithFlags((hipEvent_t)e, (hipStream_t)s, hipEventRecordExternal));
+  return ncclSuccess;
+#else
+  return missing("hipEventRecordWithFlags(hipEventRecordExternal)");
+#endif
+}
+ncclResult_t eventQuery(Event e) {
+  hipError_t err = hipEventQuery((hipEvent_t)e);
+  if (err == hipSuccess) return ncclSuccess;
+  if (err == hipErrorNotReady) return ncclInProgress;  // not an error: nothing to clear
+  return fail("hipEventQuery", err);
+}
+ncclResult_t eventSynchronize(Event e) {
+  HIP_TRY(hipEventSynchronize((hipEvent_t)e));
+  return ncclSuccess;
+}
+ncclResult_t eventElapsedMs(Event start, Event end, float* ms) {
+  HIP_TRY(hipEventElapsedTime(ms, (hipEvent_t)start, (hipEvent_t)end));
+  return ncclSuccess;
+}
+
+// ------------------------------------------------------------------- memory
+ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
+  HIP_TRY(hipMalloc(ptr, bytes));
+  return ncclSuccess;
+}
+ncclResult_t deviceFree(void* ptr) {
+  HIP_TRY(hipFree(ptr));
+  return ncclSuccess;
+}
+ncclResult_t hostAllocPinned(void** ptr, size_t bytes) {
+  hipError_t err = hipHostMalloc(ptr, bytes, hipHostMallocPortable);
+  if (err != hipSuccess) return failAlloc("hipHostMalloc", err);
+  return ncclSuccess;
+}
+ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes) {
+  void* h = nullptr;
+  hipError_t err = hipHostMalloc(&h, bytes, hipHostMallocMapped | hipHostMallocPortable);
+  if (err != hipSuccess) return failAlloc("hipHostMalloc(mapped)", err);
+  void* d = nullptr;
+  err = hipHostGetDevicePointer(&d, h, 0);
+  if (err != hipSuccess) {
+    ncclResult_t res = fail("hipHostGetDevicePointer", err);
+    (void)hipHostFree(h);
+    return res;
+  }
+  *hostPtr = h;
+  *devPtr = d;
+  return ncclSuccess;
+}
+ncclResult_t hostFree(void* ptr) {
+  HIP_TRY(hipHostFree(ptr));
+  return ncclSuccess;
+}
+ncclResult_t hostRegister(void* ptr, size_t bytes, void** devPtr) {
+  HIP_TRY(hipHostRegister(ptr, bytes, hipHostRegisterMapped | hipHostRegisterPortable));
+  void* d = nullptr;
+  hipError_t err = hipHostGetDevicePointer(&d, ptr, 0);
+  if (err != hipSuccess) {
+    ncclResult_t res = fail("hipHostGetDevicePointer", err);
+    (void)hipHostUnregister(ptr);
+    return res;
+  }
+  *devPtr = d;
+  return ncclSuccess;
+}
+ncclResult_t hostUnregister(void* ptr) {
+  HIP_TRY(hipHostUnregister(ptr));
+  return ncclSuccess;
+}
+ncclResult_t memcpyAsync(void* dst, const void* src, size_t bytes, Stream s) {
+  HIP_TRY(hipMemcpyAsync(dst, src, bytes, hipMemcpyDefault, (hipStream_t)s));
+  return ncclSuccess;
+}
+ncclResult_t memcpy(void* dst, const void* src, size_t bytes) {
+  HIP_TRY(hipMemcpy(dst, src, bytes, hipMemcpyDefault));
+  return ncclSuccess;
+}
+ncclResult_t memsetAsync(void* dst, int value, size_t bytes, Stream s) {
+  HIP_TRY(hipMemsetAsync(dst, value, bytes, (hipStream_t)s));
+  return ncclSuccess;
+}
+ncclResult_t memset(void* dst, int value, size_t bytes) {
+  HIP_TRY(hipMemset(dst, value, bytes));
+  return ncclSuccess;
+}
+
+ncclResult_t pointerGetInfo(const void* ptr, PointerInfo* info) {
+  hipPointerAttribute_t a;
+  hipError_t err = hipPointerGetAttributes(&a, ptr);
+  PointerInfo out{MemoryKind::Unregistered, -1};
+  if (err == hipErrorInvalidValue) {
+    // Memory HIP does not know (plain malloc) is reported as an invalid value.
+    (void)hipGetLastError();
+    *info = out;
+    return ncclSuccess;
+  }
+  if (err != hipSuccess) return fail("hipPointerGetAttributes", err);
+#if UNICCL_HIP_HAS_MEMORY_TYPE_FIELD
+  const hipMemoryType type = a.type;
+  const bool managed = type == hipMemoryTypeManaged;
+#else
+  const hipMemoryType type = a.memoryType;
+  const bool managed = a.isManaged != 0;
+#endif
+  if (managed) {
+    out.kind = MemoryKind::Managed;
+    out.device = a.device;
+  } else if (type == hipMemoryTypeDevice) {
+    out.kind = MemoryKind::Device;
+    out.device = a.device;
+  } else if (type == hipMemoryTypeHost) {
+    out.kind = MemoryKind::Host;
+  }
+  *info = out;
+  return ncclSuccess;
+}
+ncclResult_t memGetAddressRange(const void* ptr, void** base, size_t* size) {
+  hipDeviceptr_t b = nullptr;
+  size_t n = 0;
+  HIP_TRY(hipMemGetAddressRange(&b, &n, (hipDeviceptr_t)ptr));
+  *base = (void*)b;
+  *size = n;
+  return ncclSuccess;
+}
+
+// -------------------------------------------------------------- IPC handles
+ncclResult_t ipcGetMemHandle(IpcMemHandle* handle, void* devPtr) {
+  hipIpcMemHandle_t h;
+  HIP_TRY(hipIpcGetMemHandle(&h, devPtr));
+  IpcMemHandle out{};
+  std::memcpy(out.bytes, &h, sizeof(h));
+  *handle = out;
+  return ncclSuccess;
+}
+ncclResult_t ipcOpenMemHandle(void** devPtr, const IpcMemHandle& handle) {
+  hipIpcMemHandle_t h;
+  std::memcpy(&h, handle.bytes, sizeof(h));
+  HIP_TRY(hipIpcOpenMemHandle(devPtr, h, hipIpcMemLazyEnablePeerAccess));
+  return ncclSuccess;
+}
+ncclResult_t ipcCloseMemHandle(void* devPtr) {
+  HIP_TRY(hipIpcCloseMemHandle(devPtr));
+  return ncclSuccess;
+}
+
+// ------------------------------------------------------------------ kernels
+// hipExtLaunchKernel signals `done` from the kernel's own completion packet:
+// no separate event record is enqueued behind the launch.
+ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
+  HIP_TRY(hipExtLaunchKernel(kernel, dim3(cfg.gridX), dim3(cfg.blockX), args, cfg.sharedMemBytes,
+                             (hipStream_t)cfg.stream, nullptr, (hipEvent_t)done, 0));
+  return ncclSuccess;
+}
+ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes) {
+  HIP_TRY(hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+  return ncclSuccess;
+}
+#if UNICCL_HIP_HAS_LAUNCH_HOST_FUNC
+ncclResult_t launchHostFunc(Stream s, void (*fn)(void*), void* arg) {
+  HIP_TRY(hipLaunchHostFunc((hipStream_t)s, fn, arg));
+  return ncclSuccess;
+}
+#else
+namespace {
+struct HostCall {
+  void (*fn)(void*);
+  void* arg;
+};
+void runHostCall(hipStream_t, hipError_t, void* p) {
+  HostCall c = *static_cast<HostCall*>(p);
+  delete static_cast<HostCall*>(p);
+  c.fn(c.arg);
+}
+}  // namespace
+// Older ROCm: a stream callback carries the call (one small allocation).
+ncclResult_t launchHostFunc(Stream s, void (*fn)(void*), void* arg) {
+  auto* c = new (std::nothrow) HostCall{fn, arg};
+  if (c == nullptr) {
+    WARN("launchHostFunc: out of host memory");
+    return ncclSystemError;
+  }
+  hipError_t err = hipStreamAddCallback((hipStream_t)s, runHostCall, c, 0);
+  if (err != hipSuccess) {
+    delete c;
+    return fail("hipStreamAddCallback", err);
+  }
+  return ncclSuccess;
+}
+#endif
+
+// ------------------------------------------------------------------- graphs
+// Ownership of `arg` always passes to this call: destroy(arg) runs exactly
+// once, when the graph goes away or, on any failure, by the time this
+// returns (or when the runtime drops the object we release).
+ncclResult_t graphRetainNewUserObject(Graph g, void (*destroy)(void*), void* arg) {
+#if UNICCL_HIP_HAS_USER_OBJECTS
+  hipUserObject_t obj = nullptr;
+  hipError_t err = hipUserObjectCreate(&obj, arg, destroy, 1, hipUserObjectNoDestructorSync);
+  if (err != hipSuccess) {
+    ncclResult_t res = fail("hipUserObjectCreate", err);
+    destroy(arg);
+    return res;
+  }
+  err = hipGraphRetainUserObject((hipGraph_t)g, obj, 1, hipGraphUserObjectMove);
+  if (err != hipSuccess) {
+    ncclResult_t res = fail("hipGraphRetainUserObject", err);
+    (void)hipUserObjectRelease(obj, 1);
+    return res;
+  }
+  return ncclSuccess;
+#else
+  destroy(arg);
+  return missing("hipUserObjectCreate/hipGraphRetainUserObject");
+#endif
+}
+
+// The host node is added to the capturing graph by hand, after the stream's
+// current capture dependencies, and then becomes the stream's only
+// dependency: work captured later is ordered after it. (Every ROCm release
+// since 4.5 has these calls; hipLaunchHostFunc is not captured on all of them.)
+ncclResult_t captureAddHostNode(Stream s, void (*fn)(void*), void* arg) {
+  hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
+  hipGraph_t graph = nullptr;
+  const hipGraphNode_t* deps = nullptr;
+  size_t numDeps = 0;
+  HIP_TRY(hipStreamGetCaptureInfo_v2((hipStream_t)s, &status, nullptr, &graph, &deps, &numDeps));
+  if (status != hipStreamCaptureStatusActive) {
+    WARN("captureAddHostNode: stream %p is not capturing a graph (status %d)", s, (int)status);
+    return ncclInvalidUsage;
+  }
+  hipHostNodeParams params = {fn, arg};
+  hipGraphNode_t node = nullptr;
+  HIP_TRY(hipGraphAddHostNode(&node, graph, deps, numDeps, &params));
+  HIP_TRY(hipStreamUpdateCaptureDependencies((hipStream_t)s, &node, 1, hipStreamSetCaptureDependencies));
+  return ncclSuccess;
+}
+
+// ----------------------------------------------------------- error helpers
+const char* lastErrorString() { return hipGetErrorString(hipPeekAtLastError()); }
+void clearLastError() { (void)hipGetLastError(); }
+
+}  // namespace uniccl::gpu

@@ -1,0 +1,510 @@
+// End-to-end correctness of every collective through the public NCCL API.
+//
+//   coll_test [--mode=A-all,A-group,B] [--transport=env|p2p|shm|both]
+//             [--filter=PAT[,PAT...]] [--quick] [--full] [--no-huge] [--no-perf]
+//             [--ngpus=K] [--timeout=SECONDS] [--list] [--verbose]
+//
+// Modes: A-all   one process drives every GPU (ncclCommInitAll), ops grouped
+//                across the communicators;
+//        A-group the same with ncclGroupStart + ncclCommInitRank per GPU +
+//                ncclGroupEnd (a representative slice of the cases);
+//        B       one process per GPU (fork), ncclGetUniqueId in a process
+//                that never touched the GPU runtime, ncclCommInitRank.
+// Transport: "env" (default) labels the run from NCCL_P2P_DISABLE; "p2p" /
+// "shm" set it for the test processes; "both" runs twice.
+// Filter: comma-separated patterns on names like
+// "A-all/p2p/AllReduce/bf16/sum/c1023/inplace" (fnmatch when the pattern has
+// * ? or [, else substring); a leading '-' excludes. Env: COLL_TEST_FILTER,
+// COLL_TEST_TIMEOUT.
+//
+// The top-level process never touches the GPU: it counts GPUs in a child,
+// runs each mode in children and reads their per-case results from shared
+// memory, so a crash or hang (each test process has a watchdog) costs only
+// the cases not yet run. Exit status: 0 all passed, 1 failures, 77 no GPU,
+// 2 bad usage.
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cases.h"
+#include "check.h"
+#include "nccl.h"
+#include "rt.h"
+#include "runner.h"
+
+using namespace colltest;
+
+namespace {
+
+// Exit codes of the test processes.
+constexpr int kExitOk = 0, kExitFailures = 1, kExitTimeout = 3, kExitSetup = 4, kExitFatal = 5;
+
+struct Options {
+  std::vector<std::string> modes = {"A-all", "A-group", "B"};
+  std::string transport = "env";
+  BuildOptions build;
+  int ngpus = 0;
+  bool list = false;
+  bool verbose = false;
+};
+
+// Written by the test processes, read by the driver.
+struct Shared {
+  PerfResult perf;
+  uint8_t status[1];  // [slot * nCases + case], Status values
+};
+
+struct ModeRun {
+  std::string mode, transport;
+  int nranks = 1;
+  std::vector<Case> cases;
+  size_t arenaBytes = 0;
+  Shared* shared = nullptr;
+  size_t sharedBytes = 0;
+  int slots = 1;
+  double seconds = 0;
+  std::string crash;  // how the test processes ended, when abnormally
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at <= s.size()) {
+    size_t c = s.find(',', at);
+    if (c == std::string::npos) c = s.size();
+    if (c > at) out.push_back(s.substr(at, c - at));
+    at = c + 1;
+  }
+  return out;
+}
+
+void addFilters(Options& o, const std::string& list) {
+  for (const std::string& p : split(list)) {
+    if (p[0] == '-') o.build.exclude.push_back(p.substr(1));
+    else o.build.include.push_back(p);
+  }
+}
+
+void usage() {
+  fprintf(stderr,
+          "usage: coll_test [--mode=A-all,A-group,B] [--transport=env|p2p|shm|both] [--filter=PAT[,PAT...]]\n"
+          "                 [--quick] [--full] [--no-huge] [--no-perf] [--ngpus=K] [--timeout=S] [--list] [--verbose]\n");
+}
+
+bool parse(int argc, char** argv, Options& o) {
+  if (const char* f = getenv("COLL_TEST_FILTER")) addFilters(o, f);
+  if (const char* t = getenv("COLL_TEST_TIMEOUT")) o.build.timeoutS = atof(t);
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    auto val = [&](const char* key) -> const char* {
+      size_t k = strlen(key);
+      return a.compare(0, k, key) == 0 ? argv[i] + k : nullptr;
+    };
+    if (const char* v = val("--mode=")) {
+      o.modes = split(v);
+      for (const std::string& m : o.modes)
+        if (m != "A-all" && m != "A-group" && m != "B") return false;
+    } else if (const char* v = val("--transport=")) {
+      o.transport = v;
+      if (o.transport != "env" && o.transport != "p2p" && o.transport != "shm" && o.transport != "both") return false;
+    } else if (const char* v = val("--filter=")) {
+      addFilters(o, v);
+    } else if (const char* v = val("--ngpus=")) {
+      o.ngpus = atoi(v);
+    } else if (const char* v = val("--timeout=")) {
+      o.build.timeoutS = atof(v);
+    } else if (a == "--quick") {
+      o.build.quick = true;
+    } else if (a == "--full") {
+      o.build.full = true;
+    } else if (a == "--no-huge") {
+      o.build.huge = false;
+    } else if (a == "--no-perf") {
+      o.build.perf = false;
+    } else if (a == "--list") {
+      o.list = true;
+    } else if (a == "--verbose") {
+      o.verbose = true;
+    } else {
+      return false;
+    }
+  }
+  return o.build.timeoutS > 0;
+}
+
+// Counting GPUs initializes the runtime, after which fork() is unsafe: ask a
+// child.
+int probeGpus() {
+  fflush(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int n = rt::deviceCount();
+    _exit(n > 100 ? 100 : n);
+  }
+  int st = 0;
+  if (pid < 0 || waitpid(pid, &st, 0) < 0) return 0;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+}
+
+// ---------------------------------------------------------------- test processes
+
+[[noreturn]] void finish(int code) {
+  fflush(nullptr);
+  _exit(code);
+}
+
+// Runs the case list on the local ranks; returns the process exit code.
+int runCases(World& w, ModeRun& m, int slot, bool finalizeFirst) {
+  if (!setupLocals(w, m.arenaBytes)) return kExitSetup;
+  const size_t n = m.cases.size();
+  bool anyFail = false, fatal = false;
+  for (size_t i = 0; i < n && !fatal; i++) {
+    const Case& c = m.cases[i];
+    watchdog::arm(c.name.c_str(), c.timeoutS);
+    PerfResult perf;
+    Status s = runCase(w, c, &perf, &fatal);
+    watchdog::disarm();
+    m.shared->status[slot * n + i] = (uint8_t)s;
+    if (perf.valid && slot == 0) m.shared->perf = perf;
+    if (s != Status::Pass) anyFail = true;
+    if (w.verbose && s == Status::Pass) printf("  ok %s\n", c.name.c_str());
+  }
+  if (fatal) {
+    fprintf(stderr, "[%s] the GPU runtime failed: skipping the remaining cases of this process\n", w.who.c_str());
+    finish(kExitFatal);  // the context may be unusable: do not tear down
+  }
+  watchdog::arm("teardown (free buffers, ncclCommFinalize/ncclCommDestroy)", 120);
+  freeLocals(w);
+  for (LocalRank& lr : w.locals) {
+    if (finalizeFirst && ncclCommFinalize(lr.comm) != ncclSuccess) {
+      fprintf(stderr, "[%s] rank %d: ncclCommFinalize failed: %s\n", w.who.c_str(), lr.rank, ncclGetLastError(lr.comm));
+      anyFail = true;
+    }
+    if (ncclCommDestroy(lr.comm) != ncclSuccess) {
+      fprintf(stderr, "[%s] rank %d: ncclCommDestroy failed\n", w.who.c_str(), lr.rank);
+      anyFail = true;
+    }
+  }
+  watchdog::disarm();
+  return anyFail ? kExitFailures : kExitOk;
+}
+
+// Checks what the communicator reports about itself.
+bool checkCommInfo(const World& w, const LocalRank& lr) {
+  int count = -1, rank = -1, dev = -1;
+  bool ok = ncclCommCount(lr.comm, &count) == ncclSuccess && ncclCommUserRank(lr.comm, &rank) == ncclSuccess &&
+            ncclCommCuDevice(lr.comm, &dev) == ncclSuccess && count == w.nranks && rank == lr.rank && dev == lr.dev;
+  if (!ok)
+    fprintf(stderr, "[%s] rank %d: comm reports count %d rank %d device %d, expected %d %d %d\n", w.who.c_str(),
+            lr.rank, count, rank, dev, w.nranks, lr.rank, lr.dev);
+  return ok;
+}
+
+[[noreturn]] void modeAProcess(ModeRun& m, const Options& o) {
+  World w;
+  w.who = m.mode + "/" + m.transport;
+  w.nranks = m.nranks;
+  w.verbose = o.verbose;
+  watchdog::start(w.who);
+  watchdog::arm("communicator init", o.build.timeoutS + 60);
+  const int n = m.nranks;
+  std::vector<ncclComm_t> comms(n, nullptr);
+  ncclResult_t r;
+  if (m.mode == "A-all") {
+    std::vector<int> devs(n);
+    for (int i = 0; i < n; i++) devs[i] = i;
+    r = ncclCommInitAll(comms.data(), n, devs.data());
+  } else {
+    ncclUniqueId id;
+    r = ncclGetUniqueId(&id);
+    if (r == ncclSuccess) {
+      ncclGroupStart();
+      for (int i = 0; i < n && r == ncclSuccess; i++) {
+        const char* e = rt::setDevice(i);
+        if (e) {
+          fprintf(stderr, "[%s] cannot select GPU %d: %s\n", w.who.c_str(), i, e);
+          finish(kExitSetup);
+        }
+        r = ncclCommInitRank(&comms[i], n, id, i);
+      }
+      ncclResult_t e = ncclGroupEnd();
+      if (r == ncclSuccess) r = e;
+    }
+  }
+  watchdog::disarm();
+  if (r != ncclSuccess) {
+    fprintf(stderr, "[%s] communicator init failed: %s: %s\n", w.who.c_str(), ncclGetErrorString(r),
+            ncclGetLastError(nullptr));
+    finish(kExitSetup);
+  }
+  bool infoOk = true;
+  for (int i = 0; i < n; i++) {
+    LocalRank lr;
+    lr.rank = i;
+    lr.dev = i;
+    lr.comm = comms[i];
+    w.locals.push_back(lr);
+    infoOk &= checkCommInfo(w, lr);
+  }
+  int code = runCases(w, m, 0, /*finalizeFirst=*/false);
+  finish(infoOk ? code : std::max(code, kExitFailures));
+}
+
+[[noreturn]] void modeBRank(ModeRun& m, const Options& o, const ncclUniqueId& id, int rank) {
+  World w;
+  w.who = m.mode + "/" + m.transport + " rank " + std::to_string(rank);
+  w.nranks = m.nranks;
+  w.verbose = o.verbose && rank == 0;
+  watchdog::start(w.who);
+  watchdog::arm("communicator init", o.build.timeoutS + 60);
+  const char* e = rt::setDevice(rank);
+  if (e) {
+    fprintf(stderr, "[%s] cannot select GPU %d: %s\n", w.who.c_str(), rank, e);
+    finish(kExitSetup);
+  }
+  LocalRank lr;
+  lr.rank = rank;
+  lr.dev = rank;
+  ncclResult_t r = ncclCommInitRank(&lr.comm, m.nranks, id, rank);
+  watchdog::disarm();
+  if (r != ncclSuccess) {
+    fprintf(stderr, "[%s] ncclCommInitRank failed: %s: %s\n", w.who.c_str(), ncclGetErrorString(r),
+            ncclGetLastError(nullptr));
+    finish(kExitSetup);
+  }
+  w.locals.push_back(lr);
+  bool infoOk = checkCommInfo(w, lr);
+  int code = runCases(w, m, rank, /*finalizeFirst=*/true);
+  finish(infoOk ? code : std::max(code, kExitFailures));
+}
+
+std::string describeExit(int st) {
+  char buf[96];
+  if (WIFSIGNALED(st)) snprintf(buf, sizeof(buf), "killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+  else if (WEXITSTATUS(st) == kExitTimeout) snprintf(buf, sizeof(buf), "watchdog timeout (exit %d)", kExitTimeout);
+  else if (WEXITSTATUS(st) == kExitSetup) snprintf(buf, sizeof(buf), "setup/init failed (exit %d)", kExitSetup);
+  else if (WEXITSTATUS(st) == kExitFatal) snprintf(buf, sizeof(buf), "GPU runtime error (exit %d)", kExitFatal);
+  else snprintf(buf, sizeof(buf), "exit %d", WEXITSTATUS(st));
+  return buf;
+}
+
+bool abnormal(int st) { return WIFSIGNALED(st) || (WEXITSTATUS(st) != kExitOk && WEXITSTATUS(st) != kExitFailures); }
+
+// Mode B's coordinator: makes the id before any GPU runtime call in this
+// process (fork after GPU init is unsafe), forks one process per GPU, and
+// stops the others as soon as one ends abnormally (they would only hang).
+[[noreturn]] void modeBCoordinator(ModeRun& m, const Options& o) {
+  ncclUniqueId id;
+  ncclResult_t r = ncclGetUniqueId(&id);
+  if (r != ncclSuccess) {
+    fprintf(stderr, "[B/%s] ncclGetUniqueId failed: %s: %s\n", m.transport.c_str(), ncclGetErrorString(r),
+            ncclGetLastError(nullptr));
+    finish(kExitSetup);
+  }
+  std::vector<pid_t> pids(m.nranks, -1);
+  fflush(nullptr);
+  for (int rank = 0; rank < m.nranks; rank++) {
+    pid_t p = fork();
+    if (p == 0) modeBRank(m, o, id, rank);
+    if (p < 0) {
+      perror("fork");
+      for (pid_t q : pids)
+        if (q > 0) kill(q, SIGKILL);
+    }
+    pids[rank] = p;
+  }
+  int worst = kExitOk;
+  std::string why;
+  for (int left = m.nranks; left > 0;) {
+    int st = 0;
+    pid_t p = waitpid(-1, &st, 0);
+    if (p < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    auto it = std::find(pids.begin(), pids.end(), p);
+    if (it == pids.end()) continue;
+    int rank = (int)(it - pids.begin());
+    *it = -1;
+    left--;
+    if (abnormal(st)) {
+      fprintf(stderr, "[B/%s] rank %d ended: %s; stopping the other ranks\n", m.transport.c_str(), rank,
+              describeExit(st).c_str());
+      for (pid_t q : pids)
+        if (q > 0) kill(q, SIGKILL);
+      worst = kExitFatal;
+    } else if (WEXITSTATUS(st) != kExitOk && worst == kExitOk) {
+      worst = kExitFailures;
+    }
+  }
+  finish(worst);
+}
+
+void runMode(ModeRun& m, const Options& o) {
+  m.slots = m.mode == "B" ? m.nranks : 1;
+  m.sharedBytes = sizeof(Shared) + (size_t)m.slots * m.cases.size();
+  void* p = mmap(nullptr, m.sharedBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    perror("mmap");
+    exit(kExitFailures);
+  }
+  m.shared = static_cast<Shared*>(p);
+  memset(p, 0, m.sharedBytes);
+  printf("== %s/%s: %zu cases, %d rank%s, %zu MiB of buffers per GPU ==\n", m.mode.c_str(), m.transport.c_str(),
+         m.cases.size(), m.nranks, m.nranks > 1 ? "s" : "", m.arenaBytes >> 20);
+  fflush(nullptr);
+  auto t0 = std::chrono::steady_clock::now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (m.mode == "B") modeBCoordinator(m, o);
+    modeAProcess(m, o);
+  }
+  int st = 0;
+  if (pid < 0) {
+    perror("fork");
+    m.crash = "fork failed";
+  } else {
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (abnormal(st)) m.crash = describeExit(st);
+  }
+  m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  printf("   %s/%s finished in %.1f s%s%s\n", m.mode.c_str(), m.transport.c_str(), m.seconds,
+         m.crash.empty() ? "" : ": ", m.crash.c_str());
+}
+
+// ---------------------------------------------------------------- summary
+
+struct Row {
+  std::string mode, transport, label;
+  int pass = 0, fail = 0, notRun = 0;
+};
+
+int summarize(const std::vector<ModeRun>& runs) {
+  std::vector<Row> rows;
+  std::vector<std::string> failed, notRun;
+  for (const ModeRun& m : runs) {
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < m.cases.size(); i++) {
+      const Case& c = m.cases[i];
+      auto it = index.find(c.label);
+      if (it == index.end()) {
+        it = index.emplace(c.label, rows.size()).first;
+        rows.push_back({m.mode, m.transport, c.label});
+      }
+      Row& row = rows[it->second];
+      bool anyFail = false, anyMissing = false;
+      for (int s = 0; s < m.slots; s++) {
+        Status st = (Status)m.shared->status[s * m.cases.size() + i];
+        anyFail |= st == Status::Fail;
+        anyMissing |= st == Status::NotRun;
+      }
+      if (anyFail) {
+        row.fail++;
+        failed.push_back(c.name);
+      } else if (anyMissing) {
+        row.notRun++;
+        notRun.push_back(c.name);
+      } else {
+        row.pass++;
+      }
+    }
+  }
+  int pass = 0, fail = 0, missing = 0;
+  printf("\n== uniccl collective tests: summary ==\n");
+  printf("%-8s %-9s %-15s %7s %6s %8s\n", "mode", "transport", "collective", "passed", "failed", "not run");
+  for (const Row& r : rows) {
+    printf("%-8s %-9s %-15s %7d %6d %8d%s\n", r.mode.c_str(), r.transport.c_str(), r.label.c_str(), r.pass, r.fail,
+           r.notRun, r.fail || r.notRun ? "  <--" : "");
+    pass += r.pass;
+    fail += r.fail;
+    missing += r.notRun;
+  }
+  for (const ModeRun& m : runs) {
+    printf("%s/%s: %d rank%s, %.1f s%s%s\n", m.mode.c_str(), m.transport.c_str(), m.nranks, m.nranks > 1 ? "s" : "",
+           m.seconds, m.crash.empty() ? "" : ", test processes ended abnormally: ", m.crash.c_str());
+    if (m.shared->perf.valid)
+      printf("  1 GiB float AllReduce (%s/%s, %d GPUs): %.2f ms, algbw %.1f GB/s, busbw %.1f GB/s "
+             "(busbw = 2(n-1)/n * bytes / time)\n",
+             m.mode.c_str(), m.transport.c_str(), m.shared->perf.nranks, m.shared->perf.ms, m.shared->perf.algbw,
+             m.shared->perf.busbw);
+  }
+  printf("tolerances: %s\n", toleranceSummary().c_str());
+  const size_t kShow = 25;
+  for (size_t i = 0; i < failed.size() && i < kShow; i++) printf("  failed:  %s\n", failed[i].c_str());
+  if (failed.size() > kShow) printf("  ... and %zu more failed\n", failed.size() - kShow);
+  for (size_t i = 0; i < notRun.size() && i < 5; i++) printf("  not run: %s\n", notRun[i].c_str());
+  if (notRun.size() > 5) printf("  ... and %zu more not run\n", notRun.size() - 5);
+  printf("%d passed, %d failed%s\n", pass, fail,
+         missing ? (", " + std::to_string(missing) + " not run (counted as failed)").c_str() : "");
+  return fail == 0 && missing == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  Options o;
+  if (!parse(argc, argv, o)) {
+    usage();
+    return 2;
+  }
+  int ngpus = o.list && o.ngpus > 0 ? o.ngpus : probeGpus();
+  if (ngpus == 0) {
+    printf("coll_test: no GPU visible: skipped\n");
+    return 77;
+  }
+  if (o.ngpus > 0) ngpus = std::min(ngpus, o.ngpus);
+
+  std::vector<std::string> transports;
+  if (o.transport == "both") transports = {"p2p", "shm"};
+  else transports = {o.transport};
+
+  std::vector<ModeRun> runs;
+  for (const std::string& t : transports) {
+    std::string label = t;
+    if (t == "p2p") unsetenv("NCCL_P2P_DISABLE");
+    if (t == "shm") setenv("NCCL_P2P_DISABLE", "1", 1);
+    if (t == "env") {
+      const char* v = getenv("NCCL_P2P_DISABLE");
+      label = v && atoi(v) != 0 ? "shm" : "p2p";
+    }
+    for (const std::string& mode : o.modes) {
+      ModeRun m;
+      m.mode = mode;
+      m.transport = label;
+      m.nranks = ngpus;  // mode B: one process per GPU; two ranks on one GPU are not allowed
+      BuildOptions b = o.build;
+      b.mode = mode;
+      b.transport = label;
+      b.nranks = ngpus;
+      b.nLocalGpus = mode == "B" ? 1 : ngpus;
+      m.cases = buildCases(b);
+      for (const Case& c : m.cases) m.arenaBytes = std::max(m.arenaBytes, layoutCase(c, ngpus).bytes);
+      if (o.list) {
+        for (const Case& c : m.cases) printf("%s\n", c.name.c_str());
+        continue;
+      }
+      if (m.cases.empty()) continue;
+      runMode(m, o);
+      runs.push_back(std::move(m));
+    }
+  }
+  if (o.list) return 0;
+  if (runs.empty()) {
+    printf("coll_test: no case matches the filter\n");
+    return 0;
+  }
+  return summarize(runs);
+}

@@ -1,0 +1,733 @@
+// A scripted, host-memory implementation of src/common/gpu.h for host unit
+// tests (see fake_gpu.h for the model). It links in place of src/cuda or
+// src/hip; nothing here talks to a GPU runtime.
+#include "fake_gpu.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <unistd.h>
+
+namespace uniccl::fake {
+namespace {
+
+struct FakeEvent {
+  unsigned flags = 0;
+  EventState state = EventState::NotRecorded;
+  uint64_t serial = 0;
+  ncclResult_t failWith = ncclUnhandledCudaError;
+  float timeMs = 0;
+};
+
+struct Node {
+  enum Kind { Host, Kernel, ExternalRecord } kind;
+  void (*fn)(void*) = nullptr;
+  void* arg = nullptr;
+  Launch launch{};
+  FakeEvent* event = nullptr;
+};
+
+struct FakeGraph {
+  uint64_t id = 0;
+  std::vector<Node> nodes;
+  std::vector<std::pair<void (*)(void*), void*>> userObjects;
+};
+
+struct FakeStream {
+  int device = 0;
+  FakeGraph* capture = nullptr;
+  bool invalidated = false;
+};
+
+struct Alloc {
+  size_t bytes;
+  gpu::MemoryKind kind;
+  int device;
+};
+
+constexpr uint64_t kIpcMagic = 0x756e6963636c4950ull;  // "unicclIP"
+
+struct State {
+  std::mutex mu;
+  std::condition_variable cv;
+  int deviceCount = 1;
+  bool peerAccess = true;
+  int currentDevice = 0;
+  std::map<FakeEvent*, std::unique_ptr<FakeEvent>> events;
+  std::map<FakeStream*, std::unique_ptr<FakeStream>> streams;
+  std::map<FakeGraph*, std::unique_ptr<FakeGraph>> graphs;
+  std::map<uintptr_t, Alloc> allocs;         // by start address
+  std::map<uintptr_t, size_t> registrations;
+  std::multiset<void*> ipcOpens;
+  uint64_t serial = 0;
+  uint64_t nextGraphId = 1;
+  bool autoComplete = false;
+  float clockMs = 0;
+  int syncTimeoutMs = 5000;
+  std::function<void(gpu::Event)> syncHook;
+  std::function<void(const Launch&)> launchHook;
+  size_t argBytes = 0;
+  std::vector<Launch> launches;
+  std::map<std::string, std::pair<ncclResult_t, int>> inject;
+  std::map<std::string, uint64_t> calls;
+  std::string lastError = "no error";
+};
+
+State& st() {
+  static State s;
+  return s;
+}
+
+// Counts the call and answers an injected failure, if one is due. Lock held.
+ncclResult_t enter(State& s, const char* call) {
+  ++s.calls[call];
+  auto it = s.inject.find(call);
+  if (it == s.inject.end()) return ncclSuccess;
+  ncclResult_t r = it->second.first;
+  if (--it->second.second <= 0) s.inject.erase(it);
+  s.lastError = std::string("injected failure of ") + call;
+  return r;
+}
+
+#define FAKE_ENTER(name)                                  \
+  State& s = st();                                        \
+  std::unique_lock<std::mutex> lk(s.mu);                  \
+  if (ncclResult_t inj_ = enter(s, name); inj_ != ncclSuccess) return inj_
+
+FakeEvent* findEvent(State& s, gpu::Event e) {
+  auto it = s.events.find(static_cast<FakeEvent*>(e));
+  return it == s.events.end() ? nullptr : it->second.get();
+}
+
+FakeStream* findStream(State& s, gpu::Stream st) {
+  auto it = s.streams.find(static_cast<FakeStream*>(st));
+  return it == s.streams.end() ? nullptr : it->second.get();
+}
+
+FakeGraph* capturing(State& s, gpu::Stream stream) {
+  FakeStream* fs = findStream(s, stream);
+  return fs != nullptr && !fs->invalidated ? fs->capture : nullptr;
+}
+
+void completeLocked(State& s, FakeEvent* e) {
+  e->state = EventState::Completed;
+  e->timeMs = s.clockMs;
+  s.cv.notify_all();
+}
+
+void recordLocked(State& s, FakeEvent* e) {
+  e->serial = ++s.serial;
+  e->state = EventState::Pending;
+  if (s.autoComplete) completeLocked(s, e);
+}
+
+ncclResult_t bad(State& s, const char* what) {
+  s.lastError = what;
+  return ncclUnhandledCudaError;
+}
+
+const Alloc* containing(State& s, const void* p, uintptr_t* start) {
+  auto it = s.allocs.upper_bound(reinterpret_cast<uintptr_t>(p));
+  if (it == s.allocs.begin()) return nullptr;
+  --it;
+  if (reinterpret_cast<uintptr_t>(p) >= it->first + std::max<size_t>(it->second.bytes, 1)) return nullptr;
+  if (start) *start = it->first;
+  return &it->second;
+}
+
+ncclResult_t allocate(State& s, void** p, size_t bytes, gpu::MemoryKind kind) {
+  void* m = std::malloc(bytes == 0 ? 1 : bytes);
+  if (m == nullptr) return ncclSystemError;
+  s.allocs[reinterpret_cast<uintptr_t>(m)] = Alloc{bytes, kind, kind == gpu::MemoryKind::Device ? s.currentDevice : -1};
+  *p = m;
+  return ncclSuccess;
+}
+
+ncclResult_t release(State& s, void* p, bool device) {
+  if (p == nullptr) return ncclSuccess;
+  auto it = s.allocs.find(reinterpret_cast<uintptr_t>(p));
+  if (it == s.allocs.end() || (it->second.kind == gpu::MemoryKind::Device) != device)
+    return bad(s, "free of a pointer this allocator did not return");
+  s.allocs.erase(it);
+  std::free(p);
+  return ncclSuccess;
+}
+
+void logLaunchAndHook(std::unique_lock<std::mutex>& lk, State& s, Launch l) {
+  s.launches.push_back(l);
+  auto hook = s.launchHook;
+  lk.unlock();
+  if (hook) hook(l);
+  lk.lock();
+}
+
+}  // namespace
+
+// ============================================================ control API
+void reset() {
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  for (auto& a : s.allocs) std::free(reinterpret_cast<void*>(a.first));
+  s.allocs.clear();
+  s.events.clear();
+  s.streams.clear();
+  s.graphs.clear();
+  s.registrations.clear();
+  s.ipcOpens.clear();
+  s.deviceCount = 1;
+  s.peerAccess = true;
+  s.currentDevice = 0;
+  s.serial = 0;
+  s.nextGraphId = 1;
+  s.autoComplete = false;
+  s.clockMs = 0;
+  s.syncTimeoutMs = 5000;
+  s.syncHook = nullptr;
+  s.launchHook = nullptr;
+  s.argBytes = 0;
+  s.launches.clear();
+  s.inject.clear();
+  s.calls.clear();
+  s.lastError = "no error";
+}
+
+void setDeviceCount(int n) { std::lock_guard<std::mutex> lk(st().mu); st().deviceCount = n; }
+void setPeerAccess(bool can) { std::lock_guard<std::mutex> lk(st().mu); st().peerAccess = can; }
+
+EventState eventState(gpu::Event e) {
+  std::lock_guard<std::mutex> lk(st().mu);
+  FakeEvent* fe = findEvent(st(), e);
+  return fe ? fe->state : EventState::NotRecorded;
+}
+void setEventState(gpu::Event e, EventState state) {
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  if (FakeEvent* fe = findEvent(s, e)) {
+    if (state == EventState::Completed) completeLocked(s, fe);
+    else fe->state = state;
+    s.cv.notify_all();
+  }
+}
+uint64_t eventSerial(gpu::Event e) {
+  std::lock_guard<std::mutex> lk(st().mu);
+  FakeEvent* fe = findEvent(st(), e);
+  return fe ? fe->serial : 0;
+}
+uint64_t lastSerial() { std::lock_guard<std::mutex> lk(st().mu); return st().serial; }
+void completeEvent(gpu::Event e) { setEventState(e, EventState::Completed); }
+
+size_t completeOldest(size_t n) {
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  size_t done = 0;
+  while (done < n) {
+    FakeEvent* oldest = nullptr;
+    for (auto& kv : s.events)
+      if (kv.second->state == EventState::Pending && (!oldest || kv.second->serial < oldest->serial))
+        oldest = kv.second.get();
+    if (!oldest) break;
+    completeLocked(s, oldest);
+    ++done;
+  }
+  return done;
+}
+size_t completeEventsUpTo(uint64_t serial) {
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  size_t done = 0;
+  for (auto& kv : s.events)
+    if (kv.second->state == EventState::Pending && kv.second->serial <= serial) {
+      completeLocked(s, kv.second.get());
+      ++done;
+    }
+  return done;
+}
+size_t pendingEventCount() {
+  std::lock_guard<std::mutex> lk(st().mu);
+  size_t n = 0;
+  for (auto& kv : st().events) n += kv.second->state == EventState::Pending;
+  return n;
+}
+void failEvent(gpu::Event e, ncclResult_t err) {
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  if (FakeEvent* fe = findEvent(s, e)) {
+    fe->state = EventState::Failed;
+    fe->failWith = err;
+    s.cv.notify_all();
+  }
+}
+void setAutoComplete(bool on) { std::lock_guard<std::mutex> lk(st().mu); st().autoComplete = on; }
+void advanceClockMs(float ms) { std::lock_guard<std::mutex> lk(st().mu); st().clockMs += ms; }
+void setSyncHook(std::function<void(gpu::Event)> hook) { std::lock_guard<std::mutex> lk(st().mu); st().syncHook = std::move(hook); }
+void setSyncTimeoutMs(int ms) { std::lock_guard<std::mutex> lk(st().mu); st().syncTimeoutMs = ms; }
+
+void setLaunchArgBytes(size_t n) { std::lock_guard<std::mutex> lk(st().mu); st().argBytes = n; }
+std::vector<Launch> launches() { std::lock_guard<std::mutex> lk(st().mu); return st().launches; }
+size_t launchCount() { std::lock_guard<std::mutex> lk(st().mu); return st().launches.size(); }
+void setLaunchHook(std::function<void(const Launch&)> hook) { std::lock_guard<std::mutex> lk(st().mu); st().launchHook = std::move(hook); }
+
+gpu::Graph beginCapture(gpu::Stream stream) {
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  FakeStream* fs = findStream(s, stream);
+  if (fs == nullptr || fs->capture != nullptr) return nullptr;
+  auto g = std::make_unique<FakeGraph>();
+  g->id = s.nextGraphId++;
+  fs->capture = g.get();
+  fs->invalidated = false;
+  FakeGraph* raw = g.get();
+  s.graphs[raw] = std::move(g);
+  return raw;
+}
+gpu::Graph endCapture(gpu::Stream stream) {
+  std::lock_guard<std::mutex> lk(st().mu);
+  FakeStream* fs = findStream(st(), stream);
+  if (fs == nullptr) return nullptr;
+  FakeGraph* g = fs->capture;
+  fs->capture = nullptr;
+  fs->invalidated = false;
+  return g;
+}
+void invalidateCapture(gpu::Stream stream) {
+  std::lock_guard<std::mutex> lk(st().mu);
+  if (FakeStream* fs = findStream(st(), stream)) fs->invalidated = fs->capture != nullptr;
+}
+void replayGraph(gpu::Graph graph) {
+  State& s = st();
+  std::unique_lock<std::mutex> lk(s.mu);
+  auto it = s.graphs.find(static_cast<FakeGraph*>(graph));
+  if (it == s.graphs.end()) return;
+  const std::vector<Node> nodes = it->second->nodes;
+  for (const Node& n : nodes) {
+    switch (n.kind) {
+      case Node::Host:
+        lk.unlock();
+        n.fn(n.arg);
+        lk.lock();
+        break;
+      case Node::Kernel: logLaunchAndHook(lk, s, n.launch); break;
+      case Node::ExternalRecord:
+        if (s.events.count(n.event)) recordLocked(s, n.event);
+        break;
+    }
+  }
+}
+void destroyGraph(gpu::Graph graph) {
+  State& s = st();
+  std::unique_lock<std::mutex> lk(s.mu);
+  auto it = s.graphs.find(static_cast<FakeGraph*>(graph));
+  if (it == s.graphs.end()) return;
+  auto objs = std::move(it->second->userObjects);
+  for (auto& kv : s.streams)
+    if (kv.second->capture == graph) kv.second->capture = nullptr;
+  s.graphs.erase(it);
+  lk.unlock();
+  for (auto& o : objs) o.first(o.second);
+}
+
+void failNext(const std::string& call, ncclResult_t err, int times) {
+  std::lock_guard<std::mutex> lk(st().mu);
+  st().inject[call] = {err, times};
+}
+uint64_t callCount(const std::string& call) {
+  std::lock_guard<std::mutex> lk(st().mu);
+  auto it = st().calls.find(call);
+  return it == st().calls.end() ? 0 : it->second;
+}
+
+Live live() {
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  Live l{};
+  l.events = s.events.size();
+  l.streams = s.streams.size();
+  for (auto& a : s.allocs) (a.second.kind == gpu::MemoryKind::Device ? l.deviceAllocs : l.hostAllocs)++;
+  l.registrations = s.registrations.size();
+  l.ipcOpens = s.ipcOpens.size();
+  l.graphs = s.graphs.size();
+  for (auto& g : s.graphs) l.userObjects += g.second->userObjects.size();
+  return l;
+}
+
+}  // namespace uniccl::fake
+
+// ====================================================== gpu.h over the fake
+namespace uniccl::gpu {
+using namespace uniccl::fake;
+
+ncclResult_t getDeviceCount(int* count) {
+  FAKE_ENTER("getDeviceCount");
+  *count = s.deviceCount;
+  return ncclSuccess;
+}
+ncclResult_t getDevice(int* dev) {
+  FAKE_ENTER("getDevice");
+  *dev = s.currentDevice;
+  return ncclSuccess;
+}
+ncclResult_t setDevice(int dev) {
+  FAKE_ENTER("setDevice");
+  if (dev < 0 || dev >= s.deviceCount) return bad(s, "invalid device ordinal");
+  s.currentDevice = dev;
+  return ncclSuccess;
+}
+ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
+  FAKE_ENTER("getDeviceProps");
+  if (dev < 0 || dev >= s.deviceCount) return bad(s, "invalid device ordinal");
+  DeviceProps p{};
+  std::snprintf(p.name, sizeof(p.name), "uniccl fake GPU %d", dev);
+  p.multiProcessorCount = 4;
+  p.warpSize = 32;
+  p.computeMajor = 9;
+  p.totalGlobalMem = size_t(1) << 30;
+  p.pciBus = 0x10 + dev;
+  std::snprintf(p.busId, sizeof(p.busId), "0000:%02x:00.0", p.pciBus);
+  p.canMapHostMemory = 1;
+  *props = p;
+  return ncclSuccess;
+}
+ncclResult_t canAccessPeer(int dev, int peer, bool* can) {
+  FAKE_ENTER("canAccessPeer");
+  if (dev < 0 || dev >= s.deviceCount || peer < 0 || peer >= s.deviceCount) return bad(s, "invalid device ordinal");
+  *can = dev != peer && s.peerAccess;
+  return ncclSuccess;
+}
+ncclResult_t enablePeerAccess(int peer) {
+  FAKE_ENTER("enablePeerAccess");
+  return peer >= 0 && peer < s.deviceCount && s.peerAccess ? ncclSuccess : bad(s, "peer access unsupported");
+}
+// The fake GPU finishes everything it was given.
+ncclResult_t deviceSynchronize() {
+  FAKE_ENTER("deviceSynchronize");
+  for (auto& kv : s.events)
+    if (kv.second->state == EventState::Pending) completeLocked(s, kv.second.get());
+  return ncclSuccess;
+}
+
+ncclResult_t streamCreate(Stream* out) {
+  FAKE_ENTER("streamCreate");
+  auto fs = std::make_unique<FakeStream>();
+  fs->device = s.currentDevice;
+  *out = fs.get();
+  s.streams[fs.get()] = std::move(fs);
+  return ncclSuccess;
+}
+ncclResult_t streamDestroy(Stream stream) {
+  FAKE_ENTER("streamDestroy");
+  return s.streams.erase(static_cast<FakeStream*>(stream)) ? ncclSuccess : bad(s, "invalid stream");
+}
+ncclResult_t streamSynchronize(Stream stream) {
+  FAKE_ENTER("streamSynchronize");
+  if (stream != nullptr && !findStream(s, stream)) return bad(s, "invalid stream");
+  for (auto& kv : s.events)
+    if (kv.second->state == EventState::Pending) completeLocked(s, kv.second.get());
+  return ncclSuccess;
+}
+ncclResult_t streamWaitEvent(Stream stream, Event e) {
+  FAKE_ENTER("streamWaitEvent");
+  if ((stream != nullptr && !findStream(s, stream)) || !findEvent(s, e)) return bad(s, "invalid handle");
+  return ncclSuccess;
+}
+ncclResult_t streamGetDevice(Stream stream, int* dev) {
+  FAKE_ENTER("streamGetDevice");
+  if (stream == nullptr) { *dev = s.currentDevice; return ncclSuccess; }
+  FakeStream* fs = findStream(s, stream);
+  if (!fs) return bad(s, "invalid stream");
+  *dev = fs->device;
+  return ncclSuccess;
+}
+ncclResult_t streamGetCaptureInfo(Stream stream, CaptureInfo* info) {
+  FAKE_ENTER("streamGetCaptureInfo");
+  CaptureInfo out{CaptureStatus::None, 0, nullptr};
+  if (stream != nullptr) {
+    FakeStream* fs = findStream(s, stream);
+    if (!fs) return bad(s, "invalid stream");
+    if (fs->capture != nullptr) {
+      out.status = fs->invalidated ? CaptureStatus::Invalidated : CaptureStatus::Active;
+      out.graphId = fs->capture->id;
+      out.graph = fs->invalidated ? nullptr : fs->capture;
+    }
+  }
+  *info = out;
+  return ncclSuccess;
+}
+
+ncclResult_t eventCreate(Event* e, unsigned flags) {
+  FAKE_ENTER("eventCreate");
+  if ((flags & kEventInterprocess) && !(flags & kEventDisableTiming)) return bad(s, "interprocess event needs disabled timing");
+  auto fe = std::make_unique<FakeEvent>();
+  fe->flags = flags;
+  *e = fe.get();
+  s.events[fe.get()] = std::move(fe);
+  return ncclSuccess;
+}
+ncclResult_t eventDestroy(Event e) {
+  FAKE_ENTER("eventDestroy");
+  return s.events.erase(static_cast<FakeEvent*>(e)) ? ncclSuccess : bad(s, "invalid event");
+}
+ncclResult_t eventRecord(Event e, Stream stream) {
+  FAKE_ENTER("eventRecord");
+  FakeEvent* fe = findEvent(s, e);
+  if (!fe || (stream != nullptr && !findStream(s, stream))) return bad(s, "invalid handle");
+  // Inside a capture a plain record only orders captured work; nothing to track.
+  if (!capturing(s, stream)) recordLocked(s, fe);
+  return ncclSuccess;
+}
+ncclResult_t eventRecordExternal(Event e, Stream stream) {
+  FAKE_ENTER("eventRecordExternal");
+  FakeEvent* fe = findEvent(s, e);
+  FakeGraph* g = capturing(s, stream);
+  if (!fe || !g) return bad(s, "external event record outside a capture");
+  Node n{Node::ExternalRecord};
+  n.event = fe;
+  g->nodes.push_back(n);
+  return ncclSuccess;
+}
+ncclResult_t eventQuery(Event e) {
+  FAKE_ENTER("eventQuery");
+  FakeEvent* fe = findEvent(s, e);
+  if (!fe) return bad(s, "invalid event");
+  if (fe->state == EventState::Pending) return ncclInProgress;
+  if (fe->state == EventState::Failed) return fe->failWith;
+  return ncclSuccess;
+}
+ncclResult_t eventSynchronize(Event e) {
+  FAKE_ENTER("eventSynchronize");
+  FakeEvent* fe = findEvent(s, e);
+  if (!fe) return bad(s, "invalid event");
+  if (fe->state == EventState::Pending) {
+    auto hook = s.syncHook;
+    if (hook) {
+      lk.unlock();
+      hook(e);
+      lk.lock();
+      fe = findEvent(s, e);
+      if (!fe) return bad(s, "event destroyed while being waited on");
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(s.syncTimeoutMs);
+    while (fe->state == EventState::Pending) {
+      const bool timedOut = s.cv.wait_until(lk, deadline) == std::cv_status::timeout;
+      fe = findEvent(s, e);
+      if (!fe) return bad(s, "event destroyed while being waited on");
+      if (timedOut && fe->state == EventState::Pending) {
+        std::fprintf(stderr, "fake gpu: eventSynchronize on an event nobody completes (timed out after %d ms)\n",
+                     s.syncTimeoutMs);
+        s.lastError = "eventSynchronize timed out";
+        return ncclInternalError;
+      }
+    }
+  }
+  return fe->state == EventState::Failed ? fe->failWith : ncclSuccess;
+}
+ncclResult_t eventElapsedMs(Event start, Event end, float* ms) {
+  FAKE_ENTER("eventElapsedMs");
+  FakeEvent* a = findEvent(s, start);
+  FakeEvent* b = findEvent(s, end);
+  if (!a || !b || (a->flags & kEventDisableTiming) || (b->flags & kEventDisableTiming))
+    return bad(s, "elapsed time needs two timing events");
+  if (a->state != EventState::Completed || b->state != EventState::Completed) return bad(s, "event not ready");
+  *ms = b->timeMs - a->timeMs;
+  return ncclSuccess;
+}
+
+ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
+  FAKE_ENTER("deviceAlloc");
+  return allocate(s, ptr, bytes, MemoryKind::Device);
+}
+ncclResult_t deviceFree(void* ptr) {
+  FAKE_ENTER("deviceFree");
+  return release(s, ptr, true);
+}
+ncclResult_t hostAllocPinned(void** ptr, size_t bytes) {
+  FAKE_ENTER("hostAllocPinned");
+  return allocate(s, ptr, bytes, MemoryKind::Host);
+}
+ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes) {
+  FAKE_ENTER("hostAllocMapped");
+  void* p = nullptr;
+  if (ncclResult_t r = allocate(s, &p, bytes, MemoryKind::Host); r != ncclSuccess) return r;
+  *hostPtr = p;
+  *devPtr = p;  // one address space: the "device" reads host memory directly
+  return ncclSuccess;
+}
+ncclResult_t hostFree(void* ptr) {
+  FAKE_ENTER("hostFree");
+  return release(s, ptr, false);
+}
+ncclResult_t hostRegister(void* ptr, size_t bytes, void** devPtr) {
+  FAKE_ENTER("hostRegister");
+  if (ptr == nullptr || bytes == 0 || s.registrations.count(reinterpret_cast<uintptr_t>(ptr)))
+    return bad(s, "invalid or already registered range");
+  s.registrations[reinterpret_cast<uintptr_t>(ptr)] = bytes;
+  *devPtr = ptr;
+  return ncclSuccess;
+}
+ncclResult_t hostUnregister(void* ptr) {
+  FAKE_ENTER("hostUnregister");
+  return s.registrations.erase(reinterpret_cast<uintptr_t>(ptr)) ? ncclSuccess : bad(s, "not registered");
+}
+ncclResult_t memcpyAsync(void* dst, const void* src, size_t bytes, Stream) {
+  FAKE_ENTER("memcpyAsync");
+  std::memmove(dst, src, bytes);
+  return ncclSuccess;
+}
+ncclResult_t memcpy(void* dst, const void* src, size_t bytes) {
+  FAKE_ENTER("memcpy");
+  std::memmove(dst, src, bytes);
+  return ncclSuccess;
+}
+ncclResult_t memsetAsync(void* dst, int value, size_t bytes, Stream) {
+  FAKE_ENTER("memsetAsync");
+  std::memset(dst, value, bytes);
+  return ncclSuccess;
+}
+ncclResult_t memset(void* dst, int value, size_t bytes) {
+  FAKE_ENTER("memset");
+  std::memset(dst, value, bytes);
+  return ncclSuccess;
+}
+ncclResult_t pointerGetInfo(const void* ptr, PointerInfo* info) {
+  FAKE_ENTER("pointerGetInfo");
+  PointerInfo out{MemoryKind::Unregistered, -1};
+  if (const Alloc* a = containing(s, ptr, nullptr)) {
+    out.kind = a->kind;
+    out.device = a->device;
+  } else {
+    for (auto& r : s.registrations)
+      if (reinterpret_cast<uintptr_t>(ptr) >= r.first && reinterpret_cast<uintptr_t>(ptr) < r.first + r.second)
+        out.kind = MemoryKind::Host;
+  }
+  *info = out;
+  return ncclSuccess;
+}
+ncclResult_t memGetAddressRange(const void* ptr, void** base, size_t* size) {
+  FAKE_ENTER("memGetAddressRange");
+  uintptr_t start = 0;
+  const Alloc* a = containing(s, ptr, &start);
+  if (!a) return bad(s, "pointer not in any allocation");
+  *base = reinterpret_cast<void*>(start);
+  *size = a->bytes;
+  return ncclSuccess;
+}
+
+ncclResult_t ipcGetMemHandle(IpcMemHandle* handle, void* devPtr) {
+  FAKE_ENTER("ipcGetMemHandle");
+  uintptr_t start = 0;
+  const Alloc* a = containing(s, devPtr, &start);
+  if (!a || a->kind != MemoryKind::Device) return bad(s, "IPC handle of non-device memory");
+  IpcMemHandle h{};
+  const uint64_t fields[3] = {kIpcMagic, static_cast<uint64_t>(start), static_cast<uint64_t>(getpid())};
+  std::memcpy(h.bytes, fields, sizeof(fields));
+  *handle = h;
+  return ncclSuccess;
+}
+ncclResult_t ipcOpenMemHandle(void** devPtr, const IpcMemHandle& handle) {
+  FAKE_ENTER("ipcOpenMemHandle");
+  uint64_t fields[3];
+  std::memcpy(fields, handle.bytes, sizeof(fields));
+  void* p = reinterpret_cast<void*>(static_cast<uintptr_t>(fields[1]));
+  if (fields[0] != kIpcMagic || fields[2] != static_cast<uint64_t>(getpid()) || !s.allocs.count(fields[1]))
+    return bad(s, "invalid IPC handle (the fake maps handles of this process only)");
+  s.ipcOpens.insert(p);
+  *devPtr = p;
+  return ncclSuccess;
+}
+ncclResult_t ipcCloseMemHandle(void* devPtr) {
+  FAKE_ENTER("ipcCloseMemHandle");
+  auto it = s.ipcOpens.find(devPtr);
+  if (it == s.ipcOpens.end()) return bad(s, "pointer not opened from an IPC handle");
+  s.ipcOpens.erase(it);
+  return ncclSuccess;
+}
+
+ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
+  FAKE_ENTER("launchWithDoneEvent");
+  if (kernel == nullptr || cfg.gridX == 0 || cfg.blockX == 0) return bad(s, "invalid launch configuration");
+  if (cfg.stream != nullptr && !findStream(s, cfg.stream)) return bad(s, "invalid stream");
+  FakeEvent* fe = nullptr;
+  if (done != nullptr && !(fe = findEvent(s, done))) return bad(s, "invalid event");
+  Launch l{kernel, cfg.gridX, cfg.blockX, cfg.sharedMemBytes, cfg.stream, done, 0, false, {}};
+  if (s.argBytes > 0 && args != nullptr && args[0] != nullptr) {
+    const auto* b = static_cast<const unsigned char*>(args[0]);
+    l.args.assign(b, b + s.argBytes);
+  }
+  if (FakeGraph* g = capturing(s, cfg.stream)) {
+    l.captured = true;
+    l.done = nullptr;  // a record inside a capture is not host-queryable
+    Node n{Node::Kernel};
+    n.launch = l;
+    g->nodes.push_back(n);
+    return ncclSuccess;
+  }
+  if (fe) {
+    recordLocked(s, fe);
+    l.doneSerial = fe->serial;
+  }
+  logLaunchAndHook(lk, s, l);
+  return ncclSuccess;
+}
+ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t) {
+  FAKE_ENTER("setKernelMaxDynamicShared");
+  return kernel ? ncclSuccess : bad(s, "null kernel");
+}
+// Runs at once (the fake stream is always idle), or at replay when captured.
+ncclResult_t launchHostFunc(Stream stream, void (*fn)(void*), void* arg) {
+  FAKE_ENTER("launchHostFunc");
+  if (fn == nullptr) return bad(s, "null host function");
+  if (FakeGraph* g = capturing(s, stream)) {
+    Node n{Node::Host};
+    n.fn = fn;
+    n.arg = arg;
+    g->nodes.push_back(n);
+    return ncclSuccess;
+  }
+  lk.unlock();
+  fn(arg);
+  return ncclSuccess;
+}
+
+ncclResult_t graphRetainNewUserObject(Graph g, void (*destroy)(void*), void* arg) {
+  State& s = st();
+  std::unique_lock<std::mutex> lk(s.mu);
+  ncclResult_t r = enter(s, "graphRetainNewUserObject");
+  auto it = s.graphs.find(static_cast<FakeGraph*>(g));
+  if (r == ncclSuccess && it == s.graphs.end()) r = bad(s, "invalid graph");
+  if (r != ncclSuccess) {
+    // Ownership passes even on failure, as with the real backends.
+    lk.unlock();
+    destroy(arg);
+    return r;
+  }
+  it->second->userObjects.emplace_back(destroy, arg);
+  return ncclSuccess;
+}
+ncclResult_t captureAddHostNode(Stream stream, void (*fn)(void*), void* arg) {
+  FAKE_ENTER("captureAddHostNode");
+  FakeGraph* g = capturing(s, stream);
+  if (g == nullptr) return ncclInvalidUsage;
+  Node n{Node::Host};
+  n.fn = fn;
+  n.arg = arg;
+  g->nodes.push_back(n);
+  return ncclSuccess;
+}
+
+const char* lastErrorString() {
+  static thread_local std::string copy;
+  std::lock_guard<std::mutex> lk(st().mu);
+  copy = st().lastError;
+  return copy.c_str();
+}
+void clearLastError() {
+  std::lock_guard<std::mutex> lk(st().mu);
+  st().lastError = "no error";
+}
+
+}  // namespace uniccl::gpu
