@@ -76,7 +76,8 @@ ncclResult_t eventRecord(Event e, Stream s);
 // ncclInvalidUsage where the runtime lacks external records.
 ncclResult_t eventRecordExternal(Event e, Stream s);
 // ncclSuccess when the event completed, ncclInProgress when not yet; an error
-// when the work it tracks failed.
+// when the work it tracks failed. Safe to call while another stream of the
+// thread is capturing (it runs in relaxed capture mode).
 ncclResult_t eventQuery(Event e);
 ncclResult_t eventSynchronize(Event e);
 ncclResult_t eventElapsedMs(Event start, Event end, float* ms);
@@ -124,6 +125,10 @@ struct LaunchConfig {
 // `done` complete when the kernel does. HIP: hipExtLaunchKernel with the
 // stop event; CUDA: launch, then record `done` on the same stream.
 ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, void** args, Event done);
+// Loads a kernel's module now. With lazy module loading (the CUDA default)
+// a first launch may load it while other kernels of the same job spin on
+// this GPU's progress, which can deadlock: communicators preload every kernel.
+ncclResult_t preloadKernel(const void* kernel);
 // Raises the dynamic shared-memory limit of a kernel.
 ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes);
 // Enqueues fn(arg) on the stream (runs on a runtime thread; must not call the GPU API).

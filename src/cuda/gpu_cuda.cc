@@ -174,7 +174,12 @@ ncclResult_t eventRecordExternal(Event e, Stream s) {
   return ncclSuccess;
 }
 ncclResult_t eventQuery(Event e) {
+  // Completions are polled on every API call, also while a stream of this
+  // thread captures a graph; global capture mode forbids queries then.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
   cudaError_t err = cudaEventQuery((cudaEvent_t)e);
+  cudaThreadExchangeStreamCaptureMode(&mode);
   if (err == cudaSuccess) return ncclSuccess;
   if (err == cudaErrorNotReady) return ncclInProgress;  // not an error: nothing to clear
   return fail("cudaEventQuery", err);
@@ -323,6 +328,11 @@ ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, vo
   CUDA_TRY(cudaLaunchKernel(kernel, dim3(cfg.gridX), dim3(cfg.blockX), args, cfg.sharedMemBytes,
                             (cudaStream_t)cfg.stream));
   if (done != nullptr) CUDA_TRY(cudaEventRecord((cudaEvent_t)done, (cudaStream_t)cfg.stream));
+  return ncclSuccess;
+}
+ncclResult_t preloadKernel(const void* kernel) {
+  cudaFuncAttributes attr;
+  CUDA_TRY(cudaFuncGetAttributes(&attr, kernel));
   return ncclSuccess;
 }
 ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes) {

@@ -240,6 +240,49 @@ UDEV uint64_t globalTimer() {
 #endif
 }
 
+// ------------------------------------------- hardware float conversions
+// Where the GPU converts narrow floats itself (sm_89+: fp8 with satfinite,
+// fp16/bf16 round-to-nearest-even), small_float.h uses it: the same results
+// as its bit-manipulation path, far less code (and compile time) per kernel.
+#if defined(UNICCL_DEV_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+#define UNICCL_HW_FLOAT_CVT 1
+UDEV uint16_t hwFloatToHalf(float f) {
+  uint16_t r;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  return r;
+}
+UDEV float hwHalfToFloat(uint16_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+UDEV uint16_t hwFloatToBf16(float f) {
+  uint16_t r;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  return r;
+}
+UDEV uint8_t hwFloatToE4m3(float f) {
+  uint16_t r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(f));
+  return (uint8_t)r;
+}
+UDEV uint8_t hwFloatToE5m2(float f) {
+  uint16_t r;
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(f));
+  return (uint8_t)r;
+}
+UDEV float hwE4m3ToFloat(uint8_t c) {
+  uint32_t h2;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"((uint16_t)c));
+  return hwHalfToFloat((uint16_t)h2);
+}
+UDEV float hwE5m2ToFloat(uint8_t c) {
+  uint32_t h2;
+  asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(h2) : "h"((uint16_t)c));
+  return hwHalfToFloat((uint16_t)h2);
+}
+#endif
+
 }  // namespace uniccl::dev
 
 #endif  // UNICCL_DEVICE_COMPILER

@@ -84,17 +84,25 @@ UNICCL_HD float smallToFloat(uint32_t c) {
   return bitsFloat(sign | ((e - kBias + 127) << 23) | (m << (23 - M)));
 }
 
-UNICCL_HD float halfToFloat(uint16_t h) { return smallToFloat<5, 10, false>(h); }
-UNICCL_HD uint16_t floatToHalf(float f) { return (uint16_t)floatToSmall<5, 10, false, false>(f); }
+#if defined(UNICCL_HW_FLOAT_CVT)
+#define UNICCL_CVT(hw, sw) return hw
+#else
+#define UNICCL_CVT(hw, sw) return sw
+#endif
+
+UNICCL_HD float halfToFloat(uint16_t h) { UNICCL_CVT(hwHalfToFloat(h), (smallToFloat<5, 10, false>(h))); }
+UNICCL_HD uint16_t floatToHalf(float f) { UNICCL_CVT(hwFloatToHalf(f), ((uint16_t)floatToSmall<5, 10, false, false>(f))); }
 UNICCL_HD float bf16ToFloat(uint16_t h) { return bitsFloat((uint32_t)h << 16); }
-UNICCL_HD uint16_t floatToBf16(float f) {
+UNICCL_HD uint16_t floatToBf16Bits(float f) {
   const uint32_t u = floatBits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);  // quiet NaN
   return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
-UNICCL_HD float e4m3ToFloat(uint8_t c) { return smallToFloat<4, 3, true>(c); }
-UNICCL_HD uint8_t floatToE4m3(float f) { return (uint8_t)floatToSmall<4, 3, true, true>(f); }
-UNICCL_HD float e5m2ToFloat(uint8_t c) { return smallToFloat<5, 2, false>(c); }
-UNICCL_HD uint8_t floatToE5m2(float f) { return (uint8_t)floatToSmall<5, 2, false, true>(f); }
+UNICCL_HD uint16_t floatToBf16(float f) { UNICCL_CVT(hwFloatToBf16(f), floatToBf16Bits(f)); }
+UNICCL_HD float e4m3ToFloat(uint8_t c) { UNICCL_CVT(hwE4m3ToFloat(c), (smallToFloat<4, 3, true>(c))); }
+UNICCL_HD uint8_t floatToE4m3(float f) { UNICCL_CVT(hwFloatToE4m3(f), ((uint8_t)floatToSmall<4, 3, true, true>(f))); }
+UNICCL_HD float e5m2ToFloat(uint8_t c) { UNICCL_CVT(hwE5m2ToFloat(c), (smallToFloat<5, 2, false>(c))); }
+UNICCL_HD uint8_t floatToE5m2(float f) { UNICCL_CVT(hwFloatToE5m2(f), ((uint8_t)floatToSmall<5, 2, false, true>(f))); }
+#undef UNICCL_CVT
 
 }  // namespace uniccl::dev

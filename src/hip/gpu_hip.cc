@@ -196,7 +196,12 @@ ncclResult_t eventRecordExternal(Event e, Stream s) {
 #endif
 }
 ncclResult_t eventQuery(Event e) {
+  // Completions are polled on every API call, also while a stream of this
+  // thread captures a graph; global capture mode forbids queries then.
+  hipStreamCaptureMode mode = hipStreamCaptureModeRelaxed;
+  hipThreadExchangeStreamCaptureMode(&mode);
   hipError_t err = hipEventQuery((hipEvent_t)e);
+  hipThreadExchangeStreamCaptureMode(&mode);
   if (err == hipSuccess) return ncclSuccess;
   if (err == hipErrorNotReady) return ncclInProgress;  // not an error: nothing to clear
   return fail("hipEventQuery", err);
@@ -341,6 +346,11 @@ ncclResult_t ipcCloseMemHandle(void* devPtr) {
 ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
   HIP_TRY(hipExtLaunchKernel(kernel, dim3(cfg.gridX), dim3(cfg.blockX), args, cfg.sharedMemBytes,
                              (hipStream_t)cfg.stream, nullptr, (hipEvent_t)done, 0));
+  return ncclSuccess;
+}
+ncclResult_t preloadKernel(const void* kernel) {
+  hipFuncAttributes attr;
+  HIP_TRY(hipFuncGetAttributes(&attr, kernel));
   return ncclSuccess;
 }
 ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes) {

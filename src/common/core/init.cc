@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <mutex>
 #include <thread>
 
 #include "common/api_export.h"
@@ -16,6 +17,7 @@
 #include "common/core/validate.h"
 #include "common/util/debug.h"
 #include "common/util/socket.h"
+#include "device/kernels.h"
 
 namespace uniccl {
 
@@ -48,6 +50,22 @@ ncclResult_t checkDuplicateGpus(ncclComm* comm) {
       return ncclInvalidUsage;
     }
   }
+  return ncclSuccess;
+}
+
+// Loads every kernel module on `dev` once per process (see gpu::preloadKernel).
+ncclResult_t preloadKernels(int dev) {
+  static std::mutex mutex;
+  static std::vector<bool> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  if ((size_t)dev < loaded.size() && loaded[dev]) return ncclSuccess;
+  for (int t = 0; t < ncclNumTypes; t++) {
+    const void* k = dev::collectiveKernel((ncclDataType_t)t);
+    if (k != nullptr) UCHECK(gpu::preloadKernel(k));
+  }
+  UCHECK(gpu::preloadKernel(dev::p2pKernel()));
+  if ((size_t)dev >= loaded.size()) loaded.resize(dev + 1, false);
+  loaded[dev] = true;
   return ncclSuccess;
 }
 
@@ -120,6 +138,7 @@ ncclResult_t commInitRank(ncclComm* comm, int nranks, ncclUniqueId id, int rank,
   for (int r = 0; r < nranks; r++) memcpy(&comm->peers[r], comm->bootstrap->peerInfo(r), sizeof(PeerInfo));
   UCHECK_GOTO(checkDuplicateGpus(comm), res, fail);
   UCHECK_GOTO(comm->transports.init(comm), res, fail);
+  UCHECK_GOTO(preloadKernels(cudaDev), res, fail);
   UCHECK_GOTO(setupDevice(comm), res, fail);
   if (nranks > 1) {
     ringPeers.push_back((rank + 1) % nranks);

@@ -17,6 +17,8 @@ struct TuningEnv {
   bool allowLL = true;
   bool allowSimple = true;
   size_t llThreshold = 0;
+  size_t simpleChannelBytes = 0;   // a Simple collective gets one channel per this many bytes
+  size_t llChannelBytes = 0;
 };
 
 bool listHas(const std::string& list, const char* name) {
@@ -34,6 +36,8 @@ bool listHas(const std::string& list, const char* name) {
 TuningEnv readEnv() {
   TuningEnv e;
   e.llThreshold = (size_t)paramInt("UNICCL_LL_THRESHOLD", 64 << 10);
+  e.simpleChannelBytes = (size_t)std::max<int64_t>(1, paramInt("UNICCL_SIMPLE_CHANNEL_BYTES", 64 << 10));
+  e.llChannelBytes = (size_t)std::max<int64_t>(1, paramInt("UNICCL_LL_CHANNEL_BYTES", 16 << 10));
   if (const char* p = getEnv("NCCL_PROTO")) {
     std::string s(p);
     bool exclude = !s.empty() && s[0] == '^';
@@ -92,12 +96,12 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
   if (ll) {
     size_t slot = L.llBytes / dev::kSteps / 2;  // data bytes per LL slot
     t.proto = dev::kProtoLL;
-    t.nChannels = (int)std::clamp<size_t>(divUp(bytes, 16 << 10), 1, comm->nChannels);
+    t.nChannels = (int)std::clamp<size_t>(divUp(bytes, env.llChannelBytes), 1, comm->nChannels);
     t.sliceBytes = (uint32_t)std::min(slot, roundUp(std::max<size_t>(divUp(bytes, t.nChannels * perRankChunks), 1), 16));
   } else {
     size_t slot = L.simpleBytes / dev::kSteps;
     t.proto = dev::kProtoSimple;
-    t.nChannels = (int)std::clamp<size_t>(divUp(bytes, 512 << 10), 1, comm->nChannels);
+    t.nChannels = (int)std::clamp<size_t>(divUp(bytes, env.simpleChannelBytes), 1, comm->nChannels);
     t.sliceBytes = (uint32_t)std::min(slot, roundUp(std::max<size_t>(divUp(bytes, t.nChannels * perRankChunks), 1), 4096));
   }
   return t;

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# GPU machine script: builds uniccl for sm_90 (or uses a prebuilt tree), runs
+# the GPU test suite, then the benchmarks side by side with NCCL, and prints
+# a short table at the end.
+#
+#   bash ci/gpu-test.sh                    # build in build-gpu, tests + benchmarks
+#   bash ci/gpu-test.sh --prebuilt DIR     # DIR/lib, DIR/tests, DIR/bench from ci/pack-prebuilt.sh
+#   GPU_TESTS="backend kernels coll" BENCH=quick|full|none bash ci/gpu-test.sh
+#
+# Writes logs to ${OUT:-./gpu-test-out}. NVLink multicast stays off
+# (NCCL_NVLS_ENABLE=0) for NCCL and is never used by uniccl.
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUTDIR=${OUT:-$ROOT/gpu-test-out}
+mkdir -p "$OUTDIR"
+prebuilt=""
+if [[ ${1:-} == --prebuilt ]]; then prebuilt=$(cd "$2" && pwd); fi
+TESTS=${GPU_TESTS:-backend kernels coll}
+BENCH=${BENCH:-quick}
+table=()
+
+if [[ -z $prebuilt ]]; then
+  source "$ROOT/ci/setup.sh"
+  B=${BUILD_DIR:-$ROOT/build-gpu}
+  nccl_home=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null || true)
+  [[ -d $B ]] || meson setup "$B" -Dgpu_backend=cuda -Dgpu_archs=sm_90 ${nccl_home:+-Dnccl_home=$nccl_home} >"$OUTDIR/setup.log" 2>&1
+  ninja -C "$B" >"$OUTDIR/build.log" 2>&1 || { tail -30 "$OUTDIR/build.log"; exit 1; }
+  LIB=$B/src; TDIR=$B/tests/gpu; BDIR=$B
+else
+  LIB=$prebuilt/lib; TDIR=$prebuilt/tests; BDIR=$prebuilt
+fi
+export LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+NGPUS=$(nvidia-smi -L 2>/dev/null | wc -l)
+nvidia-smi -L; nvidia-smi topo -m 2>/dev/null | head -5
+
+run_test() {  # name, timeout, command...
+  local name=$1 to=$2; shift 2
+  local start=$SECONDS
+  timeout "$to" "$@" >"$OUTDIR/$name.log" 2>&1
+  local rc=$?
+  local verdict=PASS
+  [[ $rc == 77 ]] && verdict=SKIP
+  [[ $rc != 0 && $rc != 77 ]] && verdict="FAIL(rc=$rc)"
+  table+=("$(printf '%-28s %-12s %5ss' "$name" "$verdict" $((SECONDS - start)))")
+  echo "--- $name: $verdict"; tail -n 15 "$OUTDIR/$name.log"
+}
+
+find_exe() { find "$TDIR" -name "$1" -type f -perm -u+x 2>/dev/null | head -1; }
+for t in $TESTS; do
+  case $t in
+    backend) e=$(find_exe gpu_backend_test); [[ -n $e ]] && run_test backend 120 "$e" ;;
+    kernels) e=$(find_exe kernel_harness); [[ -n $e ]] && run_test kernels 300 "$e" ${KERNEL_ARGS:-} ;;
+    coll)
+      e=$(find_exe coll_test)
+      if [[ -n $e ]]; then
+        run_test coll-p2p 600 "$e" ${COLL_ARGS:-}
+        NCCL_P2P_DISABLE=1 run_test coll-shm 600 "$e" ${COLL_SHM_ARGS:-${COLL_ARGS:-}}
+      fi ;;
+  esac
+done
+
+if [[ $BENCH != none && $NGPUS -ge 1 ]]; then
+  nccl_lib=$(python3 -c 'import nvidia.nccl as m,os; print(os.path.join(list(m.__path__)[0],"lib"))' 2>/dev/null)
+  colls="all_reduce all_gather reduce_scatter broadcast sendrecv alltoall"
+  maxb=1G; [[ $BENCH == quick ]] && { colls="all_reduce all_gather sendrecv"; }
+  for c in $colls; do
+    for lib in uniccl nccl; do
+      exe=$BDIR/bench/${c}_perf; [[ $lib == nccl ]] && exe+=_nccl
+      [[ -x $exe ]] || continue
+      for mode in eager graph; do
+        args=(-b 8 -e $maxb -f 8 -g "$NGPUS" -n 20 -w 5)
+        [[ $mode == graph ]] && args+=(-G 5)
+        log=$OUTDIR/bench_${c}_${mode}_${lib}.log
+        if [[ $lib == nccl ]]; then
+          LD_LIBRARY_PATH=$nccl_lib timeout 300 "$exe" "${args[@]}" >"$log" 2>&1
+        else
+          timeout 300 "$exe" "${args[@]}" >"$log" 2>&1
+        fi
+        echo "rc=$?" >>"$log"
+      done
+    done
+  done
+  python3 "$ROOT/ci/bench_table.py" "$OUTDIR" | tee "$OUTDIR/bench_table.txt"
+fi
+
+echo
+echo "=== GPU tests ($NGPUS GPU(s)) ==="
+printf '%s\n' "${table[@]}"
