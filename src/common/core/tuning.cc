@@ -77,7 +77,7 @@ size_t roundUp(size_t a, size_t b) { return divUp(a, b) * b; }
 void loadTuningEnv() { (void)tuningEnv(); }
 
 int defaultChannelCount(const ncclComm* comm) {
-  int n = comm->allP2p ? (int)paramInt("UNICCL_P2P_NCHANNELS", 16) : (int)paramInt("UNICCL_SHM_NCHANNELS", 2);
+  int n = comm->allP2p ? (int)paramInt("UNICCL_P2P_NCHANNELS", 32) : (int)paramInt("UNICCL_SHM_NCHANNELS", 2);
   int lo = (int)paramInt("NCCL_MIN_NCHANNELS", 1);
   int hi = (int)paramInt("NCCL_MAX_NCHANNELS", dev::kMaxChannels);
   if (comm->config.minCTAs > 0) lo = std::max(lo, comm->config.minCTAs);
