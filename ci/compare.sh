@@ -19,7 +19,7 @@
 # Environment (defaults): NCCL_HOME (the nvidia-nccl-cu13 wheel, else
 # /usr/local/cuda), BUILD_DIR (build-bench), NGPUS (visible GPUs),
 # COMPARE_COLLS (the six above), COMPARE_MIN_BYTES (8), COMPARE_MAX_BYTES (1G),
-# COMPARE_ITERS (20), COMPARE_WARMUP (5), COMPARE_GRAPH_LAUNCHES (5),
+# COMPARE_FACTOR (2, size step), COMPARE_ITERS (20), COMPARE_WARMUP (5), COMPARE_GRAPH_LAUNCHES (5),
 # COMPARE_CHECK (1), COMPARE_TIMEOUT (seconds per run, 1200),
 # COMPARE_SKIP_BUILD (0; 1 = use the tools already in BUILD_DIR).
 set -uo pipefail
@@ -31,6 +31,7 @@ export BUILD_DIR
 COLLS=${COMPARE_COLLS:-all_reduce all_gather reduce_scatter broadcast sendrecv alltoall}
 MIN_BYTES=${COMPARE_MIN_BYTES:-8}
 MAX_BYTES=${COMPARE_MAX_BYTES:-1G}
+FACTOR=${COMPARE_FACTOR:-2}
 ITERS=${COMPARE_ITERS:-20}
 WARMUP=${COMPARE_WARMUP:-5}
 GRAPH_LAUNCHES=${COMPARE_GRAPH_LAUNCHES:-5}
@@ -81,7 +82,7 @@ for coll in $COLLS; do
     for lib in uniccl nccl; do
       exe=$BUILD_DIR/bench/${coll}_perf
       [[ $lib == nccl ]] && exe+=_nccl
-      args=(-b "$MIN_BYTES" -e "$MAX_BYTES" -f 2 -g "$NGPUS" -n "$ITERS" -w "$WARMUP" -c "$CHECK")
+      args=(-b "$MIN_BYTES" -e "$MAX_BYTES" -f "$FACTOR" -g "$NGPUS" -n "$ITERS" -w "$WARMUP" -c "$CHECK")
       [[ $mode == graph ]] && args+=(-G "$GRAPH_LAUNCHES")
       log=$OUT/raw/${coll}_${mode}_${lib}.log
       echo "# running $lib $coll ($mode): $(basename "$exe") ${args[*]}"

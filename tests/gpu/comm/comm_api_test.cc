@@ -1,0 +1,486 @@
+// The communicator-management API end to end, all visible GPUs (up to 4, or
+// argv[1]) in one process driven by one thread: the init flavours, split,
+// finalize/destroy/abort, registration, PreMulSum, the documented unsupported
+// calls, and a leak check over repeated init. Data is random integer-valued
+// floats, so every correct reduction order gives the exact host reference.
+// Prints one line per test and "N passed, M failed"; exits 0, 1, or 77 (no GPU).
+#include <dirent.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nccl.h"
+#include "../coll/rt.h"
+
+namespace {
+
+namespace rt = colltest::rt;
+using Clock = std::chrono::steady_clock;
+
+// ---- watchdog: a hang in the library must fail the run, not stall CI ----
+std::mutex gStepMutex;
+std::string gStep = "startup";
+Clock::time_point gStepDeadline = Clock::time_point::max();
+constexpr int kStepSeconds = 60;
+
+void step(const std::string& name) {
+  std::lock_guard<std::mutex> lock(gStepMutex);
+  gStep = name;
+  gStepDeadline = Clock::now() + std::chrono::seconds(kStepSeconds);
+}
+
+void watchdog() {
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::lock_guard<std::mutex> lock(gStepMutex);
+    if (Clock::now() > gStepDeadline) {
+      fprintf(stderr, "comm_api_test: WATCHDOG: step '%s' took more than %d s; the library hangs. Aborting.\n",
+              gStep.c_str(), kStepSeconds);
+      fflush(stdout);
+      std::_Exit(1);
+    }
+  }
+}
+
+// ---- failure recording ----
+int gFails = 0;   // of the running test
+const char* gTest = "";
+
+void fail(const char* fmt, ...) {
+  gFails++;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "  FAIL [%s] ", gTest);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+}
+
+const char* lastError() {
+  const char* e = ncclGetLastError(nullptr);
+  return e ? e : "";
+}
+
+#define EXPECT(cond, ...) do { if (!(cond)) fail(__VA_ARGS__); } while (0)
+#define REQUIRE(cond, ...) do { if (!(cond)) { fail(__VA_ARGS__); return false; } } while (0)
+#define NCCL_OK(call) do { ncclResult_t r_ = (call); \
+    REQUIRE(r_ == ncclSuccess, "%s -> %s: %s", #call, ncclGetErrorString(r_), lastError()); } while (0)
+// For calls inside an open group: a failure closes the group before returning.
+#define GROUPED_OK(call) do { ncclResult_t r_ = (call); if (r_ != ncclSuccess) { ncclGroupEnd(); \
+    REQUIRE(false, "%s -> %s: %s", #call, ncclGetErrorString(r_), lastError()); } } while (0)
+#define RT_OK(call) do { const char* e_ = (call); REQUIRE(e_ == nullptr, "%s: %s", #call, e_); } while (0)
+// An exact error code, plus a last-error text that names the failing call.
+#define EXPECT_ERR(call, code, needle) do { ncclResult_t r_ = (call); \
+    EXPECT(r_ == (code), "%s -> %s, expected %s", #call, ncclGetErrorString(r_), ncclGetErrorString(code)); \
+    EXPECT(strstr(lastError(), needle) != nullptr, "%s: last error '%s' does not mention '%s'", \
+           #call, lastError(), needle); } while (0)
+
+std::mt19937 gRng;
+float randInt() { return (float)(int)(gRng() % 201) - 100.0f; }   // [-100, 100]
+
+// Communicators owned by a test; leftovers (after a failure) are aborted.
+struct Comms : std::vector<ncclComm_t> {
+  explicit Comms(int n) : std::vector<ncclComm_t>(n, nullptr) {}
+  ~Comms() {
+    for (ncclComm_t c : *this)
+      if (c) ncclCommAbort(c);
+  }
+  bool destroyAll() {
+    for (ncclComm_t& c : *this) {
+      NCCL_OK(ncclCommDestroy(c));
+      c = nullptr;
+    }
+    return true;
+  }
+};
+
+// One rank's buffers and stream.
+struct RankIo {
+  int dev = -1;
+  float* send = nullptr;
+  float* recv = nullptr;
+  rtStream stream = nullptr;
+  ~RankIo() {
+    if (dev < 0) return;
+    rt::setDevice(dev);
+    if (stream) rt::streamDestroy(stream);
+    rt::free(send);
+    rt::free(recv);
+  }
+};
+
+// Polls ncclCommGetAsyncError until every comm reports ncclSuccess.
+bool waitReady(const std::vector<ncclComm_t>& comms) {
+  auto deadline = Clock::now() + std::chrono::seconds(kStepSeconds - 5);
+  for (ncclComm_t c : comms) {
+    ncclResult_t async = ncclInProgress;
+    while (true) {
+      NCCL_OK(ncclCommGetAsyncError(c, &async));
+      if (async != ncclInProgress) break;
+      REQUIRE(Clock::now() < deadline, "comm %p still ncclInProgress after %d s", (void*)c, kStepSeconds - 5);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    REQUIRE(async == ncclSuccess, "async error of comm %p: %s", (void*)c, ncclGetErrorString(async));
+  }
+  return true;
+}
+
+bool checkIdentity(ncclComm_t c, int rank, int nranks, int dev) {
+  REQUIRE(c != nullptr, "no communicator where rank %d of %d was expected", rank, nranks);
+  int count = -1, got = -1, d = -1;
+  NCCL_OK(ncclCommCount(c, &count));
+  NCCL_OK(ncclCommUserRank(c, &got));
+  NCCL_OK(ncclCommCuDevice(c, &d));
+  REQUIRE(count == nranks && got == rank && d == dev, "comm %p: count/rank/device %d/%d/%d, expected %d/%d/%d",
+          (void*)c, count, got, d, nranks, rank, dev);
+  return true;
+}
+
+// One grouped AllReduce over `comms` (float, op ops[r] or ncclSum, each rank
+// on its comm's device), checked element by element against scale * sum.
+// With `simulate`, the group ends in ncclGroupSimulateEnd and the outputs
+// must keep their prior (random) contents.
+bool allReduceCheck(const std::vector<ncclComm_t>& comms, const std::vector<ncclRedOp_t>* ops = nullptr,
+                    float scale = 1.0f, bool simulate = false) {
+  const size_t count = (1u << 18) + 37, bytes = count * sizeof(float);
+  const int n = (int)comms.size();
+  std::vector<std::unique_ptr<RankIo>> io;
+  std::vector<float> in(count), expect(count, 0.0f), prior(count), out(count);
+  for (float& v : prior) v = randInt();
+  for (int r = 0; r < n; r++) {
+    io.push_back(std::make_unique<RankIo>());
+    RankIo& x = *io.back();
+    NCCL_OK(ncclCommCuDevice(comms[r], &x.dev));
+    RT_OK(rt::setDevice(x.dev));
+    RT_OK(rt::malloc((void**)&x.send, bytes));
+    RT_OK(rt::malloc((void**)&x.recv, bytes));
+    RT_OK(rt::streamCreate(&x.stream));
+    for (size_t i = 0; i < count; i++) expect[i] += scale * (in[i] = randInt());
+    RT_OK(rt::toDevice(x.send, in.data(), bytes));
+    RT_OK(rt::toDevice(x.recv, prior.data(), bytes));
+  }
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < n; r++) {
+    ncclRedOp_t op = ops ? (*ops)[r] : ncclSum;
+    GROUPED_OK(ncclAllReduce(io[r]->send, io[r]->recv, count, ncclFloat32, op, comms[r], io[r]->stream));
+  }
+  if (simulate) {
+    ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+    sim.estimatedTime = 12345.0f;   // must be overwritten
+    NCCL_OK(ncclGroupSimulateEnd(&sim));
+    EXPECT(sim.estimatedTime == NCCL_UNDEF_FLOAT, "estimatedTime %g, expected NCCL_UNDEF_FLOAT",
+           sim.estimatedTime);
+    expect = prior;
+  } else {
+    ncclResult_t res = ncclGroupEnd();
+    REQUIRE(res == ncclSuccess || res == ncclInProgress, "ncclGroupEnd -> %s: %s", ncclGetErrorString(res), lastError());
+    if (res == ncclInProgress && !waitReady(comms)) return false;
+  }
+  for (int r = 0; r < n; r++) {
+    RT_OK(rt::setDevice(io[r]->dev));
+    RT_OK(rt::streamSync(io[r]->stream));
+    RT_OK(rt::toHost(out.data(), io[r]->recv, bytes));
+    for (size_t i = 0; i < count; i++)
+      REQUIRE(out[i] == expect[i], "%s rank %d of %d: out[%zu] = %g, expected %g", simulate ? "simulated" : "AllReduce",
+              r, n, i, out[i], expect[i]);
+  }
+  return true;
+}
+
+// ---- the tests ----
+int gN = 1;   // ranks (GPUs) per test
+
+bool testInitAll() {
+  Comms c(gN);
+  std::vector<int> devs(gN);
+  for (int i = 0; i < gN; i++) devs[i] = gN - 1 - i;   // reversed: rank i on GPU n-1-i
+  int bad = 99999;
+  EXPECT_ERR(ncclCommInitAll(c.data(), 1, &bad), ncclInvalidArgument, "ncclCommInitAll");
+  NCCL_OK(ncclCommInitAll(c.data(), gN, devs.data()));
+  for (int i = 0; i < gN; i++)
+    if (!checkIdentity(c[i], i, gN, devs[i])) return false;
+  return allReduceCheck(c) && c.destroyAll();
+}
+
+bool testGroupInit(bool scalable) {
+  Comms c(gN);
+  ncclUniqueId id;
+  NCCL_OK(ncclGetUniqueId(&id));
+  NCCL_OK(ncclGroupStart());
+  for (int i = 0; i < gN; i++) {
+    RT_OK(rt::setDevice(i));
+    GROUPED_OK(scalable ? ncclCommInitRankScalable(&c[i], gN, i, 1, &id, nullptr) : ncclCommInitRank(&c[i], gN, id, i));
+  }
+  NCCL_OK(ncclGroupEnd());
+  for (int i = 0; i < gN; i++)
+    if (!checkIdentity(c[i], i, gN, i)) return false;
+  return allReduceCheck(c) && c.destroyAll();
+}
+
+bool testNonBlockingInit() {
+  Comms c(gN);
+  ncclUniqueId id;
+  NCCL_OK(ncclGetUniqueId(&id));
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  // No group: a non-blocking init must return before its peers exist.
+  for (int i = 0; i < gN; i++) {
+    RT_OK(rt::setDevice(i));
+    ncclResult_t r = ncclCommInitRankConfig(&c[i], gN, id, i, &cfg);
+    REQUIRE(r == ncclSuccess || r == ncclInProgress, "non-blocking init rank %d -> %s", i, ncclGetErrorString(r));
+    REQUIRE(c[i] != nullptr, "non-blocking init rank %d returned no comm", i);
+  }
+  if (!waitReady(c)) return false;
+  for (int i = 0; i < gN; i++)
+    if (!checkIdentity(c[i], i, gN, i)) return false;
+  return allReduceCheck(c) && c.destroyAll();
+}
+
+bool testSplit() {
+  Comms parent(gN), kids(gN), rest(gN);
+  NCCL_OK(ncclCommInitAll(parent.data(), gN, nullptr));
+  // color = rank % 2, key = -rank: each child orders its members in reverse.
+  NCCL_OK(ncclGroupStart());
+  for (int i = 0; i < gN; i++) GROUPED_OK(ncclCommSplit(parent[i], i % 2, -i, &kids[i], nullptr));
+  NCCL_OK(ncclGroupEnd());
+  std::vector<ncclComm_t> byColor[2];
+  for (int i = 0; i < gN; i++) {
+    int size = 0, newRank = 0;
+    for (int j = 0; j < gN; j++) size += j % 2 == i % 2, newRank += j % 2 == i % 2 && j > i;
+    if (!checkIdentity(kids[i], newRank, size, i)) return false;
+    byColor[i % 2].push_back(kids[i]);
+  }
+  for (auto& group : byColor)
+    if (!group.empty() && !allReduceCheck(group)) return false;
+
+  // Rank 0 opts out; the others form one comm ordered by key = rank.
+  int notAComm = 0;
+  ncclComm_t optedOut = reinterpret_cast<ncclComm_t>(&notAComm);   // must be overwritten with NULL
+  NCCL_OK(ncclGroupStart());
+  for (int i = 0; i < gN; i++)
+    GROUPED_OK(ncclCommSplit(parent[i], i == 0 ? NCCL_SPLIT_NOCOLOR : 7, i, i == 0 ? &optedOut : &rest[i], nullptr));
+  NCCL_OK(ncclGroupEnd());
+  REQUIRE(optedOut == nullptr, "NCCL_SPLIT_NOCOLOR did not set *newcomm to NULL");
+  std::vector<ncclComm_t> others(rest.begin() + 1, rest.end());
+  for (int i = 1; i < gN; i++)
+    if (!checkIdentity(rest[i], i - 1, gN - 1, i)) return false;
+  if (!others.empty() && !allReduceCheck(others)) return false;
+  return kids.destroyAll() && rest.destroyAll() && parent.destroyAll();
+}
+
+bool testFinalizeAbort() {
+  Comms c(gN);
+  NCCL_OK(ncclCommInitAll(c.data(), gN, nullptr));
+  if (!allReduceCheck(c)) return false;
+  for (ncclComm_t comm : c) NCCL_OK(ncclCommFinalize(comm));
+  RT_OK(rt::setDevice(0));
+  EXPECT_ERR(ncclAllReduce(nullptr, nullptr, 0, ncclFloat32, ncclSum, c[0], nullptr), ncclInvalidUsage,
+             "finalized");
+  if (!c.destroyAll()) return false;
+
+  NCCL_OK(ncclCommInitAll(c.data(), gN, nullptr));
+  if (!allReduceCheck(c)) return false;
+  auto t0 = Clock::now();
+  for (ncclComm_t& comm : c) {
+    NCCL_OK(ncclCommAbort(comm));
+    comm = nullptr;
+  }
+  double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT(s < 5.0, "aborting %d healthy comms took %.1f s", gN, s);
+  return true;
+}
+
+bool testMemory() {
+  Comms c(1);
+  int dev = 0;
+  NCCL_OK(ncclCommInitAll(c.data(), 1, &dev));
+  RT_OK(rt::setDevice(0));
+  const size_t bytes = 1 << 20;
+  void* buf = nullptr;
+  void* handle = nullptr;
+  NCCL_OK(ncclMemAlloc(&buf, bytes));
+  REQUIRE(buf != nullptr, "ncclMemAlloc gave NULL");
+  NCCL_OK(ncclCommRegister(c[0], buf, bytes, &handle));
+  EXPECT(handle != nullptr, "ncclCommRegister gave a NULL handle");
+  NCCL_OK(ncclCommDeregister(c[0], handle));
+  EXPECT_ERR(ncclCommDeregister(c[0], handle), ncclInvalidArgument, "ncclCommDeregister");   // twice
+  EXPECT_ERR(ncclCommRegister(c[0], buf, 2 * bytes, &handle), ncclInvalidArgument, "ncclCommRegister");
+  std::vector<char> host(4096);
+  EXPECT_ERR(ncclCommRegister(c[0], host.data(), host.size(), &handle), ncclInvalidArgument, "ncclCommRegister");
+  int bogus = 0;
+  EXPECT_ERR(ncclCommDeregister(c[0], &bogus), ncclInvalidArgument, "ncclCommDeregister");
+  EXPECT_ERR(ncclMemFree(host.data()), ncclInvalidArgument, "ncclMemFree");
+  NCCL_OK(ncclMemFree(buf));
+  return c.destroyAll();
+}
+
+bool testPreMulSum() {
+  Comms c(gN);
+  NCCL_OK(ncclCommInitAll(c.data(), gN, nullptr));
+  const float scales[] = {0.25f, 0.5f, -0.5f, 2.0f, 4.0f};   // exact in float, never 1
+  const float scale = scales[gRng() % 5];
+  std::vector<ncclRedOp_t> ops(gN);
+  for (int i = 0; i < gN; i++) {
+    float s = scale;
+    NCCL_OK(ncclRedOpCreatePreMulSum(&ops[i], &s, ncclFloat32, ncclScalarHostImmediate, c[i]));
+    s = 1000.0f;   // a host-immediate scalar is read during the create call only
+  }
+  if (!allReduceCheck(c, &ops, scale)) return false;
+  for (int i = 0; i < gN; i++) NCCL_OK(ncclRedOpDestroy(ops[i], c[i]));
+  EXPECT_ERR(ncclRedOpDestroy(ops[0], c[0]), ncclInvalidArgument, "ncclRedOpDestroy");
+  EXPECT_ERR(ncclRedOpDestroy(ncclSum, c[0]), ncclInvalidArgument, "ncclRedOpDestroy");
+  RT_OK(rt::setDevice(0));
+  void* buf = nullptr;
+  NCCL_OK(ncclMemAlloc(&buf, 4096));
+  ncclResult_t r = ncclAllReduce(buf, buf, 16, ncclFloat32, ops[0], c[0], nullptr);
+  EXPECT(r == ncclInvalidArgument, "AllReduce with a destroyed op -> %s", ncclGetErrorString(r));
+  if (r == ncclSuccess) return false;   // a lone rank's kernel is in flight: let ~Comms abort it
+  NCCL_OK(ncclMemFree(buf));
+  return c.destroyAll();
+}
+
+bool testUnsupportedAndSimulate() {
+  Comms c(gN);
+  NCCL_OK(ncclCommInitAll(c.data(), gN, nullptr));
+  EXPECT_ERR(ncclCommRevoke(c[0], NCCL_REVOKE_DEFAULT), ncclInvalidUsage, "ncclCommRevoke");
+  int exclude = 0;
+  ncclComm_t shrunk = nullptr;
+  EXPECT_ERR(ncclCommShrink(c[0], &exclude, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidUsage,
+             "ncclCommShrink");
+  EXPECT(shrunk == nullptr, "ncclCommShrink failed but set *newcomm");
+  RT_OK(rt::setDevice(0));
+  void* buf = nullptr;
+  NCCL_OK(ncclMemAlloc(&buf, 1 << 16));
+  ncclWindow_t win = nullptr;
+  EXPECT_ERR(ncclCommWindowRegister(c[0], buf, 1 << 16, &win, NCCL_WIN_DEFAULT), ncclInvalidUsage,
+             "ncclCommWindowRegister");
+  NCCL_OK(ncclMemFree(buf));
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  EXPECT_ERR(ncclGroupSimulateEnd(&sim), ncclInvalidUsage, "ncclGroupSimulateEnd");   // no group open
+  // The simulated group must not run; the comms must still work after it.
+  return allReduceCheck(c, nullptr, 1.0f, /*simulate=*/true) && allReduceCheck(c) && c.destroyAll();
+}
+
+int countFds() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d)) n++;
+    closedir(d);
+  }
+  return n;
+}
+
+int countThreads() {
+  int n = -1;
+  if (FILE* f = fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (fgets(line, sizeof(line), f))
+      if (sscanf(line, "Threads: %d", &n) == 1) break;
+    fclose(f);
+  }
+  return n;
+}
+
+bool testRepeatedInit() {
+  const int kCycles = 20, kFdSlack = 4, kThreadSlack = 2;
+  int fds0 = 0, threads0 = 0;
+  for (int cycle = 0; cycle < kCycles; cycle++) {
+    step("repeated-init cycle " + std::to_string(cycle));
+    Comms c(gN);
+    NCCL_OK(ncclCommInitAll(c.data(), gN, nullptr));
+    if (!allReduceCheck(c) || !c.destroyAll()) return false;
+    if (cycle == 0) fds0 = countFds(), threads0 = countThreads();
+  }
+  // Threads of destroyed comms may take a moment to exit.
+  int fds = countFds(), threads = countThreads();
+  for (int i = 0; i < 40 && (fds > fds0 + kFdSlack || threads > threads0 + kThreadSlack); i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    fds = countFds(), threads = countThreads();
+  }
+  EXPECT(fds <= fds0 + kFdSlack, "open fds grew from %d (after cycle 1) to %d after %d cycles", fds0, fds, kCycles);
+  EXPECT(threads <= threads0 + kThreadSlack, "threads grew from %d (after cycle 1) to %d after %d cycles", threads0,
+         threads, kCycles);
+  return true;
+}
+
+// Abort must also stop a collective that can never finish: rank 0 alone
+// launches an AllReduce its peers never join. Last, as a failure here may
+// leave a GPU busy.
+bool testAbortInFlight() {
+  if (gN < 2) return true;
+  Comms c(gN);
+  NCCL_OK(ncclCommInitAll(c.data(), gN, nullptr));
+  RT_OK(rt::setDevice(0));
+  void* buf = nullptr;
+  NCCL_OK(ncclMemAlloc(&buf, 1 << 20));
+  NCCL_OK(ncclAllReduce(buf, buf, (1 << 20) / sizeof(float), ncclFloat32, ncclSum, c[0], nullptr));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto t0 = Clock::now();
+  for (ncclComm_t& comm : c) {
+    NCCL_OK(ncclCommAbort(comm));
+    comm = nullptr;
+  }
+  double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT(s < 10.0, "aborting comms with a stuck AllReduce took %.1f s", s);
+  RT_OK(rt::setDevice(0));
+  RT_OK(rt::deviceSync());
+  NCCL_OK(ncclMemFree(buf));
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int ngpus = rt::deviceCount();
+  if (ngpus < 1) {
+    printf("comm_api_test: no GPU visible; skipping\n");
+    return 77;
+  }
+  gN = std::min(ngpus, argc > 1 ? std::max(1, atoi(argv[1])) : 4);
+  unsigned seed = std::random_device{}();
+  gRng.seed(seed);
+  printf("comm_api_test: %d rank(s) on %d visible GPU(s) (%s), seed %u\n", gN, ngpus, COLLTEST_RT_BACKEND, seed);
+  std::thread(watchdog).detach();
+
+  struct Case { const char* name; bool (*fn)(); };
+  const Case cases[] = {
+      {"init-all", testInitAll},
+      {"group-init", [] { return testGroupInit(false); }},
+      {"group-init-scalable", [] { return testGroupInit(true); }},
+      {"nonblocking-init", testNonBlockingInit},
+      {"split", testSplit},
+      {"finalize-abort", testFinalizeAbort},
+      {"mem-register", testMemory},
+      {"premulsum", testPreMulSum},
+      {"unsupported+simulate", testUnsupportedAndSimulate},
+      {"repeated-init", testRepeatedInit},
+      {"abort-inflight", testAbortInFlight},
+  };
+  int passed = 0, failed = 0;
+  for (const Case& tc : cases) {
+    gTest = tc.name;
+    gFails = 0;
+    step(tc.name);
+    auto t0 = Clock::now();
+    bool finished = tc.fn();
+    if (!finished && gFails == 0) fail("stopped early without a reason");
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    printf("  %-22s %s %7.2f s\n", tc.name, gFails == 0 ? "PASS" : "FAIL", s);
+    fflush(stdout);
+    (gFails == 0 ? passed : failed)++;
+  }
+  step("exit");
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
