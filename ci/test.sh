@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The test command (README): sets up, builds gpu_backend=cuda and
-# gpu_backend=hip, runs the host unit tests of both (and the GPU suite where
-# a GPU is visible), and ends with one line "N passed, N failed".
+# gpu_backend=hip, runs the host unit tests of both, again under ASan+UBSan
+# and under TSan (and the GPU suite where a GPU is visible), and ends with
+# one line "N passed, N failed".
 #
 #   bash ci/test.sh            # everything
-#   UNICCL_SKIP_HIP=1 bash ci/test.sh
+#   UNICCL_SKIP_HIP=1 UNICCL_SKIP_SANITIZERS=1 bash ci/test.sh
 #   UNICCL_KERNEL_FILTER=all bash ci/test.sh   # CI builds only f32/bf16 kernels
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +45,22 @@ if configure "$build/cuda" -Dgpu_backend=cuda -Dkernel_filter="$filter" -Dnccl_h
   if nvidia-smi -L >/dev/null 2>&1; then run_suite cuda-gpu "$build/cuda" gpu || status=1; fi
 else
   echo "cuda build FAILED"; echo "cuda-build 0 1" >>"$root/.test-counts"; status=1
+fi
+
+# Host unit tests under AddressSanitizer + UndefinedBehaviorSanitizer and
+# under ThreadSanitizer (bootstrap root thread, callbacks, watchdog).
+if [ "${UNICCL_SKIP_SANITIZERS:-0}" != 1 ]; then
+  for san in address,undefined thread; do
+    label=$( [ "$san" = thread ] && echo tsan || echo asan-ubsan )
+    echo "=== $label build ==="
+    if configure "$build/$label" -Dgpu_backend=cuda -Dkernel_filter=f32 -Dbench=false \
+         -Db_sanitize=$san -Db_lundef=false && ninja -C "$build/$label" -j "$jobs"; then
+      UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1 \
+        run_suite "$label-unit" "$build/$label" unit || status=1
+    else
+      echo "$label build FAILED"; echo "$label-build 0 1" >>"$root/.test-counts"; status=1
+    fi
+  done
 fi
 
 if [ "${UNICCL_SKIP_HIP:-0}" != 1 ]; then

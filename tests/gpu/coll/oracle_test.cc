@@ -15,6 +15,11 @@
 
 using namespace colltest;
 
+// memmove that accepts empty ranges (their data() may be null).
+static void mv(void* d, const void* s, size_t n) {
+  if (n) memmove(d, s, n);
+}
+
 namespace {
 
 struct Sim {
@@ -141,18 +146,18 @@ struct Sim {
         case Coll::AllReduce: reduceInto(R, 0); break;
         case Coll::Reduce: if (r == op.root) reduceInto(R, 0); break;
         case Coll::ReduceScatter: reduceInto(R, cnt * r); break;
-        case Coll::Broadcast: memmove(R, in[op.root].data(), blk); break;
+        case Coll::Broadcast: mv(R, in[op.root].data(), blk); break;
         case Coll::AllGather:
-          for (int q = 0; q < n; q++) memmove(R + q * blk, in[q].data(), blk);
+          for (int q = 0; q < n; q++) mv(R + q * blk, in[q].data(), blk);
           break;
         case Coll::Gather:
           if (r == op.root)
-            for (int q = 0; q < n; q++) memmove(R + q * blk, in[q].data(), blk);
+            for (int q = 0; q < n; q++) mv(R + q * blk, in[q].data(), blk);
           break;
-        case Coll::Scatter: memmove(R, in[op.root].data() + r * blk, blk); break;
-        case Coll::SendRecvRing: memmove(R, in[(r - 1 + n) % n].data(), blk); break;
+        case Coll::Scatter: mv(R, in[op.root].data() + r * blk, blk); break;
+        case Coll::SendRecvRing: mv(R, in[(r - 1 + n) % n].data(), blk); break;
         case Coll::AlltoAll: case Coll::SendRecvPairs:
-          for (int q = 0; q < n; q++) memmove(R + q * blk, in[q].data() + r * blk, blk);
+          for (int q = 0; q < n; q++) mv(R + q * blk, in[q].data() + r * blk, blk);
           break;
         default: break;
       }
