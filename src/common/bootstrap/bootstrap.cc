@@ -127,25 +127,25 @@ ncclResult_t Bootstrap::rendezvous(const SocketAddress& rootAddr, const void* pe
   if (res != ncclSuccess)
     return fail(res, "waiting for the bootstrap root %s to answer (all %d ranks must call init with this id)",
                 rootAddr.toString().c_str(), nranks_);
-  if (reply.type == bootstrap::kMsgRootError && reply.length > sizeof(int32_t) &&
-      reply.length <= bootstrap::kMaxRootErrorBytes) {
-    std::vector<char> body(reply.length + 1, '\0');
+  bootstrap::RootAnswer answer = bootstrap::classifyRootAnswer(reply);
+  if (answer == bootstrap::RootAnswer::kError) {
+    std::vector<char> body(reply.length);
     res = root.recvAll(body.data(), reply.length, replyBy, abortFlag_);
     if (res != ncclSuccess) return fail(res, "reading the bootstrap root's error message");
-    int32_t code;
-    memcpy(&code, body.data(), sizeof(code));
-    if (code <= ncclSuccess || code >= ncclInProgress) code = ncclRemoteError;
-    WARN("Bootstrap: rank %d of %d: the root refused the rendezvous: %s", rank_, nranks_, body.data() + sizeof(code));
-    return (ncclResult_t)code;
+    std::string text;
+    ncclResult_t code = bootstrap::decodeRootError(body.data(), body.size(), &text);
+    WARN("Bootstrap: rank %d of %d: the root refused the rendezvous: %s", rank_, nranks_, text.c_str());
+    return code;
   }
-  if (reply.type != bootstrap::kMsgRootReply || reply.length != sizeof(SocketAddress)) {
+  if (answer != bootstrap::RootAnswer::kSuccessor) {
     WARN("Bootstrap: rank %d of %d: malformed answer from the root %s (type %s, %lu bytes)", rank_, nranks_,
          rootAddr.toString().c_str(), bootstrap::msgTypeName(reply.type), (unsigned long)reply.length);
     return ncclRemoteError;
   }
-  res = root.recvAll(successor, sizeof(*successor), replyBy, abortFlag_);
+  SocketAddress raw;
+  res = root.recvAll(&raw, sizeof(raw), replyBy, abortFlag_);
   if (res != ncclSuccess) return fail(res, "reading the ring successor from the bootstrap root");
-  if (!successor->valid()) {
+  if (!bootstrap::decodeSuccessor(&raw, sizeof(raw), successor)) {
     WARN("Bootstrap: rank %d of %d: the root sent an invalid successor address", rank_, nranks_);
     return ncclRemoteError;
   }
@@ -179,11 +179,12 @@ ncclResult_t Bootstrap::acceptUntil(Ready ready, Deadline deadline) {
       if (aborted()) return res;
       continue;  // not a rank of ours; already logged by the socket
     }
-    bool ok = h.magic == magic_ && h.length == 0 && h.tag < (uint32_t)nranks_;
-    if (ok && h.type == bootstrap::kMsgRingHello && (int)h.tag == prev && !ringPrev_.isOpen()) {
+    int peer = -1;
+    bootstrap::LinkHello kind = bootstrap::classifyLinkHello(h, magic_, nranks_, &peer);
+    if (kind == bootstrap::LinkHello::kRing && peer == prev && !ringPrev_.isOpen()) {
       ringPrev_ = std::move(s);
-    } else if (ok && h.type == bootstrap::kMsgP2pHello && !inLinks_[h.tag].isOpen()) {
-      inLinks_[h.tag] = std::move(s);
+    } else if (kind == bootstrap::LinkHello::kP2p && !inLinks_[peer].isOpen()) {
+      inLinks_[peer] = std::move(s);
     } else {
       INFO(kSubsysBootstrap, "Bootstrap: rank %d: dropping a connection from %s (magic %s, type %s, tag %u)", rank_,
            s.address().toString().c_str(), h.magic == magic_ ? "ok" : "wrong", bootstrap::msgTypeName(h.type), h.tag);
@@ -217,18 +218,19 @@ ncclResult_t Bootstrap::allGather(void* data, size_t bytesPerRank) {
       return fail(res, "allGather step %d: exchange with successor rank %d / predecessor rank %d failed (a peer "
                        "died or is stuck)",
                   step, next, prev);
-    if (theirs.magic != magic_ || theirs.type != bootstrap::kMsgRing) {
+    bootstrap::RingStatus status = bootstrap::checkRingHeader(theirs, magic_, seq, bytesPerRank);
+    if (status == bootstrap::RingStatus::kMalformed) {
       WARN("Bootstrap: rank %d of %d: allGather got a malformed message from predecessor rank %d (type %s)", rank_,
            nranks_, prev, bootstrap::msgTypeName(theirs.type));
       return ncclRemoteError;
     }
-    if (theirs.tag != seq) {
+    if (status == bootstrap::RingStatus::kWrongSequence) {
       WARN("Bootstrap: rank %d of %d: this rank is at ring operation %u but predecessor rank %d sent operation %u: "
            "ranks called allGather/barrier a different number of times",
            rank_, nranks_, seq, prev, theirs.tag);
       return ncclInternalError;
     }
-    if (theirs.length != bytesPerRank) {
+    if (status == bootstrap::RingStatus::kWrongLength) {
       WARN("Bootstrap: rank %d of %d: allGather size mismatch: this rank passes %zu bytes per rank, predecessor rank "
            "%d passes %lu",
            rank_, nranks_, bytesPerRank, prev, (unsigned long)theirs.length);

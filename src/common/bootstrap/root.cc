@@ -151,13 +151,13 @@ bool RootServer::progress(Pending& p) {
     if (n == 0) return true;
     p.headerHave += (size_t)n;
     if (p.headerHave == sizeof(WireHeader)) {
-      if (p.header.magic != magic_) {
+      bootstrap::HelloHeaderStatus status = bootstrap::checkHelloHeader(p.header, magic_);
+      if (status == bootstrap::HelloHeaderStatus::kWrongMagic) {
         WARN("Bootstrap root %s: dropping %s: wrong magic 0x%lx (a rank of another communicator, or not uniccl)",
              address_.toString().c_str(), peer.c_str(), (unsigned long)p.header.magic);
         return false;
       }
-      if (p.header.type != bootstrap::kMsgHello || p.header.length < sizeof(HelloBody) ||
-          p.header.length > bootstrap::kMaxInitMessageBytes) {
+      if (status == bootstrap::HelloHeaderStatus::kMalformed) {
         WARN("Bootstrap root %s: dropping %s: malformed hello (type %u, length %lu; at most %lu)",
              address_.toString().c_str(), peer.c_str(), p.header.type, (unsigned long)p.header.length,
              (unsigned long)bootstrap::kMaxInitMessageBytes);
@@ -199,21 +199,9 @@ void RootServer::reject(Pending& p, ncclResult_t code, const char* why) {
 
 void RootServer::handleHello(Pending& p) {
   HelloBody h;
-  memcpy(&h, p.body.data(), sizeof(h));
   char why[256];
-  if (h.blobBytes != p.body.size() - sizeof(h)) {
-    snprintf(why, sizeof(why), "hello announces %u peer-info bytes but carries %zu", h.blobBytes,
-             p.body.size() - sizeof(h));
-    return reject(p, ncclRemoteError, why);
-  }
-  if (h.nranks <= 0 || h.rank < 0 || h.rank >= h.nranks) {
-    snprintf(why, sizeof(why), "rank %d of nranks %d is out of range", h.rank, h.nranks);
-    return reject(p, ncclInvalidUsage, why);
-  }
-  if (!h.listen.valid() || h.listen.port() == 0) {
-    snprintf(why, sizeof(why), "rank %d sent an invalid listen address", h.rank);
-    return reject(p, ncclRemoteError, why);
-  }
+  ncclResult_t bad = bootstrap::parseHello(p.body.data(), p.body.size(), &h, why, sizeof(why));
+  if (bad != ncclSuccess) return reject(p, bad, why);
   if (nranks_ < 0) {
     nranks_ = h.nranks;
     blobBytes_ = h.blobBytes;

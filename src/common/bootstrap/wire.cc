@@ -1,5 +1,6 @@
 #include "common/bootstrap/wire.h"
 
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -26,13 +27,14 @@ ncclResult_t sendMessage(Socket& sock, uint64_t magic, uint32_t type, uint32_t t
 ncclResult_t recvHeader(Socket& sock, uint64_t magic, uint64_t maxLength, WireHeader* out, Deadline deadline,
                         const std::atomic<uint32_t>* abortFlag, const char* from) {
   UCHECK(sock.recvAll(out, sizeof(*out), deadline, abortFlag));
-  if (out->magic != magic) {
+  HeaderStatus status = checkHeader(*out, magic, maxLength);
+  if (status == HeaderStatus::kWrongMagic) {
     WARN("Bootstrap: message from %s (%s) has the wrong magic 0x%lx (expected 0x%lx): it belongs to another "
          "communicator or is not from uniccl",
          from, sock.address().toString().c_str(), (unsigned long)out->magic, (unsigned long)magic);
     return ncclRemoteError;
   }
-  if (out->length > maxLength) {
+  if (status == HeaderStatus::kTooLong) {
     WARN("Bootstrap: message from %s (%s) announces %lu bytes, more than the %lu allowed for a %s message", from,
          sock.address().toString().c_str(), (unsigned long)out->length, (unsigned long)maxLength,
          msgTypeName(out->type));
@@ -62,6 +64,84 @@ const char* msgTypeName(uint32_t type) {
     case kMsgBcast: return "broadcast";
     default: return "unknown";
   }
+}
+
+HeaderStatus checkHeader(const WireHeader& h, uint64_t magic, uint64_t maxLength) {
+  if (h.magic != magic) return HeaderStatus::kWrongMagic;
+  if (h.length > maxLength) return HeaderStatus::kTooLong;
+  return HeaderStatus::kOk;
+}
+
+HelloHeaderStatus checkHelloHeader(const WireHeader& h, uint64_t magic) {
+  if (h.magic != magic) return HelloHeaderStatus::kWrongMagic;
+  if (h.type != kMsgHello || h.length < sizeof(HelloBody) || h.length > kMaxInitMessageBytes)
+    return HelloHeaderStatus::kMalformed;
+  return HelloHeaderStatus::kOk;
+}
+
+ncclResult_t parseHello(const void* body, size_t bytes, HelloBody* out, char* why, size_t whySize) {
+  if (bytes < sizeof(HelloBody)) {
+    snprintf(why, whySize, "hello of %zu bytes is shorter than its %zu-byte fixed part", bytes, sizeof(HelloBody));
+    return ncclRemoteError;
+  }
+  HelloBody h;
+  memcpy(&h, body, sizeof(h));
+  if (h.blobBytes != bytes - sizeof(h)) {
+    snprintf(why, whySize, "hello announces %u peer-info bytes but carries %zu", h.blobBytes, bytes - sizeof(h));
+    return ncclRemoteError;
+  }
+  if (h.nranks <= 0 || h.rank < 0 || h.rank >= h.nranks) {
+    snprintf(why, whySize, "rank %d of nranks %d is out of range", h.rank, h.nranks);
+    return ncclInvalidUsage;
+  }
+  if (!h.listen.valid() || h.listen.port() == 0) {
+    snprintf(why, whySize, "rank %d sent an invalid listen address", h.rank);
+    return ncclRemoteError;
+  }
+  *out = h;
+  return ncclSuccess;
+}
+
+RootAnswer classifyRootAnswer(const WireHeader& h) {
+  if (h.type == kMsgRootError && h.length > sizeof(int32_t) && h.length <= kMaxRootErrorBytes)
+    return RootAnswer::kError;
+  if (h.type == kMsgRootReply && h.length == sizeof(SocketAddress)) return RootAnswer::kSuccessor;
+  return RootAnswer::kMalformed;
+}
+
+ncclResult_t decodeRootError(const void* body, size_t bytes, std::string* text) {
+  text->clear();
+  if (bytes < sizeof(int32_t)) return ncclRemoteError;
+  const char* p = static_cast<const char*>(body);
+  int32_t code;
+  memcpy(&code, p, sizeof(code));
+  if (code <= ncclSuccess || code >= ncclInProgress) code = ncclRemoteError;
+  p += sizeof(code);
+  text->assign(p, strnlen(p, bytes - sizeof(code)));
+  return (ncclResult_t)code;
+}
+
+bool decodeSuccessor(const void* body, size_t bytes, SocketAddress* out) {
+  if (bytes != sizeof(SocketAddress)) return false;
+  SocketAddress a;
+  memcpy(&a, body, sizeof(a));
+  if (!a.valid()) return false;
+  *out = a;
+  return true;
+}
+
+LinkHello classifyLinkHello(const WireHeader& h, uint64_t magic, int nranks, int* peer) {
+  if (h.magic != magic || h.length != 0 || nranks <= 0 || h.tag >= (uint32_t)nranks) return LinkHello::kInvalid;
+  if (h.type != kMsgRingHello && h.type != kMsgP2pHello) return LinkHello::kInvalid;
+  *peer = (int)h.tag;
+  return h.type == kMsgRingHello ? LinkHello::kRing : LinkHello::kP2p;
+}
+
+RingStatus checkRingHeader(const WireHeader& h, uint64_t magic, uint32_t seq, uint64_t bytesPerRank) {
+  if (h.magic != magic || h.type != kMsgRing) return RingStatus::kMalformed;
+  if (h.tag != seq) return RingStatus::kWrongSequence;
+  if (h.length != bytesPerRank) return RingStatus::kWrongLength;
+  return RingStatus::kOk;
 }
 
 }  // namespace bootstrap

@@ -12,7 +12,9 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "common/util/socket.h"
 
@@ -62,6 +64,51 @@ ncclResult_t recvHeader(Socket& sock, uint64_t magic, uint64_t maxLength, WireHe
                         const std::atomic<uint32_t>* abortFlag, const char* from);
 
 const char* msgTypeName(uint32_t type);
+
+// ---- Checks of received bytes. Pure (no I/O, no logging) so that the
+// receivers above and in root.cc / bootstrap.cc share them with the fuzz
+// targets in tests/fuzz, which feed them hostile input.
+
+enum class HeaderStatus { kOk, kWrongMagic, kTooLong };
+// recvHeader's check: the magic matches and length <= maxLength.
+HeaderStatus checkHeader(const WireHeader& h, uint64_t magic, uint64_t maxLength);
+
+// The root's check of a new connection's first header: a hello of a size
+// between sizeof(HelloBody) and kMaxInitMessageBytes.
+enum class HelloHeaderStatus { kOk, kWrongMagic, kMalformed };
+HelloHeaderStatus checkHelloHeader(const WireHeader& h, uint64_t magic);
+
+// The root's checks of a hello body (`bytes` = header.length) that need no
+// state: the blob size it announces matches what it carries, 0 <= rank <
+// nranks, a listen address with a port. Success: *out is the hello. Failure:
+// the code to send back (ncclRemoteError: malformed; ncclInvalidUsage: the
+// user passed bad ranks) and `why` (NUL-terminated, at most whySize bytes).
+ncclResult_t parseHello(const void* body, size_t bytes, HelloBody* out, char* why, size_t whySize);
+
+// What a rank makes of the root's answer header (before reading the body):
+// an error message (4 < length <= kMaxRootErrorBytes), its ring successor
+// (length == sizeof(SocketAddress)), or something malformed.
+enum class RootAnswer { kError, kSuccessor, kMalformed };
+RootAnswer classifyRootAnswer(const WireHeader& h);
+
+// A RootError body: int32 code + text. Returns the code, forced to
+// ncclRemoteError when it is not a failure code; *text = the message (up to
+// the first NUL or the end of the body).
+ncclResult_t decodeRootError(const void* body, size_t bytes, std::string* text);
+
+// A RootReply body: the successor's listen address. False when it is not
+// sizeof(SocketAddress) bytes or not a valid IPv4/IPv6 address.
+bool decodeSuccessor(const void* body, size_t bytes, SocketAddress* out);
+
+// The first header on a rank's listener says which link a peer opens: a ring
+// or p2p hello with the right magic, no body and tag (= sender rank) < nranks.
+// *peer = that rank (only set when the answer is not kInvalid).
+enum class LinkHello { kRing, kP2p, kInvalid };
+LinkHello classifyLinkHello(const WireHeader& h, uint64_t magic, int nranks, int* peer);
+
+// The header of one allGather step from the ring predecessor.
+enum class RingStatus { kOk, kMalformed, kWrongSequence, kWrongLength };
+RingStatus checkRingHeader(const WireHeader& h, uint64_t magic, uint32_t seq, uint64_t bytesPerRank);
 
 // UNICCL_BOOTSTRAP_TIMEOUT (seconds, default 120) in ms. Read at every init
 // and root start, not cached, so tests can change it.

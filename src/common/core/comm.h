@@ -21,6 +21,7 @@
 #include "common/enqueue/work_fifo.h"
 #include "common/gpu.h"
 #include "common/transport/transport.h"
+#include "common/watchdog/comm_watch.h"
 #include "device/dev_types.h"
 
 namespace uniccl {
@@ -41,7 +42,7 @@ struct ncclComm {
   uint64_t magic = uniccl::kCommMagic;
   int rank = -1;
   int nRanks = 0;
-  int cudaDev = -1;
+  int gpuDev = -1;
   uint64_t commHash = 0;       // same on every rank of this communicator (derived from the unique id)
   uniccl::CommConfig config;
   std::atomic<uniccl::CommState> state{uniccl::CommState::Initializing};
@@ -76,6 +77,9 @@ struct ncclComm {
   bool haveLastStream = false;
   uniccl::gpu::Event orderEvent = nullptr;    // recorded on lastStream when the next launch moves elsewhere
   uint64_t opCount = 0;                       // collectives issued (sequence numbers for logs)
+  // Timeout tracking of this comm's launches (common/watchdog; nullptr when
+  // UNICCL_TIMEOUT=0). Declared after donePool/callbacks so it goes first.
+  std::unique_ptr<uniccl::CommWatch> watch;
 
   uniccl::TaskList tasks;                     // tasks of the open group
   bool inGroupList = false;                   // queued in the thread's group comm list

@@ -84,17 +84,17 @@ ncclResult_t launchGroup(GroupState& g) {
     UCHECK_GOTO(checkTaskStreams(c), res, fail);
     peersToConnect(c, &g.peerScratch);
     if (g.peerScratch.empty()) continue;
-    UCHECK_GOTO(device.use(c->cudaDev), res, fail);
+    UCHECK_GOTO(device.use(c->gpuDev), res, fail);
     for (int p : g.peerScratch) UCHECK_GOTO(c->transports.offer(c, p), res, fail);
   }
   for (ncclComm* c : g.comms) {
     peersToConnect(c, &g.peerScratch);
     if (g.peerScratch.empty()) continue;
-    UCHECK_GOTO(device.use(c->cudaDev), res, fail);
+    UCHECK_GOTO(device.use(c->gpuDev), res, fail);
     for (int p : g.peerScratch) UCHECK_GOTO(c->transports.accept(c, p), res, fail);
   }
   for (ncclComm* c : g.comms) {
-    UCHECK_GOTO(device.use(c->cudaDev), res, fail);
+    UCHECK_GOTO(device.use(c->gpuDev), res, fail);
     c->inGroupList = false;
     UCHECK_GOTO(launchTasks(c), res, fail);
   }
@@ -129,7 +129,7 @@ ncclResult_t enqueueTask(ncclComm* comm, const Task& task) {
   // A group of one: the common case, kept free of allocation.
   ncclResult_t res = ncclSuccess;
   DeviceGuard device;
-  UCHECK_GOTO(device.use(comm->cudaDev), res, fail);
+  UCHECK_GOTO(device.use(comm->gpuDev), res, fail);
   if (!list.p2p.empty()) {
     peersToConnect(comm, &g.peerScratch);
     if (!g.peerScratch.empty()) UCHECK_GOTO(comm->transports.connect(comm, g.peerScratch), res, fail);

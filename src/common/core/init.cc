@@ -17,6 +17,7 @@
 #include "common/core/validate.h"
 #include "common/util/debug.h"
 #include "common/util/socket.h"
+#include "common/watchdog/watchdog.h"
 #include "device/kernels.h"
 
 namespace uniccl {
@@ -46,7 +47,7 @@ ncclResult_t checkDuplicateGpus(ncclComm* comm) {
     const PeerInfo& p = comm->peers[r];
     if (r != comm->rank && p.hostHash == me.hostHash && p.busIdNum == me.busIdNum) {
       WARN("Duplicate GPU detected: rank %d and rank %d both use GPU %s (device %d); give each rank its own GPU",
-           comm->rank, r, me.busId, me.cudaDev);
+           comm->rank, r, me.busId, me.gpuDev);
       return ncclInvalidUsage;
     }
   }
@@ -119,26 +120,26 @@ ncclResult_t setupDevice(ncclComm* comm) {
 }  // namespace
 
 // The whole initialization of one rank; records the outcome in the comm.
-ncclResult_t commInitRank(ncclComm* comm, int nranks, ncclUniqueId id, int rank, int cudaDev) {
+ncclResult_t commInitRank(ncclComm* comm, int nranks, ncclUniqueId id, int rank, int gpuDev) {
   ncclResult_t res = ncclSuccess;
   PeerInfo info;
   std::vector<int> ringPeers;
   comm->rank = rank;
   comm->nRanks = nranks;
-  comm->cudaDev = cudaDev;
+  comm->gpuDev = gpuDev;
   comm->commHash = hashBytes(&id, sizeof(id));
-  UCHECK_GOTO(gpu::setDevice(cudaDev), res, fail);
-  setLogDevice(cudaDev);
+  UCHECK_GOTO(gpu::setDevice(gpuDev), res, fail);
+  setLogDevice(gpuDev);
   logVersionOnce();
   loadTuningEnv();
 
-  UCHECK_GOTO(fillLocalPeerInfo(cudaDev, &info), res, fail);
+  UCHECK_GOTO(fillLocalPeerInfo(gpuDev, &info), res, fail);
   UCHECK_GOTO(Bootstrap::init(id, rank, nranks, &info, sizeof(info), &comm->bootstrap, &comm->hostAbort), res, fail);
   comm->peers.resize(nranks);
   for (int r = 0; r < nranks; r++) memcpy(&comm->peers[r], comm->bootstrap->peerInfo(r), sizeof(PeerInfo));
   UCHECK_GOTO(checkDuplicateGpus(comm), res, fail);
   UCHECK_GOTO(comm->transports.init(comm), res, fail);
-  UCHECK_GOTO(preloadKernels(cudaDev), res, fail);
+  UCHECK_GOTO(preloadKernels(gpuDev), res, fail);
   UCHECK_GOTO(setupDevice(comm), res, fail);
   if (nranks > 1) {
     ringPeers.push_back((rank + 1) % nranks);
@@ -147,14 +148,15 @@ ncclResult_t commInitRank(ncclComm* comm, int nranks, ncclUniqueId id, int rank,
   }
   UCHECK_GOTO(comm->workFifo.init(0, &comm->callbacks), res, fail);
   UCHECK_GOTO(comm->bootstrap->barrier(), res, fail);
-  INFO(kSubsysInit, "comm %p rank %d nranks %d cudaDev %d busId %s - Init COMPLETE (%d channels, %s)", (void*)comm,
-       rank, nranks, cudaDev, info.busId, comm->nChannels,
+  UCHECK_GOTO(watchdogRegister(comm, watchdogTimeoutMsFromEnv()), res, fail);
+  INFO(kSubsysInit, "comm %p rank %d nranks %d gpuDev %d busId %s - Init COMPLETE (%d channels, %s)", (void*)comm,
+       rank, nranks, gpuDev, info.busId, comm->nChannels,
        nranks == 1 ? "single rank" : transportName(comm->transports.kind(ringPeers[0])));
   comm->state.store(CommState::Ready, std::memory_order_release);
   comm->asyncError.store(ncclSuccess, std::memory_order_release);
   return ncclSuccess;
 fail:
-  WARN("Initialization of rank %d/%d on GPU %d failed: %s", rank, nranks, cudaDev, ncclGetErrorString(res));
+  WARN("Initialization of rank %d/%d on GPU %d failed: %s", rank, nranks, gpuDev, ncclGetErrorString(res));
   comm->state.store(CommState::Failed, std::memory_order_release);
   comm->asyncError.store(res, std::memory_order_release);
   return res;
@@ -167,9 +169,11 @@ void commFree(ncclComm* comm, bool abort) {
     if (abort) comm->hostAbort.store(1, std::memory_order_release);
     comm->initThread.join();
   }
+  // From here on the watchdog thread no longer looks at this comm.
+  watchdogUnregister(comm);
   int saved = -1;
   gpu::getDevice(&saved);
-  if (comm->cudaDev >= 0) gpu::setDevice(comm->cudaDev);
+  if (comm->gpuDev >= 0) gpu::setDevice(comm->gpuDev);
   if (abort) {
     comm->hostAbort.store(1, std::memory_order_release);
     if (comm->abortFlagHost != nullptr) *comm->abortFlagHost = 1;
@@ -227,7 +231,7 @@ ncclResult_t newComm(const ncclConfig_t* config, const CommConfig* inherit, nccl
 ncclResult_t startInit(ncclComm* comm, int nranks, ncclUniqueId id, int rank, int dev) {
   comm->rank = rank;
   comm->nRanks = nranks;
-  comm->cudaDev = dev;
+  comm->gpuDev = dev;
   if (inGroup()) {
     deferToGroupEnd([=] { return commInitRank(comm, nranks, id, rank, dev); });
     return ncclSuccess;
@@ -385,7 +389,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
       child->state.store(CommState::Failed);
       return res;
     }
-    return commInitRank(child, (int)members.size(), id, newRank, comm->cudaDev);
+    return commInitRank(child, (int)members.size(), id, newRank, comm->gpuDev);
   };
   if (inGroup()) {
     deferToGroupEnd(job);
@@ -404,7 +408,7 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   UCHECK(checkCommUsable(comm, "ncclCommFinalize"));
   int saved = -1;
   gpu::getDevice(&saved);
-  gpu::setDevice(comm->cudaDev);
+  gpu::setDevice(comm->gpuDev);
   ncclResult_t res = comm->callbacks.drain();
   if (saved >= 0) gpu::setDevice(saved);
   UCHECK(res);
@@ -476,7 +480,7 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
     WARN("ncclCommCuDevice: device is a NULL pointer");
     return ncclInvalidArgument;
   }
-  *device = comm->cudaDev;
+  *device = comm->gpuDev;
   return ncclSuccess;
 }
 

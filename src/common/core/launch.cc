@@ -8,6 +8,7 @@
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/util/debug.h"
+#include "common/watchdog/watchdog.h"
 
 namespace uniccl {
 
@@ -116,16 +117,20 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
       size_t bytes = n * sizeof(dev::Work);
       UCHECK(gpu::hostAllocMapped(&host, &devPtr, bytes));
       memcpy(host, works, bytes);
-      ncclResult_t res = gpu::graphRetainNewUserObject(s.capture.graph, onGraphBufferReleased, host);
-      if (res != ncclSuccess) {
-        gpu::hostFree(host);
-        return res;
-      }
+      // On failure the graph still took `host`: its destructor already queued it for freeing.
+      UCHECK(gpu::graphRetainNewUserObject(s.capture.graph, onGraphBufferReleased, host));
       args.works = static_cast<const dev::Work*>(devPtr);
       args.workOffset = 0;
       args.workMask = ~0u;
     }
-    return gpu::launchWithDoneEvent(kernel, cfg, argv, nullptr);
+    LaunchWatch watch;
+    UCHECK(watchLaunchBegin(comm, s, &watch));
+    ncclResult_t res = gpu::launchWithDoneEvent(kernel, cfg, argv, nullptr);
+    if (res != ncclSuccess) {
+      watchLaunchFailed(comm, &watch);
+      return res;
+    }
+    return watchLaunchEnd(comm, s, works, n, &watch);
   }
 
   uint32_t fifoEnd = 0;
@@ -141,12 +146,18 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
   }
   gpu::Event done;
   UCHECK(comm->donePool.get(&done));
-  ncclResult_t res = gpu::launchWithDoneEvent(kernel, cfg, argv, done);
+  // The watchdog times the launch with its own start/end pair (see
+  // watchdog/eager_tracker.h for why not with the done event).
+  LaunchWatch watch;
+  ncclResult_t res = watchLaunchBegin(comm, s, &watch);
+  if (res == ncclSuccess) res = gpu::launchWithDoneEvent(kernel, cfg, argv, done);
   if (res != ncclSuccess) {
     comm->donePool.put(done);
     return res;
   }
-  return comm->callbacks.push(done, inlined ? onInlineLaunchDone : onFifoLaunchDone, comm, fifoEnd);
+  res = comm->callbacks.push(done, inlined ? onInlineLaunchDone : onFifoLaunchDone, comm, fifoEnd);
+  ncclResult_t watchRes = watchLaunchEnd(comm, s, works, n, &watch);
+  return res != ncclSuccess ? res : watchRes;
 }
 
 }  // namespace uniccl

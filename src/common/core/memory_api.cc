@@ -43,7 +43,7 @@ ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, vo
          (void*)handle);
     return ncclInvalidArgument;
   }
-  return comm->registry.add(buff, size, comm->cudaDev, handle);
+  return comm->registry.add(buff, size, comm->gpuDev, handle);
 }
 
 NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle);

@@ -39,15 +39,15 @@ uint64_t hostHash() {
 
 }  // namespace
 
-ncclResult_t fillLocalPeerInfo(int cudaDev, PeerInfo* info) {
+ncclResult_t fillLocalPeerInfo(int gpuDev, PeerInfo* info) {
   memset(info, 0, sizeof(*info));
   info->hostHash = hostHash();
   info->pid = (int32_t)getpid();
   uint64_t pid = (uint64_t)info->pid;
   info->processHash = fnv1a(reinterpret_cast<const char*>(&pid), sizeof(pid), info->hostHash);
-  info->cudaDev = cudaDev;
+  info->gpuDev = gpuDev;
   gpu::DeviceProps props;
-  UCHECK(gpu::getDeviceProps(cudaDev, &props));
+  UCHECK(gpu::getDeviceProps(gpuDev, &props));
   snprintf(info->busId, sizeof(info->busId), "%s", props.busId);
   info->busIdNum = ((int64_t)props.pciDomain << 32) | ((int64_t)props.pciBus << 8) | props.pciDevice;
   info->memCapacity = props.totalGlobalMem;

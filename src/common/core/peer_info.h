@@ -12,13 +12,13 @@ struct PeerInfo {
   uint64_t hostHash;      // hostname + boot id: equal means same machine
   uint64_t processHash;   // hostHash + pid: equal means same process (raw pointers work)
   int32_t pid;
-  int32_t cudaDev;        // device index in that rank's own process
+  int32_t gpuDev;        // device index in that rank's own process
   int64_t busIdNum;       // PCI bus id as a number (dup-GPU detection)
   char busId[32];         // "0000:3b:00.0"
   uint64_t memCapacity;   // device memory, for diagnostics
 };
 
 // Fills the caller's own entry.
-ncclResult_t fillLocalPeerInfo(int cudaDev, PeerInfo* info);
+ncclResult_t fillLocalPeerInfo(int gpuDev, PeerInfo* info);
 
 }  // namespace uniccl

@@ -148,7 +148,6 @@ ncclResult_t launchTasks(ncclComm* comm) {
   std::vector<dev::Work>& works = comm->workScratch;
   works.clear();
   ncclResult_t res = ncclSuccess;
-  gpu::Stream stream = !comm->tasks.colls.empty() ? comm->tasks.colls.front().stream : comm->tasks.p2p.front().stream;
 
   for (const Task& t : comm->tasks.colls) works.push_back(collWork(comm, t));
   size_t nColl = works.size();

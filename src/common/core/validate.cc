@@ -96,9 +96,9 @@ ncclResult_t checkBuffer(ncclComm* comm, const void* ptr, size_t bytes, const ch
       WARN("%s: %s %p is ordinary host memory; pass GPU memory (or pinned/managed memory)", fn, name, ptr);
       return ncclInvalidArgument;
     case gpu::MemoryKind::Device:
-      if (info.device != comm->cudaDev) {
+      if (info.device != comm->gpuDev) {
         WARN("%s: %s %p is on GPU %d but the communicator (rank %d) uses GPU %d", fn, name, ptr, info.device,
-             comm->rank, comm->cudaDev);
+             comm->rank, comm->gpuDev);
         return ncclInvalidArgument;
       }
       break;

@@ -64,12 +64,12 @@ ncclResult_t Transports::init(ncclComm* comm) {
     if (j == comm->rank || p2pDisabled || p.hostHash != me.hostHash) continue;
     int peerDev = -1;
     if (p.processHash == me.processHash) {
-      peerDev = p.cudaDev;
+      peerDev = p.gpuDev;
     } else if (gpu::deviceGetByBusId(p.busId, &peerDev) != ncclSuccess) {
       continue;   // that GPU is not visible in this process
     }
     bool can = false;
-    if (gpu::canAccessPeer(comm->cudaDev, peerDev, &can) == ncclSuccess && can) row[j] = 1;
+    if (gpu::canAccessPeer(comm->gpuDev, peerDev, &can) == ncclSuccess && can) row[j] = 1;
   }
   p2pReach_.assign((size_t)nRanks_ * nRanks_, 0);
   memcpy(&p2pReach_[(size_t)comm->rank * nRanks_], row.data(), nRanks_);
@@ -181,7 +181,7 @@ ncclResult_t Transports::offerP2p(ncclComm* comm, int peer, PeerLink& link, Conn
 ncclResult_t Transports::acceptP2p(ncclComm* comm, int peer, PeerLink& link, const ConnectOffer& msg) {
   const PeerInfo& p = comm->peers[peer];
   if (p.processHash == comm->peers[comm->rank].processHash) {
-    UCHECK(gpu::enablePeerAccess(p.cudaDev));
+    UCHECK(gpu::enablePeerAccess(p.gpuDev));
     link.peerBlock = reinterpret_cast<void*>(msg.blockPtr);
   } else {
     UCHECK(gpu::ipcOpenMemHandle(&link.peerBlock, msg.ipc));

@@ -490,6 +490,21 @@ ncclResult_t eventRecordExternal(Event e, Stream stream) {
   g->nodes.push_back(n);
   return ncclSuccess;
 }
+// Bus ids as getDeviceProps makes them: "0000:<0x10 + dev>:00.0".
+ncclResult_t deviceGetByBusId(const char* busId, int* dev) {
+  FAKE_ENTER("deviceGetByBusId");
+  if (busId == nullptr || dev == nullptr) return ncclInvalidArgument;
+  for (int d = 0; d < s.deviceCount; d++) {
+    char id[32];
+    std::snprintf(id, sizeof(id), "0000:%02x:00.0", 0x10 + d);
+    if (strcmp(busId, id) == 0) {
+      *dev = d;
+      return ncclSuccess;
+    }
+  }
+  return ncclInvalidArgument;
+}
+
 ncclResult_t preloadKernel(const void* kernel) { return kernel ? ncclSuccess : ncclInvalidArgument; }
 
 ncclResult_t eventQuery(Event e) {

@@ -1,0 +1,250 @@
+#include "common/watchdog/watchdog.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/check.h"
+#include "common/core/comm.h"
+#include "common/util/debug.h"
+#include "common/util/param.h"
+
+namespace uniccl {
+
+namespace {
+
+constexpr int64_t kDefaultTimeoutSec = 600;
+constexpr int64_t kDefaultPollMs = 100;
+
+// Registry and thread. The poll runs with `mu` held, so unregistering
+// (which takes `mu`) waits for a running poll and the comm is never touched
+// afterwards.
+struct Watchdog {
+  std::mutex mu;
+  std::vector<ncclComm*> comms;
+  std::thread thread;
+  std::shared_ptr<std::atomic<bool>> stop;   // of the running thread
+  std::mutex wakeMu;
+  std::condition_variable wake;
+  bool atexitInstalled = false;
+  std::atomic<uint64_t> polls{0};
+  std::atomic<uint64_t> timeouts{0};
+};
+
+Watchdog& wd() {
+  // Never destroyed: comms may be freed during exit, after static destructors.
+  static Watchdog* w = new Watchdog();
+  return *w;
+}
+
+void fire(ncclComm* comm, const TrackerCheck& c) {
+  char what[256];
+  formatWorkDesc(c.desc, what, sizeof(what));
+  WARN("Watchdog: rank %d/%d (comm %p, commHash 0x%llx, GPU %d): %s%s has been running for %lld ms, longer than "
+       "UNICCL_TIMEOUT (%lld s); aborting the communicator. A peer probably never joined this operation (or died): "
+       "compare the sequence numbers across ranks",
+       comm->rank, comm->nRanks, (void*)comm, (unsigned long long)comm->commHash, comm->gpuDev, what,
+       c.inGraph ? " in a graph replay" : "", (long long)c.elapsedMs, (long long)(comm->watch->timeoutMs / 1000));
+  int expected = ncclSuccess;
+  comm->asyncError.compare_exchange_strong(expected, ncclRemoteError, std::memory_order_acq_rel);
+  comm->hostAbort.store(1, std::memory_order_release);
+  // Atomic store: other host threads may read the word too (the kernels poll it).
+  if (comm->abortFlagHost != nullptr) __atomic_store_n(comm->abortFlagHost, 1u, __ATOMIC_RELEASE);
+  comm->watch->fired = true;
+  wd().timeouts.fetch_add(1, std::memory_order_relaxed);
+}
+
+void pollComm(ncclComm* comm, int64_t nowMs) {
+  CommWatch& w = *comm->watch;
+  // After a timeout the trackers still retire completed work and free
+  // released graphs, but report nothing more.
+  const int64_t timeout = w.fired ? 0 : w.timeoutMs;
+  TrackerCheck c = w.eager.check(nowMs, timeout);
+  TrackerCheck g = w.graphs.checkAll(nowMs, timeout);
+  if (c.timedOut) fire(comm, c);
+  else if (g.timedOut) fire(comm, g);
+}
+
+void pollLocked(int64_t nowMs) {
+  for (ncclComm* comm : wd().comms) pollComm(comm, nowMs);
+  wd().polls.fetch_add(1, std::memory_order_relaxed);
+}
+
+void threadMain(std::shared_ptr<std::atomic<bool>> stop, int64_t pollMs) {
+  Watchdog& w = wd();
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(w.wakeMu);
+      w.wake.wait_for(lock, std::chrono::milliseconds(pollMs), [&] { return stop->load(); });
+    }
+    if (stop->load()) return;
+    std::lock_guard<std::mutex> lock(w.mu);
+    pollLocked(watchdogNowMs());
+  }
+}
+
+// Takes the running thread out of the registry (w.mu held) for joining outside the lock.
+std::thread detachThreadLocked(Watchdog& w) {
+  if (w.stop) w.stop->store(true);
+  w.stop.reset();
+  return std::move(w.thread);
+}
+
+void joinStopped(std::thread t) {
+  if (!t.joinable()) return;
+  { std::lock_guard<std::mutex> lock(wd().wakeMu); }
+  wd().wake.notify_all();
+  t.join();
+}
+
+void stopAtExit() {
+  std::thread t;
+  {
+    std::lock_guard<std::mutex> lock(wd().mu);
+    t = detachThreadLocked(wd());
+  }
+  joinStopped(std::move(t));
+}
+
+}  // namespace
+
+int64_t watchdogNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t watchdogTimeoutMsFromEnv() {
+  int64_t sec = paramInt("UNICCL_TIMEOUT", kDefaultTimeoutSec);
+  if (sec < 0) {
+    WARN("UNICCL_TIMEOUT=%lld is negative; collective timeouts are off (use 0 to turn them off, or seconds)",
+         (long long)sec);
+    return 0;
+  }
+  if (sec > INT64_MAX / 1000) sec = INT64_MAX / 1000;
+  return sec * 1000;
+}
+
+ncclResult_t watchdogRegister(ncclComm* comm, int64_t timeoutMs) {
+  if (timeoutMs <= 0) {
+    INFO(kSubsysInit, "comm %p rank %d: collective timeouts are off (UNICCL_TIMEOUT=0)", (void*)comm, comm->rank);
+    return ncclSuccess;
+  }
+  comm->watch.reset(new (std::nothrow) CommWatch(timeoutMs));
+  if (!comm->watch) {
+    WARN("Out of host memory creating the watchdog state of rank %d", comm->rank);
+    return ncclSystemError;
+  }
+  Watchdog& w = wd();
+  std::lock_guard<std::mutex> lock(w.mu);
+  w.comms.push_back(comm);
+  if (!w.thread.joinable()) {
+    int64_t pollMs = std::max<int64_t>(1, paramInt("UNICCL_WATCHDOG_POLL_MS", kDefaultPollMs));
+    w.stop = std::make_shared<std::atomic<bool>>(false);
+    try {
+      w.thread = std::thread(threadMain, w.stop, pollMs);
+    } catch (const std::exception& e) {
+      w.comms.pop_back();
+      comm->watch.reset();
+      WARN("Could not start the watchdog thread (%s)", e.what());
+      return ncclSystemError;
+    }
+    if (!w.atexitInstalled) {
+      w.atexitInstalled = true;
+      std::atexit(stopAtExit);
+    }
+    INFO(kSubsysInit, "Watchdog thread started (poll every %lld ms)", (long long)pollMs);
+  }
+  INFO(kSubsysInit, "comm %p rank %d: collectives time out after %lld s (UNICCL_TIMEOUT)", (void*)comm, comm->rank,
+       (long long)(timeoutMs / 1000));
+  return ncclSuccess;
+}
+
+void watchdogUnregister(ncclComm* comm) {
+  if (!comm->watch) return;
+  Watchdog& w = wd();
+  std::thread last;
+  {
+    std::lock_guard<std::mutex> lock(w.mu);
+    auto it = std::find(w.comms.begin(), w.comms.end(), comm);
+    if (it == w.comms.end()) return;
+    w.comms.erase(it);
+    if (w.comms.empty()) last = detachThreadLocked(w);
+  }
+  joinStopped(std::move(last));
+}
+
+void describeLaunch(const ncclComm* comm, const dev::Work* works, int n, WorkDesc* d) {
+  *d = WorkDesc{};
+  if (n <= 0) return;
+  const dev::Work& w = works[0];
+  d->coll = w.coll;
+  d->nWorks = (uint16_t)std::min(n, 65535);
+  // The planner builds the launch's items in comm->workScratch, collectives
+  // first and in task order, while comm->tasks still holds the group.
+  const std::vector<dev::Work>& scratch = comm->workScratch;
+  bool inScratch = !scratch.empty() && works >= scratch.data() && works < scratch.data() + scratch.size();
+  size_t idx = inScratch ? (size_t)(works - scratch.data()) : 0;
+  if (w.coll == dev::kCollP2p) {
+    d->count = w.p.sendBytes;
+    d->sendPeer = w.p.sendPeer;
+    d->recvPeer = w.p.recvPeer;
+    if (!comm->tasks.p2p.empty()) d->seq = comm->tasks.p2p.front().seq;
+  } else {
+    d->dtype = w.c.dtype;
+    d->redOp = w.c.redOp;
+    d->count = w.c.count;
+    d->sendPeer = comm->channelsHost[0].ringNext;
+    d->recvPeer = comm->channelsHost[0].ringPrev;
+    if (inScratch && idx < comm->tasks.colls.size()) d->seq = comm->tasks.colls[idx].seq;
+  }
+}
+
+ncclResult_t watchLaunchBegin(ncclComm* comm, const LaunchStreams& s, LaunchWatch* w) {
+  *w = LaunchWatch{};
+  if (!comm->watch) return ncclSuccess;
+  if (s.captured) return comm->watch->graphs.recordStart(s.launch, s.capture, &w->captured);
+  UCHECK(comm->watch->eager.recordStart(s.launch));
+  w->eager = true;
+  return ncclSuccess;
+}
+
+ncclResult_t watchLaunchEnd(ncclComm* comm, const LaunchStreams& s, const dev::Work* works, int n, LaunchWatch* w) {
+  if (!comm->watch || (!w->eager && w->captured.start == nullptr)) return ncclSuccess;
+  WorkDesc d;
+  describeLaunch(comm, works, n, &d);
+  if (w->eager) return comm->watch->eager.recordEnd(s.launch, d);
+  return comm->watch->graphs.recordEnd(s.launch, &w->captured, d);
+}
+
+void watchLaunchFailed(ncclComm* comm, LaunchWatch* w) {
+  if (comm->watch) comm->watch->graphs.abandon(&w->captured);
+}
+
+void watchdogPollOnce(int64_t nowMs) {
+  std::lock_guard<std::mutex> lock(wd().mu);
+  pollLocked(nowMs);
+}
+
+WatchdogStats watchdogStatsForTesting() {
+  Watchdog& w = wd();
+  WatchdogStats st;
+  std::lock_guard<std::mutex> lock(w.mu);
+  st.comms = w.comms.size();
+  st.threadRunning = w.thread.joinable();
+  for (ncclComm* c : w.comms) {
+    st.eagerEvents += c->watch->eager.eventsCreated();
+    st.eagerInFlight += c->watch->eager.inFlight();
+    st.graphs += c->watch->graphs.graphCount();
+  }
+  st.graphEvents = GraphEventTracker::liveEventsAllTrackers();
+  st.polls = w.polls.load();
+  st.timeouts = w.timeouts.load();
+  return st;
+}
+
+}  // namespace uniccl

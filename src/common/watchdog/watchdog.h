@@ -1,0 +1,63 @@
+// The process-wide watchdog: one thread polls every registered
+// communicator's eager and graph trackers; a launch that has run longer than
+// UNICCL_TIMEOUT aborts its communicator (device abort flag, host abort,
+// async error ncclRemoteError) and is named in a WARN. See docs/timeouts.md.
+//
+// The thread starts with the first communicator that has a nonzero timeout
+// and is joined when the last one goes (and at process exit).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/core/launch.h"
+#include "common/gpu.h"
+#include "common/watchdog/comm_watch.h"
+#include "device/dev_types.h"
+#include "uniccl.h"
+
+struct ncclComm;
+
+namespace uniccl {
+
+// UNICCL_TIMEOUT in milliseconds (seconds in the environment; 0: off).
+int64_t watchdogTimeoutMsFromEnv();
+
+// Creates comm->watch and adds the comm to the watchdog (nothing when
+// timeoutMs is 0). Called once the comm is fully initialized.
+ncclResult_t watchdogRegister(ncclComm* comm, int64_t timeoutMs);
+// Removes the comm; on return the watchdog thread no longer touches it, so
+// its events may go. Joins the thread when this was the last comm. Safe
+// without a prior register.
+void watchdogUnregister(ncclComm* comm);
+
+// launch.cc, around each kernel launch.
+struct LaunchWatch {
+  bool eager = false;                     // eager start recorded
+  GraphEventTracker::Captured captured;   // graph start recorded
+};
+ncclResult_t watchLaunchBegin(ncclComm* comm, const LaunchStreams& s, LaunchWatch* w);
+ncclResult_t watchLaunchEnd(ncclComm* comm, const LaunchStreams& s, const dev::Work* works, int n, LaunchWatch* w);
+void watchLaunchFailed(ncclComm* comm, LaunchWatch* w);
+
+// Describes a launch of `n` work items for the timeout message.
+void describeLaunch(const ncclComm* comm, const dev::Work* works, int n, WorkDesc* d);
+
+// One poll of every registered comm at time nowMs (what the thread does every
+// UNICCL_WATCHDOG_POLL_MS); exposed so tests can drive a fake clock.
+void watchdogPollOnce(int64_t nowMs);
+int64_t watchdogNowMs();   // the thread's clock (steady, milliseconds)
+
+struct WatchdogStats {
+  size_t comms = 0;              // registered
+  bool threadRunning = false;
+  size_t eagerEvents = 0;        // created by the registered comms' eager pools
+  size_t eagerInFlight = 0;
+  size_t graphs = 0;             // tracked graphs of the registered comms
+  size_t graphEvents = 0;        // graph events alive, process-wide
+  uint64_t polls = 0;            // polls since process start
+  uint64_t timeouts = 0;         // timeouts fired since process start
+};
+WatchdogStats watchdogStatsForTesting();
+
+}  // namespace uniccl

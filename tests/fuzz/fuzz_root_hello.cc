@@ -1,0 +1,53 @@
+// The root's handling of a rank's hello (root.cc: checkHelloHeader on the
+// first 24 bytes of a connection, then parseHello on the body), and the text
+// forms of the address it logs.
+//
+// Input: magic (8) | WireHeader (24) | hello body (rest).
+#include <string>
+
+#include "common/bootstrap/wire.h"
+#include "fuzz_input.h"
+
+using namespace uniccl;
+using namespace uniccl::bootstrap;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  fuzz::Input in(data, size);
+  uint64_t magic = in.take<uint64_t>();
+  WireHeader h = in.take<WireHeader>();
+
+  HelloHeaderStatus hs = checkHelloHeader(h, magic);
+  if (hs == HelloHeaderStatus::kOk)
+    FUZZ_CHECK(h.magic == magic && h.type == kMsgHello && h.length >= sizeof(HelloBody) &&
+               h.length <= kMaxInitMessageBytes);
+  else if (hs == HelloHeaderStatus::kWrongMagic)
+    FUZZ_CHECK(h.magic != magic);
+
+  // The root reads exactly header.length bytes; the body here is what is left
+  // (its length need not match the header, parseHello is given the truth).
+  const uint8_t* body = in.rest();
+  size_t bytes = in.remaining();
+  HelloBody hello;
+  char why[256];
+  why[0] = '\x7f';
+  ncclResult_t res = parseHello(body, bytes, &hello, why, sizeof(why));
+  if (res == ncclSuccess) {
+    FUZZ_CHECK(bytes >= sizeof(HelloBody));
+    FUZZ_CHECK(hello.blobBytes == bytes - sizeof(HelloBody));
+    FUZZ_CHECK(hello.nranks > 0 && hello.rank >= 0 && hello.rank < hello.nranks);
+    FUZZ_CHECK(hello.listen.valid() && hello.listen.port() > 0 && hello.listen.port() < 65536);
+    std::string text = hello.listen.toString();
+    FUZZ_CHECK(!text.empty());
+  } else {
+    FUZZ_CHECK(res == ncclRemoteError || res == ncclInvalidUsage);
+    FUZZ_CHECK(why[0] != '\x7f' && strnlen(why, sizeof(why)) < sizeof(why));
+  }
+  // Logged for every hello the root drops, whatever its family bytes hold.
+  if (bytes >= sizeof(HelloBody)) {
+    HelloBody raw;
+    memcpy(&raw, body, sizeof(raw));
+    (void)raw.listen.toString();
+    (void)raw.listen.toString(false);
+  }
+  return 0;
+}

@@ -1,0 +1,362 @@
+// Collective timeouts on real GPUs (suite 'gpu'; exits 77 without 2 GPUs).
+// Two GPUs driven from one process (ncclCommInitAll), UNICCL_TIMEOUT=2 s:
+//   (a) eager: only rank 0 calls AllReduce -> its comm gets ncclRemoteError
+//       within timeout + a poll or two, the log names the collective, the
+//       kernel exits (stream completes) and ncclCommAbort returns promptly;
+//   (b) the same inside a graph replay;
+//   (c) no false timeout: 1000 replays of a graph of small AllReduces on both
+//       ranks, then eager AllReduces queued back to back for longer than the
+//       timeout in total (queued time must not count);
+//   (d) 100 capture/replay/destroy cycles: tracked graphs, graph events and
+//       device memory do not grow.
+// Links the library's archives (not the .so) to read the watchdog's counters.
+// Prints one line per case and "N passed, M failed"; exits 0, 1 or 77.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "nccl.h"
+#include "common/watchdog/watchdog.h"
+#include "../coll/rt.h"
+
+#if defined(UNICCL_GPU_BACKEND_HIP) || defined(__HIP_PLATFORM_AMD__)
+using rtGraph = hipGraph_t;
+using rtGraphExec = hipGraphExec_t;
+#define RT_CAPTURE_GLOBAL hipStreamCaptureModeGlobal
+#define RT_INSTANTIATE(exec, g) hipGraphInstantiate((exec), (g), nullptr, nullptr, 0)
+#else
+using rtGraph = cudaGraph_t;
+using rtGraphExec = cudaGraphExec_t;
+#define RT_CAPTURE_GLOBAL cudaStreamCaptureModeGlobal
+#define RT_INSTANTIATE(exec, g) cudaGraphInstantiate((exec), (g), 0)
+#endif
+
+namespace {
+
+namespace rt = colltest::rt;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kTimeoutSec = 2;
+constexpr int kPollMs = 50;
+int gFails = 0, gPassed = 0;
+std::string gLogPath;
+
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+#define CHECK(cond, ...)                                                            \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
+      fprintf(stderr, "  FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);             \
+      fprintf(stderr, __VA_ARGS__);                                                 \
+      fprintf(stderr, "\n");                                                        \
+      return false;                                                                 \
+    }                                                                               \
+  } while (0)
+#define NCCLOK(call)                                                                \
+  do {                                                                              \
+    ncclResult_t r_ = (call);                                                       \
+    CHECK(r_ == ncclSuccess, "%s -> %s", #call, ncclGetErrorString(r_));            \
+  } while (0)
+#define RTOK(call)                                                                  \
+  do {                                                                              \
+    rtError e_ = (call);                                                            \
+    CHECK(e_ == COLLTEST_RT_SUCCESS, "%s -> %s", #call, COLLTEST_RT(GetErrorString)(e_)); \
+  } while (0)
+
+struct Rank {
+  ncclComm_t comm = nullptr;
+  rtStream stream = nullptr;
+  float* buf = nullptr;
+};
+
+bool setup(std::vector<Rank>* ranks, size_t floats) {
+  ranks->assign(2, Rank{});
+  std::vector<ncclComm_t> comms(2);
+  int devs[2] = {0, 1};
+  NCCLOK(ncclCommInitAll(comms.data(), 2, devs));
+  for (int r = 0; r < 2; r++) {
+    Rank& k = (*ranks)[r];
+    k.comm = comms[r];
+    RTOK(COLLTEST_RT(SetDevice)(r));
+    RTOK(COLLTEST_RT(StreamCreateWithFlags)(&k.stream, 1 /* non-blocking */));
+    RTOK(COLLTEST_RT(Malloc)((void**)&k.buf, floats * sizeof(float)));
+    std::vector<float> h(floats);
+    for (size_t i = 0; i < floats; i++) h[i] = (float)((i * 7 + r * 13) % 31);
+    RTOK(COLLTEST_RT(Memcpy)(k.buf, h.data(), floats * sizeof(float), COLLTEST_RT_H2D));
+  }
+  return true;
+}
+
+// Aborts both comms (each within a bound) and frees buffers and streams.
+bool teardown(std::vector<Rank>* ranks, bool abort) {
+  for (int r = 0; r < 2; r++) {
+    Rank& k = (*ranks)[r];
+    Clock::time_point t0 = Clock::now();
+    if (abort) NCCLOK(ncclCommAbort(k.comm));
+    else NCCLOK(ncclCommDestroy(k.comm));
+    CHECK(secondsSince(t0) < 10, "rank %d: %s took %.1f s", r, abort ? "ncclCommAbort" : "ncclCommDestroy",
+          secondsSince(t0));
+    RTOK(COLLTEST_RT(SetDevice)(r));
+    RTOK(COLLTEST_RT(StreamDestroy)(k.stream));
+    RTOK(COLLTEST_RT(Free)(k.buf));
+  }
+  return true;
+}
+
+// Waits until comm reports an async error; returns the seconds it took (or -1).
+double waitAsyncError(ncclComm_t comm, double limitSec, ncclResult_t* err) {
+  Clock::time_point t0 = Clock::now();
+  while (secondsSince(t0) < limitSec) {
+    if (ncclCommGetAsyncError(comm, err) != ncclSuccess) return -1;
+    if (*err != ncclSuccess && *err != ncclInProgress) return secondsSince(t0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return -1;
+}
+
+// The stream must finish on its own once the abort flag is up.
+bool streamFinishes(rtStream s, double limitSec) {
+  Clock::time_point t0 = Clock::now();
+  while (secondsSince(t0) < limitSec) {
+    rtError e = COLLTEST_RT(StreamQuery)(s);
+    if (e != COLLTEST_RT(ErrorNotReady)) {
+      (void)COLLTEST_RT(GetLastError)();
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+std::string logText() {
+  std::ifstream f(gLogPath);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+bool checkTimeoutFired(const std::vector<Rank>& ranks, Clock::time_point issued, size_t logBefore, bool graph) {
+  ncclResult_t err = ncclSuccess;
+  double waited = waitAsyncError(ranks[0].comm, kTimeoutSec + 10, &err);
+  double sinceIssue = secondsSince(issued);
+  CHECK(waited >= 0, "no async error within %d s", kTimeoutSec + 10);
+  CHECK(err == ncclRemoteError, "async error %s, expected ncclRemoteError", ncclGetErrorString(err));
+  CHECK(sinceIssue >= kTimeoutSec - 0.1, "fired after %.2f s, before the %d s timeout", sinceIssue, kTimeoutSec);
+  // Timeout + up to two polls (first sighting, then the one past the limit) + launch latency.
+  CHECK(sinceIssue <= kTimeoutSec + 2.0 * kPollMs / 1000 + 1.0, "fired only after %.2f s", sinceIssue);
+  printf("  timeout fired %.2f s after the launch\n", sinceIssue);
+  ncclResult_t other = ncclSuccess;
+  NCCLOK(ncclCommGetAsyncError(ranks[1].comm, &other));
+  CHECK(other == ncclSuccess, "rank 1 (no work) has async error %s", ncclGetErrorString(other));
+  CHECK(streamFinishes(ranks[0].stream, 10), "rank 0's stream did not finish after the abort flag");
+  std::string log = logText().substr(logBefore);
+  CHECK(log.find("AllReduce(float, count 65536, seq 0") != std::string::npos, "log does not name the collective:\n%s",
+        log.c_str());
+  CHECK(!graph || log.find("graph replay") != std::string::npos, "log does not say graph replay:\n%s", log.c_str());
+  // Later calls fail with the async error.
+  ncclResult_t r = ncclAllReduce(ranks[0].buf, ranks[0].buf, 16, ncclFloat32, ncclSum, ranks[0].comm, ranks[0].stream);
+  CHECK(r == ncclRemoteError, "a call after the timeout returned %s", ncclGetErrorString(r));
+  return true;
+}
+
+bool testEager() {
+  std::vector<Rank> ranks;
+  if (!setup(&ranks, 65536)) return false;
+  size_t logBefore = logText().size();
+  RTOK(COLLTEST_RT(SetDevice)(0));
+  Clock::time_point issued = Clock::now();
+  NCCLOK(ncclAllReduce(ranks[0].buf, ranks[0].buf, 65536, ncclFloat32, ncclSum, ranks[0].comm, ranks[0].stream));
+  bool ok = checkTimeoutFired(ranks, issued, logBefore, false);
+  return teardown(&ranks, true) && ok;
+}
+
+bool testGraph() {
+  std::vector<Rank> ranks;
+  if (!setup(&ranks, 65536)) return false;
+  size_t logBefore = logText().size();
+  RTOK(COLLTEST_RT(SetDevice)(0));
+  rtGraph g = nullptr;
+  rtGraphExec exec = nullptr;
+  RTOK(COLLTEST_RT(StreamBeginCapture)(ranks[0].stream, RT_CAPTURE_GLOBAL));
+  ncclResult_t r = ncclAllReduce(ranks[0].buf, ranks[0].buf, 65536, ncclFloat32, ncclSum, ranks[0].comm,
+                                 ranks[0].stream);
+  RTOK(COLLTEST_RT(StreamEndCapture)(ranks[0].stream, &g));
+  CHECK(r == ncclSuccess, "captured AllReduce -> %s", ncclGetErrorString(r));
+  RTOK(RT_INSTANTIATE(&exec, g));
+  Clock::time_point issued = Clock::now();
+  RTOK(COLLTEST_RT(GraphLaunch)(exec, ranks[0].stream));
+  bool ok = checkTimeoutFired(ranks, issued, logBefore, true);
+  RTOK(COLLTEST_RT(GraphExecDestroy)(exec));
+  RTOK(COLLTEST_RT(GraphDestroy)(g));
+  return teardown(&ranks, true) && ok;
+}
+
+// Captures `perGraph` AllReduces of `floats` on each rank (one graph per rank).
+bool captureBoth(std::vector<Rank>& ranks, size_t floats, int perGraph, rtGraph g[2], rtGraphExec exec[2]) {
+  for (int r = 0; r < 2; r++) {
+    RTOK(COLLTEST_RT(SetDevice)(r));
+    RTOK(COLLTEST_RT(StreamBeginCapture)(ranks[r].stream, RT_CAPTURE_GLOBAL));
+  }
+  NCCLOK(ncclGroupStart());
+  for (int i = 0; i < perGraph; i++)
+    for (int r = 0; r < 2; r++)
+      NCCLOK(ncclAllReduce(ranks[r].buf, ranks[r].buf, floats, ncclFloat32, ncclMax, ranks[r].comm, ranks[r].stream));
+  NCCLOK(ncclGroupEnd());
+  for (int r = 0; r < 2; r++) {
+    RTOK(COLLTEST_RT(SetDevice)(r));
+    RTOK(COLLTEST_RT(StreamEndCapture)(ranks[r].stream, &g[r]));
+    RTOK(RT_INSTANTIATE(&exec[r], g[r]));
+  }
+  return true;
+}
+
+bool noAsyncError(const std::vector<Rank>& ranks) {
+  for (int r = 0; r < 2; r++) {
+    ncclResult_t e = ncclSuccess;
+    NCCLOK(ncclCommGetAsyncError(ranks[r].comm, &e));
+    CHECK(e == ncclSuccess, "rank %d has async error %s", r, ncclGetErrorString(e));
+  }
+  return true;
+}
+
+bool testNoFalseTimeout() {
+  std::vector<Rank> ranks;
+  const size_t big = 64u << 20;   // floats: 256 MB
+  if (!setup(&ranks, big)) return false;
+  rtGraph g[2];
+  rtGraphExec exec[2];
+  if (!captureBoth(ranks, 4096, 4, g, exec)) return false;
+  Clock::time_point t0 = Clock::now();
+  for (int i = 0; i < 1000; i++)
+    for (int r = 0; r < 2; r++) RTOK(COLLTEST_RT(GraphLaunch)(exec[r], ranks[r].stream));
+  for (int r = 0; r < 2; r++) RTOK(COLLTEST_RT(StreamSynchronize)(ranks[r].stream));
+  printf("  1000 replays of 4 AllReduces in %.2f s\n", secondsSince(t0));
+  std::this_thread::sleep_for(std::chrono::milliseconds(3 * kPollMs));
+  if (!noAsyncError(ranks)) return false;
+
+  // One large AllReduce to time, then enough of them back to back to keep
+  // the GPUs busy for ~1.5x the timeout: each is short, the queue is long.
+  auto eager = [&]() -> bool {
+    NCCLOK(ncclGroupStart());
+    for (int r = 0; r < 2; r++)
+      NCCLOK(ncclAllReduce(ranks[r].buf, ranks[r].buf, big, ncclFloat32, ncclMax, ranks[r].comm, ranks[r].stream));
+    NCCLOK(ncclGroupEnd());
+    return true;
+  };
+  t0 = Clock::now();
+  if (!eager()) return false;
+  for (int r = 0; r < 2; r++) RTOK(COLLTEST_RT(StreamSynchronize)(ranks[r].stream));
+  double one = secondsSince(t0);
+  int n = (int)std::min(4000.0, std::max(4.0, 1.5 * kTimeoutSec / std::max(one, 1e-4)));
+  t0 = Clock::now();
+  for (int i = 0; i < n; i++)
+    if (!eager()) return false;
+  for (int r = 0; r < 2; r++) RTOK(COLLTEST_RT(StreamSynchronize)(ranks[r].stream));
+  double total = secondsSince(t0);
+  printf("  %d eager 256 MB AllReduces queued back to back ran %.2f s (one: %.3f s)\n", n, total, one);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3 * kPollMs));
+  if (!noAsyncError(ranks)) return false;
+  for (int r = 0; r < 2; r++) {
+    RTOK(COLLTEST_RT(SetDevice)(r));
+    RTOK(COLLTEST_RT(GraphExecDestroy)(exec[r]));
+    RTOK(COLLTEST_RT(GraphDestroy)(g[r]));
+  }
+  return teardown(&ranks, false);
+}
+
+bool testCaptureDestroyCycles() {
+  std::vector<Rank> ranks;
+  if (!setup(&ranks, 4096)) return false;
+  // Warm up once (first capture may allocate runtime state), then measure.
+  rtGraph g[2];
+  rtGraphExec exec[2];
+  size_t freeBefore[2], freeAfter[2], total;
+  uniccl::WatchdogStats before{}, after{};
+  for (int cycle = -1; cycle < 100; cycle++) {
+    if (cycle == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(3 * kPollMs));
+      before = uniccl::watchdogStatsForTesting();
+      for (int r = 0; r < 2; r++) {
+        RTOK(COLLTEST_RT(SetDevice)(r));
+        RTOK(COLLTEST_RT(MemGetInfo)(&freeBefore[r], &total));
+      }
+    }
+    if (!captureBoth(ranks, 4096, 1 + (cycle & 1), g, exec)) return false;
+    for (int r = 0; r < 2; r++) RTOK(COLLTEST_RT(GraphLaunch)(exec[r], ranks[r].stream));
+    for (int r = 0; r < 2; r++) {
+      RTOK(COLLTEST_RT(SetDevice)(r));
+      RTOK(COLLTEST_RT(StreamSynchronize)(ranks[r].stream));
+      RTOK(COLLTEST_RT(GraphExecDestroy)(exec[r]));
+      RTOK(COLLTEST_RT(GraphDestroy)(g[r]));
+    }
+  }
+  // User-object destructors run asynchronously; the next polls clean up.
+  Clock::time_point t0 = Clock::now();
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
+    after = uniccl::watchdogStatsForTesting();
+  } while ((after.graphs > 0 || after.graphEvents > before.graphEvents) && secondsSince(t0) < 10);
+  printf("  graphs tracked %zu -> %zu, graph events %zu -> %zu, eager events %zu -> %zu\n", before.graphs,
+         after.graphs, before.graphEvents, after.graphEvents, before.eagerEvents, after.eagerEvents);
+  CHECK(after.graphs == 0, "%zu graphs still tracked", after.graphs);
+  CHECK(after.graphEvents <= before.graphEvents, "graph events grew %zu -> %zu", before.graphEvents, after.graphEvents);
+  CHECK(after.eagerEvents == before.eagerEvents, "eager events grew %zu -> %zu", before.eagerEvents, after.eagerEvents);
+  for (int r = 0; r < 2; r++) {
+    RTOK(COLLTEST_RT(SetDevice)(r));
+    RTOK(COLLTEST_RT(MemGetInfo)(&freeAfter[r], &total));
+    long long grew = (long long)freeBefore[r] - (long long)freeAfter[r];
+    printf("  GPU %d: device memory in use grew by %lld bytes\n", r, grew);
+    CHECK(grew <= (16ll << 20), "GPU %d: %lld bytes more device memory in use after 100 cycles", r, grew);
+  }
+  if (!noAsyncError(ranks)) return false;
+  return teardown(&ranks, false);
+}
+
+void run(const char* name, bool (*fn)()) {
+  printf("%s\n", name);
+  fflush(stdout);
+  Clock::time_point t0 = Clock::now();
+  bool ok = fn();
+  printf("%s %s (%.1f s)\n", ok ? "PASS" : "FAIL", name, secondsSince(t0));
+  fflush(stdout);
+  (ok ? gPassed : gFails)++;
+}
+
+}  // namespace
+
+int main() {
+  if (rt::deviceCount() < 2) {
+    printf("watchdog_gpu_test: needs 2 GPUs; skipped\n");
+    return 77;
+  }
+  // Before the first API call: small timeout, frequent polls, the log in a file we read.
+  char path[128];
+  snprintf(path, sizeof(path), "/tmp/uniccl_watchdog_test_%d.log", (int)getpid());
+  gLogPath = path;
+  setenv("UNICCL_TIMEOUT", "2", 1);
+  setenv("UNICCL_WATCHDOG_POLL_MS", "50", 1);
+  setenv("NCCL_DEBUG", "WARN", 1);
+  setenv("NCCL_DEBUG_FILE", path, 1);
+  // A hang in the library must fail the run, not stall CI.
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(85));
+    fprintf(stderr, "watchdog_gpu_test: still running after 85 s; aborting\n");
+    std::_Exit(1);
+  }).detach();
+  run("eager: a collective one rank never joins times out", testEager);
+  run("graph: the same collective in a graph replay times out", testGraph);
+  run("no false timeout: 1000 replays, long eager queue", testNoFalseTimeout);
+  run("100 capture/destroy cycles: no growth", testCaptureDestroyCycles);
+  printf("%d passed, %d failed\n", gPassed, gFails);
+  if (gFails == 0) unlink(path);
+  else printf("library log kept in %s\n", path);
+  return gFails == 0 ? 0 : 1;
+}
