@@ -210,9 +210,14 @@ bool captureBoth(std::vector<Rank>& ranks, size_t floats, int perGraph, rtGraph 
     for (int r = 0; r < 2; r++)
       NCCLOK(ncclAllReduce(ranks[r].buf, ranks[r].buf, floats, ncclFloat32, ncclMax, ranks[r].comm, ranks[r].stream));
   NCCLOK(ncclGroupEnd());
+  // Every capture ends before any instantiation: global capture mode forbids
+  // instantiating while another stream of the process is still capturing.
   for (int r = 0; r < 2; r++) {
     RTOK(COLLTEST_RT(SetDevice)(r));
     RTOK(COLLTEST_RT(StreamEndCapture)(ranks[r].stream, &g[r]));
+  }
+  for (int r = 0; r < 2; r++) {
+    RTOK(COLLTEST_RT(SetDevice)(r));
     RTOK(RT_INSTANTIATE(&exec[r], g[r]));
   }
   return true;
