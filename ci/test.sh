@@ -63,6 +63,16 @@ if [ "${UNICCL_SKIP_SANITIZERS:-0}" != 1 ]; then
   done
 fi
 
+# Fuzz the bootstrap and config parsers (clang + libFuzzer, ASan+UBSan), 20 s per target.
+if [ "${UNICCL_SKIP_FUZZ:-0}" != 1 ]; then
+  echo "=== fuzz ==="
+  mkdir -p "$build"
+  UNICCL_FUZZ_JOBS=$jobs bash tests/fuzz/run.sh >"$build/fuzz.log" 2>&1 || status=1
+  tail -n 12 "$build/fuzz.log"
+  if grep -q '^fuzz: SKIPPED' "$build/fuzz.log"; then echo "fuzz 0 0 1" >>"$root/.test-counts"
+  else sed -n 's/^fuzz: [0-9]* targets, \([0-9]*\) passed, \([0-9]*\) failed$/fuzz \1 \2 0/p' "$build/fuzz.log" >>"$root/.test-counts"; fi
+fi
+
 if [ "${UNICCL_SKIP_HIP:-0}" != 1 ]; then
   echo "=== hip build (kernels: $filter) ==="
   # hipcc asks rocm_agent_enumerator for targets when a link line names none;

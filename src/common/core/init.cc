@@ -260,17 +260,23 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* newcomm, int nranks, ncclUniqueI
     WARN("%s: invalid rank %d / nranks %d (need 0 <= rank < nranks)", fn, rank, nranks);
     return ncclInvalidArgument;
   }
-  int ndev = 0, dev = -1;
-  UCHECK(gpu::getDeviceCount(&ndev));
-  if (ndev < 1) {
-    WARN("%s: no GPU is visible to this process", fn);
-    return ncclUnhandledCudaError;
-  }
-  UCHECK(gpu::getDevice(&dev));
+  // The config first: a bad config is the caller's error whatever the GPUs.
   ncclComm* comm = nullptr;
   UCHECK(newComm(config, nullptr, &comm));
+  int ndev = 0, dev = -1;
+  ncclResult_t res = gpu::getDeviceCount(&ndev);
+  if (res == ncclSuccess && ndev < 1) {
+    WARN("%s: no GPU is visible to this process", fn);
+    res = ncclUnhandledCudaError;
+  }
+  if (res == ncclSuccess) res = gpu::getDevice(&dev);
+  if (res != ncclSuccess) {
+    WARN("%s: cannot select a GPU for rank %d", fn, rank);
+    delete comm;
+    return res;
+  }
   *newcomm = comm;
-  ncclResult_t res = startInit(comm, nranks, commId, rank, dev);
+  res = startInit(comm, nranks, commId, rank, dev);
   if (res != ncclSuccess && res != ncclInProgress) {
     *newcomm = nullptr;
     commFree(comm, true);

@@ -119,6 +119,15 @@ int64_t watchdogNowMs() {
 }
 
 int64_t watchdogTimeoutMsFromEnv() {
+  // Milliseconds, for tests and fine control; wins over UNICCL_TIMEOUT.
+  if (getEnv("UNICCL_TIMEOUT_MS") != nullptr) {
+    int64_t ms = paramInt("UNICCL_TIMEOUT_MS", 0);
+    if (ms < 0) {
+      WARN("UNICCL_TIMEOUT_MS=%lld is negative; collective timeouts are off", (long long)ms);
+      return 0;
+    }
+    return ms;
+  }
   int64_t sec = paramInt("UNICCL_TIMEOUT", kDefaultTimeoutSec);
   if (sec < 0) {
     WARN("UNICCL_TIMEOUT=%lld is negative; collective timeouts are off (use 0 to turn them off, or seconds)",

@@ -277,6 +277,41 @@ bool testNoFalseTimeout() {
   return teardown(&ranks, false);
 }
 
+// The case: a graph whose collective runs longer than half the
+// timeout, replayed 1000 times: timers restart with every replay, so the
+// total (seconds) never counts, only one replay's collective (ms) does.
+bool testLongCollectivesInReplays() {
+  std::vector<Rank> ranks;
+  const size_t big = 256u << 20;   // floats: 1 GiB, ~3.3 ms per AllReduce on 2 H200
+  const double timeoutMs = 6.0;
+  setenv("UNICCL_TIMEOUT_MS", "6", 1);
+  setenv("UNICCL_WATCHDOG_POLL_MS", "1", 1);
+  bool ok = setup(&ranks, big);
+  unsetenv("UNICCL_TIMEOUT_MS");
+  setenv("UNICCL_WATCHDOG_POLL_MS", "50", 1);
+  if (!ok) return false;
+  rtGraph g[2];
+  rtGraphExec exec[2];
+  if (!captureBoth(ranks, big, 1, g, exec)) return false;
+  Clock::time_point t0 = Clock::now();
+  for (int i = 0; i < 1000 && ok; i++)
+    for (int r = 0; r < 2; r++) ok = ok && COLLTEST_RT(GraphLaunch)(exec[r], ranks[r].stream) == COLLTEST_RT_SUCCESS;
+  for (int r = 0; r < 2; r++) ok = ok && COLLTEST_RT(StreamSynchronize)(ranks[r].stream) == COLLTEST_RT_SUCCESS;
+  double perReplayMs = secondsSince(t0) * 1e3 / 1000;
+  printf("  1000 replays, %.2f ms each (timeout %.0f ms)\n", perReplayMs, timeoutMs);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ok = ok && noAsyncError(ranks);
+  for (int r = 0; r < 2; r++) {
+    COLLTEST_RT(SetDevice)(r);
+    COLLTEST_RT(GraphExecDestroy)(exec[r]);
+    COLLTEST_RT(GraphDestroy)(g[r]);
+  }
+  ok = teardown(&ranks, false) && ok;
+  CHECK(ok, "graph launches, synchronisation or the async-error check failed (see above)");
+  CHECK(perReplayMs > timeoutMs / 2, "each collective ran %.2f ms, not longer than half the timeout", perReplayMs);
+  return true;
+}
+
 bool testCaptureDestroyCycles() {
   std::vector<Rank> ranks;
   if (!setup(&ranks, 4096)) return false;
@@ -359,6 +394,7 @@ int main() {
   run("eager: a collective one rank never joins times out", testEager);
   run("graph: the same collective in a graph replay times out", testGraph);
   run("no false timeout: 1000 replays, long eager queue", testNoFalseTimeout);
+  run("no false timeout: 1000 replays of a collective longer than half the timeout", testLongCollectivesInReplays);
   run("100 capture/destroy cycles: no growth", testCaptureDestroyCycles);
   printf("%d passed, %d failed\n", gPassed, gFails);
   if (gFails == 0) unlink(path);
