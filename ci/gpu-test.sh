@@ -16,7 +16,7 @@ OUTDIR=${OUT:-$ROOT/gpu-test-out}
 mkdir -p "$OUTDIR"
 prebuilt=""
 if [[ ${1:-} == --prebuilt ]]; then prebuilt=$(cd "$2" && pwd); fi
-TESTS=${GPU_TESTS:-backend comm watchdog kernels coll}
+TESTS=${GPU_TESTS:-backend comm watchdog capture kernels coll}
 BENCH=${BENCH:-quick}
 table=()
 
@@ -52,6 +52,7 @@ for t in $TESTS; do
     backend) e=$(find_exe gpu_backend_test); [[ -n $e ]] && run_test backend 120 "$e" ;;
     comm) e=$(find_exe comm_api_test); [[ -n $e ]] && run_test comm-api 300 "$e" ;;
     watchdog) e=$(find_exe watchdog_gpu_test); [[ -n $e ]] && run_test watchdog 120 "$e" ;;
+    capture) e=$(find_exe capture_test); [[ -n $e ]] && run_test capture 120 "$e" ;;
     kernels) e=$(find_exe kernel_harness); [[ -n $e ]] && run_test kernels 300 "$e" ${KERNEL_ARGS:-} ;;
     coll)
       e=$(find_exe coll_test)

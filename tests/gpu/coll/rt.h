@@ -11,6 +11,8 @@
 #define COLLTEST_RT(name) hip##name
 using rtError = hipError_t;
 using rtStream = hipStream_t;
+using rtGraph = hipGraph_t;
+using rtGraphExec = hipGraphExec_t;
 #define COLLTEST_RT_SUCCESS hipSuccess
 #define COLLTEST_RT_H2D hipMemcpyHostToDevice
 #define COLLTEST_RT_D2H hipMemcpyDeviceToHost
@@ -20,6 +22,8 @@ using rtStream = hipStream_t;
 #define COLLTEST_RT(name) cuda##name
 using rtError = cudaError_t;
 using rtStream = cudaStream_t;
+using rtGraph = cudaGraph_t;
+using rtGraphExec = cudaGraphExec_t;
 #define COLLTEST_RT_SUCCESS cudaSuccess
 #define COLLTEST_RT_H2D cudaMemcpyHostToDevice
 #define COLLTEST_RT_D2H cudaMemcpyDeviceToHost

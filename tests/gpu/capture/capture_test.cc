@@ -1,0 +1,203 @@
+// Graph capture of every collective and grouped point-to-point operation:
+// one graph per GPU holding a group of 9 operations (more than the 4 that fit
+// in kernel arguments, so the graph-owned work buffer is used), replayed many
+// times with fresh inputs copied in before each replay, every output checked
+// exactly. Also: a group mixing captured and uncaptured streams is refused.
+// All visible GPUs (up to 4) in one process; exit 77 without a GPU.
+#include <cstdio>
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "../coll/rt.h"
+#include "nccl.h"
+
+namespace rt = colltest::rt;
+
+namespace {
+
+int gFails = 0;
+#define CHECK(cond, ...)                 \
+  do {                                   \
+    if (!(cond)) {                       \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);      \
+      fprintf(stderr, "\n");             \
+      gFails++;                          \
+      return false;                      \
+    }                                    \
+  } while (0)
+#define RT(call) CHECK((call) == nullptr, "%s", #call)
+#define NC(call)                                                                              \
+  do {                                                                                        \
+    ncclResult_t r_ = (call);                                                                 \
+    CHECK(r_ == ncclSuccess, "%s -> %s (%s)", #call, ncclGetErrorString(r_), ncclGetLastError(nullptr)); \
+  } while (0)
+
+constexpr size_t kCount = 1000 + 3;  // per-rank elements; odd on purpose
+enum Buf { kAllReduce, kBcast, kReduce, kAllGather, kReduceScatter, kSendRecv, kAlltoAll, kGather, kScatter, kNumBufs };
+
+struct Rank {
+  int dev;
+  ncclComm_t comm = nullptr;
+  rtStream stream = nullptr;
+  float* in = nullptr;            // n * kCount inputs, rewritten before each replay
+  float* out[kNumBufs] = {};      // n * kCount outputs each
+};
+
+// Small integers: every reduction order gives the exact same float.
+float value(int replay, int rank, size_t i) { return (float)((replay * 7 + rank * 13 + (int)(i % 97)) % 41 - 20); }
+
+bool record(std::vector<Rank>& ranks, int n) {
+  NC(ncclGroupStart());
+  for (Rank& r : ranks) {
+    int me = (int)(&r - ranks.data());
+    NC(ncclAllReduce(r.in, r.out[kAllReduce], kCount, ncclFloat32, ncclSum, r.comm, r.stream));
+    NC(ncclBroadcast(r.in, r.out[kBcast], kCount, ncclFloat32, n - 1, r.comm, r.stream));
+    NC(ncclReduce(r.in, r.out[kReduce], kCount, ncclFloat32, ncclMax, 0, r.comm, r.stream));
+    NC(ncclAllGather(r.in, r.out[kAllGather], kCount, ncclFloat32, r.comm, r.stream));
+    NC(ncclReduceScatter(r.in, r.out[kReduceScatter], kCount, ncclFloat32, ncclSum, r.comm, r.stream));
+    NC(ncclSend(r.in, kCount, ncclFloat32, (me + 1) % n, r.comm, r.stream));
+    NC(ncclRecv(r.out[kSendRecv], kCount, ncclFloat32, (me - 1 + n) % n, r.comm, r.stream));
+    NC(ncclAlltoAll(r.in, r.out[kAlltoAll], kCount, ncclFloat32, r.comm, r.stream));
+    NC(ncclGather(r.in, r.out[kGather], kCount, ncclFloat32, 0, r.comm, r.stream));
+    NC(ncclScatter(r.in, r.out[kScatter], kCount, ncclFloat32, n - 1, r.comm, r.stream));
+  }
+  NC(ncclGroupEnd());
+  return true;
+}
+
+bool check(std::vector<Rank>& ranks, int n, int replay) {
+  std::vector<float> host((size_t)n * kCount);
+  for (int me = 0; me < n; me++) {
+    Rank& r = ranks[me];
+    RT(rt::setDevice(r.dev));
+    auto in = [&](int q, size_t i) { return value(replay, q, i); };
+    for (int b = 0; b < kNumBufs; b++) {
+      RT(rt::toHost(host.data(), r.out[b], host.size() * sizeof(float)));
+      for (size_t i = 0; i < kCount; i++) {
+        float want;
+        bool skip = false;
+        switch (b) {
+          case kAllReduce: want = 0; for (int q = 0; q < n; q++) want += in(q, i); break;
+          case kBcast: want = in(n - 1, i); break;
+          case kReduce: skip = me != 0; want = in(0, i); for (int q = 1; q < n; q++) want = std::max(want, in(q, i)); break;
+          case kReduceScatter: want = 0; for (int q = 0; q < n; q++) want += in(q, me * kCount + i); break;
+          case kSendRecv: want = in((me - 1 + n) % n, i); break;
+          case kScatter: want = in(n - 1, me * kCount + i); break;
+          default: skip = true; want = 0;   // n-chunk outputs, below
+        }
+        if (!skip) CHECK(host[i] == want, "replay %d rank %d buffer %d [%zu]: %g, want %g", replay, me, b, i, host[i], want);
+      }
+      if (b == kAllGather || b == kAlltoAll || (b == kGather && me == 0)) {
+        for (int q = 0; q < n; q++)
+          for (size_t i = 0; i < kCount; i++) {
+            float want = b == kAlltoAll ? in(q, me * kCount + i) : in(q, i);
+            float got = host[q * kCount + i];
+            CHECK(got == want, "replay %d rank %d buffer %d [%d][%zu]: %g, want %g", replay, me, b, q, i, got, want);
+          }
+      }
+    }
+  }
+  return true;
+}
+
+bool run(int n) {
+  std::vector<Rank> ranks(n);
+  std::vector<int> devs(n);
+  for (int i = 0; i < n; i++) devs[i] = ranks[i].dev = i;
+  std::vector<ncclComm_t> comms(n);
+  NC(ncclCommInitAll(comms.data(), n, devs.data()));
+  for (int i = 0; i < n; i++) {
+    Rank& r = ranks[i];
+    r.comm = comms[i];
+    RT(rt::setDevice(r.dev));
+    RT(rt::streamCreate(&r.stream));
+    RT(rt::malloc((void**)&r.in, (size_t)n * kCount * sizeof(float)));
+    for (float*& o : r.out) RT(rt::malloc((void**)&o, (size_t)n * kCount * sizeof(float)));
+  }
+  // Capture one graph per GPU (all captures end before any instantiation).
+  std::vector<rtGraph> graphs(n);
+  std::vector<rtGraphExec> execs(n);
+  for (Rank& r : ranks) {
+    RT(rt::setDevice(r.dev));
+    RT(rt::err(COLLTEST_RT(StreamBeginCapture)(r.stream, COLLTEST_RT(StreamCaptureModeGlobal))));
+  }
+  bool recorded = record(ranks, n);
+  for (int i = 0; i < n; i++) {
+    RT(rt::setDevice(ranks[i].dev));
+    RT(rt::err(COLLTEST_RT(StreamEndCapture)(ranks[i].stream, &graphs[i])));
+  }
+  if (!recorded) return false;
+  for (int i = 0; i < n; i++) {
+    RT(rt::setDevice(ranks[i].dev));
+    RT(rt::err(COLLTEST_RT(GraphInstantiate)(&execs[i], graphs[i], 0)));
+  }
+  const int kReplays = 50;
+  std::vector<float> host((size_t)n * kCount);
+  for (int rep = 0; rep < kReplays; rep++) {
+    for (int i = 0; i < n; i++) {
+      for (size_t k = 0; k < host.size(); k++) host[k] = value(rep, i, k);
+      RT(rt::setDevice(ranks[i].dev));
+      for (float* o : ranks[i].out) RT(rt::memset(o, 0xA5, host.size() * sizeof(float)));
+      RT(rt::toDevice(ranks[i].in, host.data(), host.size() * sizeof(float)));
+    }
+    for (int i = 0; i < n; i++) {
+      RT(rt::setDevice(ranks[i].dev));
+      RT(rt::err(COLLTEST_RT(GraphLaunch)(execs[i], ranks[i].stream)));
+    }
+    for (Rank& r : ranks) RT(rt::streamSync(r.stream));
+    if (!check(ranks, n, rep)) return false;
+  }
+  printf("  %d ranks: 9 operations per graph, %d replays with fresh inputs: all exact\n", n, kReplays);
+
+  // A group whose streams are partly captured is refused, and nothing runs.
+  if (n >= 1) {
+    Rank& r = ranks[0];
+    rtStream other;
+    RT(rt::setDevice(r.dev));
+    RT(rt::streamCreate(&other));
+    RT(rt::err(COLLTEST_RT(StreamBeginCapture)(r.stream, COLLTEST_RT(StreamCaptureModeGlobal))));
+    ncclGroupStart();
+    ncclResult_t a = ncclAllReduce(r.in, r.out[0], kCount, ncclFloat32, ncclSum, r.comm, r.stream);
+    ncclResult_t b = ncclAllReduce(r.in, r.out[1], kCount, ncclFloat32, ncclSum, r.comm, other);
+    ncclResult_t e = ncclGroupEnd();
+    rtGraph dropped = nullptr;
+    RT(rt::err(COLLTEST_RT(StreamEndCapture)(r.stream, &dropped)));
+    if (dropped) COLLTEST_RT(GraphDestroy)(dropped);
+    CHECK(a == ncclSuccess && b == ncclSuccess && e == ncclInvalidUsage,
+          "mixed captured/uncaptured group: calls %s/%s, group end %s (want ncclInvalidUsage)",
+          ncclGetErrorString(a), ncclGetErrorString(b), ncclGetErrorString(e));
+    CHECK(strstr(ncclGetLastError(nullptr), "captured") != nullptr, "last error '%s'", ncclGetLastError(nullptr));
+    RT(rt::streamDestroy(other));
+    printf("  a group mixing captured and uncaptured streams: ncclInvalidUsage, \"%s\"\n", ncclGetLastError(nullptr));
+  }
+  for (int i = 0; i < n; i++) {
+    RT(rt::setDevice(ranks[i].dev));
+    COLLTEST_RT(GraphExecDestroy)(execs[i]);
+    COLLTEST_RT(GraphDestroy)(graphs[i]);
+  }
+  for (Rank& r : ranks) {
+    RT(rt::setDevice(r.dev));
+    RT(rt::free(r.in));
+    for (float* o : r.out) RT(rt::free(o));
+    RT(rt::streamDestroy(r.stream));
+    NC(ncclCommDestroy(r.comm));
+  }
+  return true;
+}
+
+}  // namespace
+
+int main() {
+  int n = rt::deviceCount();
+  if (n < 1) {
+    printf("capture_test: no GPU; skipped\n");
+    return 77;
+  }
+  if (n > 4) n = 4;
+  bool ok = run(n);
+  printf("capture_test: %s\n", ok && gFails == 0 ? "PASS" : "FAIL");
+  return ok && gFails == 0 ? 0 : 1;
+}
