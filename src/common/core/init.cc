@@ -197,6 +197,7 @@ void commFree(ncclComm* comm, bool abort) {
 
 // Creates a fresh unique id (never the NCCL_COMM_ID one): for split children.
 ncclResult_t freshUniqueId(ncclUniqueId* out) {
+  reapFinishedRoots();   // join the root threads of earlier inits (as ncclGetUniqueId does)
   std::vector<std::pair<std::string, SocketAddress>> ifs;
   UCHECK(findInterfaces(&ifs, 1));
   UniqueIdContents c;
