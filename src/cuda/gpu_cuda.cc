@@ -37,6 +37,19 @@ ncclResult_t failAlloc(const char* call, cudaError_t err) {
     if (uniccl_err_ != cudaSuccess) return fail(#call, uniccl_err_); \
   } while (0)
 
+// Calls the enqueue path makes while a stream of this (or, in global capture
+// mode, any) thread may be capturing a graph: completion polling, graph-owned
+// work buffers, freeing the buffers of destroyed graphs. Global capture mode
+// forbids them; they touch nothing the capture records, so run them relaxed.
+class RelaxedCapture {
+ public:
+  RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
 // ------------------------------------------------------------------ devices
 ncclResult_t getDeviceCount(int* count) {
   CUDA_TRY(cudaGetDeviceCount(count));
@@ -174,12 +187,8 @@ ncclResult_t eventRecordExternal(Event e, Stream s) {
   return ncclSuccess;
 }
 ncclResult_t eventQuery(Event e) {
-  // Completions are polled on every API call, also while a stream of this
-  // thread captures a graph; global capture mode forbids queries then.
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  cudaThreadExchangeStreamCaptureMode(&mode);
+  RelaxedCapture relaxed;
   cudaError_t err = cudaEventQuery((cudaEvent_t)e);
-  cudaThreadExchangeStreamCaptureMode(&mode);
   if (err == cudaSuccess) return ncclSuccess;
   if (err == cudaErrorNotReady) return ncclInProgress;  // not an error: nothing to clear
   return fail("cudaEventQuery", err);
@@ -208,6 +217,7 @@ ncclResult_t hostAllocPinned(void** ptr, size_t bytes) {
   return ncclSuccess;
 }
 ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes) {
+  RelaxedCapture relaxed;
   void* h = nullptr;
   cudaError_t err = cudaHostAlloc(&h, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
   if (err != cudaSuccess) return failAlloc("cudaHostAlloc(mapped)", err);
@@ -223,6 +233,7 @@ ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes) {
   return ncclSuccess;
 }
 ncclResult_t hostFree(void* ptr) {
+  RelaxedCapture relaxed;
   CUDA_TRY(cudaFreeHost(ptr));
   return ncclSuccess;
 }

@@ -52,6 +52,19 @@ ncclResult_t failAlloc(const char* call, hipError_t err) {
     if (uniccl_err_ != hipSuccess) return fail(#call, uniccl_err_); \
   } while (0)
 
+// Calls the enqueue path makes while a stream of this (or, in global capture
+// mode, any) thread may be capturing a graph: completion polling, graph-owned
+// work buffers, freeing the buffers of destroyed graphs. Global capture mode
+// forbids them; they touch nothing the capture records, so run them relaxed.
+class RelaxedCapture {
+ public:
+  RelaxedCapture() { hipThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCapture() { hipThreadExchangeStreamCaptureMode(&mode_); }
+
+ private:
+  hipStreamCaptureMode mode_ = hipStreamCaptureModeRelaxed;
+};
+
 // ------------------------------------------------------------------ devices
 ncclResult_t getDeviceCount(int* count) {
   HIP_TRY(hipGetDeviceCount(count));
@@ -196,12 +209,8 @@ ncclResult_t eventRecordExternal(Event e, Stream s) {
 #endif
 }
 ncclResult_t eventQuery(Event e) {
-  // Completions are polled on every API call, also while a stream of this
-  // thread captures a graph; global capture mode forbids queries then.
-  hipStreamCaptureMode mode = hipStreamCaptureModeRelaxed;
-  hipThreadExchangeStreamCaptureMode(&mode);
+  RelaxedCapture relaxed;
   hipError_t err = hipEventQuery((hipEvent_t)e);
-  hipThreadExchangeStreamCaptureMode(&mode);
   if (err == hipSuccess) return ncclSuccess;
   if (err == hipErrorNotReady) return ncclInProgress;  // not an error: nothing to clear
   return fail("hipEventQuery", err);
@@ -230,6 +239,7 @@ ncclResult_t hostAllocPinned(void** ptr, size_t bytes) {
   return ncclSuccess;
 }
 ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes) {
+  RelaxedCapture relaxed;
   void* h = nullptr;
   hipError_t err = hipHostMalloc(&h, bytes, hipHostMallocMapped | hipHostMallocPortable);
   if (err != hipSuccess) return failAlloc("hipHostMalloc(mapped)", err);
@@ -245,6 +255,7 @@ ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes) {
   return ncclSuccess;
 }
 ncclResult_t hostFree(void* ptr) {
+  RelaxedCapture relaxed;
   HIP_TRY(hipHostFree(ptr));
   return ncclSuccess;
 }

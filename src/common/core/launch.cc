@@ -150,8 +150,13 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
   // watchdog/eager_tracker.h for why not with the done event).
   LaunchWatch watch;
   ncclResult_t res = watchLaunchBegin(comm, s, &watch);
-  if (res == ncclSuccess) res = gpu::launchWithDoneEvent(kernel, cfg, argv, done);
   if (res != ncclSuccess) {
+    comm->donePool.put(done);
+    return res;
+  }
+  res = gpu::launchWithDoneEvent(kernel, cfg, argv, done);
+  if (res != ncclSuccess) {
+    watchLaunchFailed(comm, &watch);
     comm->donePool.put(done);
     return res;
   }
