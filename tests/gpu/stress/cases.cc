@@ -4,7 +4,9 @@
 // 8 threads. Every result is checked exactly (integer-valued floats).
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "stress.h"
@@ -315,24 +317,53 @@ bool manyComms(int n) {
   return true;
 }
 
+// A reusable barrier for the threads of one case (C++17 has no std::barrier).
+class ThreadBarrier {
+ public:
+  explicit ThreadBarrier(int n) : n_(n) {}
+  void wait() {
+    std::unique_lock<std::mutex> lock(m_);
+    int gen = gen_;
+    if (++count_ == n_) {
+      count_ = 0;
+      gen_++;
+      cv_.notify_all();
+    } else {
+      cv_.wait(lock, [&] { return gen != gen_; });
+    }
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  int n_, count_ = 0, gen_ = 0;
+};
+
+// Eight threads, each with its own clique, used concurrently. Creating and
+// destroying communicators allocates and frees GPU memory, which may wait for
+// the device and so for other cliques' collectives in flight (NCCL documents
+// the same hazard): every thread initializes, then all run, then all release.
 bool threadPerComm(int n) {
   constexpr int kThreads = 8, kRounds = 2000, kSlice = 32, kCheckEvery = 500;
   unsigned seed = std::random_device{}();
   std::vector<char> ok(kThreads, 0);
   std::vector<double> secs(kThreads, 0);
   std::vector<std::thread> threads;
+  ThreadBarrier barrier(kThreads);
   Clock::time_point t0 = Clock::now();
   for (int t = 0; t < kThreads; t++)
     threads.emplace_back([&, t] {
-      Clock::time_point start = Clock::now();
       Clique cl;
       bool good = cl.setup(n, kRounds, kSlice, t % 2 ? ncclMax : ncclSum, seed + 100 * t);
+      barrier.wait();
+      Clock::time_point start = Clock::now();
       for (int k = 0; good && k < kRounds; k++) {
         good = cl.issue(k);
         if (good && (k + 1) % kCheckEvery == 0) good = cl.verify(k + 1 - kCheckEvery, k + 1);
       }
-      good = good && cl.comms.release(false);
       secs[t] = secondsSince(start);
+      barrier.wait();
+      good = cl.comms.release(false) && good;
       ok[t] = good;
     });
   for (std::thread& t : threads) t.join();
