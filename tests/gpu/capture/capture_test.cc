@@ -132,7 +132,7 @@ bool run(int n) {
   if (!recorded) return false;
   for (int i = 0; i < n; i++) {
     RT(rt::setDevice(ranks[i].dev));
-    RT(rt::err(COLLTEST_RT(GraphInstantiate)(&execs[i], graphs[i], 0)));
+    RT(rt::err(COLLTEST_RT(GraphInstantiateWithFlags)(&execs[i], graphs[i], 0)));
   }
   const int kReplays = 50;
   std::vector<float> host((size_t)n * kCount);

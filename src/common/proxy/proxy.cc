@@ -1,0 +1,511 @@
+// The proxy progress thread: takes posted ops, progresses each over the net
+// plugin, backs off when nothing moves (spin, then yield, then timed sleeps
+// on a condition variable that new work signals).
+#include "common/proxy/proxy.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <chrono>
+#include <climits>
+#include <condition_variable>
+#include <mutex>
+#include <new>
+#include <system_error>
+#include <thread>
+
+#include "common/util/debug.h"
+#include "common/util/param.h"
+
+namespace uniccl {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+inline bool aborted(const ProxyConnection* c) {
+  return c->abortFlag != nullptr && __atomic_load_n(c->abortFlag, __ATOMIC_ACQUIRE) != 0;
+}
+}  // namespace
+
+class Proxy {
+ public:
+  Proxy()
+      : spin_(std::chrono::microseconds(paramInt("UNICCL_PROXY_SPIN_US", 20))),
+        yield_(std::chrono::microseconds(paramInt("UNICCL_PROXY_YIELD_US", 1000))),
+        sleep_(std::chrono::microseconds(paramInt("UNICCL_PROXY_SLEEP_US", 100))) {
+    if (sleep_.count() < 1) sleep_ = std::chrono::microseconds(1);
+  }
+
+  ncclResult_t start() {
+    try {
+      thread_ = std::thread([this] { run(); });
+    } catch (const std::system_error& e) {
+      WARN("proxy: cannot start the progress thread: %s", e.what());
+      return ncclSystemError;
+    }
+    pthread_setname_np(thread_.native_handle(), "uniccl-proxy");
+    return ncclSuccess;
+  }
+
+  void stopAndJoin() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_.store(true, std::memory_order_release);
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  void post(ProxyOp* op) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      op->next = nullptr;
+      if (postedTail_ != nullptr) postedTail_->next = op; else postedHead_ = op;
+      postedTail_ = op;
+      hasPosted_.store(true, std::memory_order_release);
+    }
+    cv_.notify_one();
+  }
+
+  void wake() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      kicked_ = true;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void run();
+  void takePosted();
+  bool progress(ProxyOp* op, bool* moved);  // true: op finished
+  bool progressSend(ProxyOp* op, bool* moved);
+  bool progressRecv(ProxyOp* op, bool* moved);
+  bool fail(ProxyOp* op, ncclResult_t r);
+  void finish(ProxyOp* op, int status);
+  void idleWait(Clock::time_point idleSince);
+
+  std::chrono::microseconds spin_, yield_, sleep_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  ProxyOp* postedHead_ = nullptr;  // under mu_
+  ProxyOp* postedTail_ = nullptr;
+  bool kicked_ = false;            // under mu_
+  std::atomic<bool> hasPosted_{false};
+  std::atomic<bool> stop_{false};
+  ProxyOp* activeHead_ = nullptr;  // proxy thread only
+  ProxyOp* activeTail_ = nullptr;
+};
+
+void Proxy::takePosted() {
+  ProxyOp* head;
+  ProxyOp* tail;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    head = postedHead_;
+    tail = postedTail_;
+    postedHead_ = postedTail_ = nullptr;
+    hasPosted_.store(false, std::memory_order_relaxed);
+  }
+  if (head == nullptr) return;
+  if (activeTail_ != nullptr) activeTail_->next = head; else activeHead_ = head;
+  activeTail_ = tail;
+}
+
+void Proxy::finish(ProxyOp* op, int status) {
+  ProxyConnection* c = op->conn;
+  if (c->current == op) c->current = nullptr;
+  // Abandoned requests are never tested again; the net frees them when the
+  // owner closes the comm (after it saw this op finish).
+  for (void*& r : op->requests) r = nullptr;
+  void (*fn)(void*, ncclResult_t) = op->onComplete;
+  void* arg = op->onCompleteArg;
+  ncclResult_t result = op->result;
+  op->status.store(status, std::memory_order_release);  // the op is the owner's from here on
+  if (fn != nullptr) fn(arg, result);
+}
+
+bool Proxy::fail(ProxyOp* op, ncclResult_t r) {
+  op->result = r;
+  op->conn->error = r;
+  return true;
+}
+
+bool Proxy::progress(ProxyOp* op, bool* moved) {
+  ProxyConnection* c = op->conn;
+  if (c->current != op) {
+    if (c->current != nullptr) return false;  // an earlier op on this connection still runs
+    if (c->error != ncclSuccess) {
+      op->result = c->error;
+      return true;
+    }
+    c->current = op;
+    op->base = c->step;
+    c->step += op->nsteps;
+    *moved = true;
+  }
+  if (op->kind == ProxyOpKind::kSend) return progressSend(op, moved);
+  return progressRecv(op, moved);
+}
+
+bool Proxy::progressSend(ProxyOp* op, bool* moved) {
+  ProxyConnection* c = op->conn;
+  ConnFifo* f = c->fifo;
+  const ProxyNet* net = c->net;
+  // Transmit every slot the producer has filled (at most kConnSteps in flight).
+  while (op->transmitted < op->nsteps && op->transmitted < op->done + kConnSteps) {
+    uint64_t step = op->base + op->transmitted;
+    if (!connFifoReady(f, step)) break;
+    int slot = static_cast<int>(step % kConnSteps);
+    if (op->posted <= op->transmitted) op->posted = op->transmitted + 1;
+    const ConnFifoSlot& s = f->slots[slot];
+    int64_t size = op->stepBytes >= 0 ? op->stepBytes : connLoadSize(s);
+    char* ptr = nullptr;
+    void* mh = c->mhandle;
+    switch (s.mode) {
+      case kConnModeNormal:
+        ptr = c->staging + slot * c->stepBytes;
+        if (size > c->stepBytes) size = -2;
+        break;
+      case kConnModeOffset:
+        ptr = c->staging + s.offset;
+        if (s.offset < 0 || s.offset + size > kConnSteps * c->stepBytes) size = -2;
+        break;
+      case kConnModePtr:
+        ptr = static_cast<char*>(s.ptr);
+        mh = op->ptrMhandle;
+        if (ptr == nullptr) size = -2;
+        break;
+      default: size = -2;
+    }
+    if (size < 0 || size > INT_MAX || (ptr == nullptr && size > 0)) {
+      WARN("proxy: send step %lu (slot %d) was published with an invalid slot (mode %d, offset %d, "
+           "size %ld, %ld-byte slots); the producer must write the slot before advancing tail",
+           (unsigned long)step, slot, s.mode, s.offset, (long)connLoadSize(s), (long)c->stepBytes);
+      return fail(op, ncclInternalError);
+    }
+    void* req = nullptr;
+    ncclResult_t r = net->isend(c->netComm, ptr, static_cast<int>(size), op->tag, mh, &req);
+    if (r != ncclSuccess) {
+      WARN("proxy: isend of step %lu (%ld bytes, tag %d) failed: %d", (unsigned long)step, (long)size,
+           op->tag, r);
+      return fail(op, r);
+    }
+    if (req == nullptr) break;  // the net is busy: retry on the next pass
+    op->requests[slot] = req;
+    op->transmitted++;
+    *moved = true;
+  }
+  // Complete in order: free the slot, then let the producer reuse it.
+  while (op->done < op->transmitted) {
+    uint64_t step = op->base + op->done;
+    int slot = static_cast<int>(step % kConnSteps);
+    int isDone = 0;
+    int size = 0;
+    ncclResult_t r = net->test(op->requests[slot], &isDone, &size);
+    if (r != ncclSuccess) {
+      WARN("proxy: test of send step %lu failed: %d", (unsigned long)step, r);
+      return fail(op, r);
+    }
+    if (!isDone) break;
+    op->requests[slot] = nullptr;
+    connFifoFree(f, step);
+    op->done++;
+    *moved = true;
+  }
+  return op->done == op->nsteps;
+}
+
+bool Proxy::progressRecv(ProxyOp* op, bool* moved) {
+  ProxyConnection* c = op->conn;
+  ConnFifo* f = c->fifo;
+  const ProxyNet* net = c->net;
+  int postBytes = static_cast<int>(op->stepBytes >= 0 ? op->stepBytes : c->stepBytes);
+  // Post receives into slots the consumer has freed.
+  while (op->posted < op->nsteps) {
+    uint64_t step = op->base + op->posted;
+    if (!connFifoCanFill(f, step)) break;
+    int slot = static_cast<int>(step % kConnSteps);
+    void* ptr = c->staging + slot * c->stepBytes;
+    int size = postBytes;
+    int tag = op->tag;
+    void* mh = c->mhandle;
+    void* req = nullptr;
+    ncclResult_t r = net->irecv(c->netComm, 1, &ptr, &size, &tag, &mh, &req);
+    if (r != ncclSuccess) {
+      WARN("proxy: irecv of step %lu (%d bytes, tag %d) failed: %d", (unsigned long)step, size, tag, r);
+      return fail(op, r);
+    }
+    if (req == nullptr) break;
+    op->requests[slot] = req;
+    op->posted++;
+    *moved = true;
+  }
+  // Receives complete in order; flush the ones that landed in GPU memory.
+  while (op->received < op->posted) {
+    uint64_t step = op->base + op->received;
+    int slot = static_cast<int>(step % kConnSteps);
+    int isDone = 0;
+    int size = 0;
+    ncclResult_t r = net->test(op->requests[slot], &isDone, &size);
+    if (r != ncclSuccess) {
+      WARN("proxy: test of receive step %lu failed: %d", (unsigned long)step, r);
+      return fail(op, r);
+    }
+    if (!isDone) break;
+    op->requests[slot] = nullptr;
+    if (size < 0 || size > postBytes) {
+      WARN("proxy: receive step %lu got %d bytes into a %d-byte slot", (unsigned long)step, size, postBytes);
+      return fail(op, ncclInternalError);
+    }
+    op->sizes[slot] = size;
+    if (c->needFlush && size > 0) {
+      void* ptr = c->staging + slot * c->stepBytes;
+      void* mh = c->mhandle;
+      void* freq = nullptr;
+      r = net->iflush(c->netComm, 1, &ptr, &size, &mh, &freq);
+      if (r != ncclSuccess) {
+        WARN("proxy: iflush of receive step %lu failed: %d", (unsigned long)step, r);
+        return fail(op, r);
+      }
+      op->requests[slot] = freq;  // nullptr: the net needed no flush
+    }
+    op->received++;
+    *moved = true;
+  }
+  // Publish to the consumer once the flush (if any) completed.
+  while (op->transmitted < op->received) {
+    uint64_t step = op->base + op->transmitted;
+    int slot = static_cast<int>(step % kConnSteps);
+    if (op->requests[slot] != nullptr) {
+      int isDone = 0;
+      ncclResult_t r = net->test(op->requests[slot], &isDone, nullptr);
+      if (r != ncclSuccess) {
+        WARN("proxy: test of the flush of receive step %lu failed: %d", (unsigned long)step, r);
+        return fail(op, r);
+      }
+      if (!isDone) break;
+      op->requests[slot] = nullptr;
+    }
+    // Normal mode: the consumer knows its own address of the staging slot.
+    connFifoPublish(f, step, op->sizes[slot], kConnModeNormal, static_cast<int32_t>(slot * c->stepBytes));
+    op->transmitted++;
+    *moved = true;
+  }
+  // The consumer frees slots by advancing head.
+  uint64_t head = connLoadAcquire(&f->head);
+  while (op->done < op->transmitted && head > op->base + op->done) {
+    op->done++;
+    *moved = true;
+  }
+  return op->done == op->nsteps;
+}
+
+void Proxy::idleWait(Clock::time_point idleSince) {
+  Clock::duration idle = Clock::now() - idleSince;
+  if (idle < spin_) {
+    for (int i = 0; i < 64; i++) cpuRelax();
+    return;
+  }
+  if (idle < spin_ + yield_) {
+    sched_yield();
+    return;
+  }
+  std::unique_lock<std::mutex> lk(mu_);
+  auto woken = [this] { return kicked_ || stop_.load(std::memory_order_relaxed) || postedHead_ != nullptr; };
+  if (activeHead_ == nullptr) {
+    cv_.wait(lk, woken);  // nothing to progress: sleep until posted or stopped
+  } else {
+    cv_.wait_for(lk, sleep_, woken);  // ops wait on their producers/consumers: poll every sleep_
+  }
+  kicked_ = false;
+}
+
+void Proxy::run() {
+  Clock::time_point idleSince{};
+  bool idle = false;
+  for (;;) {
+    if (hasPosted_.load(std::memory_order_acquire)) takePosted();
+    bool moved = false;
+    ProxyOp* prev = nullptr;
+    for (ProxyOp* op = activeHead_; op != nullptr;) {
+      ProxyOp* next = op->next;
+      int status = kProxyOpPending;
+      if (aborted(op->conn)) {
+        op->result = ncclRemoteError;
+        status = kProxyOpAborted;
+      } else if (progress(op, &moved)) {
+        status = op->result == ncclSuccess ? kProxyOpDone : kProxyOpFailed;
+      }
+      if (status != kProxyOpPending) {
+        if (prev != nullptr) prev->next = next; else activeHead_ = next;
+        if (activeTail_ == op) activeTail_ = prev;
+        op->next = nullptr;
+        finish(op, status);
+        moved = true;
+      } else {
+        prev = op;
+      }
+      op = next;
+    }
+    if (stop_.load(std::memory_order_acquire)) break;
+    if (moved) {
+      idle = false;
+      continue;
+    }
+    if (!idle) {
+      idle = true;
+      idleSince = Clock::now();
+    }
+    idleWait(idleSince);
+  }
+  // Shutdown with ops left: their owners are gone or aborting; finish them so nobody waits forever.
+  takePosted();
+  while (activeHead_ != nullptr) {
+    ProxyOp* op = activeHead_;
+    activeHead_ = op->next;
+    op->next = nullptr;
+    op->result = ncclRemoteError;
+    finish(op, kProxyOpAborted);
+  }
+  activeTail_ = nullptr;
+}
+
+// ---- the process-wide instance ----
+
+namespace {
+std::mutex gMu;
+Proxy* gProxy = nullptr;
+int gRefs = 0;
+}  // namespace
+
+ncclResult_t ProxyRef::acquire(ProxyRef* out) {
+  if (out == nullptr) {
+    WARN("proxy: acquire needs a ProxyRef to fill");
+    return ncclInvalidArgument;
+  }
+  out->release();
+  std::lock_guard<std::mutex> lk(gMu);
+  if (gProxy == nullptr) {
+    Proxy* p = new (std::nothrow) Proxy();
+    if (p == nullptr) {
+      WARN("proxy: out of memory creating the progress thread state");
+      return ncclSystemError;
+    }
+    if (ncclResult_t r = p->start(); r != ncclSuccess) {
+      delete p;
+      return r;
+    }
+    gProxy = p;
+    INFO(kSubsysProxy, "proxy progress thread started");
+  }
+  gRefs++;
+  out->p_ = gProxy;
+  return ncclSuccess;
+}
+
+void ProxyRef::release() {
+  if (p_ == nullptr) return;
+  p_ = nullptr;
+  std::lock_guard<std::mutex> lk(gMu);
+  if (--gRefs > 0) return;
+  gProxy->stopAndJoin();
+  delete gProxy;
+  gProxy = nullptr;
+  INFO(kSubsysProxy, "proxy progress thread stopped");
+}
+
+ProxyRef& ProxyRef::operator=(ProxyRef&& o) noexcept {
+  if (this != &o) {
+    release();
+    p_ = o.p_;
+    o.p_ = nullptr;
+  }
+  return *this;
+}
+
+ncclResult_t ProxyRef::post(ProxyOp* op) {
+  if (p_ == nullptr) {
+    WARN("proxy: post on a ProxyRef that holds no proxy (acquire it first)");
+    return ncclInvalidUsage;
+  }
+  if (op == nullptr || op->conn == nullptr) {
+    WARN("proxy: post needs an op with a connection");
+    return ncclInvalidArgument;
+  }
+  const ProxyConnection* c = op->conn;
+  const ProxyNet* n = c->net;
+  if (n == nullptr || n->isend == nullptr || n->irecv == nullptr || n->test == nullptr ||
+      (c->needFlush && n->iflush == nullptr)) {
+    WARN("proxy: the op's connection has no net plugin table (or misses isend/irecv/test/iflush)");
+    return ncclInvalidArgument;
+  }
+  if (c->netComm == nullptr || c->fifo == nullptr || c->staging == nullptr || c->stepBytes <= 0 ||
+      c->stepBytes > INT_MAX / kConnSteps) {
+    WARN("proxy: the op's connection is not set up (netComm %p, fifo %p, staging %p, stepBytes %ld)",
+         c->netComm, static_cast<void*>(c->fifo), static_cast<void*>(c->staging), (long)c->stepBytes);
+    return ncclInvalidArgument;
+  }
+  if (op->kind != ProxyOpKind::kSend && op->kind != ProxyOpKind::kRecv) {
+    WARN("proxy: op kind %d is neither send nor recv", static_cast<int>(op->kind));
+    return ncclInvalidArgument;
+  }
+  if (op->nsteps == 0 || op->stepBytes < -1 || op->stepBytes > INT_MAX ||
+      (op->kind == ProxyOpKind::kRecv && op->stepBytes > c->stepBytes)) {
+    WARN("proxy: op with %lu steps of %ld bytes does not fit a connection of %ld-byte slots",
+         (unsigned long)op->nsteps, (long)op->stepBytes, (long)c->stepBytes);
+    return ncclInvalidArgument;
+  }
+  int expected = op->status.load(std::memory_order_acquire);
+  if (expected == kProxyOpPending ||
+      !op->status.compare_exchange_strong(expected, kProxyOpPending, std::memory_order_acq_rel)) {
+    WARN("proxy: op %p is already posted and not finished", static_cast<void*>(op));
+    return ncclInvalidUsage;
+  }
+  op->base = op->posted = op->received = op->transmitted = op->done = 0;
+  op->result = ncclSuccess;
+  for (int i = 0; i < kConnSteps; i++) {
+    op->requests[i] = nullptr;
+    op->sizes[i] = 0;
+  }
+  p_->post(op);
+  return ncclSuccess;
+}
+
+void ProxyRef::wake() {
+  if (p_ != nullptr) p_->wake();
+}
+
+ncclResult_t proxyOpWait(const ProxyOp* op) {
+  if (op == nullptr || op->status.load(std::memory_order_acquire) == kProxyOpIdle) {
+    WARN("proxy: waiting on an op that was never posted");
+    return ncclInvalidUsage;
+  }
+  for (int i = 0; !op->finished(); i++) {
+    if (i < 1000) cpuRelax();
+    else if (i < 2000) sched_yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return op->result;
+}
+
+int proxyRefCount() {
+  std::lock_guard<std::mutex> lk(gMu);
+  return gRefs;
+}
+
+bool proxyThreadRunning() {
+  std::lock_guard<std::mutex> lk(gMu);
+  return gProxy != nullptr;
+}
+
+}  // namespace uniccl

@@ -1,0 +1,125 @@
+// The proxy: one progress thread per process, shared by every communicator
+// that has network peers, that moves conn-FIFO slots over a net plugin
+// (ncclNet_v8_t). Send: the producer (kernel) fills a slot and advances the
+// FIFO's tail; the proxy isends it, tests it, frees the slot and advances
+// head. Receive: the proxy irecvs into a free staging slot, tests it,
+// flushes when the bytes landed in GPU memory, and publishes it (size, then
+// tail); the consumer (kernel) frees it and advances head.
+//
+// Ops are posted by the host (plan launch) and owned by the poster: posting
+// allocates nothing, the thread links them into its lists, and after an op is
+// finished (status != kProxyOpPending) the proxy never touches it again.
+// See docs/proxy.md.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "common/proxy/conn_fifo.h"
+#include "common/proxy/net_api.h"
+#include "uniccl.h"
+
+namespace uniccl {
+
+struct ProxyOp;
+
+// One network connection as the proxy progresses it. The transport that set
+// it up owns it; it must outlive every op posted on it. Ops of one
+// connection run one after another in post order, each continuing at the
+// step where the previous one ended (like the kernel's persistent step).
+struct ProxyConnection {
+  const ProxyNet* net = nullptr;
+  void* netComm = nullptr;   // the net's sendComm (send ops) or recvComm (recv ops)
+  void* mhandle = nullptr;   // regMr of the staging buffer (nullptr if the net needs none)
+  ConnFifo* fifo = nullptr;  // host address of the conn FIFO
+  char* staging = nullptr;   // host address of kConnSteps * stepBytes staging bytes
+  int64_t stepBytes = 0;     // bytes of one staging slot
+  bool needFlush = false;    // staging is GPU memory the NIC wrote: iflush before publishing
+  const volatile uint32_t* abortFlag = nullptr;  // owner's abort flag; nonzero stops its ops
+
+  // Proxy-thread state; zero when the connection is set up, never written by the owner later.
+  uint64_t step = 0;              // next step of this connection
+  ProxyOp* current = nullptr;     // the op progressing on it
+  ncclResult_t error = ncclSuccess;  // sticky transport error: later ops fail at once
+};
+
+enum class ProxyOpKind : uint8_t { kSend = 0, kRecv = 1 };
+
+enum ProxyOpStatus : int {
+  kProxyOpIdle = 0,     // never posted
+  kProxyOpPending = 1,  // posted, the proxy owns it
+  kProxyOpDone = 2,     // all steps done; result == ncclSuccess
+  kProxyOpFailed = 3,   // transport or protocol error; result says which
+  kProxyOpAborted = 4,  // the abort flag or the proxy's shutdown stopped it; result == ncclRemoteError
+};
+
+struct ProxyOp {
+  // ---- filled by the poster ----
+  ProxyConnection* conn = nullptr;
+  ProxyOpKind kind = ProxyOpKind::kSend;
+  int tag = 0;
+  uint64_t nsteps = 0;
+  // Send: bytes per step, or -1 to send the size the producer wrote in the slot.
+  // Recv: bytes posted per irecv (upper bound), or -1 for conn->stepBytes.
+  int64_t stepBytes = -1;
+  void* ptrMhandle = nullptr;  // send: mhandle for slots in kConnModePtr (registered user buffers)
+  // Called on the proxy thread once the op is finished, after which the
+  // proxy no longer touches the op (the callback may free or re-post it; it
+  // must not block, nor release the last ProxyRef: that joins this thread).
+  void (*onComplete)(void* arg, ncclResult_t result) = nullptr;
+  void* onCompleteArg = nullptr;
+
+  // ---- progress, written by the proxy thread (stable once finished) ----
+  // Steps are counted from `base` (the connection's step when the op started).
+  // send: posted = slots seen filled, transmitted = isends accepted, done = isends completed + slots freed
+  // recv: posted = irecvs accepted, received = irecvs completed, transmitted = published to the
+  //       consumer (after flush), done = freed by the consumer
+  uint64_t base = 0, posted = 0, received = 0, transmitted = 0, done = 0;
+  ncclResult_t result = ncclSuccess;
+  std::atomic<int> status{kProxyOpIdle};  // ProxyOpStatus; release-stored by the proxy
+
+  bool finished() const { return status.load(std::memory_order_acquire) > kProxyOpPending; }
+
+  // ---- proxy-internal ----
+  void* requests[kConnSteps] = {};
+  int sizes[kConnSteps] = {};
+  ProxyOp* next = nullptr;
+};
+
+class Proxy;
+
+// A reference on the process's proxy thread. The first acquire starts the
+// thread; the release of the last reference stops and joins it (ops still
+// pending then finish as kProxyOpAborted). Move-only RAII.
+class ProxyRef {
+ public:
+  ProxyRef() = default;
+  ~ProxyRef() { release(); }
+  ProxyRef(const ProxyRef&) = delete;
+  ProxyRef& operator=(const ProxyRef&) = delete;
+  ProxyRef(ProxyRef&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  ProxyRef& operator=(ProxyRef&& o) noexcept;
+
+  static ncclResult_t acquire(ProxyRef* out);
+  void release();
+  explicit operator bool() const { return p_ != nullptr; }
+
+  // Hands `op` to the proxy thread. Validates it; allocates nothing; never
+  // blocks on the network. The op must stay alive until finished().
+  ncclResult_t post(ProxyOp* op);
+  // Makes the thread look at its ops now (e.g. right after raising an abort flag).
+  void wake();
+
+ private:
+  Proxy* p_ = nullptr;
+};
+
+// Blocks (spin, yield, then short sleeps) until `op` is finished; returns op->result.
+// The caller must have a way out: an abort flag on the op's connection.
+ncclResult_t proxyOpWait(const ProxyOp* op);
+
+// Diagnostics / tests: references held and whether the thread is running.
+int proxyRefCount();
+bool proxyThreadRunning();
+
+}  // namespace uniccl

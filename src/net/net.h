@@ -1,0 +1,27 @@
+// The network transport interface inside uniccl: one C table, NCCL's net
+// plugin ABI v8 (include/uniccl_net.h), whether the transport is built in
+// (Socket, IB) or loaded from an external plugin.
+#pragma once
+
+#include "uniccl_net.h"
+
+namespace uniccl {
+
+using NetApi = ncclNet_v8_t;
+using NetProperties = ncclNetProperties_v8_t;
+
+// The network this process uses, chosen once (thread-safe) under NCCL_NET and
+// NCCL_NET_PLUGIN; its init() has already succeeded. Later calls return the
+// same table, or the same error.
+ncclResult_t netSelect(const NetApi** out);
+
+// The network named `name` (case-insensitive; a communicator's
+// ncclConfig_t.netName), initialized; nullptr or "" = netSelect(). Unknown
+// names fail with ncclInvalidArgument and a WARN listing the available ones.
+ncclResult_t netSelectByName(const char* name, const NetApi** out);
+
+// Forgets the choice and unloads the plugin so the next netSelect reads the
+// environment again. Tests only: no comm of the old table may be alive.
+void netUnloadForTesting();
+
+}  // namespace uniccl

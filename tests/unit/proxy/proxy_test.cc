@@ -1,0 +1,428 @@
+// The proxy in one process: CPU producer -> conn FIFO -> proxy -> loopback
+// net -> proxy -> conn FIFO -> CPU consumer, with the loopback playing a busy
+// network; backpressure, abort, transport errors, bad slots, refcounting.
+#include <sys/resource.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "common/proxy/proxy.h"
+#include "loopback_net.h"
+#include "proxy_harness.h"
+
+namespace uniccl::test {
+namespace {
+
+constexpr int64_t kStep = 512;
+
+struct Completion {
+  std::atomic<int> calls{0};
+  std::atomic<int> result{-1};
+  static void fn(void* arg, ncclResult_t r) {
+    auto* c = static_cast<Completion*>(arg);
+    c->result.store(r);
+    c->calls.fetch_add(1);
+  }
+};
+
+bool waitFinished(const ProxyOp& op, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!op.finished()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return true;
+}
+
+class ProxyLoopback : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    loopbackSetChaos(1, 0);
+    loopbackFailIsendAfter(0);
+    net = loopbackNet();
+    char handle[NCCL_NET_HANDLE_MAXSIZE];
+    ASSERT_EQ(net->listen(0, handle, &listen), ncclSuccess);
+    void* sc = nullptr;
+    void* rc = nullptr;
+    void* none = nullptr;
+    ncclNetDeviceHandle_v8_t* dev = nullptr;
+    ASSERT_EQ(net->accept(listen, &none, &dev), ncclSuccess);
+    EXPECT_EQ(none, nullptr);  // nothing connected yet: non-blocking "call again"
+    ASSERT_EQ(connectLoop(net, handle, &sc), ncclSuccess);
+    ASSERT_EQ(acceptLoop(net, listen, &rc), ncclSuccess);
+    ASSERT_EQ(tx.setup(net, sc, true, kStep), ncclSuccess);
+    ASSERT_EQ(rx.setup(net, rc, false, kStep), ncclSuccess);
+    ASSERT_EQ(ProxyRef::acquire(&proxy), ncclSuccess);
+  }
+  void TearDown() override {
+    proxy.release();
+    tx.close();
+    rx.close();
+    net->closeListen(listen);
+    LoopbackCounts c = loopbackCounts();
+    EXPECT_EQ(c.comms, 0);
+    EXPECT_EQ(c.requests, 0);
+    EXPECT_EQ(c.mrs, 0);
+    loopbackSetChaos(1, 0);
+    loopbackFailIsendAfter(0);
+  }
+  static void initOp(ProxyOp& op, Endpoint& e, uint64_t nsteps) {
+    op.conn = &e.conn;
+    op.kind = e.isSend ? ProxyOpKind::kSend : ProxyOpKind::kRecv;
+    op.tag = 7;
+    op.nsteps = nsteps;
+    op.stepBytes = -1;
+  }
+
+  const ncclNet_v8_t* net = nullptr;
+  void* listen = nullptr;
+  Endpoint tx, rx;
+  ProxyRef proxy;
+  uint32_t stop = 0;
+};
+
+// Random sizes over 4000 steps (the 8 slots wrap 500 times), split into four
+// consecutive ops per side, with a network that is busy 30% of the time and
+// a receive side that needs a flush.
+TEST_F(ProxyLoopback, IntegrityOverManyWraps) {
+  constexpr uint64_t kOps = 4, kPerOp = 1000, kTotal = kOps * kPerOp;
+  loopbackSetChaos(12345, 30);
+  rx.conn.needFlush = true;
+  const int flushesBefore = loopbackCounts().flushes;
+  ProxyOp sends[kOps], recvs[kOps];
+  Completion done[kOps];
+  for (uint64_t i = 0; i < kOps; i++) {
+    sends[i].conn = &tx.conn;
+    sends[i].kind = ProxyOpKind::kSend;
+    sends[i].tag = 3;
+    sends[i].nsteps = kPerOp;
+    recvs[i].conn = &rx.conn;
+    recvs[i].kind = ProxyOpKind::kRecv;
+    recvs[i].tag = 3;
+    recvs[i].nsteps = kPerOp;
+    recvs[i].onComplete = Completion::fn;
+    recvs[i].onCompleteArg = &done[i];
+    ASSERT_EQ(proxy.post(&recvs[i]), ncclSuccess);
+    ASSERT_EQ(proxy.post(&sends[i]), ncclSuccess);
+  }
+  ConsumerResult cr;
+  ProducerResult pr;
+  std::thread consumer([&] { cr = consume(rx, 99, kTotal, 0, &stop); });
+  std::thread producer([&] { pr = produce(tx, 99, kTotal, &stop); });
+  producer.join();
+  consumer.join();
+  EXPECT_FALSE(pr.timedOut);
+  EXPECT_FALSE(cr.timedOut);
+  EXPECT_EQ(pr.produced, kTotal);
+  EXPECT_EQ(cr.consumed, kTotal);
+  EXPECT_EQ(cr.badSteps, 0u);
+  EXPECT_EQ(pr.overwrites, 0u);
+  EXPECT_LE(pr.maxInFlight, static_cast<uint64_t>(kConnSteps));
+  for (uint64_t i = 0; i < kOps; i++) {
+    ASSERT_TRUE(waitFinished(sends[i], std::chrono::seconds(5)));
+    ASSERT_TRUE(waitFinished(recvs[i], std::chrono::seconds(5)));
+    EXPECT_EQ(sends[i].status.load(), kProxyOpDone);
+    EXPECT_EQ(recvs[i].status.load(), kProxyOpDone);
+    EXPECT_EQ(sends[i].base, i * kPerOp);  // each op continues where the previous ended
+    EXPECT_EQ(recvs[i].base, i * kPerOp);
+    EXPECT_EQ(sends[i].posted, kPerOp);
+    EXPECT_EQ(sends[i].transmitted, kPerOp);
+    EXPECT_EQ(sends[i].done, kPerOp);
+    EXPECT_EQ(recvs[i].posted, kPerOp);
+    EXPECT_EQ(recvs[i].received, kPerOp);
+    EXPECT_EQ(recvs[i].transmitted, kPerOp);
+    EXPECT_EQ(recvs[i].done, kPerOp);
+    EXPECT_EQ(done[i].calls.load(), 1);
+    EXPECT_EQ(done[i].result.load(), ncclSuccess);
+  }
+  EXPECT_EQ(tx.fifo.host()->tail, kTotal);
+  EXPECT_EQ(tx.fifo.host()->head, kTotal);
+  EXPECT_EQ(rx.fifo.host()->tail, kTotal);
+  EXPECT_EQ(rx.fifo.host()->head, kTotal);
+  for (const ConnFifoSlot& s : tx.fifo.host()->slots) EXPECT_EQ(s.size, -1);
+  EXPECT_EQ(loopbackCounts().flushes - flushesBefore, static_cast<int>(kTotal));
+}
+
+// A slow consumer: the producer has to wait for freed slots and never
+// refills a slot that is still in use.
+TEST_F(ProxyLoopback, SlowConsumerBackpressuresProducer) {
+  constexpr uint64_t kTotal = 200;
+  ProxyOp send, recv;
+  initOp(send, tx, kTotal);
+  initOp(recv, rx, kTotal);
+  ASSERT_EQ(proxy.post(&send), ncclSuccess);
+  ASSERT_EQ(proxy.post(&recv), ncclSuccess);
+  ConsumerResult cr;
+  ProducerResult pr;
+  std::thread consumer([&] { cr = consume(rx, 5, kTotal, 200, &stop); });
+  std::thread producer([&] { pr = produce(tx, 5, kTotal, &stop); });
+  producer.join();
+  consumer.join();
+  EXPECT_EQ(cr.consumed, kTotal);
+  EXPECT_EQ(cr.badSteps, 0u);
+  EXPECT_EQ(pr.overwrites, 0u);
+  EXPECT_GT(pr.waits, kTotal / 8);  // it had to wait for the consumer, again and again
+  EXPECT_EQ(pr.maxInFlight, static_cast<uint64_t>(kConnSteps));  // the FIFO ran full, never over
+  EXPECT_EQ(proxyOpWait(&send), ncclSuccess);
+  EXPECT_EQ(proxyOpWait(&recv), ncclSuccess);
+}
+
+// Abort in mid-transfer: both ops stop within a few poll intervals, report
+// ncclRemoteError, and closing the comms frees the abandoned requests.
+TEST_F(ProxyLoopback, AbortMidTransferStopsPromptly) {
+  constexpr uint64_t kTotal = 1000, kMade = 100;
+  ProxyOp send, recv;
+  initOp(send, tx, kTotal);
+  initOp(recv, rx, kTotal);
+  Completion sendDone, recvDone;
+  send.onComplete = recv.onComplete = Completion::fn;
+  send.onCompleteArg = &sendDone;
+  recv.onCompleteArg = &recvDone;
+  ASSERT_EQ(proxy.post(&send), ncclSuccess);
+  ASSERT_EQ(proxy.post(&recv), ncclSuccess);
+  ConsumerResult cr = {};
+  std::thread consumer([&] { cr = consume(rx, 8, kTotal, 0, &stop); });
+  ProducerResult pr = produce(tx, 8, kMade, &stop);  // the "kernel" stalls after 100 steps
+  EXPECT_EQ(pr.produced, kMade);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (connLoadAcquire(&rx.fifo.host()->head) < kMade && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  EXPECT_EQ(connLoadAcquire(&rx.fifo.host()->head), kMade);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let the proxy fall asleep
+  EXPECT_FALSE(send.finished());
+  EXPECT_FALSE(recv.finished());
+
+  auto t0 = std::chrono::steady_clock::now();
+  __atomic_store_n(&tx.abortFlag, 1u, __ATOMIC_RELEASE);
+  __atomic_store_n(&rx.abortFlag, 1u, __ATOMIC_RELEASE);
+  ASSERT_TRUE(waitFinished(send, std::chrono::seconds(2)));
+  ASSERT_TRUE(waitFinished(recv, std::chrono::seconds(2)));
+  auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_LT(took, std::chrono::milliseconds(200));  // a poll interval is 100 us by default
+  __atomic_store_n(&stop, 1u, __ATOMIC_RELEASE);
+  consumer.join();
+  EXPECT_EQ(cr.consumed, kMade);
+  EXPECT_EQ(cr.badSteps, 0u);
+  EXPECT_EQ(send.status.load(), kProxyOpAborted);
+  EXPECT_EQ(recv.status.load(), kProxyOpAborted);
+  EXPECT_EQ(send.result, ncclRemoteError);
+  EXPECT_EQ(sendDone.calls.load(), 1);
+  EXPECT_EQ(recvDone.result.load(), ncclRemoteError);
+  EXPECT_EQ(send.done, kMade);
+  EXPECT_GT(recv.posted, recv.received);  // irecvs were in flight: abandoned, freed by closeRecv
+  EXPECT_GT(loopbackCounts().requests, 0);
+  // TearDown closes the comms and checks that nothing leaked.
+}
+
+// A transport error fails the op (result + callback) and every later op on
+// that connection; the other direction is stopped with the abort flag.
+TEST_F(ProxyLoopback, TransportErrorIsReported) {
+  constexpr uint64_t kTotal = 50;
+  loopbackFailIsendAfter(5);
+  ProxyOp send, later, recv;
+  initOp(send, tx, kTotal);
+  initOp(later, tx, 10);
+  initOp(recv, rx, kTotal);
+  Completion sendDone, laterDone;
+  send.onComplete = later.onComplete = Completion::fn;
+  send.onCompleteArg = &sendDone;
+  later.onCompleteArg = &laterDone;
+  ASSERT_EQ(proxy.post(&send), ncclSuccess);
+  ASSERT_EQ(proxy.post(&later), ncclSuccess);
+  ASSERT_EQ(proxy.post(&recv), ncclSuccess);
+  ConsumerResult cr;
+  std::thread consumer([&] { cr = consume(rx, 3, kTotal, 0, &stop); });
+  std::thread producer([&] { produce(tx, 3, kTotal, &stop); });
+  ASSERT_TRUE(waitFinished(send, std::chrono::seconds(5)));
+  ASSERT_TRUE(waitFinished(later, std::chrono::seconds(5)));
+  EXPECT_EQ(send.status.load(), kProxyOpFailed);
+  EXPECT_EQ(send.result, ncclSystemError);
+  EXPECT_EQ(sendDone.result.load(), ncclSystemError);
+  EXPECT_EQ(send.transmitted, 4u);
+  EXPECT_EQ(later.status.load(), kProxyOpFailed);
+  EXPECT_EQ(laterDone.result.load(), ncclSystemError);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (connLoadAcquire(&rx.fifo.host()->head) < 4 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  __atomic_store_n(&rx.abortFlag, 1u, __ATOMIC_RELEASE);
+  proxy.wake();
+  ASSERT_TRUE(waitFinished(recv, std::chrono::seconds(2)));
+  __atomic_store_n(&stop, 1u, __ATOMIC_RELEASE);
+  producer.join();
+  consumer.join();
+  EXPECT_EQ(cr.badSteps, 0u);
+  EXPECT_EQ(cr.consumed, 4u);
+}
+
+// A producer that publishes more bytes than a slot holds fails the op; nothing is sent.
+TEST_F(ProxyLoopback, OversizedSlotFailsTheOp) {
+  ProxyOp send;
+  initOp(send, tx, 4);
+  ASSERT_EQ(proxy.post(&send), ncclSuccess);
+  connFifoPublish(tx.fifo.host(), 0, kStep + 1);
+  EXPECT_EQ(proxyOpWait(&send), ncclInternalError);
+  EXPECT_EQ(send.status.load(), kProxyOpFailed);
+  EXPECT_EQ(send.transmitted, 0u);
+}
+
+// Fixed per-step bytes override the slot's size; a registered user buffer (kConnModePtr) is sent as is.
+TEST_F(ProxyLoopback, FixedSizeAndPointerMode) {
+  std::vector<char> user(kStep);
+  for (int64_t i = 0; i < kStep; i++) user[i] = static_cast<char>(byteOf(1, 1, i));
+  void* userMh = nullptr;
+  ASSERT_EQ(net->regMr(tx.comm, user.data(), user.size(), NCCL_PTR_HOST, &userMh), ncclSuccess);
+  ProxyOp send, recv;
+  initOp(send, tx, 2);
+  initOp(recv, rx, 2);
+  send.stepBytes = 64;
+  send.ptrMhandle = userMh;
+  ASSERT_EQ(proxy.post(&send), ncclSuccess);
+  ASSERT_EQ(proxy.post(&recv), ncclSuccess);
+  for (int i = 0; i < 64; i++) tx.staging[i] = static_cast<char>(byteOf(1, 0, i));
+  connFifoPublish(tx.fifo.host(), 0, -1);  // size ignored: the op says 64
+  connFifoPublish(tx.fifo.host(), 1, kStep, kConnModePtr, 0, user.data());
+  EXPECT_EQ(proxyOpWait(&send), ncclSuccess);
+  ConnFifo* f = rx.fifo.host();
+  while (!connFifoReady(f, 1)) std::this_thread::yield();
+  EXPECT_EQ(f->slots[0].size, 64);
+  EXPECT_EQ(f->slots[1].size, 64);  // the op's fixed size applies to every step
+  for (int i = 0; i < 64; i++) {
+    EXPECT_EQ(static_cast<uint8_t>(rx.staging[i]), byteOf(1, 0, i));
+    EXPECT_EQ(static_cast<uint8_t>(rx.staging[kStep + i]), byteOf(1, 1, i));
+  }
+  connFifoFree(f, 0);
+  connFifoFree(f, 1);
+  EXPECT_EQ(proxyOpWait(&recv), ncclSuccess);
+  net->deregMr(tx.comm, userMh);
+}
+
+TEST_F(ProxyLoopback, BadPostsAreRejected) {
+  ProxyOp op;
+  initOp(op, tx, 0);
+  EXPECT_EQ(proxy.post(&op), ncclInvalidArgument);  // no steps
+  op.nsteps = 3;
+  op.conn = nullptr;
+  EXPECT_EQ(proxy.post(&op), ncclInvalidArgument);
+  EXPECT_EQ(proxy.post(nullptr), ncclInvalidArgument);
+  ProxyOp recv;
+  initOp(recv, rx, 1);
+  recv.stepBytes = kStep + 1;  // larger than a slot
+  EXPECT_EQ(proxy.post(&recv), ncclInvalidArgument);
+  ProxyConnection broken = tx.conn;
+  broken.fifo = nullptr;
+  op.conn = &broken;
+  EXPECT_EQ(proxy.post(&op), ncclInvalidArgument);
+  op.conn = &tx.conn;
+  ASSERT_EQ(proxy.post(&op), ncclSuccess);
+  EXPECT_EQ(proxy.post(&op), ncclInvalidUsage);  // still pending
+  ProxyRef none;
+  EXPECT_EQ(none.post(&recv), ncclInvalidUsage);
+  EXPECT_EQ(proxyOpWait(&recv), ncclInvalidUsage);  // never posted: an error, not a hang
+  __atomic_store_n(&tx.abortFlag, 1u, __ATOMIC_RELEASE);
+  proxy.wake();
+  EXPECT_EQ(proxyOpWait(&op), ncclRemoteError);
+}
+
+// Ops waiting on a stalled producer must not burn a core: after the spin
+// and yield phases the thread sleeps between polls.
+TEST_F(ProxyLoopback, IdleProxyBacksOff) {
+  ProxyOp recv;  // no sender: waits forever
+  initOp(recv, rx, 10);
+  ASSERT_EQ(proxy.post(&recv), ncclSuccess);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  rusage r0, r1;
+  getrusage(RUSAGE_SELF, &r0);
+  auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  getrusage(RUSAGE_SELF, &r1);
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto secs = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  double cpu = secs(r1.ru_utime) - secs(r0.ru_utime) + secs(r1.ru_stime) - secs(r0.ru_stime);
+  EXPECT_LT(cpu, 0.5 * wall);
+  EXPECT_FALSE(recv.finished());
+  __atomic_store_n(&rx.abortFlag, 1u, __ATOMIC_RELEASE);
+  EXPECT_EQ(proxyOpWait(&recv), ncclRemoteError);  // noticed within a poll interval, no wake needed
+}
+
+TEST(ProxyThread, RefcountStartsAndStopsTheThread) {
+  EXPECT_FALSE(proxyThreadRunning());
+  EXPECT_EQ(proxyRefCount(), 0);
+  {
+    ProxyRef a, b;
+    ASSERT_EQ(ProxyRef::acquire(&a), ncclSuccess);
+    EXPECT_TRUE(proxyThreadRunning());
+    ASSERT_EQ(ProxyRef::acquire(&b), ncclSuccess);
+    EXPECT_EQ(proxyRefCount(), 2);
+    a.release();
+    EXPECT_TRUE(proxyThreadRunning());
+    EXPECT_EQ(proxyRefCount(), 1);
+    ProxyRef c(std::move(b));
+    EXPECT_FALSE(b);
+    EXPECT_TRUE(c);
+    EXPECT_EQ(proxyRefCount(), 1);
+  }
+  EXPECT_FALSE(proxyThreadRunning());
+  EXPECT_EQ(proxyRefCount(), 0);
+  ProxyRef again;
+  ASSERT_EQ(ProxyRef::acquire(&again), ncclSuccess);  // restarts after a full stop
+  EXPECT_TRUE(proxyThreadRunning());
+  again.release();
+  EXPECT_FALSE(proxyThreadRunning());
+  EXPECT_EQ(ProxyRef::acquire(nullptr), ncclInvalidArgument);
+}
+
+// Releasing the last reference with an op still pending finishes it as aborted (nobody waits forever).
+TEST(ProxyThread, ShutdownAbortsPendingOps) {
+  const ncclNet_v8_t* net = loopbackNet();
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* listen = nullptr;
+  void *sc = nullptr, *rc = nullptr;
+  ASSERT_EQ(net->listen(0, handle, &listen), ncclSuccess);
+  ASSERT_EQ(connectLoop(net, handle, &sc), ncclSuccess);
+  ASSERT_EQ(acceptLoop(net, listen, &rc), ncclSuccess);
+  {
+    Endpoint rx;
+    ASSERT_EQ(rx.setup(net, rc, false, 64), ncclSuccess);
+    net->closeSend(sc);
+    ProxyOp recv;
+    recv.conn = &rx.conn;
+    recv.kind = ProxyOpKind::kRecv;
+    recv.nsteps = 5;
+    ProxyRef p;
+    ASSERT_EQ(ProxyRef::acquire(&p), ncclSuccess);
+    ASSERT_EQ(p.post(&recv), ncclSuccess);
+    p.release();
+    EXPECT_EQ(recv.status.load(), kProxyOpAborted);
+    EXPECT_EQ(recv.result, ncclRemoteError);
+  }
+  net->closeListen(listen);
+  EXPECT_EQ(loopbackCounts().requests, 0);
+  EXPECT_EQ(loopbackCounts().comms, 0);
+}
+
+TEST(ConnFifo, HostBufferStartsFreeAndMoves) {
+  ConnFifoBuffer a;
+  ASSERT_EQ(a.allocateHost(), ncclSuccess);
+  ASSERT_NE(a.host(), nullptr);
+  EXPECT_EQ(a.device(), a.host());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a.host()) % 64, 0u);
+  for (const ConnFifoSlot& s : a.host()->slots) EXPECT_EQ(s.size, -1);
+  EXPECT_TRUE(connFifoCanFill(a.host(), 7));
+  EXPECT_FALSE(connFifoCanFill(a.host(), 8));
+  connFifoPublish(a.host(), 0, 10);
+  EXPECT_TRUE(connFifoReady(a.host(), 0));
+  EXPECT_FALSE(connFifoReady(a.host(), 1));
+  connFifoFree(a.host(), 0);
+  EXPECT_TRUE(connFifoCanFill(a.host(), 8));
+  ConnFifo* p = a.host();
+  ConnFifoBuffer b(std::move(a));
+  EXPECT_EQ(b.host(), p);
+  EXPECT_EQ(a.host(), nullptr);
+  EXPECT_EQ(b.allocate(nullptr, nullptr), ncclInvalidArgument);
+}
+
+}  // namespace
+}  // namespace uniccl::test
