@@ -193,7 +193,8 @@ TEST_F(SocketNetTest, TransfersBetweenTwoThreads) {
     int size = -1;
     ASSERT_EQ(waitRequest(req, &size), ncclSuccess);
     EXPECT_EQ(size, (int)sizes[i]);
-    EXPECT_EQ(memcmp(expect.data(), dst.data(), sizes[i]), 0) << "message " << i;
+    // Empty vectors may have null data(): memcmp must not see them.
+    if (sizes[i] > 0) EXPECT_EQ(memcmp(expect.data(), dst.data(), sizes[i]), 0) << "message " << i;
   }
   sender.join();
   EXPECT_TRUE(senderOk);
