@@ -130,31 +130,28 @@ ncclResult_t GraphEventTracker::recordStart(gpu::Stream s, const gpu::CaptureInf
 ncclResult_t GraphEventTracker::recordEnd(gpu::Stream s, Captured* c, const WorkDesc& desc) {
   if (c->start == nullptr) return ncclSuccess;
   ncclResult_t res = gpu::eventRecordExternal(c->end, s);
+  // On failure the start node may still be in the graph: keep the pair, untimed.
+  keep(c, desc, res == ncclSuccess);
+  return res;
+}
+
+// Hands a captured pair to its graph (timed or not), or destroys it when the
+// graph is gone (cannot happen while the capture is open).
+void GraphEventTracker::keep(Captured* c, const WorkDesc& desc, bool timed) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = graphs_.find(c->graphId);
   if (it == graphs_.end()) {
-    // Cannot happen while the capture is open; the events are not referenced elsewhere by us.
     destroyEvent(c->start);
     destroyEvent(c->end);
   } else {
-    // On failure the start node may still be in the graph: keep the pair, untimed.
-    it->second->works.push_back(GraphWork{c->start, c->end, desc, res == ncclSuccess, -1});
+    it->second->works.push_back(GraphWork{c->start, c->end, desc, timed, -1});
   }
   *c = Captured{};
-  return res;
 }
 
 void GraphEventTracker::abandon(Captured* c) {
   if (c->start == nullptr) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = graphs_.find(c->graphId);
-  if (it == graphs_.end()) {
-    destroyEvent(c->start);
-    destroyEvent(c->end);
-  } else {
-    it->second->works.push_back(GraphWork{c->start, c->end, WorkDesc{}, false, -1});
-  }
-  *c = Captured{};
+  keep(c, WorkDesc{}, false);
 }
 
 void GraphEventTracker::releaseState(GraphState* st) {

@@ -81,6 +81,7 @@ class GraphEventTracker {
   static bool externalRecordsUnsupported();
 
  private:
+  void keep(Captured* c, const WorkDesc& desc, bool timed);
   struct GraphWork {
     gpu::Event start;
     gpu::Event end;

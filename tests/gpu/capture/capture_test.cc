@@ -122,7 +122,7 @@ bool run(int n) {
   std::vector<rtGraphExec> execs(n);
   for (Rank& r : ranks) {
     RT(rt::setDevice(r.dev));
-    RT(rt::err(COLLTEST_RT(StreamBeginCapture)(r.stream, COLLTEST_RT(StreamCaptureModeGlobal))));
+    RT(rt::err(COLLTEST_RT(StreamBeginCapture)(r.stream, COLLTEST_RT_CAPTURE_GLOBAL)));
   }
   bool recorded = record(ranks, n);
   for (int i = 0; i < n; i++) {
@@ -132,7 +132,7 @@ bool run(int n) {
   if (!recorded) return false;
   for (int i = 0; i < n; i++) {
     RT(rt::setDevice(ranks[i].dev));
-    RT(rt::err(COLLTEST_RT(GraphInstantiateWithFlags)(&execs[i], graphs[i], 0)));
+    RT(rt::graphInstantiate(&execs[i], graphs[i]));
   }
   const int kReplays = 50;
   std::vector<float> host((size_t)n * kCount);
@@ -158,7 +158,7 @@ bool run(int n) {
     rtStream other;
     RT(rt::setDevice(r.dev));
     RT(rt::streamCreate(&other));
-    RT(rt::err(COLLTEST_RT(StreamBeginCapture)(r.stream, COLLTEST_RT(StreamCaptureModeGlobal))));
+    RT(rt::err(COLLTEST_RT(StreamBeginCapture)(r.stream, COLLTEST_RT_CAPTURE_GLOBAL)));
     ncclGroupStart();
     ncclResult_t a = ncclAllReduce(r.in, r.out[0], kCount, ncclFloat32, ncclSum, r.comm, r.stream);
     ncclResult_t b = ncclAllReduce(r.in, r.out[1], kCount, ncclFloat32, ncclSum, r.comm, other);

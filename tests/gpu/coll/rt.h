@@ -14,6 +14,7 @@ using rtStream = hipStream_t;
 using rtGraph = hipGraph_t;
 using rtGraphExec = hipGraphExec_t;
 #define COLLTEST_RT_SUCCESS hipSuccess
+#define COLLTEST_RT_CAPTURE_GLOBAL hipStreamCaptureModeGlobal
 #define COLLTEST_RT_H2D hipMemcpyHostToDevice
 #define COLLTEST_RT_D2H hipMemcpyDeviceToHost
 #define COLLTEST_RT_BACKEND "hip"
@@ -25,6 +26,7 @@ using rtStream = cudaStream_t;
 using rtGraph = cudaGraph_t;
 using rtGraphExec = cudaGraphExec_t;
 #define COLLTEST_RT_SUCCESS cudaSuccess
+#define COLLTEST_RT_CAPTURE_GLOBAL cudaStreamCaptureModeGlobal
 #define COLLTEST_RT_H2D cudaMemcpyHostToDevice
 #define COLLTEST_RT_D2H cudaMemcpyDeviceToHost
 #define COLLTEST_RT_BACKEND "cuda"
@@ -61,6 +63,11 @@ inline const char* streamCreate(rtStream* s) { return err(COLLTEST_RT(StreamCrea
 inline const char* streamSync(rtStream s) { return err(COLLTEST_RT(StreamSynchronize)(s)); }
 inline const char* streamDestroy(rtStream s) { return err(COLLTEST_RT(StreamDestroy)(s)); }
 inline const char* deviceSync() { return err(COLLTEST_RT(DeviceSynchronize)()); }
+// The WithFlags form has the same signature in both runtimes (ROCm 5.2's
+// plain form takes an error node and a log buffer instead of flags).
+inline const char* graphInstantiate(rtGraphExec* exec, rtGraph graph) {
+  return err(COLLTEST_RT(GraphInstantiateWithFlags)(exec, graph, 0));
+}
 inline const char* memInfo(size_t* freeBytes, size_t* totalBytes) {
   return err(COLLTEST_RT(MemGetInfo)(freeBytes, totalBytes));
 }

@@ -27,17 +27,6 @@
 #include "common/watchdog/watchdog.h"
 #include "../coll/rt.h"
 
-#if defined(UNICCL_GPU_BACKEND_HIP) || defined(__HIP_PLATFORM_AMD__)
-using rtGraph = hipGraph_t;
-using rtGraphExec = hipGraphExec_t;
-#define RT_CAPTURE_GLOBAL hipStreamCaptureModeGlobal
-#define RT_INSTANTIATE(exec, g) hipGraphInstantiate((exec), (g), nullptr, nullptr, 0)
-#else
-using rtGraph = cudaGraph_t;
-using rtGraphExec = cudaGraphExec_t;
-#define RT_CAPTURE_GLOBAL cudaStreamCaptureModeGlobal
-#define RT_INSTANTIATE(exec, g) cudaGraphInstantiate((exec), (g), 0)
-#endif
 
 namespace {
 
@@ -185,12 +174,12 @@ bool testGraph() {
   RTOK(COLLTEST_RT(SetDevice)(0));
   rtGraph g = nullptr;
   rtGraphExec exec = nullptr;
-  RTOK(COLLTEST_RT(StreamBeginCapture)(ranks[0].stream, RT_CAPTURE_GLOBAL));
+  RTOK(COLLTEST_RT(StreamBeginCapture)(ranks[0].stream, COLLTEST_RT_CAPTURE_GLOBAL));
   ncclResult_t r = ncclAllReduce(ranks[0].buf, ranks[0].buf, 65536, ncclFloat32, ncclSum, ranks[0].comm,
                                  ranks[0].stream);
   RTOK(COLLTEST_RT(StreamEndCapture)(ranks[0].stream, &g));
   CHECK(r == ncclSuccess, "captured AllReduce -> %s", ncclGetErrorString(r));
-  RTOK(RT_INSTANTIATE(&exec, g));
+  RTOK(COLLTEST_RT(GraphInstantiateWithFlags)(&exec, g, 0));
   Clock::time_point issued = Clock::now();
   RTOK(COLLTEST_RT(GraphLaunch)(exec, ranks[0].stream));
   bool ok = checkTimeoutFired(ranks, issued, logBefore, true);
@@ -203,7 +192,7 @@ bool testGraph() {
 bool captureBoth(std::vector<Rank>& ranks, size_t floats, int perGraph, rtGraph g[2], rtGraphExec exec[2]) {
   for (int r = 0; r < 2; r++) {
     RTOK(COLLTEST_RT(SetDevice)(r));
-    RTOK(COLLTEST_RT(StreamBeginCapture)(ranks[r].stream, RT_CAPTURE_GLOBAL));
+    RTOK(COLLTEST_RT(StreamBeginCapture)(ranks[r].stream, COLLTEST_RT_CAPTURE_GLOBAL));
   }
   NCCLOK(ncclGroupStart());
   for (int i = 0; i < perGraph; i++)
@@ -218,7 +207,7 @@ bool captureBoth(std::vector<Rank>& ranks, size_t floats, int perGraph, rtGraph 
   }
   for (int r = 0; r < 2; r++) {
     RTOK(COLLTEST_RT(SetDevice)(r));
-    RTOK(RT_INSTANTIATE(&exec[r], g[r]));
+    RTOK(COLLTEST_RT(GraphInstantiateWithFlags)(&exec[r], g[r], 0));
   }
   return true;
 }

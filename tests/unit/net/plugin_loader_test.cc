@@ -10,33 +10,11 @@
 #include <vector>
 
 #include "common/util/debug.h"
+#include "scoped_env.h"
 #include "net/net.h"
 
 namespace uniccl {
 namespace {
-
-class EnvVar {
- public:
-  EnvVar(const char* name, const char* value) : name_(name) {
-    const char* old = getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~EnvVar() {
-    if (had_)
-      setenv(name_.c_str(), old_.c_str(), 1);
-    else
-      unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-};
 
 const char* pluginPath(const char* var) {
   const char* p = getenv(var);
@@ -63,8 +41,8 @@ class NetLoaderTest : public ::testing::Test {
 };
 
 TEST_F(NetLoaderTest, UnsetSelectsSocket) {
-  EnvVar plugin("NCCL_NET_PLUGIN", nullptr);
-  EnvVar net("NCCL_NET", nullptr);
+  ScopedEnv plugin("NCCL_NET_PLUGIN", nullptr);
+  ScopedEnv net("NCCL_NET", nullptr);
   const NetApi* api = nullptr;
   ASSERT_EQ(netSelect(&api), ncclSuccess);
   ASSERT_NE(api, nullptr);
@@ -76,8 +54,8 @@ TEST_F(NetLoaderTest, UnsetSelectsSocket) {
 
 TEST_F(NetLoaderTest, PluginByPathIsPreferredAndInitializedOnce) {
   const char* path = pluginPath("UNICCL_TEST_NET_PLUGIN");
-  EnvVar plugin("NCCL_NET_PLUGIN", path);
-  EnvVar net("NCCL_NET", nullptr);
+  ScopedEnv plugin("NCCL_NET_PLUGIN", path);
+  ScopedEnv net("NCCL_NET", nullptr);
   std::vector<const NetApi*> seen(4, nullptr);
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; t++)
@@ -95,16 +73,16 @@ TEST_F(NetLoaderTest, PluginByPathIsPreferredAndInitializedOnce) {
 }
 
 TEST_F(NetLoaderTest, ShortNameFindsLibncclNetName) {
-  EnvVar plugin("NCCL_NET_PLUGIN", "testnet");  // -> libnccl-net-testnet.so on LD_LIBRARY_PATH
-  EnvVar net("NCCL_NET", "TestNet");
+  ScopedEnv plugin("NCCL_NET_PLUGIN", "testnet");  // -> libnccl-net-testnet.so on LD_LIBRARY_PATH
+  ScopedEnv net("NCCL_NET", "TestNet");
   const NetApi* api = nullptr;
   ASSERT_EQ(netSelect(&api), ncclSuccess);
   EXPECT_STREQ(api->name, "TestNet");
 }
 
 TEST_F(NetLoaderTest, NcclNetPicksSocketOverLoadedPlugin) {
-  EnvVar plugin("NCCL_NET_PLUGIN", pluginPath("UNICCL_TEST_NET_PLUGIN"));
-  EnvVar net("NCCL_NET", "socket");  // case-insensitive, like NCCL
+  ScopedEnv plugin("NCCL_NET_PLUGIN", pluginPath("UNICCL_TEST_NET_PLUGIN"));
+  ScopedEnv net("NCCL_NET", "socket");  // case-insensitive, like NCCL
   const NetApi* api = nullptr;
   ASSERT_EQ(netSelect(&api), ncclSuccess);
   EXPECT_STREQ(api->name, "Socket");
@@ -112,10 +90,10 @@ TEST_F(NetLoaderTest, NcclNetPicksSocketOverLoadedPlugin) {
 
 TEST_F(NetLoaderTest, PluginWhoseInitFailsIsSkipped) {
   const char* path = pluginPath("UNICCL_TEST_NET_PLUGIN");
-  EnvVar plugin("NCCL_NET_PLUGIN", path);
-  EnvVar fail("TESTNET_INIT_FAIL", "1");
+  ScopedEnv plugin("NCCL_NET_PLUGIN", path);
+  ScopedEnv fail("TESTNET_INIT_FAIL", "1");
   {
-    EnvVar net("NCCL_NET", nullptr);
+    ScopedEnv net("NCCL_NET", nullptr);
     const NetApi* api = nullptr;
     ASSERT_EQ(netSelect(&api), ncclSuccess);
     EXPECT_STREQ(api->name, "Socket");
@@ -123,7 +101,7 @@ TEST_F(NetLoaderTest, PluginWhoseInitFailsIsSkipped) {
   }
   netUnloadForTesting();
   {
-    EnvVar net("NCCL_NET", "TestNet");
+    ScopedEnv net("NCCL_NET", "TestNet");
     const NetApi* api = nullptr;
     EXPECT_EQ(netSelect(&api), ncclInvalidArgument);
     EXPECT_EQ(api, nullptr);
@@ -131,8 +109,8 @@ TEST_F(NetLoaderTest, PluginWhoseInitFailsIsSkipped) {
 }
 
 TEST_F(NetLoaderTest, UnknownNetIsAClearError) {
-  EnvVar plugin("NCCL_NET_PLUGIN", pluginPath("UNICCL_TEST_NET_PLUGIN"));
-  EnvVar net("NCCL_NET", "Nope");
+  ScopedEnv plugin("NCCL_NET_PLUGIN", pluginPath("UNICCL_TEST_NET_PLUGIN"));
+  ScopedEnv net("NCCL_NET", "Nope");
   const NetApi* api = nullptr;
   EXPECT_EQ(netSelect(&api), ncclInvalidArgument);
   std::string msg = lastErrorMessage();
@@ -143,23 +121,23 @@ TEST_F(NetLoaderTest, UnknownNetIsAClearError) {
 }
 
 TEST_F(NetLoaderTest, MissingPluginFallsBackToBuiltins) {
-  EnvVar plugin("NCCL_NET_PLUGIN", "does-not-exist");
-  EnvVar net("NCCL_NET", nullptr);
+  ScopedEnv plugin("NCCL_NET_PLUGIN", "does-not-exist");
+  ScopedEnv net("NCCL_NET", nullptr);
   const NetApi* api = nullptr;
   ASSERT_EQ(netSelect(&api), ncclSuccess);
   EXPECT_STREQ(api->name, "Socket");
 }
 
 TEST_F(NetLoaderTest, NoneDisablesPlugins) {
-  EnvVar plugin("NCCL_NET_PLUGIN", "none");
-  EnvVar net("NCCL_NET", "TestNet");
+  ScopedEnv plugin("NCCL_NET_PLUGIN", "none");
+  ScopedEnv net("NCCL_NET", "TestNet");
   const NetApi* api = nullptr;
   EXPECT_EQ(netSelect(&api), ncclInvalidArgument);
 }
 
 TEST_F(NetLoaderTest, V7PluginIsAdaptedToV8) {
-  EnvVar plugin("NCCL_NET_PLUGIN", pluginPath("UNICCL_TEST_NET_PLUGIN_V7"));
-  EnvVar net("NCCL_NET", "TestNet7");
+  ScopedEnv plugin("NCCL_NET_PLUGIN", pluginPath("UNICCL_TEST_NET_PLUGIN_V7"));
+  ScopedEnv net("NCCL_NET", "TestNet7");
   const NetApi* api = nullptr;
   ASSERT_EQ(netSelect(&api), ncclSuccess);
   EXPECT_STREQ(api->name, "TestNet7");
@@ -176,8 +154,8 @@ TEST_F(NetLoaderTest, V7PluginIsAdaptedToV8) {
 }
 
 TEST_F(NetLoaderTest, SelectByNameForCommunicatorConfig) {
-  EnvVar plugin("NCCL_NET_PLUGIN", pluginPath("UNICCL_TEST_NET_PLUGIN"));
-  EnvVar net("NCCL_NET", nullptr);
+  ScopedEnv plugin("NCCL_NET_PLUGIN", pluginPath("UNICCL_TEST_NET_PLUGIN"));
+  ScopedEnv net("NCCL_NET", nullptr);
   const NetApi* api = nullptr;
   ASSERT_EQ(netSelectByName("Socket", &api), ncclSuccess);
   EXPECT_STREQ(api->name, "Socket");

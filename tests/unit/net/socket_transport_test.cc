@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/util/debug.h"
+#include "scoped_env.h"
 #include "common/util/socket.h"
 #include "net/socket_transport.h"
 
@@ -40,29 +41,6 @@ size_t bigBytes() {
   const char* v = getenv("UNICCL_TEST_NET_BIG_BYTES");
   return v ? (size_t)strtoull(v, nullptr, 0) : (size_t)64 << 20;
 }
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_.c_str(), old_.c_str(), 1);
-    else
-      unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-};
 
 class SocketNetTest : public ::testing::Test {
  protected:
@@ -194,7 +172,9 @@ TEST_F(SocketNetTest, TransfersBetweenTwoThreads) {
     ASSERT_EQ(waitRequest(req, &size), ncclSuccess);
     EXPECT_EQ(size, (int)sizes[i]);
     // Empty vectors may have null data(): memcmp must not see them.
-    if (sizes[i] > 0) EXPECT_EQ(memcmp(expect.data(), dst.data(), sizes[i]), 0) << "message " << i;
+    if (sizes[i] > 0) {
+      EXPECT_EQ(memcmp(expect.data(), dst.data(), sizes[i]), 0) << "message " << i;
+    }
   }
   sender.join();
   EXPECT_TRUE(senderOk);
