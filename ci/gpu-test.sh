@@ -16,7 +16,7 @@ OUTDIR=${OUT:-$ROOT/gpu-test-out}
 mkdir -p "$OUTDIR"
 prebuilt=""
 if [[ ${1:-} == --prebuilt ]]; then prebuilt=$(cd "$2" && pwd); fi
-TESTS=${GPU_TESTS:-backend comm watchdog capture kernels coll}
+TESTS=${GPU_TESTS:-backend comm watchdog capture kernels coll net}
 BENCH=${BENCH:-quick}
 table=()
 
@@ -59,6 +59,12 @@ for t in $TESTS; do
       if [[ -n $e ]]; then
         run_test coll-p2p 600 "$e" ${COLL_ARGS:-}
         NCCL_P2P_DISABLE=1 run_test coll-shm 600 "$e" ${COLL_SHM_ARGS:-${COLL_ARGS:-}}
+      fi ;;
+    net)  # every collective over the socket transport (loopback) between the local GPUs
+      e=$(find_exe coll_test)
+      if [[ -n $e ]]; then
+        NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=${NET_IFNAME:-lo} \
+          run_test coll-net 600 "$e" ${COLL_NET_ARGS:-${COLL_ARGS:-}}
       fi ;;
   esac
 done

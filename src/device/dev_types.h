@@ -49,12 +49,27 @@ enum RedOp : uint8_t {
 // Datatypes use ncclDataType_t's numbering (0..11): ncclInt8 .. ncclFloat8e5m2.
 constexpr int kNumDataTypes = 12;
 
-// Sender side of a connection to one peer.
+// One slot of a network connection's conn FIFO, as the kernel sees it (the
+// host's ConnFifoSlot in common/proxy/conn_fifo.h, same layout, asserted
+// there). The kernel writes `size` before it advances tail (send) and sets
+// it to -1 before it advances head (receive).
+struct ConnSlot {
+  int32_t mode;
+  int32_t offset;
+  int64_t size;
+  void* ptr;
+  uint64_t pad;
+};
+
+// Sender side of a connection to one peer. Over the network the "receiver"
+// is the proxy: buffs is our host-mapped staging memory, remoteTail and head
+// are the conn FIFO's counters, and fifo its slots.
 struct SendConn {
   char* buffs[kNumProtos];    // the RECEIVER's slot buffers (peer-visible addresses)
   uint64_t* remoteTail;       // the receiver's tail counter (Simple); we store step+1 after filling a slot
   uint64_t* head;             // our own counter the receiver bumps when it freed a slot
   uint64_t step;              // persistent: next step to fill (kernel loads at start, stores at end)
+  ConnSlot* fifo;             // network connections: the conn FIFO's slots; nullptr for P2P/SHM
 };
 
 // Receiver side of a connection from one peer.
@@ -63,6 +78,7 @@ struct RecvConn {
   uint64_t* tail;             // our own counter the sender bumps after filling a slot (Simple)
   uint64_t* remoteHead;       // the sender's head counter; we store step+1 after consuming a slot
   uint64_t step;              // persistent: next step to consume
+  ConnSlot* fifo;             // network connections: the conn FIFO's slots; nullptr for P2P/SHM
 };
 
 struct Peer {

@@ -82,6 +82,10 @@ UDEV void fenceBlock() { __threadfence_block(); }
 // callers only look every ~1000 spins).
 UDEV uint32_t loadVolatile32(const volatile uint32_t* p) { return *p; }
 
+// A plain store that is not cached or merged away (a conn FIFO slot's size in
+// host-mapped memory); the caller's system fence orders it.
+UDEV void storeVolatile64(int64_t* p, int64_t v) { *reinterpret_cast<volatile int64_t*>(p) = v; }
+
 // ------------------------------------------------- receive-slot loads
 // Slots are rewritten by a peer every kSteps steps: never serve them from L1.
 // CUDA: ld.global.cg (L2 only). HIP: the poller's system-scope acquire load

@@ -224,12 +224,14 @@ class Prims {
       recvTail_ = rc->tail;
       recvRemoteHead_ = rc->remoteHead;
       recvStep_ = *reinterpret_cast<volatile uint64_t*>(&rc->step);
+      recvFifo_ = rc->fifo;
     }
     if (sc) {
       sendBuf_ = sc->buffs[Proto];
       sendRemoteTail_ = sc->remoteTail;
       sendHead_ = sc->head;
       sendStep_ = *reinterpret_cast<volatile uint64_t*>(&sc->step);
+      sendFifo_ = sc->fifo;
     }
   }
 
@@ -264,12 +266,17 @@ class Prims {
     }
     if constexpr (Send && Proto == kProtoSimple) {
       if (g_.tid == sendPoller_) {
+        // The proxy sends what the slot's size says (network connections only).
+        if (sendFifo_ != nullptr) storeVolatile64(&sendFifo_[ss % kSteps].size, n * (int64_t)sizeof(S));
         fenceSystem();  // every thread's slot stores (ordered by the barrier) before the tail
         storeReleaseSys(sendRemoteTail_, ss + 1);
       }
     }
     if constexpr (Recv) {
-      if (g_.tid == 0) storeReleaseSys(recvRemoteHead_, rs + 1);
+      if (g_.tid == 0) {
+        if (recvFifo_ != nullptr) storeVolatile64(&recvFifo_[rs % kSteps].size, -1);  // the slot is free again
+        storeReleaseSys(recvRemoteHead_, rs + 1);
+      }
       recvStep_ = rs + 1;
     }
     if constexpr (Send) sendStep_ = ss + 1;
@@ -325,6 +332,8 @@ class Prims {
   uint64_t* sendRemoteTail_ = nullptr;
   uint64_t* sendHead_ = nullptr;
   uint64_t sendStep_ = 0;
+  ConnSlot* recvFifo_ = nullptr;  // network connections only
+  ConnSlot* sendFifo_ = nullptr;
 };
 
 }  // namespace uniccl::dev

@@ -58,8 +58,10 @@ ncclResult_t failAlloc(const char* call, hipError_t err) {
 // forbids them; they touch nothing the capture records, so run them relaxed.
 class RelaxedCapture {
  public:
-  RelaxedCapture() { hipThreadExchangeStreamCaptureMode(&mode_); }
-  ~RelaxedCapture() { hipThreadExchangeStreamCaptureMode(&mode_); }
+  // A failure to switch leaves the mode as it was: the guarded call then
+  // reports the capture error itself.
+  RelaxedCapture() { (void)hipThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCapture() { (void)hipThreadExchangeStreamCaptureMode(&mode_); }
 
  private:
   hipStreamCaptureMode mode_ = hipStreamCaptureModeRelaxed;

@@ -78,7 +78,7 @@ ncclResult_t launchGroup(GroupState& g) {
   }
   if (g.comms.empty()) return ncclSuccess;
   DeviceGuard device;
-  // Connections first, in two phases across all communicators of the group
+  // Connections first, in phases across all communicators of the group
   // (one thread may drive both ends of a connection).
   for (ncclComm* c : g.comms) {
     UCHECK_GOTO(checkTaskStreams(c), res, fail);
@@ -92,6 +92,12 @@ ncclResult_t launchGroup(GroupState& g) {
     if (g.peerScratch.empty()) continue;
     UCHECK_GOTO(device.use(c->gpuDev), res, fail);
     for (int p : g.peerScratch) UCHECK_GOTO(c->transports.accept(c, p), res, fail);
+  }
+  for (ncclComm* c : g.comms) {   // network links: accept the peers' connections
+    peersToConnect(c, &g.peerScratch);
+    if (g.peerScratch.empty()) continue;
+    UCHECK_GOTO(device.use(c->gpuDev), res, fail);
+    for (int p : g.peerScratch) UCHECK_GOTO(c->transports.complete(c, p), res, fail);
   }
   for (ncclComm* c : g.comms) {
     UCHECK_GOTO(device.use(c->gpuDev), res, fail);

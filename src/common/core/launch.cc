@@ -160,6 +160,7 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
     comm->donePool.put(done);
     return res;
   }
+  comm->transports.wakeNetProxy();   // network steps follow soon: the proxy stops backing off
   res = comm->callbacks.push(done, inlined ? onInlineLaunchDone : onFifoLaunchDone, comm, fifoEnd);
   ncclResult_t watchRes = watchLaunchEnd(comm, s, works, n, &watch);
   return res != ncclSuccess ? res : watchRes;

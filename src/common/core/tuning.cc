@@ -77,7 +77,9 @@ size_t roundUp(size_t a, size_t b) { return divUp(a, b) * b; }
 void loadTuningEnv() { (void)tuningEnv(); }
 
 int defaultChannelCount(const ncclComm* comm) {
-  int n = comm->allP2p ? (int)paramInt("UNICCL_P2P_NCHANNELS", 32) : (int)paramInt("UNICCL_SHM_NCHANNELS", 2);
+  int n = comm->allP2p                       ? (int)paramInt("UNICCL_P2P_NCHANNELS", 32)
+          : comm->transports.ringUsesNet() ? (int)paramInt("UNICCL_NET_NCHANNELS", 2)
+                                           : (int)paramInt("UNICCL_SHM_NCHANNELS", 2);
   int lo = (int)paramInt("NCCL_MIN_NCHANNELS", 1);
   int hi = (int)paramInt("NCCL_MAX_NCHANNELS", dev::kMaxChannels);
   if (comm->config.minCTAs > 0) lo = std::max(lo, comm->config.minCTAs);
@@ -91,7 +93,9 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
   const TuningEnv& env = tuningEnv();
   const ChannelLayout& L = comm->transports.layout();
   CollTuning t;
-  bool ll = env.allowLL && (!env.allowSimple || bytes <= env.llThreshold);
+  // The network carries the Simple protocol only (the proxy sends whole
+  // slots once their size is published; LL's per-line flags are not checked).
+  bool ll = !comm->transports.ringUsesNet() && env.allowLL && (!env.allowSimple || bytes <= env.llThreshold);
   size_t perRankChunks = (kind == TaskKind::Broadcast || kind == TaskKind::Reduce) ? 1 : (size_t)comm->nRanks;
   if (ll) {
     size_t slot = L.llBytes / dev::kSteps / 2;  // data bytes per LL slot

@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "device/dev_types.h"
 #include "uniccl.h"
 
 namespace uniccl {
@@ -45,6 +46,9 @@ struct ConnFifoSlot {
   uint64_t pad;    // 32 bytes per slot: two slots per 64-byte line, never straddling
 };
 static_assert(sizeof(ConnFifoSlot) == 32, "slot layout is shared with the kernels");
+static_assert(sizeof(ConnFifoSlot) == sizeof(dev::ConnSlot) &&
+                  offsetof(ConnFifoSlot, size) == offsetof(dev::ConnSlot, size),
+              "the kernels' view of a slot (dev::ConnSlot) must match");
 
 // Counters on their own cache lines: the producer's and the consumer's
 // stores must not bounce one line between the GPU and the CPU.

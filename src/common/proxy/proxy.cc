@@ -91,7 +91,7 @@ class Proxy {
   bool progressRecv(ProxyOp* op, bool* moved);
   bool fail(ProxyOp* op, ncclResult_t r);
   void finish(ProxyOp* op, int status);
-  void idleWait(Clock::time_point idleSince);
+  bool idleWait(Clock::time_point idleSince);  // true: woken by a post or wake()
 
   std::chrono::microseconds spin_, yield_, sleep_;
   std::thread thread_;
@@ -310,15 +310,15 @@ bool Proxy::progressRecv(ProxyOp* op, bool* moved) {
   return op->done == op->nsteps;
 }
 
-void Proxy::idleWait(Clock::time_point idleSince) {
+bool Proxy::idleWait(Clock::time_point idleSince) {
   Clock::duration idle = Clock::now() - idleSince;
   if (idle < spin_) {
     for (int i = 0; i < 64; i++) cpuRelax();
-    return;
+    return false;
   }
   if (idle < spin_ + yield_) {
     sched_yield();
-    return;
+    return false;
   }
   std::unique_lock<std::mutex> lk(mu_);
   auto woken = [this] { return kicked_ || stop_.load(std::memory_order_relaxed) || postedHead_ != nullptr; };
@@ -327,7 +327,9 @@ void Proxy::idleWait(Clock::time_point idleSince) {
   } else {
     cv_.wait_for(lk, sleep_, woken);  // ops wait on their producers/consumers: poll every sleep_
   }
+  const bool kicked = kicked_ || postedHead_ != nullptr;
   kicked_ = false;
+  return kicked;
 }
 
 void Proxy::run() {
@@ -366,7 +368,10 @@ void Proxy::run() {
       idle = true;
       idleSince = Clock::now();
     }
-    idleWait(idleSince);
+    // A wake (a kernel was launched) starts the back-off over: its steps
+    // follow within microseconds, and a sleeping proxy would add up to
+    // UNICCL_PROXY_SLEEP_US to each.
+    if (idleWait(idleSince)) idle = false;
   }
   // Shutdown with ops left: their owners are gone or aborting; finish them so nobody waits forever.
   takePosted();

@@ -1,9 +1,11 @@
-// Intra-node transports. A connection between two ranks covers both
+// Transports. A connection between two ranks covers both
 // directions on every channel; each side owns the memory it receives into
 // (slot buffers + tail counter) and the head counter it sends with, and maps
 // the peer's. P2P puts all of it in GPU memory (raw pointers inside one
 // process, IPC handles across processes); SHM puts it in a POSIX shared-memory
-// segment both GPUs map. Device-side counters follow dev_types.h.
+// segment both GPUs map. Device-side counters follow dev_types.h. NET
+// (another host, or P2P and SHM both disabled) goes through the net plugin
+// table and the proxy thread: net_link.h.
 #pragma once
 
 #include <cstddef>
@@ -13,13 +15,14 @@
 #include <vector>
 
 #include "common/gpu.h"
+#include "common/transport/net_link.h"
 #include "uniccl.h"
 
 struct ncclComm;
 
 namespace uniccl {
 
-enum class TransportKind : uint8_t { None = 0, P2p = 1, Shm = 2 };
+enum class TransportKind : uint8_t { None = 0, P2p = 1, Shm = 2, Net = 3 };
 const char* transportName(TransportKind kind);
 
 // Each rank owns one block per peer (GPU memory for P2P, a shared segment for
@@ -73,6 +76,9 @@ struct PeerLink {
   // SHM
   std::unique_ptr<ShmSegment> ownSegment;   // our block
   std::unique_ptr<ShmSegment> peerSegment;  // the peer's block
+  // NET
+  std::unique_ptr<NetLink> net;
+  bool netConnected = false;   // phase 2 (our send side) done; complete() finishes
 };
 
 class Transports {
@@ -93,13 +99,28 @@ class Transports {
   }
   TransportKind kind(int peer) const { return links_[peer].kind; }
 
-  // Connection in two phases so that one thread can connect several
-  // communicators of a group without deadlock: offer() allocates our side and
-  // sends its description; accept() receives the peer's and wires channels.
+  // Connection in phases so that one thread can connect several
+  // communicators of a group without deadlock (each phase waits only on
+  // earlier phases of the peer): offer() allocates our side and sends its
+  // description; accept() receives the peer's and wires channels (NET:
+  // connects our send side only); complete() finishes NET links (accepts
+  // the peer's connections, starts the proxy ops, wires). Call complete()
+  // for every peer after accept() for every peer.
   ncclResult_t offer(ncclComm* comm, int peer);
   ncclResult_t accept(ncclComm* comm, int peer);
-  // Both phases, for a set of peers of one communicator.
+  ncclResult_t complete(ncclComm* comm, int peer);
+  // All phases, for a set of peers of one communicator.
   ncclResult_t connect(ncclComm* comm, const std::vector<int>& peers);
+
+  // The transport ranks a and b use with each other (same answer on every
+  // rank once init() ran).
+  TransportKind kindBetween(const ncclComm* comm, int a, int b) const;
+  // Some ring neighbour pair goes through the network: collectives use the
+  // Simple protocol and the NET channel count (decided at init, before any
+  // connection exists).
+  bool ringUsesNet() const { return ringUsesNet_; }
+  // Tells the proxy a kernel was launched (no-op without NET links).
+  void wakeNetProxy();
 
   // Frees every resource (safe after errors, idempotent).
   void release();
@@ -111,12 +132,17 @@ class Transports {
   ncclResult_t offerShm(ncclComm* comm, int peer, PeerLink& link, struct ConnectOffer* offer);
   ncclResult_t acceptP2p(ncclComm* comm, int peer, PeerLink& link, const struct ConnectOffer& offer);
   ncclResult_t acceptShm(ncclComm* comm, int peer, PeerLink& link, const struct ConnectOffer& offer);
+  ncclResult_t offerNet(ncclComm* comm, int peer, PeerLink& link);
+  ncclResult_t acceptNet(ncclComm* comm, int peer, PeerLink& link);
   ncclResult_t wire(ncclComm* comm, int peer, char* ownBlockDev, char* peerBlockDev);
 
   ChannelLayout layout_{};
   std::vector<PeerLink> links_;
   std::vector<uint8_t> p2pReach_;   // [nRanks*nRanks]: rank i can address rank j's GPU
   int nRanks_ = 0;
+  bool shmDisabled_ = false;
+  bool ringUsesNet_ = false;
+  int netLinks_ = 0;           // links of kind NET (wakeNetProxy walks them only when nonzero)
 };
 
 }  // namespace uniccl

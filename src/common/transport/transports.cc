@@ -1,6 +1,6 @@
-// Connection setup shared by the P2P and SHM transports: reachability,
-// the two-phase offer/accept exchange through the bootstrap, and wiring the
-// device-side connection structs.
+// Connection setup shared by the transports: reachability, the phased
+// offer/accept/complete exchange through the bootstrap, and wiring the
+// device-side connection structs. NET resources live in net_link.cc.
 #include <cstring>
 
 #include "common/check.h"
@@ -14,6 +14,7 @@ namespace uniccl {
 namespace {
 constexpr uint32_t kOfferMagic = 0x4f464652;   // "OFFR"
 constexpr uint32_t kTagConnect = 0x434f4e00;   // bootstrap tag of connection offers
+constexpr uint32_t kTagNetHandles = 0x434f4e01; // NET: the listen handles, one per channel
 }  // namespace
 
 // What one side tells the other about the block it owns for this pair.
@@ -33,6 +34,7 @@ const char* transportName(TransportKind kind) {
   switch (kind) {
     case TransportKind::P2p: return "P2P";
     case TransportKind::Shm: return "SHM";
+    case TransportKind::Net: return "NET";
     default: return "none";
   }
 }
@@ -57,6 +59,7 @@ ncclResult_t Transports::init(ncclComm* comm) {
   // Which peers' GPUs can this rank address? Then share the rows so both
   // sides of every pair take the same decision.
   bool p2pDisabled = paramInt("NCCL_P2P_DISABLE", 0) != 0;
+  shmDisabled_ = paramInt("NCCL_SHM_DISABLE", 0) != 0;
   std::vector<uint8_t> row(nRanks_, 0);
   const PeerInfo& me = comm->peers[comm->rank];
   for (int j = 0; j < nRanks_; j++) {
@@ -74,15 +77,31 @@ ncclResult_t Transports::init(ncclComm* comm) {
   p2pReach_.assign((size_t)nRanks_ * nRanks_, 0);
   memcpy(&p2pReach_[(size_t)comm->rank * nRanks_], row.data(), nRanks_);
   UCHECK(comm->bootstrap->allGather(p2pReach_.data(), nRanks_));
+  ringUsesNet_ = false;
+  for (int r = 0; r < nRanks_ && nRanks_ > 1; r++)
+    ringUsesNet_ = ringUsesNet_ || kindBetween(comm, r, (r + 1) % nRanks_) == TransportKind::Net;
   return ncclSuccess;
 }
 
-TransportKind Transports::choose(ncclComm* comm, int peer) const {
-  int me = comm->rank;
-  if (p2pReach_[(size_t)me * nRanks_ + peer] && p2pReach_[(size_t)peer * nRanks_ + me]) return TransportKind::P2p;
-  if (comm->peers[peer].hostHash == comm->peers[me].hostHash && paramInt("NCCL_SHM_DISABLE", 0) == 0)
-    return TransportKind::Shm;
-  return TransportKind::None;
+// Every rank sees the same reach matrix, host hashes and (by documented
+// requirement) the same NCCL_SHM_DISABLE, so both sides of a pair agree.
+TransportKind Transports::kindBetween(const ncclComm* comm, int a, int b) const {
+  if (p2pReachable(a, b)) return TransportKind::P2p;
+  if (comm->peers[a].hostHash == comm->peers[b].hostHash && !shmDisabled_) return TransportKind::Shm;
+  return TransportKind::Net;
+}
+
+TransportKind Transports::choose(ncclComm* comm, int peer) const { return kindBetween(comm, comm->rank, peer); }
+
+void Transports::wakeNetProxy() {
+  if (netLinks_ == 0) return;
+  // One proxy thread serves every link: waking through any of them suffices.
+  for (PeerLink& link : links_) {
+    if (link.net && link.net->connected()) {
+      link.net->wakeProxy();
+      return;
+    }
+  }
 }
 
 ncclResult_t Transports::offer(ncclComm* comm, int peer) {
@@ -99,22 +118,20 @@ ncclResult_t Transports::offer(ncclComm* comm, int peer) {
   switch (link.kind) {
     case TransportKind::P2p: UCHECK(offerP2p(comm, peer, link, &msg)); break;
     case TransportKind::Shm: UCHECK(offerShm(comm, peer, link, &msg)); break;
+    case TransportKind::Net: break;   // the handles follow the offer
     default:
-      WARN("No transport to reach rank %d (host %s) from rank %d: P2P is %s and SHM is %s; "
-           "the network transport is not available in this build yet",
-           peer, comm->peers[peer].hostHash == comm->peers[comm->rank].hostHash ? "this host" : "another host",
-           comm->rank, paramInt("NCCL_P2P_DISABLE", 0) ? "disabled (NCCL_P2P_DISABLE)" : "not possible",
-           paramInt("NCCL_SHM_DISABLE", 0) ? "disabled (NCCL_SHM_DISABLE)" : "not possible across hosts");
-      return ncclInvalidUsage;
+      WARN("No transport to reach rank %d from rank %d", peer, comm->rank);
+      return ncclInternalError;
   }
   UCHECK(comm->bootstrap->send(peer, kTagConnect, &msg, sizeof(msg)));
+  if (link.kind == TransportKind::Net) UCHECK(offerNet(comm, peer, link));
   link.offered = true;
   return ncclSuccess;
 }
 
 ncclResult_t Transports::accept(ncclComm* comm, int peer) {
   PeerLink& link = links_[peer];
-  if (link.connected) return ncclSuccess;
+  if (link.connected || link.netConnected) return ncclSuccess;
   ConnectOffer msg;
   UCHECK(comm->bootstrap->recv(peer, kTagConnect, &msg, sizeof(msg)));
   if (msg.magic != kOfferMagic || msg.kind != (uint8_t)link.kind || msg.nChannels != comm->nChannels ||
@@ -125,6 +142,7 @@ ncclResult_t Transports::accept(ncclComm* comm, int peer) {
          (unsigned long long)msg.stride, (unsigned long long)layout_.stride());
     return ncclInvalidUsage;
   }
+  if (link.kind == TransportKind::Net) return acceptNet(comm, peer, link);   // complete() wires
   if (link.kind == TransportKind::P2p) {
     UCHECK(acceptP2p(comm, peer, link, msg));
   } else {
@@ -136,9 +154,28 @@ ncclResult_t Transports::accept(ncclComm* comm, int peer) {
   return ncclSuccess;
 }
 
+ncclResult_t Transports::complete(ncclComm* comm, int peer) {
+  PeerLink& link = links_[peer];
+  if (link.connected || link.kind != TransportKind::Net) return ncclSuccess;
+  if (!link.netConnected) {
+    WARN("Rank %d: completing the network connection to rank %d before it was accepted", comm->rank, peer);
+    return ncclInternalError;
+  }
+  UCHECK(link.net->accept(comm));
+  for (int c = 0; c < comm->nChannels; c++) {
+    dev::Peer p;
+    link.net->fillPeer(c, &p);
+    UCHECK(gpu::memcpy(comm->channelsHost[c].peers + peer, &p, sizeof(p)));
+  }
+  link.connected = true;
+  netLinks_++;
+  return ncclSuccess;
+}
+
 ncclResult_t Transports::connect(ncclComm* comm, const std::vector<int>& peers) {
   for (int p : peers) UCHECK(offer(comm, p));
   for (int p : peers) UCHECK(accept(comm, p));
+  for (int p : peers) UCHECK(complete(comm, p));
   return ncclSuccess;
 }
 
@@ -207,7 +244,29 @@ ncclResult_t Transports::acceptShm(ncclComm* comm, int peer, PeerLink& link, con
   return wire(comm, peer, static_cast<char*>(link.ownSegment->dev()), static_cast<char*>(link.peerSegment->dev()));
 }
 
+// ------------------------------------------------------------------- NET
+ncclResult_t Transports::offerNet(ncclComm* comm, int peer, PeerLink& link) {
+  link.net = std::make_unique<NetLink>();
+  std::vector<char> handles;
+  UCHECK(link.net->listen(comm, peer, comm->nChannels, layout_.simpleBytes / dev::kSteps, &handles));
+  return comm->bootstrap->send(peer, kTagNetHandles, handles.data(), handles.size());
+}
+
+ncclResult_t Transports::acceptNet(ncclComm* comm, int peer, PeerLink& link) {
+  if (link.netConnected) return ncclSuccess;
+  std::vector<char> handles((size_t)comm->nChannels * NetLink::kHandleBytes);
+  UCHECK(comm->bootstrap->recv(peer, kTagNetHandles, handles.data(), handles.size()));
+  UCHECK(link.net->connect(comm, handles));
+  link.netConnected = true;
+  return ncclSuccess;
+}
+
 void Transports::release() {
+  // Network links first: their proxy ops read conn FIFOs and staging memory.
+  for (PeerLink& link : links_) {
+    if (link.net) link.net->stop();
+  }
+  netLinks_ = 0;
   for (PeerLink& link : links_) {
     if (link.peerIpcMapped && link.peerBlock != nullptr) gpu::ipcCloseMemHandle(link.peerBlock);
     if (link.ownBlock != nullptr) gpu::deviceFree(link.ownBlock);

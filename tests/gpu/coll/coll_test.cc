@@ -1,6 +1,6 @@
 // End-to-end correctness of every collective through the public NCCL API.
 //
-//   coll_test [--mode=A-all,A-group,B] [--transport=env|p2p|shm|both]
+//   coll_test [--mode=A-all,A-group,B] [--transport=env|p2p|shm|net|both]
 //             [--filter=PAT[,PAT...]] [--quick] [--full] [--no-huge] [--no-perf]
 //             [--ngpus=K] [--timeout=SECONDS] [--list] [--verbose]
 //
@@ -10,8 +10,10 @@
 //                ncclGroupEnd (a representative slice of the cases);
 //        B       one process per GPU (fork), ncclGetUniqueId in a process
 //                that never touched the GPU runtime, ncclCommInitRank.
-// Transport: "env" (default) labels the run from NCCL_P2P_DISABLE; "p2p" /
-// "shm" set it for the test processes; "both" runs twice.
+// Transport: "env" (default) labels the run from NCCL_P2P_DISABLE and
+// NCCL_SHM_DISABLE; "p2p" / "shm" / "net" set them for the test processes
+// (net: the socket transport on NCCL_SOCKET_IFNAME, default lo); "both" runs
+// p2p and shm.
 // Filter: comma-separated patterns on names like
 // "A-all/p2p/AllReduce/bf16/sum/c1023/inplace" (fnmatch when the pattern has
 // * ? or [, else substring); a leading '-' excludes. Env: COLL_TEST_FILTER,
@@ -98,7 +100,7 @@ void addFilters(Options& o, const std::string& list) {
 
 void usage() {
   fprintf(stderr,
-          "usage: coll_test [--mode=A-all,A-group,B] [--transport=env|p2p|shm|both] [--filter=PAT[,PAT...]]\n"
+          "usage: coll_test [--mode=A-all,A-group,B] [--transport=env|p2p|shm|net|both] [--filter=PAT[,PAT...]]\n"
           "                 [--quick] [--full] [--no-huge] [--no-perf] [--ngpus=K] [--timeout=S] [--list] [--verbose]\n");
 }
 
@@ -117,7 +119,9 @@ bool parse(int argc, char** argv, Options& o) {
         if (m != "A-all" && m != "A-group" && m != "B") return false;
     } else if (const char* v = val("--transport=")) {
       o.transport = v;
-      if (o.transport != "env" && o.transport != "p2p" && o.transport != "shm" && o.transport != "both") return false;
+      if (o.transport != "env" && o.transport != "p2p" && o.transport != "shm" && o.transport != "net" &&
+          o.transport != "both")
+        return false;
     } else if (const char* v = val("--filter=")) {
       addFilters(o, v);
     } else if (const char* v = val("--ngpus=")) {
@@ -474,11 +478,24 @@ int main(int argc, char** argv) {
   std::vector<ModeRun> runs;
   for (const std::string& t : transports) {
     std::string label = t;
-    if (t == "p2p") unsetenv("NCCL_P2P_DISABLE");
-    if (t == "shm") setenv("NCCL_P2P_DISABLE", "1", 1);
+    if (t == "p2p") {
+      unsetenv("NCCL_P2P_DISABLE");
+      unsetenv("NCCL_SHM_DISABLE");
+    }
+    if (t == "shm") {
+      setenv("NCCL_P2P_DISABLE", "1", 1);
+      unsetenv("NCCL_SHM_DISABLE");
+    }
+    if (t == "net") {
+      setenv("NCCL_P2P_DISABLE", "1", 1);
+      setenv("NCCL_SHM_DISABLE", "1", 1);
+      setenv("NCCL_SOCKET_IFNAME", "lo", 0);
+    }
     if (t == "env") {
-      const char* v = getenv("NCCL_P2P_DISABLE");
-      label = v && atoi(v) != 0 ? "shm" : "p2p";
+      const char* p = getenv("NCCL_P2P_DISABLE");
+      const char* sh = getenv("NCCL_SHM_DISABLE");
+      const bool noP2p = p && atoi(p) != 0, noShm = sh && atoi(sh) != 0;
+      label = !noP2p ? "p2p" : noShm ? "net" : "shm";
     }
     for (const std::string& mode : o.modes) {
       ModeRun m;

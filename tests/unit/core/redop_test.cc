@@ -115,8 +115,12 @@ TEST(FloatingBits, RoundsToNearestRepresentable) {
       // Neighbours one ulp away must not be closer.
       double up = decode(bits + 1, f.e, f.m, f.fn);
       double down = bits & ((1u << (f.e + f.m)) - 1) ? decode(bits - 1, f.e, f.m, f.fn) : got;
-      if (!std::isnan(up)) EXPECT_LE(std::fabs(got - v), std::fabs(up - v) + 1e-12) << v;
-      if (!std::isnan(down)) EXPECT_LE(std::fabs(got - v), std::fabs(down - v) + 1e-12) << v;
+      if (!std::isnan(up)) {
+        EXPECT_LE(std::fabs(got - v), std::fabs(up - v) + 1e-12) << v;
+      }
+      if (!std::isnan(down)) {
+        EXPECT_LE(std::fabs(got - v), std::fabs(down - v) + 1e-12) << v;
+      }
     }
   }
 }

@@ -1,0 +1,270 @@
+// Network connections: setup through the net plugin table, the persistent
+// proxy ops, and the teardown order docs/proxy.md prescribes (stop the ops,
+// wait for them, deregister, close, free).
+#include "common/transport/net_link.h"
+
+#include <sched.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "common/check.h"
+#include "common/core/comm.h"
+#include "common/gpu.h"
+#include "common/proxy/conn_fifo.h"
+#include "common/util/debug.h"
+#include "common/util/param.h"
+
+namespace uniccl {
+
+namespace {
+// A persistent op never reaches its step count (2^62 steps of even one byte
+// would take centuries); stop() ends it.
+constexpr uint64_t kForeverSteps = uint64_t{1} << 62;
+
+using Clock = std::chrono::steady_clock;
+
+int64_t setupTimeoutMs() { return paramInt("UNICCL_NET_CONNECT_TIMEOUT_MS", 30000); }
+
+// Polls a non-blocking connect/accept until it yields a comm, fails, the
+// communicator is aborted, or the setup timeout passes.
+template <typename Step>
+ncclResult_t pollUntil(ncclComm* comm, const char* what, int peer, Step step, void** out) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(setupTimeoutMs());
+  int spins = 0;
+  while (*out == nullptr) {
+    UCHECK(step());
+    if (*out != nullptr) break;
+    if (comm->hostAbort.load(std::memory_order_acquire) != 0) {
+      WARN("Rank %d: network %s with rank %d stopped: the communicator was aborted", comm->rank, what, peer);
+      return ncclRemoteError;
+    }
+    if (Clock::now() > deadline) {
+      WARN("Rank %d: network %s with rank %d did not complete within %lld ms (is rank %d alive and "
+           "reachable on the network interface? UNICCL_NET_CONNECT_TIMEOUT_MS sets the limit)",
+           comm->rank, what, peer, (long long)setupTimeoutMs(), peer);
+      return ncclRemoteError;
+    }
+    if (++spins < 1000) sched_yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return ncclSuccess;
+}
+}  // namespace
+
+MappedBuffer::~MappedBuffer() {
+  if (host_ != nullptr) gpu::hostFree(host_);
+}
+
+ncclResult_t MappedBuffer::allocate(size_t bytes) {
+  void* h = nullptr;
+  void* d = nullptr;
+  UCHECK(gpu::hostAllocMapped(&h, &d, bytes));
+  host_ = static_cast<char*>(h);
+  device_ = static_cast<char*>(d);
+  return ncclSuccess;
+}
+
+// One direction of one channel: what the proxy progresses and the
+// completion context its callback needs.
+struct NetLink::Direction {
+  void* comm = nullptr;      // net sendComm / recvComm
+  void* mhandle = nullptr;   // regMr of this direction's staging slots
+  ConnFifoBuffer fifo;
+  ProxyConnection conn;
+  ProxyOp op;
+  // Completion context (the callback runs on the proxy thread).
+  NetLink* link = nullptr;
+  ncclComm* owner = nullptr;
+  int channel = 0;
+  bool send = false;
+  std::atomic<bool> callbackDone{false};
+  bool posted = false;
+};
+
+struct NetLink::Channel {
+  void* listenComm = nullptr;
+  Direction send;
+  Direction recv;
+};
+
+NetLink::NetLink() = default;
+NetLink::~NetLink() { stop(); }
+
+ncclResult_t NetLink::listen(ncclComm* comm, int peer, int nChannels, size_t stepBytes, std::vector<char>* handles) {
+  peer_ = peer;
+  rank_ = comm->rank;
+  nChannels_ = nChannels;
+  stepBytes_ = stepBytes;
+  UCHECK(netSelectByName(comm->config.netName.c_str(), &net_));
+  int ndev = 0;
+  UCHECK(net_->devices(&ndev));
+  if (ndev < 1) {
+    WARN("Rank %d: the %s network has no device (NCCL_SOCKET_IFNAME / NCCL_IB_HCA select them): cannot reach rank %d",
+         comm->rank, net_->name, peer);
+    return ncclSystemError;
+  }
+  netDev_ = comm->gpuDev >= 0 ? comm->gpuDev % ndev : 0;
+  ncclNetProperties_v8_t props;
+  memset(&props, 0, sizeof(props));
+  UCHECK(net_->getProperties(netDev_, &props));
+  if ((props.ptrSupport & NCCL_PTR_HOST) == 0) {
+    WARN("Rank %d: network %s device %d (%s) cannot move host memory; uniccl stages network traffic in host memory",
+         comm->rank, net_->name, netDev_, props.name ? props.name : "?");
+    return ncclInvalidUsage;
+  }
+  channels_ = std::make_unique<Channel[]>(nChannels);
+  handles->assign((size_t)nChannels * kHandleBytes, 0);
+  for (int c = 0; c < nChannels; c++) {
+    UCHECK(net_->listen(netDev_, handles->data() + (size_t)c * kHandleBytes, &channels_[c].listenComm));
+  }
+  UCHECK(sendStaging_.allocate((size_t)nChannels * kConnSteps * stepBytes));
+  UCHECK(recvStaging_.allocate((size_t)nChannels * kConnSteps * stepBytes));
+  for (int c = 0; c < nChannels; c++) {
+    UCHECK(channels_[c].send.fifo.allocateMapped());
+    UCHECK(channels_[c].recv.fifo.allocateMapped());
+  }
+  UCHECK(ProxyRef::acquire(&proxy_));
+  INFO(kSubsysNet | kSubsysInit, "Rank %d: listening for rank %d on %s device %d (%s), %d channels", comm->rank, peer,
+       net_->name, netDev_, props.name ? props.name : "?", nChannels);
+  return ncclSuccess;
+}
+
+ncclResult_t NetLink::connect(ncclComm* comm, const std::vector<char>& handles) {
+  if (handles.size() != (size_t)nChannels_ * kHandleBytes) {
+    WARN("Rank %d: rank %d sent %zu bytes of network handles, expected %zu", comm->rank, peer_, handles.size(),
+         (size_t)nChannels_ * kHandleBytes);
+    return ncclInternalError;
+  }
+  std::vector<char> h(handles);   // connect() may keep state in its handle between calls
+  for (int c = 0; c < nChannels_; c++) {
+    Direction& d = channels_[c].send;
+    char* handle = h.data() + (size_t)c * kHandleBytes;
+    UCHECK(pollUntil(comm, "connect", peer_,
+                     [&] { return net_->connect(netDev_, handle, &d.comm, nullptr); }, &d.comm));
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t NetLink::accept(ncclComm* comm) {
+  for (int c = 0; c < nChannels_; c++) {
+    Channel& ch = channels_[c];
+    UCHECK(pollUntil(comm, "accept", peer_, [&] { return net_->accept(ch.listenComm, &ch.recv.comm, nullptr); },
+                     &ch.recv.comm));
+    UCHECK(net_->closeListen(ch.listenComm));
+    ch.listenComm = nullptr;
+  }
+  const size_t chBytes = kConnSteps * stepBytes_;
+  for (int c = 0; c < nChannels_; c++) {
+    Channel& ch = channels_[c];
+    UCHECK(net_->regMr(ch.send.comm, sendStaging_.host() + c * chBytes, chBytes, NCCL_PTR_HOST, &ch.send.mhandle));
+    UCHECK(net_->regMr(ch.recv.comm, recvStaging_.host() + c * chBytes, chBytes, NCCL_PTR_HOST, &ch.recv.mhandle));
+  }
+  UCHECK(startOps(comm));
+  started_ = true;
+  INFO(kSubsysNet | kSubsysInit, "Rank %d <-> rank %d connected via NET/%s on %d channels (%zu-byte steps)",
+       comm->rank, peer_, net_->name, nChannels_, stepBytes_);
+  return ncclSuccess;
+}
+
+ncclResult_t NetLink::startOps(ncclComm* comm) {
+  const size_t chBytes = kConnSteps * stepBytes_;
+  for (int c = 0; c < nChannels_; c++) {
+    for (int s = 0; s < 2; s++) {
+      const bool send = s == 0;
+      Direction& d = send ? channels_[c].send : channels_[c].recv;
+      ProxyConnection& pc = d.conn;
+      pc.net = net_;
+      pc.netComm = d.comm;
+      pc.mhandle = d.mhandle;
+      pc.fifo = d.fifo.host();
+      pc.staging = (send ? sendStaging_.host() : recvStaging_.host()) + c * chBytes;
+      pc.stepBytes = (int64_t)stepBytes_;
+      pc.needFlush = false;   // host staging: nothing landed in GPU memory behind the CPU's back
+      pc.abortFlag = &stopFlag_;
+      d.link = this;
+      d.owner = comm;
+      d.channel = c;
+      d.send = send;
+      ProxyOp& op = d.op;
+      op.conn = &pc;
+      op.kind = send ? ProxyOpKind::kSend : ProxyOpKind::kRecv;
+      op.tag = c;
+      op.nsteps = kForeverSteps;
+      op.stepBytes = -1;   // send: the size the kernel wrote; recv: a whole slot
+      op.onComplete = &NetLink::onOpFinished;
+      op.onCompleteArg = &d;
+      UCHECK(proxy_.post(&op));
+      d.posted = true;
+    }
+  }
+  return ncclSuccess;
+}
+
+// Proxy thread. A persistent op only finishes when stop() ends it or the
+// network failed; a failure aborts the communicator (as a timeout would), so
+// kernels waiting on this peer exit and ncclCommGetAsyncError reports it.
+void NetLink::onOpFinished(void* arg, ncclResult_t result) {
+  Direction* d = static_cast<Direction*>(arg);
+  NetLink* link = d->link;
+  if (__atomic_load_n(&link->stopFlag_, __ATOMIC_ACQUIRE) == 0) {
+    ncclComm* comm = d->owner;
+    WARN("Rank %d: the network %s connection %s rank %d (channel %d) failed (%s); aborting the communicator",
+         link->rank_, link->net_->name, d->send ? "to" : "from", link->peer_, d->channel, ncclGetErrorString(result));
+    int expected = ncclSuccess;
+    comm->asyncError.compare_exchange_strong(expected, result == ncclSuccess ? ncclRemoteError : result,
+                                             std::memory_order_acq_rel);
+    comm->hostAbort.store(1, std::memory_order_release);
+    if (comm->abortFlagHost != nullptr) __atomic_store_n(comm->abortFlagHost, 1u, __ATOMIC_RELEASE);
+  }
+  d->callbackDone.store(true, std::memory_order_release);  // last touch of *d by the proxy
+}
+
+void NetLink::fillPeer(int c, dev::Peer* p) const {
+  const size_t chBytes = kConnSteps * stepBytes_;
+  const Channel& ch = channels_[c];
+  memset(p, 0, sizeof(*p));
+  ConnFifo* sf = ch.send.fifo.device();
+  ConnFifo* rf = ch.recv.fifo.device();
+  p->send.buffs[dev::kProtoLL] = nullptr;   // the network carries the Simple protocol only
+  p->send.buffs[dev::kProtoSimple] = sendStaging_.device() + c * chBytes;
+  p->send.remoteTail = &sf->tail;
+  p->send.head = &sf->head;
+  p->send.fifo = reinterpret_cast<dev::ConnSlot*>(sf->slots);
+  p->recv.buffs[dev::kProtoLL] = nullptr;
+  p->recv.buffs[dev::kProtoSimple] = recvStaging_.device() + c * chBytes;
+  p->recv.tail = &rf->tail;
+  p->recv.remoteHead = &rf->head;
+  p->recv.fifo = reinterpret_cast<dev::ConnSlot*>(rf->slots);
+  p->connected = 1;
+}
+
+void NetLink::stop() {
+  if (!channels_) return;
+  __atomic_store_n(&stopFlag_, 1u, __ATOMIC_RELEASE);
+  if (proxy_) proxy_.wake();
+  for (int c = 0; c < nChannels_; c++) {
+    for (Direction* d : {&channels_[c].send, &channels_[c].recv}) {
+      if (!d->posted) continue;
+      while (!d->callbackDone.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      d->posted = false;
+    }
+  }
+  for (int c = 0; c < nChannels_; c++) {
+    Channel& ch = channels_[c];
+    for (Direction* d : {&ch.send, &ch.recv}) {
+      if (d->mhandle != nullptr) net_->deregMr(d->comm, d->mhandle);
+      d->mhandle = nullptr;
+    }
+    if (ch.send.comm != nullptr) net_->closeSend(ch.send.comm);
+    if (ch.recv.comm != nullptr) net_->closeRecv(ch.recv.comm);
+    if (ch.listenComm != nullptr) net_->closeListen(ch.listenComm);
+    ch.send.comm = ch.recv.comm = ch.listenComm = nullptr;
+  }
+  channels_.reset();   // conn FIFOs
+  proxy_.release();
+  started_ = false;
+}
+
+}  // namespace uniccl

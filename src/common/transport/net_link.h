@@ -1,0 +1,98 @@
+// The network flavour of a connection to one peer: for every channel a net
+// send comm and a net receive comm (the net plugin table, e.g. the socket
+// transport), a conn FIFO and host-mapped staging slots per direction, and
+// one proxy op per direction that lives as long as the link.
+//
+// Why persistent proxy ops (instead of ops posted per launch, as NCCL does):
+// the kernel's step counters already persist across launches and the proxy
+// continues at the connection's running step, so one op per direction that
+// never ends moves whatever the kernels publish. The host never has to
+// recompute how many steps each algorithm takes per channel (a mismatch
+// would hang), graph replays need no host node to post ops, and a launch
+// costs one wake of the proxy thread. See docs/network.md.
+//
+// Setup is three phases so that one thread can connect several
+// communicators of a group (each phase only waits on earlier phases of
+// the peer): listen() (offer), connect() (accept: our send side; TCP
+// completes in the peer's backlog), accept() (complete: our receive side).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/proxy/proxy.h"
+#include "device/dev_types.h"
+#include "net/net.h"
+#include "uniccl.h"
+
+struct ncclComm;
+
+namespace uniccl {
+
+// Pinned host memory the GPU addresses too (staging slots). Owns it.
+class MappedBuffer {
+ public:
+  MappedBuffer() = default;
+  ~MappedBuffer();
+  MappedBuffer(const MappedBuffer&) = delete;
+  MappedBuffer& operator=(const MappedBuffer&) = delete;
+  ncclResult_t allocate(size_t bytes);
+  char* host() const { return host_; }
+  char* device() const { return device_; }
+
+ private:
+  char* host_ = nullptr;
+  char* device_ = nullptr;
+};
+
+class NetLink {
+ public:
+  NetLink();
+  ~NetLink();   // stop(): the proxy's ops end before any resource goes
+  NetLink(const NetLink&) = delete;
+  NetLink& operator=(const NetLink&) = delete;
+
+  static constexpr size_t kHandleBytes = NCCL_NET_HANDLE_MAXSIZE;
+
+  // Phase 1: picks the net (comm->config.netName or NCCL_NET), listens once
+  // per channel, and returns the handles the peer connects to.
+  ncclResult_t listen(ncclComm* comm, int peer, int nChannels, size_t stepBytes, std::vector<char>* handles);
+  // Phase 2: connects our send side of every channel to the peer's handles.
+  ncclResult_t connect(ncclComm* comm, const std::vector<char>& handles);
+  // Phase 3: accepts the peer's connections, registers staging memory and
+  // starts the persistent proxy ops. After this, fillPeer() may wire channels.
+  ncclResult_t accept(ncclComm* comm);
+  bool connected() const { return started_; }
+  // The device-side connection structs of channel c.
+  void fillPeer(int c, dev::Peer* p) const;
+  // Makes the proxy look now (a kernel that uses this link was launched).
+  void wakeProxy() { proxy_.wake(); }
+  const char* netName() const { return net_ != nullptr ? net_->name : "?"; }
+
+  // Ends the proxy ops (waits for them), then closes comms and frees memory.
+  // Idempotent.
+  void stop();
+
+ private:
+  struct Direction;
+  struct Channel;
+  ncclResult_t startOps(ncclComm* comm);
+  static void onOpFinished(void* arg, ncclResult_t result);
+
+  const NetApi* net_ = nullptr;
+  int netDev_ = 0;
+  int peer_ = -1;
+  int rank_ = -1;
+  int nChannels_ = 0;
+  size_t stepBytes_ = 0;
+  std::unique_ptr<Channel[]> channels_;
+  MappedBuffer sendStaging_;   // [channel][kSteps slots]
+  MappedBuffer recvStaging_;
+  ProxyRef proxy_;
+  uint32_t stopFlag_ = 0;      // the ops' abort flag: set by stop()
+  bool started_ = false;
+};
+
+}  // namespace uniccl
