@@ -93,6 +93,24 @@ if [[ $BENCH != none && $NGPUS -ge 1 ]]; then
   python3 "$ROOT/ci/bench_table.py" "$OUTDIR" | tee "$OUTDIR/bench_table.txt"
 fi
 
+# AllReduce over the socket transport on loopback (P2P, SHM and IB off), both
+# libraries in the same run: the anchor is NCCL's 3.5 GB/s at 1 GiB
+# and 27.8 us at 8 B.
+if [[ ${BENCH_NET:-0} == 1 && $NGPUS -ge 2 ]]; then
+  nccl_lib=$(python3 -c 'import nvidia.nccl as m,os; print(os.path.join(list(m.__path__)[0],"lib"))' 2>/dev/null)
+  for lib in uniccl nccl; do
+    exe=$BDIR/bench/all_reduce_perf; [[ $lib == nccl ]] && exe+=_nccl
+    [[ -x $exe ]] || continue
+    log=$OUTDIR/bench_net_${lib}.log
+    libpath=$LD_LIBRARY_PATH; [[ $lib == nccl ]] && libpath=$nccl_lib
+    env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo \
+      LD_LIBRARY_PATH=$libpath timeout 300 "$exe" -b 8 -e 1G -f 8 -g "$NGPUS" -n ${BENCH_NET_ITERS:-5} -w 2 \
+      >"$log" 2>&1
+    echo "rc=$?" >>"$log"
+    echo "--- net $lib"; grep -E '^ +(8|1073741824) ' "$log" | head -4
+  done
+fi
+
 echo
 echo "=== GPU tests ($NGPUS GPU(s)) ==="
 printf '%s\n' "${table[@]}"

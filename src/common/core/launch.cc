@@ -86,8 +86,30 @@ ncclResult_t finishStreams(ncclComm* comm, const LaunchStreams& s) {
   return ncclSuccess;
 }
 
+// A peer these works need whose network connection closed, or -1.
+// Collectives need the whole ring; p2p items only their peers.
+static int lostPeerOf(const ncclComm* comm, const dev::Work* works, int n) {
+  const int any = comm->transports.lostNetPeer();
+  if (any < 0) return -1;
+  for (int i = 0; i < n; i++) {
+    const dev::Work& w = works[i];
+    if (w.coll != dev::kCollP2p) return any;
+    if (comm->transports.netPeerLost(w.p.sendPeer)) return w.p.sendPeer;
+    if (comm->transports.netPeerLost(w.p.recvPeer)) return w.p.recvPeer;
+  }
+  return -1;
+}
+
 ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const void* kernel,
                          const LaunchStreams& s) {
+  if (int gone = lostPeerOf(comm, works, n); gone >= 0) {
+    // A kernel would wait for a peer that is no longer there.
+    WARN("Rank %d: rank %d closed its network connections (it destroyed its communicator or died); this "
+         "communicator cannot run more operations: abort it (ncclCommAbort)", comm->rank, gone);
+    int expected = ncclSuccess;
+    comm->asyncError.compare_exchange_strong(expected, ncclRemoteError, std::memory_order_acq_rel);
+    return ncclRemoteError;
+  }
   dev::KernelArgs args;
   args.comm = comm->devComm;
   args.nWorks = (uint32_t)n;

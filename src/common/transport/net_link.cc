@@ -203,12 +203,25 @@ ncclResult_t NetLink::startOps(ncclComm* comm) {
 }
 
 // Proxy thread. A persistent op only finishes when stop() ends it or the
-// network failed; a failure aborts the communicator (as a timeout would), so
-// kernels waiting on this peer exit and ncclCommGetAsyncError reports it.
+// network failed.
+//  - A send failed: data we produced cannot reach the peer. Abort the
+//    communicator (as a timeout would), so kernels waiting on this peer exit
+//    and ncclCommGetAsyncError reports it.
+//  - A receive failed: the irecvs are posted ahead of any need, so this is
+//    also how a peer's ordinary ncclCommDestroy looks (TCP cannot tell it
+//    from a death at a message boundary). Only remember it: the next launch
+//    on this communicator fails with a clear error (Transports::lostNetPeer),
+//    a kernel that was sending to the peer fails through its send op, and a
+//    kernel only receiving from a dead peer is ended by the watchdog.
 void NetLink::onOpFinished(void* arg, ncclResult_t result) {
   Direction* d = static_cast<Direction*>(arg);
   NetLink* link = d->link;
-  if (__atomic_load_n(&link->stopFlag_, __ATOMIC_ACQUIRE) == 0) {
+  if (__atomic_load_n(&link->stopFlag_, __ATOMIC_ACQUIRE) == 0 && !d->send) {
+    INFO(kSubsysNet, "Rank %d: the network %s connection from rank %d (channel %d) closed (%s): rank %d destroyed "
+         "its communicator or died", link->rank_, link->net_->name, link->peer_, d->channel,
+         ncclGetErrorString(result), link->peer_);
+    link->peerGone_.store(true, std::memory_order_release);
+  } else if (__atomic_load_n(&link->stopFlag_, __ATOMIC_ACQUIRE) == 0) {
     ncclComm* comm = d->owner;
     WARN("Rank %d: the network %s connection %s rank %d (channel %d) failed (%s); aborting the communicator",
          link->rank_, link->net_->name, d->send ? "to" : "from", link->peer_, d->channel, ncclGetErrorString(result));

@@ -69,6 +69,10 @@ class NetLink {
   void fillPeer(int c, dev::Peer* p) const;
   // Makes the proxy look now (a kernel that uses this link was launched).
   void wakeProxy() { proxy_.wake(); }
+  // The peer closed its side (it destroyed its communicator, or died) while
+  // no data was leaving towards it: set by the proxy thread.
+  bool peerGone() const { return peerGone_.load(std::memory_order_acquire); }
+  int peer() const { return peer_; }
   const char* netName() const { return net_ != nullptr ? net_->name : "?"; }
 
   // Ends the proxy ops (waits for them), then closes comms and frees memory.
@@ -92,6 +96,7 @@ class NetLink {
   MappedBuffer recvStaging_;
   ProxyRef proxy_;
   uint32_t stopFlag_ = 0;      // the ops' abort flag: set by stop()
+  std::atomic<bool> peerGone_{false};
   bool started_ = false;
 };
 

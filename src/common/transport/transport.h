@@ -121,6 +121,11 @@ class Transports {
   bool ringUsesNet() const { return ringUsesNet_; }
   // Tells the proxy a kernel was launched (no-op without NET links).
   void wakeNetProxy();
+  // A NET peer closed its connection (NetLink::peerGone): its rank, or -1.
+  int lostNetPeer() const;
+  bool netPeerLost(int peer) const {
+    return netLinks_ > 0 && peer >= 0 && peer < (int)links_.size() && links_[peer].net && links_[peer].net->peerGone();
+  }
 
   // Frees every resource (safe after errors, idempotent).
   void release();

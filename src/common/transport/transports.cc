@@ -91,6 +91,13 @@ TransportKind Transports::kindBetween(const ncclComm* comm, int a, int b) const 
   return TransportKind::Net;
 }
 
+int Transports::lostNetPeer() const {
+  if (netLinks_ == 0) return -1;
+  for (const PeerLink& link : links_)
+    if (link.net && link.net->peerGone()) return link.net->peer();
+  return -1;
+}
+
 TransportKind Transports::choose(ncclComm* comm, int peer) const { return kindBetween(comm, comm->rank, peer); }
 
 void Transports::wakeNetProxy() {

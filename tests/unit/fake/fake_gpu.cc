@@ -142,8 +142,9 @@ const Alloc* containing(State& s, const void* p, uintptr_t* start) {
 }
 
 ncclResult_t allocate(State& s, void** p, size_t bytes, gpu::MemoryKind kind) {
-  void* m = std::malloc(bytes == 0 ? 1 : bytes);
-  if (m == nullptr) return ncclSystemError;
+  // Page-aligned like the real allocators (conn FIFOs check 64-byte alignment).
+  void* m = nullptr;
+  if (posix_memalign(&m, 4096, bytes == 0 ? 1 : bytes) != 0) return ncclSystemError;
   s.allocs[reinterpret_cast<uintptr_t>(m)] = Alloc{bytes, kind, kind == gpu::MemoryKind::Device ? s.currentDevice : -1};
   *p = m;
   return ncclSuccess;

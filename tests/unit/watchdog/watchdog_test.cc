@@ -433,7 +433,9 @@ TEST_F(WatchdogThread, TimeoutAbortsTheComm) {
 
 TEST_F(WatchdogThread, NoFalseTimeoutWhenWorkCompletesInTime) {
   setenv("UNICCL_WATCHDOG_POLL_MS", "2", 1);
-  ASSERT_EQ(watchdogRegister(comm.get(), 40), ncclSuccess);
+  // 25 ms of work against a 250 ms timeout: a margin that survives a loaded
+  // 2-core CI machine oversleeping (a 40 ms timeout once fired there).
+  ASSERT_EQ(watchdogRegister(comm.get(), 250), ncclSuccess);
   auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(400);
   uint64_t seq = 0;
   while (std::chrono::steady_clock::now() < end) {
