@@ -28,7 +28,7 @@
 namespace uniccl {
 
 #ifdef UNICCL_NET_IB
-const NetApi* ibNetApi();  // src/net/ib_transport.cc, built with ibverbs
+const NetApi* ibNetApi();  // src/net/ib/ib_entry.cc, built with ibverbs
 #endif
 
 namespace {
