@@ -20,6 +20,7 @@
 #include "common/enqueue/event_pool.h"
 #include "common/enqueue/work_fifo.h"
 #include "common/gpu.h"
+#include "common/profiler/profiler.h"
 #include "common/transport/transport.h"
 #include "common/watchdog/comm_watch.h"
 #include "device/dev_types.h"
@@ -80,6 +81,8 @@ struct ncclComm {
   // Timeout tracking of this comm's launches (common/watchdog; nullptr when
   // UNICCL_TIMEOUT=0). Declared after donePool/callbacks so it goes first.
   std::unique_ptr<uniccl::CommWatch> watch;
+  // Profiler plugin context (common/profiler; nullptr: no plugin or its init failed).
+  std::unique_ptr<uniccl::ProfilerContext> profiler;
 
   uniccl::TaskList tasks;                     // tasks of the open group
   bool inGroupList = false;                   // queued in the thread's group comm list

@@ -8,6 +8,7 @@
 #include "common/core/comm.h"
 #include "common/core/launch.h"
 #include "common/core/planner.h"
+#include "common/profiler/comm_hooks.h"
 #include "common/util/debug.h"
 
 namespace uniccl {
@@ -65,6 +66,7 @@ ncclResult_t runInitJobs(std::vector<std::function<ncclResult_t()>>& jobs) {
 void dropTasks(std::vector<ncclComm*>& comms) {
   for (ncclComm* c : comms) {
     c->tasks.clear();
+    profilerDropTasks(c);  // [profiler]
     c->inGroupList = false;
   }
   comms.clear();
@@ -102,7 +104,7 @@ ncclResult_t launchGroup(GroupState& g) {
   for (ncclComm* c : g.comms) {
     UCHECK_GOTO(device.use(c->gpuDev), res, fail);
     c->inGroupList = false;
-    UCHECK_GOTO(launchTasks(c), res, fail);
+    UCHECK_GOTO(launchTasksProfiled(c), res, fail);  // [profiler] Group + Coll/P2p events around launchTasks
   }
   g.comms.clear();
   return ncclSuccess;
@@ -119,12 +121,14 @@ void deferToGroupEnd(std::function<ncclResult_t()> job) { tGroup.initJobs.push_b
 
 ncclResult_t enqueueTask(ncclComm* comm, const Task& task) {
   TaskList& list = comm->tasks;
+  GroupState& g = tGroup;
+  void* apiEvent = profilerTaskApiBegin(comm, task, g.depth);  // [profiler] GroupApi + CollApi/P2pApi
   if (task.kind == TaskKind::Send || task.kind == TaskKind::Recv) {
     list.p2p.push_back(task);
   } else {
     list.colls.push_back(task);
   }
-  GroupState& g = tGroup;
+  profilerTaskApiEnd(comm, apiEvent);  // [profiler]
   if (g.depth > 0) {
     if (!comm->inGroupList) {
       comm->inGroupList = true;
@@ -133,6 +137,7 @@ ncclResult_t enqueueTask(ncclComm* comm, const Task& task) {
     return ncclSuccess;
   }
   // A group of one: the common case, kept free of allocation.
+  ProfilerGroupApiScope profilerGroupApi;  // [profiler] ends the implicit group's GroupApi event
   ncclResult_t res = ncclSuccess;
   DeviceGuard device;
   UCHECK_GOTO(device.use(comm->gpuDev), res, fail);
@@ -140,9 +145,10 @@ ncclResult_t enqueueTask(ncclComm* comm, const Task& task) {
     peersToConnect(comm, &g.peerScratch);
     if (!g.peerScratch.empty()) UCHECK_GOTO(comm->transports.connect(comm, g.peerScratch), res, fail);
   }
-  return launchTasks(comm);
+  return launchTasksProfiled(comm);  // [profiler] Group + Coll/P2p events around launchTasks
 fail:
   list.clear();
+  profilerDropTasks(comm);  // [profiler]
   return res;
 }
 
@@ -164,6 +170,7 @@ ncclResult_t ncclGroupEnd() {
     return ncclInvalidUsage;
   }
   if (--g.depth > 0) return ncclSuccess;
+  ProfilerGroupApiScope profilerGroupApi;  // [profiler] GroupEndApiStart now, GroupApi stop after the launch
   reclaimGraphBuffers();
   return launchGroup(g);
 }
@@ -183,6 +190,7 @@ ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   // (NCCL_UNDEF_FLOAT) and, like NCCL, discards the group without launching it.
   simInfo->estimatedTime = NCCL_UNDEF_FLOAT;
   if (--g.depth > 0) return ncclSuccess;
+  ProfilerGroupApiScope profilerGroupApi;  // [profiler] the simulated group ends its GroupApi event too
   dropTasks(g.comms);
   g.initJobs.clear();
   return ncclSuccess;

@@ -15,6 +15,7 @@
 #include "common/core/launch.h"
 #include "common/core/tuning.h"
 #include "common/core/validate.h"
+#include "common/profiler/comm_hooks.h"
 #include "common/util/debug.h"
 #include "common/util/socket.h"
 #include "common/watchdog/watchdog.h"
@@ -138,6 +139,7 @@ ncclResult_t commInitRank(ncclComm* comm, int nranks, ncclUniqueId id, int rank,
   comm->peers.resize(nranks);
   for (int r = 0; r < nranks; r++) memcpy(&comm->peers[r], comm->bootstrap->peerInfo(r), sizeof(PeerInfo));
   UCHECK_GOTO(checkDuplicateGpus(comm), res, fail);
+  profilerCommInit(comm);  // [profiler] plugin init for this comm; a failing plugin only disables profiling
   UCHECK_GOTO(comm->transports.init(comm), res, fail);
   UCHECK_GOTO(preloadKernels(gpuDev), res, fail);
   UCHECK_GOTO(setupDevice(comm), res, fail);
@@ -185,6 +187,7 @@ void commFree(ncclComm* comm, bool abort) {
   }
   reclaimGraphBuffers();
   comm->transports.release();
+  profilerCommFinalize(comm);  // [profiler] plugin finalize (+ dlclose with the last comm), after the last event
   for (void* p : comm->deviceAllocs) gpu::deviceFree(p);
   comm->deviceAllocs.clear();
   if (comm->orderEvent != nullptr) gpu::eventDestroy(comm->orderEvent);

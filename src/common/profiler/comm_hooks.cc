@@ -1,0 +1,110 @@
+#include "common/profiler/comm_hooks.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "common/core/tuning.h"
+#include "common/gpu.h"
+#include "device/dev_types.h"
+
+namespace uniccl {
+
+namespace {
+
+int distinctHosts(const ncclComm* comm) {
+  std::vector<uint64_t> hosts;
+  hosts.reserve(comm->peers.size());
+  for (const PeerInfo& p : comm->peers) hosts.push_back(p.hostHash);
+  std::sort(hosts.begin(), hosts.end());
+  return std::max<int>(1, (int)(std::unique(hosts.begin(), hosts.end()) - hosts.begin()));
+}
+
+bool isCaptured(gpu::Stream s) {
+  gpu::CaptureInfo info{};
+  return gpu::streamGetCaptureInfo(s, &info) == ncclSuccess && info.status == gpu::CaptureStatus::Active;
+}
+
+const char* protoName(uint8_t proto) { return proto == dev::kProtoLL ? "LL" : "Simple"; }
+
+size_t collBytes(const Task& t) { return t.count * dataTypeSize(t.dtype); }
+
+}  // namespace
+
+void profilerCommInit(ncclComm* comm) {
+  ProfilerCommInfo info;
+  info.commId = comm->commHash;
+  info.commName = comm->config.commName.c_str();
+  info.nNodes = distinctHosts(comm);
+  info.nRanks = comm->nRanks;
+  info.rank = comm->rank;
+  comm->profiler = profilerInit(info);
+}
+
+void* profilerTaskApiBeginSlow(ncclComm* comm, const Task& task, int groupDepth) {
+  ProfilerContext* p = comm->profiler.get();
+  if (!p->wants(kProfGroupApiMask)) return nullptr;
+  const bool captured = isCaptured(task.stream);
+  void* group = profilerStartGroupApi(p, groupDepth > 0 ? groupDepth : 1, captured);
+  const char* func = taskKindName(task.kind);
+  void* api;
+  if (task.kind == TaskKind::Send || task.kind == TaskKind::Recv) {
+    api = profilerStartP2pApi(p, group, func, task.count, task.dtype, (void*)task.stream, captured);
+    p->p2pApiParents.push_back(api);
+  } else {
+    api = profilerStartCollApi(p, group, func, task.count, task.dtype, task.root, (void*)task.stream, captured);
+    p->collApiParents.push_back(api);
+  }
+  return api;
+}
+
+ncclResult_t launchTasksWithEvents(ncclComm* comm) {
+  ProfilerContext* p = comm->profiler.get();
+  const TaskList& tasks = comm->tasks;
+  // Parents line up with tasks only if every task went through enqueueTask
+  // since the last launch; otherwise the tasks go without parents.
+  const bool collParents = p->collApiParents.size() == tasks.colls.size();
+  const bool p2pParents = p->p2pApiParents.size() == tasks.p2p.size();
+  p->launchGroup = profilerStartGroup(p);
+  p->launchTaskEvents.clear();
+  for (size_t i = 0; i < tasks.colls.size(); i++) {
+    const Task& t = tasks.colls[i];
+    ProfilerCollInfo c;
+    CollTuning tune = tuneCollective(comm, t.kind, collBytes(t));
+    c.seqNumber = t.seq;
+    c.func = taskKindName(t.kind);
+    c.sendBuff = t.sendbuff;
+    c.recvBuff = t.recvbuff;
+    c.count = t.count;
+    c.root = t.root;
+    c.dtype = t.dtype;
+    c.nChannels = tune.nChannels;
+    c.nWarps = dev::kThreadsPerBlock / 32;
+    c.algo = "Ring";
+    c.proto = protoName(tune.proto);
+    p->launchTaskEvents.push_back(profilerStartColl(p, collParents ? p->collApiParents[i] : nullptr, p->launchGroup, c));
+  }
+  for (size_t i = 0; i < tasks.p2p.size(); i++) {
+    const Task& t = tasks.p2p[i];
+    ProfilerP2pInfo c;
+    c.func = taskKindName(t.kind);
+    c.buff = t.kind == TaskKind::Send ? const_cast<void*>(t.sendbuff) : t.recvbuff;
+    c.count = t.count;
+    c.dtype = t.dtype;
+    c.peer = t.root;
+    c.nChannels = comm->p2pChannels;
+    p->launchTaskEvents.push_back(profilerStartP2p(p, p2pParents ? p->p2pApiParents[i] : nullptr, p->launchGroup, c));
+  }
+  p->collApiParents.clear();
+  p->p2pApiParents.clear();
+
+  ncclResult_t res = launchTasks(comm);
+
+  // Stopped in reverse so that the events of one launch nest in a timeline.
+  for (size_t i = p->launchTaskEvents.size(); i-- > 0;) profilerStop(p, p->launchTaskEvents[i]);
+  p->launchTaskEvents.clear();
+  profilerStop(p, p->launchGroup);
+  p->launchGroup = nullptr;
+  return res;
+}
+
+}  // namespace uniccl
