@@ -235,9 +235,10 @@ void NetLink::onOpFinished(void* arg, ncclResult_t result) {
 }
 
 void NetLink::fillPeer(int c, dev::Peer* p) const {
+  memset(p, 0, sizeof(*p));   // not connected: the kernel sees connected == 0
+  if (!started_ || c < 0 || c >= nChannels_) return;
   const size_t chBytes = kConnSteps * stepBytes_;
   const Channel& ch = channels_[c];
-  memset(p, 0, sizeof(*p));
   ConnFifo* sf = ch.send.fifo.device();
   ConnFifo* rf = ch.recv.fifo.device();
   p->send.buffs[dev::kProtoLL] = nullptr;   // the network carries the Simple protocol only

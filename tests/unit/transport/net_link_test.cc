@@ -123,7 +123,7 @@ TEST_F(NetLinkTest, BothDirectionsOfEveryChannelCarryExactBytesAcrossManyWraps) 
   TestComm a(0), b(1);
   {
     NetLink la, lb;
-    connectPair(a, b, la, lb);
+    ASSERT_NO_FATAL_FAILURE(connectPair(a, b, la, lb));
     constexpr uint64_t kSteps = 1500;   // 187 wraps of the 8 slots
     std::vector<std::thread> threads;
     std::atomic<int64_t> bad{0};
@@ -162,7 +162,7 @@ TEST_F(NetLinkTest, APeerThatGoesAwayAbortsTheCommunicatorWithAnError) {
   TestComm a(0), b(1);
   NetLink la;
   auto lb = std::make_unique<NetLink>();
-  connectPair(a, b, la, *lb);
+  ASSERT_NO_FATAL_FAILURE(connectPair(a, b, la, *lb));
   dev::Peer pa;
   la.fillPeer(0, &pa);
   ASSERT_TRUE(playSender(pa, 7, 4, &a.abortWord));   // a little traffic first
@@ -185,7 +185,7 @@ TEST_F(NetLinkTest, APeerThatClosesWhileIdleIsRememberedNotFatal) {
   TestComm a(0), b(1);
   NetLink la;
   auto lb = std::make_unique<NetLink>();
-  connectPair(a, b, la, *lb);
+  ASSERT_NO_FATAL_FAILURE(connectPair(a, b, la, *lb));
   EXPECT_FALSE(la.peerGone());
   lb.reset();
   const auto deadline = Clock::now() + std::chrono::seconds(10);
