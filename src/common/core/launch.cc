@@ -147,7 +147,9 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
     }
     LaunchWatch watch;
     UCHECK(watchLaunchBegin(comm, s, &watch));
+    void* profLaunch = profilerStartKernelLaunch(comm->profiler.get(), s.launch);
     ncclResult_t res = gpu::launchWithDoneEvent(kernel, cfg, argv, nullptr);
+    profilerStop(comm->profiler.get(), profLaunch);
     if (res != ncclSuccess) {
       watchLaunchFailed(comm, &watch);
       return res;
@@ -176,7 +178,9 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
     comm->donePool.put(done);
     return res;
   }
+  void* profLaunch = profilerStartKernelLaunch(comm->profiler.get(), s.launch);
   res = gpu::launchWithDoneEvent(kernel, cfg, argv, done);
+  profilerStop(comm->profiler.get(), profLaunch);
   if (res != ncclSuccess) {
     watchLaunchFailed(comm, &watch);
     comm->donePool.put(done);

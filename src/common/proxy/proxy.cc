@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <condition_variable>
@@ -14,6 +15,7 @@
 #include <system_error>
 #include <thread>
 
+#include "common/profiler/profiler.h"
 #include "common/util/debug.h"
 #include "common/util/param.h"
 
@@ -89,6 +91,7 @@ class Proxy {
   bool progress(ProxyOp* op, bool* moved);  // true: op finished
   bool progressSend(ProxyOp* op, bool* moved);
   bool progressRecv(ProxyOp* op, bool* moved);
+  void countFreedRecvSteps(ProxyOp* op, bool* moved);
   bool fail(ProxyOp* op, ncclResult_t r);
   void finish(ProxyOp* op, int status);
   bool idleWait(Clock::time_point idleSince);  // true: woken by a post or wake()
@@ -124,6 +127,12 @@ void Proxy::takePosted() {
 void Proxy::finish(ProxyOp* op, int status) {
   ProxyConnection* c = op->conn;
   if (c->current == op) c->current = nullptr;
+  for (void*& e : op->profSteps) {
+    profilerStop(op->prof, e);
+    e = nullptr;
+  }
+  profilerStop(op->prof, op->profOp);
+  op->profOp = nullptr;
   // Abandoned requests are never tested again; the net frees them when the
   // owner closes the comm (after it saw this op finish).
   for (void*& r : op->requests) r = nullptr;
@@ -151,6 +160,10 @@ bool Proxy::progress(ProxyOp* op, bool* moved) {
     c->current = op;
     op->base = c->step;
     c->step += op->nsteps;
+    op->profOp = profilerStartProxyOp(op->prof, op->profParent, op->profChannel, op->profPeer,
+                                      (int)std::min<uint64_t>(op->nsteps, INT_MAX),
+                                      (int)(op->stepBytes >= 0 ? op->stepBytes : c->stepBytes),
+                                      op->kind == ProxyOpKind::kSend);
     *moved = true;
   }
   if (op->kind == ProxyOpKind::kSend) return progressSend(op, moved);
@@ -202,6 +215,10 @@ bool Proxy::progressSend(ProxyOp* op, bool* moved) {
     }
     if (req == nullptr) break;  // the net is busy: retry on the next pass
     op->requests[slot] = req;
+    if (op->profOp != nullptr) {
+      op->profSteps[slot] = profilerStartProxyStep(op->prof, op->profOp, (int)(op->transmitted % INT_MAX));
+      profilerRecordProxyStep(op->prof, op->profSteps[slot], ncclProfilerProxyStepSendWait, (size_t)size);
+    }
     op->transmitted++;
     *moved = true;
   }
@@ -218,6 +235,8 @@ bool Proxy::progressSend(ProxyOp* op, bool* moved) {
     }
     if (!isDone) break;
     op->requests[slot] = nullptr;
+    profilerStop(op->prof, op->profSteps[slot]);
+    op->profSteps[slot] = nullptr;
     connFifoFree(f, step);
     op->done++;
     *moved = true;
@@ -230,8 +249,11 @@ bool Proxy::progressRecv(ProxyOp* op, bool* moved) {
   ConnFifo* f = c->fifo;
   const ProxyNet* net = c->net;
   int postBytes = static_cast<int>(op->stepBytes >= 0 ? op->stepBytes : c->stepBytes);
+  countFreedRecvSteps(op, moved);
   // Post receives into slots the consumer has freed.
-  while (op->posted < op->nsteps) {
+  // A slot is reposted only after its previous step was counted done (not
+  // merely freed: head may move between the count and this loop).
+  while (op->posted < op->nsteps && op->posted < op->done + kConnSteps) {
     uint64_t step = op->base + op->posted;
     if (!connFifoCanFill(f, step)) break;
     int slot = static_cast<int>(step % kConnSteps);
@@ -247,6 +269,10 @@ bool Proxy::progressRecv(ProxyOp* op, bool* moved) {
     }
     if (req == nullptr) break;
     op->requests[slot] = req;
+    if (op->profOp != nullptr) {
+      op->profSteps[slot] = profilerStartProxyStep(op->prof, op->profOp, (int)(op->posted % INT_MAX));
+      profilerRecordProxyStep(op->prof, op->profSteps[slot], ncclProfilerProxyStepRecvWait, (size_t)size);
+    }
     op->posted++;
     *moved = true;
   }
@@ -268,6 +294,10 @@ bool Proxy::progressRecv(ProxyOp* op, bool* moved) {
       return fail(op, ncclInternalError);
     }
     op->sizes[slot] = size;
+    profilerRecordProxyStep(op->prof, op->profSteps[slot],
+                            c->needFlush && size > 0 ? ncclProfilerProxyStepRecvFlushWait
+                                                     : ncclProfilerProxyStepRecvGPUWait,
+                            (size_t)size);
     if (c->needFlush && size > 0) {
       void* ptr = c->staging + slot * c->stepBytes;
       void* mh = c->mhandle;
@@ -297,17 +327,27 @@ bool Proxy::progressRecv(ProxyOp* op, bool* moved) {
       op->requests[slot] = nullptr;
     }
     // Normal mode: the consumer knows its own address of the staging slot.
+    if (c->needFlush && op->sizes[slot] > 0)
+      profilerRecordProxyStep(op->prof, op->profSteps[slot], ncclProfilerProxyStepRecvGPUWait, (size_t)op->sizes[slot]);
     connFifoPublish(f, step, op->sizes[slot], kConnModeNormal, static_cast<int32_t>(slot * c->stepBytes));
     op->transmitted++;
     *moved = true;
   }
-  // The consumer frees slots by advancing head.
-  uint64_t head = connLoadAcquire(&f->head);
+  countFreedRecvSteps(op, moved);
+  return op->done == op->nsteps;
+}
+
+// The consumer frees slots by advancing head: count them done (and end their
+// ProxyStep events) before their slots are reposted.
+void Proxy::countFreedRecvSteps(ProxyOp* op, bool* moved) {
+  const uint64_t head = connLoadAcquire(&op->conn->fifo->head);
   while (op->done < op->transmitted && head > op->base + op->done) {
+    const int slot = static_cast<int>((op->base + op->done) % kConnSteps);
+    profilerStop(op->prof, op->profSteps[slot]);
+    op->profSteps[slot] = nullptr;
     op->done++;
     *moved = true;
   }
-  return op->done == op->nsteps;
 }
 
 bool Proxy::idleWait(Clock::time_point idleSince) {

@@ -22,6 +22,7 @@
 namespace uniccl {
 
 struct ProxyOp;
+class ProfilerContext;
 
 // One network connection as the proxy progresses it. The transport that set
 // it up owns it; it must outlive every op posted on it. Ops of one
@@ -68,6 +69,12 @@ struct ProxyOp {
   // must not block, nor release the last ProxyRef: that joins this thread).
   void (*onComplete)(void* arg, ncclResult_t result) = nullptr;
   void* onCompleteArg = nullptr;
+  // Profiler (optional): ProxyOp / ProxyStep events go to `prof` with
+  // `profParent` as the op's parent; channel and peer describe it.
+  ProfilerContext* prof = nullptr;
+  void* profParent = nullptr;
+  int profChannel = -1;
+  int profPeer = -1;
 
   // ---- progress, written by the proxy thread (stable once finished) ----
   // Steps are counted from `base` (the connection's step when the op started).
@@ -83,6 +90,8 @@ struct ProxyOp {
   // ---- proxy-internal ----
   void* requests[kConnSteps] = {};
   int sizes[kConnSteps] = {};
+  void* profOp = nullptr;                 // the ProxyOp event while the op runs
+  void* profSteps[kConnSteps] = {};       // ProxyStep events of the steps in flight
   ProxyOp* next = nullptr;
 };
 

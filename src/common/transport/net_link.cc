@@ -195,6 +195,10 @@ ncclResult_t NetLink::startOps(ncclComm* comm) {
       op.stepBytes = -1;   // send: the size the kernel wrote; recv: a whole slot
       op.onComplete = &NetLink::onOpFinished;
       op.onCompleteArg = &d;
+      // ProxyOp events span the link's life (persistent ops): no task parent.
+      op.prof = comm->profiler.get();
+      op.profChannel = c;
+      op.profPeer = peer_;
       UCHECK(proxy_.post(&op));
       d.posted = true;
     }

@@ -78,6 +78,13 @@ class ProfilerTest : public ::testing::Test {
 
 }  // namespace
 
+// For the other test files of this program (proxy_events_test.cc).
+std::vector<ProfTestCall> profilerTestCalls() { return calls(); }
+void profilerTestClearCalls() {
+  std::lock_guard<std::mutex> lock(gMutex);
+  gCalls.clear();
+}
+
 // The test program reports plugin calls here and exports a v5 table itself
 // (test_plugin.cc compiled in) for NCCL_PROFILER_PLUGIN=STATIC_PLUGIN.
 extern "C" __attribute__((visibility("default"))) void uniccl_profiler_test_sink(const ProfTestCall* c) {
