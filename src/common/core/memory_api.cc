@@ -1,5 +1,7 @@
 // Memory-related API: ncclMemAlloc/Free, buffer registration, memory
 // windows, and the PreMulSum operator constructors.
+#include <cstdint>
+
 #include "common/api_export.h"
 #include "common/check.h"
 #include "common/core/comm.h"
@@ -32,6 +34,12 @@ ncclResult_t ncclMemFree(void* ptr) {
     WARN("ncclMemFree: %p was not allocated by ncclMemAlloc", ptr);
     return ncclInvalidArgument;
   }
+  void* base = nullptr;
+  size_t size = 0;
+  if (gpu::memGetAddressRange(ptr, &base, &size) == ncclSuccess && base != ptr) {
+    WARN("ncclMemFree: %p points inside the allocation at %p; pass the pointer ncclMemAlloc returned", ptr, base);
+    return ncclInvalidArgument;
+  }
   return gpu::deviceFree(ptr);
 }
 
@@ -43,12 +51,17 @@ ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, vo
          (void*)handle);
     return ncclInvalidArgument;
   }
+  if (size > UINTPTR_MAX - reinterpret_cast<uintptr_t>(buff)) {
+    WARN("ncclCommRegister: size %zu from %p runs past the end of the address space", size, buff);
+    return ncclInvalidArgument;
+  }
   return comm->registry.add(buff, size, comm->gpuDev, handle);
 }
 
 NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle);
 ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
   UCHECK(checkCommHandle(comm, "ncclCommDeregister"));
+  if (handle == nullptr) return ncclSuccess;   // as NCCL: nothing was registered
   return comm->registry.remove(handle);
 }
 

@@ -25,12 +25,17 @@ ncclResult_t checkCommUsable(ncclComm* comm, const char* fn) {
   switch (comm->state.load(std::memory_order_acquire)) {
     case CommState::Ready: break;
     case CommState::Initializing:
+      // As NCCL (ncclCommEnsureReady): using a comm still in progress is an invalid argument.
       WARN("%s: communicator %p is still initializing; poll ncclCommGetAsyncError until it returns ncclSuccess",
            fn, (void*)comm);
-      return ncclInvalidUsage;
-    case CommState::Failed:
-      WARN("%s: communicator %p failed to initialize; destroy it", fn, (void*)comm);
-      return ncclInvalidUsage;
+      return ncclInvalidArgument;
+    case CommState::Failed: {
+      // As NCCL: the init failure is the comm's async error, and every use returns it.
+      int err = comm->asyncError.load(std::memory_order_acquire);
+      WARN("%s: communicator %p failed to initialize (%s); destroy it", fn, (void*)comm,
+           ncclGetErrorString((ncclResult_t)err));
+      return err != ncclSuccess && err != ncclInProgress ? (ncclResult_t)err : ncclInvalidUsage;
+    }
     case CommState::Finalized:
       WARN("%s: communicator %p was finalized; only ncclCommDestroy is allowed", fn, (void*)comm);
       return ncclInvalidUsage;
