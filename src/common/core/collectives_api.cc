@@ -110,6 +110,13 @@ ncclResult_t recordP2p(TaskKind kind, const char* fn, void* buff, size_t count, 
 // AlltoAll, Gather and Scatter are grouped point-to-point operations. Their
 // arguments are validated as a whole first, so the inner calls cannot fail
 // half-way through recording.
+// Returns a failed call's result after recording it for the open group.
+#define GCHECK(call)                                   \
+  do {                                                 \
+    ncclResult_t gres_ = (call);                       \
+    if (gres_ != ncclSuccess) return groupErrCheck(gres_); \
+  } while (0)
+
 class ImplicitGroup {
  public:
   ImplicitGroup() { ncclGroupStart(); }
@@ -131,59 +138,67 @@ NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size
          ncclRedOp_t op, ncclComm_t comm, uniccl_stream_t stream);
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                            ncclRedOp_t op, ncclComm_t comm, uniccl_stream_t stream) {
-  return recordColl(TaskKind::AllReduce, "ncclAllReduce", sendbuff, recvbuff, count, datatype, op, 0, comm, stream);
+  return groupErrCheck(
+      recordColl(TaskKind::AllReduce, "ncclAllReduce", sendbuff, recvbuff, count, datatype, op, 0, comm, stream));
 }
 
 NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          int root, ncclComm_t comm, uniccl_stream_t stream);
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                            ncclComm_t comm, uniccl_stream_t stream) {
-  return recordColl(TaskKind::Broadcast, "ncclBroadcast", sendbuff, recvbuff, count, datatype, ncclSum, root, comm,
-                    stream);
+  return groupErrCheck(
+      recordColl(TaskKind::Broadcast, "ncclBroadcast", sendbuff, recvbuff, count, datatype, ncclSum, root, comm,
+                 stream));
 }
 
 NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
          uniccl_stream_t stream);
 ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                        uniccl_stream_t stream) {
-  return recordColl(TaskKind::Broadcast, "ncclBcast", buff, buff, count, datatype, ncclSum, root, comm, stream);
+  return groupErrCheck(
+      recordColl(TaskKind::Broadcast, "ncclBcast", buff, buff, count, datatype, ncclSum, root, comm, stream));
 }
 
 NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
          ncclRedOp_t op, int root, ncclComm_t comm, uniccl_stream_t stream);
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                         int root, ncclComm_t comm, uniccl_stream_t stream) {
-  return recordColl(TaskKind::Reduce, "ncclReduce", sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+  return groupErrCheck(
+      recordColl(TaskKind::Reduce, "ncclReduce", sendbuff, recvbuff, count, datatype, op, root, comm, stream));
 }
 
 NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
          ncclDataType_t datatype, ncclComm_t comm, uniccl_stream_t stream);
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                            ncclComm_t comm, uniccl_stream_t stream) {
-  return recordColl(TaskKind::AllGather, "ncclAllGather", sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm,
-                    stream);
+  return groupErrCheck(
+      recordColl(TaskKind::AllGather, "ncclAllGather", sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm,
+                 stream));
 }
 
 NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, uniccl_stream_t stream);
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
                                ncclRedOp_t op, ncclComm_t comm, uniccl_stream_t stream) {
-  return recordColl(TaskKind::ReduceScatter, "ncclReduceScatter", sendbuff, recvbuff, recvcount, datatype, op, 0,
-                    comm, stream);
+  return groupErrCheck(
+      recordColl(TaskKind::ReduceScatter, "ncclReduceScatter", sendbuff, recvbuff, recvcount, datatype, op, 0,
+                 comm, stream));
 }
 
 NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
          ncclComm_t comm, uniccl_stream_t stream);
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       uniccl_stream_t stream) {
-  return recordP2p(TaskKind::Send, "ncclSend", const_cast<void*>(sendbuff), count, datatype, peer, comm, stream);
+  return groupErrCheck(
+      recordP2p(TaskKind::Send, "ncclSend", const_cast<void*>(sendbuff), count, datatype, peer, comm, stream));
 }
 
 NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
          uniccl_stream_t stream);
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       uniccl_stream_t stream) {
-  return recordP2p(TaskKind::Recv, "ncclRecv", recvbuff, count, datatype, peer, comm, stream);
+  return groupErrCheck(
+      recordP2p(TaskKind::Recv, "ncclRecv", recvbuff, count, datatype, peer, comm, stream));
 }
 
 NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -191,22 +206,22 @@ NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_
 ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                           ncclComm_t comm, uniccl_stream_t stream) {
   const char* fn = "ncclAlltoAll";
-  UCHECK(checkCommUsable(comm, fn));
-  UCHECK(checkDataType(datatype, fn));
+  GCHECK(checkCommUsable(comm, fn));
+  GCHECK(checkDataType(datatype, fn));
   size_t bytes;
-  UCHECK(checkedBytes(count, dataTypeSize(datatype), comm->nRanks, &bytes, fn));
+  GCHECK(checkedBytes(count, dataTypeSize(datatype), comm->nRanks, &bytes, fn));
   if (bytes > 0 && sendbuff == recvbuff) {
     WARN("%s: in-place AlltoAll (sendbuff == recvbuff) is not supported: every rank would overwrite data it has "
          "yet to send; use distinct buffers", fn);
     return ncclInvalidArgument;
   }
-  UCHECK(checkBuffer(comm, sendbuff, bytes, "sendbuff", fn));
-  UCHECK(checkBuffer(comm, recvbuff, bytes, "recvbuff", fn));
+  GCHECK(checkBuffer(comm, sendbuff, bytes, "sendbuff", fn));
+  GCHECK(checkBuffer(comm, recvbuff, bytes, "recvbuff", fn));
   size_t chunk = count * dataTypeSize(datatype);
   ImplicitGroup group;
   for (int r = 0; r < comm->nRanks; r++) {
-    UCHECK(ncclSend(static_cast<const char*>(sendbuff) + r * chunk, count, datatype, r, comm, stream));
-    UCHECK(ncclRecv(static_cast<char*>(recvbuff) + r * chunk, count, datatype, r, comm, stream));
+    GCHECK(ncclSend(static_cast<const char*>(sendbuff) + r * chunk, count, datatype, r, comm, stream));
+    GCHECK(ncclRecv(static_cast<char*>(recvbuff) + r * chunk, count, datatype, r, comm, stream));
   }
   return group.end();
 }
@@ -216,19 +231,19 @@ NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t 
 ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                         ncclComm_t comm, uniccl_stream_t stream) {
   const char* fn = "ncclGather";
-  UCHECK(checkCommUsable(comm, fn));
-  UCHECK(checkDataType(datatype, fn));
-  UCHECK(checkRank(comm, root, "root", fn));
+  GCHECK(checkCommUsable(comm, fn));
+  GCHECK(checkDataType(datatype, fn));
+  GCHECK(checkRank(comm, root, "root", fn));
   size_t bytes;
-  UCHECK(checkedBytes(count, dataTypeSize(datatype), comm->nRanks, &bytes, fn));
-  if (comm->rank == root) UCHECK(checkBuffer(comm, recvbuff, bytes, "recvbuff", fn));
+  GCHECK(checkedBytes(count, dataTypeSize(datatype), comm->nRanks, &bytes, fn));
+  if (comm->rank == root) GCHECK(checkBuffer(comm, recvbuff, bytes, "recvbuff", fn));
   size_t chunk = count * dataTypeSize(datatype);
-  UCHECK(checkBuffer(comm, sendbuff, chunk, "sendbuff", fn));
+  GCHECK(checkBuffer(comm, sendbuff, chunk, "sendbuff", fn));
   ImplicitGroup group;
-  UCHECK(ncclSend(sendbuff, count, datatype, root, comm, stream));
+  GCHECK(ncclSend(sendbuff, count, datatype, root, comm, stream));
   if (comm->rank == root) {
     for (int r = 0; r < comm->nRanks; r++)
-      UCHECK(ncclRecv(static_cast<char*>(recvbuff) + r * chunk, count, datatype, r, comm, stream));
+      GCHECK(ncclRecv(static_cast<char*>(recvbuff) + r * chunk, count, datatype, r, comm, stream));
   }
   return group.end();
 }
@@ -238,19 +253,19 @@ NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t
 ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                          ncclComm_t comm, uniccl_stream_t stream) {
   const char* fn = "ncclScatter";
-  UCHECK(checkCommUsable(comm, fn));
-  UCHECK(checkDataType(datatype, fn));
-  UCHECK(checkRank(comm, root, "root", fn));
+  GCHECK(checkCommUsable(comm, fn));
+  GCHECK(checkDataType(datatype, fn));
+  GCHECK(checkRank(comm, root, "root", fn));
   size_t bytes;
-  UCHECK(checkedBytes(count, dataTypeSize(datatype), comm->nRanks, &bytes, fn));
-  if (comm->rank == root) UCHECK(checkBuffer(comm, sendbuff, bytes, "sendbuff", fn));
+  GCHECK(checkedBytes(count, dataTypeSize(datatype), comm->nRanks, &bytes, fn));
+  if (comm->rank == root) GCHECK(checkBuffer(comm, sendbuff, bytes, "sendbuff", fn));
   size_t chunk = count * dataTypeSize(datatype);
-  UCHECK(checkBuffer(comm, recvbuff, chunk, "recvbuff", fn));
+  GCHECK(checkBuffer(comm, recvbuff, chunk, "recvbuff", fn));
   ImplicitGroup group;
   if (comm->rank == root) {
     for (int r = 0; r < comm->nRanks; r++)
-      UCHECK(ncclSend(static_cast<const char*>(sendbuff) + r * chunk, count, datatype, r, comm, stream));
+      GCHECK(ncclSend(static_cast<const char*>(sendbuff) + r * chunk, count, datatype, r, comm, stream));
   }
-  UCHECK(ncclRecv(recvbuff, count, datatype, root, comm, stream));
+  GCHECK(ncclRecv(recvbuff, count, datatype, root, comm, stream));
   return group.end();
 }

@@ -17,6 +17,7 @@ namespace {
 
 struct GroupState {
   int depth = 0;
+  ncclResult_t error = ncclSuccess;   // first failure of a call inside the open group
   std::vector<ncclComm*> comms;                          // with tasks, in first-use order
   std::vector<std::function<ncclResult_t()>> initJobs;
   std::vector<int> peerScratch;
@@ -117,6 +118,12 @@ fail:
 
 bool inGroup() { return tGroup.depth > 0; }
 
+ncclResult_t groupErrCheck(ncclResult_t result) {
+  GroupState& g = tGroup;
+  if (result != ncclSuccess && result != ncclInProgress && g.depth > 0 && g.error == ncclSuccess) g.error = result;
+  return result;
+}
+
 void deferToGroupEnd(std::function<ncclResult_t()> job) { tGroup.initJobs.push_back(std::move(job)); }
 
 ncclResult_t enqueueTask(ncclComm* comm, const Task& task) {
@@ -172,6 +179,18 @@ ncclResult_t ncclGroupEnd() {
   if (--g.depth > 0) return ncclSuccess;
   ProfilerGroupApiScope profilerGroupApi;  // [profiler] GroupEndApiStart now, GroupApi stop after the launch
   reclaimGraphBuffers();
+  if (g.error != ncclSuccess) {
+    // As NCCL: a group with a failed call launches nothing. Deferred
+    // communicator inits still run (they were valid calls).
+    ncclResult_t err = g.error;
+    g.error = ncclSuccess;
+    WARN("ncclGroupEnd: a call inside the group failed (%s); none of the group's operations were launched",
+         ncclGetErrorString(err));
+    dropTasks(g.comms);
+    ncclResult_t initRes = runInitJobs(g.initJobs);
+    (void)initRes;   // their outcome is each communicator's async error
+    return err;
+  }
   return launchGroup(g);
 }
 
@@ -191,6 +210,7 @@ ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   simInfo->estimatedTime = NCCL_UNDEF_FLOAT;
   if (--g.depth > 0) return ncclSuccess;
   ProfilerGroupApiScope profilerGroupApi;  // [profiler] the simulated group ends its GroupApi event too
+  g.error = ncclSuccess;
   dropTasks(g.comms);
   g.initJobs.clear();
   return ncclSuccess;

@@ -14,6 +14,10 @@ struct ncclComm;
 namespace uniccl {
 
 bool inGroup();
+// NCCL's group error rule: the first error of a call made inside a group is
+// remembered; ncclGroupEnd then discards the group's operations and returns
+// it. Returns `result` (call it on every API entry's result).
+ncclResult_t groupErrCheck(ncclResult_t result);
 // Records a task (in a group) or plans and launches it at once.
 ncclResult_t enqueueTask(ncclComm* comm, const Task& task);
 // Defers a communicator initialization to the end of the open group, where

@@ -120,13 +120,16 @@ TEST(BadInput, Groups) {
   ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
   expectError(ncclGroupSimulateEnd(&sim), ncclInvalidUsage, "ncclGroupSimulateEnd", "simulate without start");
   // Nested groups: only the outermost end closes; a bad call inside does not
-  // unbalance them.
+  // unbalance them, and the outermost end returns its error (NCCL's group
+  // rule), once.
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   resetLastError();
   expectError(ncclAllReduce(gBogus, gBogus, 1, ncclFloat32, ncclSum, nullptr, nullptr), ncclInvalidArgument,
               "ncclAllReduce", "ncclAllReduce(NULL) in a group");
   EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
   resetLastError();
   expectError(ncclGroupEnd(), ncclInvalidUsage, "ncclGroupEnd", "one end too many");
