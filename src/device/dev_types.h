@@ -17,7 +17,11 @@ namespace uniccl::dev {
 
 constexpr int kMaxChannels = 32;
 constexpr int kSteps = 8;               // slots per connection (NCCL_STEPS)
+#if defined(UNICCL_DEV_CPU)
+constexpr int kThreadsPerBlock = 64;    // the CPU emulator: each thread is an OS thread
+#else
 constexpr int kThreadsPerBlock = 512;   // every collective block runs this many
+#endif
 constexpr int kMaxInlineWorks = 4;      // work items that travel in the kernel arguments
 
 enum Proto : uint8_t { kProtoLL = 0, kProtoSimple = 1, kNumProtos = 2 };

@@ -34,7 +34,7 @@ UDEV void loadWork(const KernelArgs& args, uint32_t i, BlockShared& sh) {
 // p2p-only kernel).
 template <typename Tag, bool Colls>
 UDEV void runKernel(const KernelArgs& args) {
-  __shared__ BlockShared sh;
+  BlockShared& sh = blockShared<BlockShared>();
   const int tid = threadIdx.x;
   if (tid < 3) {
     sh.abortA[tid] = 0;

@@ -6,6 +6,8 @@
 //
 // Included by host-only code too (the test harness reuses the float
 // conversions): without a device compiler only UNICCL_HD is defined.
+// With -DUNICCL_DEV_CPU and no device compiler, port_cpu.h provides the
+// same functions for the CPU emulator (each GPU thread an OS thread).
 #pragma once
 
 #include <cstdint>
@@ -14,7 +16,10 @@
 #define UNICCL_DEVICE_COMPILER 1
 #endif
 
-#if !defined(UNICCL_DEVICE_COMPILER)
+#if !defined(UNICCL_DEVICE_COMPILER) && defined(UNICCL_DEV_CPU)
+// The kernels as plain C++ for the CPU emulator (tests/emu).
+#include "device/port_cpu.h"
+#elif !defined(UNICCL_DEVICE_COMPILER)
 #define UNICCL_HD inline
 #else
 
@@ -182,6 +187,13 @@ UDEV Pack16 loadVolatile16(const Pack16* p) {
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
 #endif
   return v;
+}
+
+// Shared memory of a block: one object of type T per block (and per T).
+template <typename T>
+UDEV T& blockShared() {
+  __shared__ T s;
+  return s;
 }
 
 // --------------------------------------------------------- barriers

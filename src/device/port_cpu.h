@@ -1,0 +1,128 @@
+// The CPU port of port.h: the kernels compiled as plain C++ (-DUNICCL_DEV_CPU)
+// where every GPU thread of a block is an OS thread. The emulator in
+// tests/emu runs them under an emulated GPU backend, so the whole library
+// (bootstrap, transports, proxy and network, planner, kernels) is tested end
+// to end on machines without a GPU. It proves the algorithms' logic (step
+// and slot arithmetic, protocols, counters, aborts), not GPU memory-ordering
+// subtleties: x86 is stronger than either GPU.
+//
+// Included only by port.h. The thread and block context (threadIdx,
+// blockIdx, the block's shared memory and barriers) is set by the emulator's
+// kernel runner (tests/emu/emu_runtime.cc).
+#pragma once
+
+#include <sched.h>
+#include <time.h>
+
+#include <cstdint>
+
+#define UNICCL_DEVICE_COMPILER 1
+#define UNICCL_DEV_CPU_PORT 1
+#define UNICCL_HD inline
+#define UDEV inline
+#define UDEV_NOINLINE __attribute__((noinline))
+#define __global__
+#define __launch_bounds__(threads, blocks)
+
+namespace uniccl::dev {
+
+constexpr int kWarpSize = 32;
+
+struct EmuDim3 {
+  unsigned x, y, z;
+};
+// Set by the kernel runner for each emulated thread.
+extern thread_local EmuDim3 threadIdx;
+extern thread_local EmuDim3 blockIdx;
+extern thread_local EmuDim3 blockDim;
+
+// The runner's per-block services.
+void* emuBlockShared();                 // this block's shared memory (zeroed at launch)
+void emuBarrier(int id, int nthreads);  // named barrier: id 0 = the whole block
+void emuPoll();                         // a polling loop's pause: lets producers run on few cores
+
+// 16 bytes moved as one unit.
+struct alignas(16) Pack16 {
+  uint32_t x, y, z, w;
+};
+
+// Shared memory of a block: one object of type T per block.
+template <typename T>
+UDEV T& blockShared() {
+  return *static_cast<T*>(emuBlockShared());
+}
+
+UDEV uint64_t loadAcquireSys(const uint64_t* p) {
+  emuPoll();
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+UDEV void storeReleaseSys(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+UDEV void fenceSystem() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+UDEV void fenceBlock() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+UDEV uint32_t loadVolatile32(const volatile uint32_t* p) {
+  return __atomic_load_n(const_cast<const uint32_t*>(p), __ATOMIC_ACQUIRE);
+}
+UDEV void storeVolatile64(int64_t* p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+
+// Receive slots are rewritten by the peer: read them with relaxed atomics
+// (the acquire on the counter ordered them) so that the compiler cannot
+// cache or tear them.
+template <typename T>
+UDEV T loadCG(const T* p) {
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "loadCG size");
+  if constexpr (sizeof(T) == 1) {
+    uint8_t v = __atomic_load_n(reinterpret_cast<const uint8_t*>(p), __ATOMIC_RELAXED);
+    return *reinterpret_cast<T*>(&v);
+  } else if constexpr (sizeof(T) == 2) {
+    uint16_t v = __atomic_load_n(reinterpret_cast<const uint16_t*>(p), __ATOMIC_RELAXED);
+    return *reinterpret_cast<T*>(&v);
+  } else if constexpr (sizeof(T) == 4) {
+    uint32_t v = __atomic_load_n(reinterpret_cast<const uint32_t*>(p), __ATOMIC_RELAXED);
+    return *reinterpret_cast<T*>(&v);
+  } else {
+    uint64_t v = __atomic_load_n(reinterpret_cast<const uint64_t*>(p), __ATOMIC_RELAXED);
+    return *reinterpret_cast<T*>(&v);
+  }
+}
+template <>
+inline Pack16 loadCG<Pack16>(const Pack16* p) {
+  const uint64_t* q = reinterpret_cast<const uint64_t*>(p);
+  const uint64_t a = __atomic_load_n(q, __ATOMIC_RELAXED), b = __atomic_load_n(q + 1, __ATOMIC_RELAXED);
+  return Pack16{(uint32_t)a, (uint32_t)(a >> 32), (uint32_t)b, (uint32_t)(b >> 32)};
+}
+
+UDEV Pack16 load16(const Pack16* p) { return *p; }
+UDEV void store16(Pack16* p, const Pack16& v) {
+  uint64_t* q = reinterpret_cast<uint64_t*>(p);
+  __atomic_store_n(q, (uint64_t)v.x | ((uint64_t)v.y << 32), __ATOMIC_RELAXED);
+  __atomic_store_n(q + 1, (uint64_t)v.z | ((uint64_t)v.w << 32), __ATOMIC_RELAXED);
+}
+
+// LL: each 8-byte half (data, flag) is one single-copy-atomic store, as on HIP.
+UDEV void storeLLLine(Pack16* p, uint32_t d0, uint32_t d1, uint32_t flag) {
+  uint64_t* q = reinterpret_cast<uint64_t*>(p);
+  __atomic_store_n(q, (uint64_t)d0 | ((uint64_t)flag << 32), __ATOMIC_RELAXED);
+  __atomic_store_n(q + 1, (uint64_t)d1 | ((uint64_t)flag << 32), __ATOMIC_RELAXED);
+}
+UDEV Pack16 loadVolatile16(const Pack16* p) {
+  emuPoll();
+  return loadCG(p);
+}
+
+UDEV void barrierBlock() { emuBarrier(0, (int)blockDim.x); }
+
+struct SubBarrierState {
+  unsigned arrived;
+  unsigned generation;
+};
+UDEV void barrierSub(int id, int nthreads, SubBarrierState*) { emuBarrier(id, nthreads); }
+
+UDEV void sleepBrief() { sched_yield(); }
+
+UDEV uint64_t globalTimer() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+}  // namespace uniccl::dev

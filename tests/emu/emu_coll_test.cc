@@ -1,0 +1,301 @@
+// Every collective end to end on the CPU emulator: the real library (init,
+// bootstrap, transports, proxy + socket network, planner, work FIFO, the
+// kernels compiled for the CPU) over the emulated GPU backend. Run once per
+// transport by meson (environment): P2P, SHM (NCCL_P2P_DISABLE=1) and NET
+// (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1, the socket transport on lo).
+//
+// Data: small random integers as floats, so sums, products, max/min and the
+// average of 2..4 ranks are exact and any misplaced element shows.
+//
+//   emu_coll_test [--ranks N] (default 2; UNICCL_EMU_DEVICES must be >= N)
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/gpu.h"
+#include "emu_runtime.h"
+#include "nccl.h"
+
+using namespace uniccl;
+
+namespace {
+
+int gFailures = 0;
+int gChecks = 0;
+std::mt19937 gRng(20261122);
+
+#define EXPECT_OK(call)                                                                       \
+  do {                                                                                        \
+    ncclResult_t r_ = (call);                                                                 \
+    if (r_ != ncclSuccess) {                                                                  \
+      fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", __FILE__, __LINE__, #call,                \
+              ncclGetErrorString(r_), ncclGetLastError(nullptr));                             \
+      exit(1);                                                                                \
+    }                                                                                         \
+  } while (0)
+
+struct Rank {
+  int dev;
+  ncclComm_t comm;
+  uniccl_stream_t stream;   // an emulated stream (gpu::Stream) in the API's type
+  float* send = nullptr;
+  float* recv = nullptr;
+  size_t cap = 0;   // elements of each buffer
+};
+
+std::vector<float> randomData(size_t n) {
+  std::uniform_int_distribution<int> d(-8, 8);
+  std::vector<float> v(n);
+  for (float& x : v) x = (float)d(gRng);
+  return v;
+}
+
+void upload(Rank& r, float* dst, const std::vector<float>& v) {
+  EXPECT_OK(gpu::setDevice(r.dev));
+  if (!v.empty()) EXPECT_OK(gpu::memcpy(dst, v.data(), v.size() * sizeof(float)));
+}
+std::vector<float> download(Rank& r, const float* src, size_t n) {
+  std::vector<float> v(n);
+  EXPECT_OK(gpu::setDevice(r.dev));
+  if (n > 0) EXPECT_OK(gpu::memcpy(v.data(), src, n * sizeof(float)));
+  return v;
+}
+void syncAll(std::vector<Rank>& ranks) {
+  for (Rank& r : ranks) {
+    EXPECT_OK(gpu::setDevice(r.dev));
+    EXPECT_OK(gpu::streamSynchronize(static_cast<gpu::Stream>(r.stream)));
+  }
+}
+
+// tol: relative tolerance (0: exact). Averages over 3 ranks are computed as
+// a sum of x/3 terms on the device (PreMulSum), so they round differently.
+void check(const std::string& what, const std::vector<float>& got, const std::vector<float>& want, float tol = 0) {
+  gChecks++;
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < want.size(); i++) {
+    const float lim = tol * std::max(1.0f, std::fabs(want[i]));
+    if (tol == 0 ? got[i] != want[i] : !(std::fabs(got[i] - want[i]) <= lim)) {
+      if (bad++ == 0) first = i;
+    }
+  }
+  if (bad) {
+    gFailures++;
+    fprintf(stderr, "FAIL %s: %zu of %zu wrong, first at %zu: got %g want %g\n", what.c_str(), bad, want.size(), first,
+            got[first], want[first]);
+  }
+}
+
+float reduce(ncclRedOp_t op, float a, float b) {
+  switch (op) {
+    case ncclSum: case ncclAvg: return a + b;
+    case ncclProd: return a * b;
+    case ncclMax: return a > b ? a : b;
+    default: return a < b ? a : b;
+  }
+}
+const char* opName(ncclRedOp_t op) {
+  static const char* n[] = {"sum", "prod", "max", "min", "avg"};
+  return n[(int)op];
+}
+
+// sendbuff of rank r: `count` (x nranks for ReduceScatter/AlltoAll/Scatter) elements.
+void runCase(std::vector<Rank>& ranks, const char* coll, size_t count, bool inPlace, ncclRedOp_t op, int root) {
+  const int n = (int)ranks.size();
+  const std::string name = std::string(coll) + "/" + opName(op) + "/c" + std::to_string(count) + (inPlace ? "/inplace" : "") +
+                           "/root" + std::to_string(root);
+  const bool rs = !strcmp(coll, "ReduceScatter"), ag = !strcmp(coll, "AllGather"), a2a = !strcmp(coll, "AlltoAll");
+  const size_t sendCount = (rs || a2a) ? count * n : count;
+  const size_t recvCount = (ag || a2a) ? count * n : count;
+  std::vector<std::vector<float>> in(n);
+  for (int r = 0; r < n; r++) {
+    in[r] = randomData(sendCount);
+    if (!strcmp(coll, "AllReduce") || !strcmp(coll, "Reduce") || rs) {
+      if (op == ncclProd)
+        for (float& x : in[r]) x = (float)((int)x % 3);   // products of small values stay exact
+    }
+  }
+  // Garbage in the receive buffers: untouched elements must stay as they were.
+  std::vector<std::vector<float>> before(n);
+  for (int r = 0; r < n; r++) {
+    Rank& R = ranks[r];
+    before[r] = randomData(recvCount);
+    upload(R, R.recv, before[r]);
+    if (inPlace) {
+      // In place: the input sits where the API says (AllGather: rank's block of recv; ReduceScatter: recv is
+      // the rank's block of send).
+      if (ag) {
+        std::vector<float> b = before[r];
+        memcpy(b.data() + r * count, in[r].data(), count * sizeof(float));
+        before[r] = b;
+        upload(R, R.recv, b);
+      } else {
+        upload(R, R.recv, in[r]);
+      }
+    } else {
+      upload(R, R.send, in[r]);
+    }
+  }
+  EXPECT_OK(ncclGroupStart());
+  for (int r = 0; r < n; r++) {
+    Rank& R = ranks[r];
+    const float* s = inPlace ? (ag ? R.recv + r * count : R.recv) : R.send;
+    float* d = R.recv;
+    if (rs && inPlace) d = R.recv + r * count;
+    if (!strcmp(coll, "AllReduce")) EXPECT_OK(ncclAllReduce(s, d, count, ncclFloat, op, R.comm, R.stream));
+    else if (!strcmp(coll, "Broadcast")) EXPECT_OK(ncclBroadcast(s, d, count, ncclFloat, root, R.comm, R.stream));
+    else if (!strcmp(coll, "Reduce")) EXPECT_OK(ncclReduce(s, d, count, ncclFloat, op, root, R.comm, R.stream));
+    else if (ag) EXPECT_OK(ncclAllGather(s, d, count, ncclFloat, R.comm, R.stream));
+    else if (rs) EXPECT_OK(ncclReduceScatter(s, d, count, ncclFloat, op, R.comm, R.stream));
+    else if (a2a) EXPECT_OK(ncclAlltoAll(s, d, count, ncclFloat, R.comm, R.stream));
+  }
+  EXPECT_OK(ncclGroupEnd());
+  syncAll(ranks);
+
+  for (int r = 0; r < n; r++) {
+    std::vector<float> want = before[r];
+    if (!strcmp(coll, "AllReduce") || (!strcmp(coll, "Reduce") && r == root)) {
+      for (size_t i = 0; i < count; i++) {
+        float v = in[0][i];
+        for (int k = 1; k < n; k++) v = reduce(op, v, in[k][i]);
+        if (op == ncclAvg) v /= (float)n;
+        want[i] = v;
+      }
+    } else if (!strcmp(coll, "Broadcast")) {
+      for (size_t i = 0; i < count; i++) want[i] = in[root][i];
+    } else if (ag) {
+      for (int k = 0; k < n; k++)
+        for (size_t i = 0; i < count; i++) want[k * count + i] = in[k][i];
+    } else if (rs) {
+      // In place, the whole input buffer is checked: only block r changes.
+      const size_t off = inPlace ? r * count : 0;
+      if (inPlace) want = in[r];
+      for (size_t i = 0; i < count; i++) {
+        float v = in[0][r * count + i];
+        for (int k = 1; k < n; k++) v = reduce(op, v, in[k][r * count + i]);
+        if (op == ncclAvg) v /= (float)n;
+        want[off + i] = v;
+      }
+    } else if (a2a) {
+      for (int k = 0; k < n; k++)
+        for (size_t i = 0; i < count; i++) want[k * count + i] = in[k][r * count + i];
+    } else if (!strcmp(coll, "Reduce") && inPlace) {
+      want = in[r];   // non-root, in place: its input stays
+      want.resize(recvCount);
+    }
+    if (!strcmp(coll, "Reduce") && r != root && !inPlace) want = before[r];
+    if (!strcmp(coll, "AllReduce") && inPlace) want.resize(recvCount);
+    check(name + "/rank" + std::to_string(r), download(ranks[r], ranks[r].recv, want.size()), want,
+          op == ncclAvg ? 1e-6f : 0.0f);
+  }
+}
+
+void runSendRecv(std::vector<Rank>& ranks, size_t count) {
+  const int n = (int)ranks.size();
+  std::vector<std::vector<float>> in(n);
+  for (int r = 0; r < n; r++) {
+    in[r] = randomData(count);
+    upload(ranks[r], ranks[r].send, in[r]);
+    upload(ranks[r], ranks[r].recv, randomData(count));
+  }
+  // A ring shift: every rank sends to r+1 and receives from r-1 in one group.
+  EXPECT_OK(ncclGroupStart());
+  for (int r = 0; r < n; r++) {
+    Rank& R = ranks[r];
+    EXPECT_OK(ncclSend(R.send, count, ncclFloat, (r + 1) % n, R.comm, R.stream));
+    EXPECT_OK(ncclRecv(R.recv, count, ncclFloat, (r + n - 1) % n, R.comm, R.stream));
+  }
+  EXPECT_OK(ncclGroupEnd());
+  syncAll(ranks);
+  for (int r = 0; r < n; r++)
+    check("SendRecv/c" + std::to_string(count) + "/rank" + std::to_string(r),
+          download(ranks[r], ranks[r].recv, count), in[(r + n - 1) % n]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int nranks = 2;
+  for (int i = 1; i < argc; i++)
+    if (!strncmp(argv[i], "--ranks=", 8)) nranks = atoi(argv[i] + 8);
+  emu::installCpuKernelRunner();
+  int ndev = 0;
+  EXPECT_OK(gpu::getDeviceCount(&ndev));
+  if (ndev < nranks) {
+    fprintf(stderr, "emu_coll_test: %d emulated devices, %d ranks requested (set UNICCL_EMU_DEVICES)\n", ndev, nranks);
+    return 2;
+  }
+  std::vector<int> devs(nranks);
+  for (int i = 0; i < nranks; i++) devs[i] = i;
+  std::vector<ncclComm_t> comms(nranks);
+  EXPECT_OK(ncclCommInitAll(comms.data(), nranks, devs.data()));
+
+  const std::vector<size_t> counts = {0, 1, 7, 1000, 4099, 70001};
+  size_t maxCount = 0;
+  for (size_t c : counts) maxCount = std::max(maxCount, c);
+  std::vector<Rank> ranks(nranks);
+  for (int r = 0; r < nranks; r++) {
+    Rank& R = ranks[r];
+    R.dev = r;
+    R.comm = comms[r];
+    EXPECT_OK(gpu::setDevice(r));
+    gpu::Stream st = nullptr;
+    EXPECT_OK(gpu::streamCreate(&st));
+    R.stream = static_cast<uniccl_stream_t>(st);
+    R.cap = maxCount * nranks;
+    void* p = nullptr;
+    EXPECT_OK(gpu::deviceAlloc(&p, R.cap * sizeof(float)));
+    R.send = static_cast<float*>(p);
+    EXPECT_OK(gpu::deviceAlloc(&p, R.cap * sizeof(float)));
+    R.recv = static_cast<float*>(p);
+  }
+
+  const char* colls[] = {"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AlltoAll"};
+  const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+  for (const char* coll : colls) {
+    const bool reduces = !strcmp(coll, "AllReduce") || !strcmp(coll, "Reduce") || !strcmp(coll, "ReduceScatter");
+    for (size_t count : counts) {
+      for (int inPlace = 0; inPlace < 2; inPlace++) {
+        if (!strcmp(coll, "AlltoAll") && inPlace) continue;   // NCCL does not allow in-place AlltoAll either
+        if (reduces) {
+          for (ncclRedOp_t op : ops) {
+            // Every op at the small and odd sizes; the large one with sum only (time).
+            if (count > 4099 && op != ncclSum) continue;
+            runCase(ranks, coll, count, inPlace, op, nranks - 1);
+          }
+        } else {
+          for (int root = 0; root < (strcmp(coll, "Broadcast") ? 1 : nranks); root++)
+            runCase(ranks, coll, count, inPlace, ncclSum, root);
+        }
+      }
+    }
+  }
+  for (size_t count : counts) runSendRecv(ranks, count);
+  // Many back-to-back collectives without a sync: work FIFO reuse, slot wrap,
+  // persistent step counters (and the proxy's for NET).
+  {
+    std::vector<float> ones(1000, 1.0f);
+    for (Rank& R : ranks) upload(R, R.recv, ones);
+    for (int it = 0; it < 50; it++) {
+      EXPECT_OK(ncclGroupStart());
+      for (Rank& R : ranks) EXPECT_OK(ncclAllReduce(R.recv, R.recv, 1000, ncclFloat, ncclMax, R.comm, R.stream));
+      EXPECT_OK(ncclGroupEnd());
+    }
+    syncAll(ranks);
+    for (int r = 0; r < nranks; r++) check("repeat/rank" + std::to_string(r), download(ranks[r], ranks[r].recv, 1000), ones);
+  }
+
+  for (Rank& R : ranks) {
+    EXPECT_OK(gpu::setDevice(R.dev));
+    EXPECT_OK(ncclCommDestroy(R.comm));
+    gpu::deviceFree(R.send);
+    gpu::deviceFree(R.recv);
+    gpu::streamDestroy(static_cast<gpu::Stream>(R.stream));
+  }
+  printf("emu_coll_test: %d ranks, %d checks, %d failures\n", nranks, gChecks, gFailures);
+  return gFailures == 0 ? 0 : 1;
+}

@@ -1,0 +1,47 @@
+// Control API of the emulated GPU backend (emu_gpu.cc implements all of
+// src/common/gpu.h on the CPU, in host memory). Unlike the scripted fake of
+// tests/unit/fake, it behaves like a GPU runtime on its own: every stream is
+// an in-order queue run by its own worker thread, events complete when their
+// stream reaches them, memory is plain host memory in one address space.
+//
+// The model, where it differs from a real GPU:
+//   - UNICCL_EMU_DEVICES (default 2, 0..128) virtual devices, all peers of each
+//     other; device d has PCI bus id "0000:<d+1 in hex, 2 digits>:00.0".
+//   - Kernels run through the installed KernelRunner on the stream's worker
+//     thread (whose current device is the stream's); without one, launches fail.
+//   - Fresh device and pinned host memory is filled with 0xCD, never zeros.
+//   - Graph capture is not emulated (streams never capture); IPC handles open
+//     only in the process that created them.
+//   - A forked child starts with a fresh emulated runtime (the parent's streams,
+//     events and allocation records do not carry over; CUDA refuses the child).
+#pragma once
+
+#include <cstddef>
+
+#include "common/gpu.h"
+
+namespace uniccl::emu {
+
+// Runs one kernel launch: `kernel` is the pointer given to
+// gpu::launchWithDoneEvent, `argBytes` a copy (taken at launch time) of the
+// launch's single argument, sizeof(uniccl::dev::KernelArgs) bytes. Called on
+// the stream's worker thread; the launch completes when it returns.
+using KernelRunner = void (*)(const void* kernel, unsigned gridX, unsigned blockX, const void* argBytes);
+
+// Installs the runner used by later launches (nullptr uninstalls it: launches
+// then fail with ncclInvalidUsage). Launches already enqueued keep theirs.
+void setKernelRunner(KernelRunner runner);
+
+// Objects alive now, for leak checks at the end of a test.
+struct Usage {
+  size_t deviceAllocs;    // deviceAlloc'ed, not yet freed
+  size_t deviceBytes;     // their requested sizes, summed
+  size_t hostAllocs;      // hostAllocPinned + hostAllocMapped
+  size_t registrations;   // hostRegister'ed ranges
+  size_t streams;         // streamCreate'd (default streams not counted)
+  size_t events;
+  size_t ipcOpens;        // ipcOpenMemHandle'd, not yet closed
+};
+Usage usage();
+
+}  // namespace uniccl::emu
