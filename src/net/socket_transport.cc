@@ -168,6 +168,7 @@ struct Comm {
   std::mutex errorMutex;
   std::string errorText;
   bool errorReported = false;
+  bool errorQuiet = false;   // the peer closed between messages: INFO, not WARN (a destroy looks like this)
 
   ~Comm() { shutdown(); }
 
@@ -179,10 +180,11 @@ struct Comm {
   }
 
   // First failure wins; later ones are consequences of it.
-  void fail(ncclResult_t res, const std::string& text) {
+  void fail(ncclResult_t res, const std::string& text, bool quiet = false) {
     std::lock_guard<std::mutex> lock(errorMutex);
     if (error.load(std::memory_order_relaxed) != ncclSuccess) return;
     errorText = text;
+    errorQuiet = quiet;
     error.store(res, std::memory_order_release);
   }
 
@@ -193,7 +195,8 @@ struct Comm {
     std::lock_guard<std::mutex> lock(errorMutex);
     if (!errorReported) {
       errorReported = true;
-      WARN("NET/Socket: %s", errorText.c_str());
+      if (errorQuiet) INFO(kSubsysNet, "NET/Socket: %s", errorText.c_str());
+      else WARN("NET/Socket: %s", errorText.c_str());
     }
     return (ncclResult_t)res;
   }
@@ -325,7 +328,14 @@ ncclResult_t progressControl(Comm* comm) {
       ssize_t n = comm->isSend ? comm->ctrl.trySend(hdr + req->hdrDone, sizeof(MsgHeader) - req->hdrDone, &err)
                                : comm->ctrl.tryRecv(hdr + req->hdrDone, sizeof(MsgHeader) - req->hdrDone, &err);
       if (n < 0) {
-        comm->fail(ioErrorCode(err), describeIoError(comm, err, comm->isSend));
+        // End of stream before any byte of the next header: the peer closed
+        // its side between messages (destroyed its comm, or died at a
+        // message boundary). Still an error for this receive, but quiet.
+        const bool betweenMessages = !comm->isSend && err == 0 && req->hdrDone == 0;
+        comm->fail(ioErrorCode(err),
+                   betweenMessages ? "connection with " + comm->peer.toString() + " closed by the peer"
+                                   : describeIoError(comm, err, comm->isSend),
+                   betweenMessages);
         return comm->checkError();
       }
       if (n == 0) return ncclSuccess;  // would block: try again at the next call

@@ -284,7 +284,10 @@ bool Proxy::progressRecv(ProxyOp* op, bool* moved) {
     int size = 0;
     ncclResult_t r = net->test(op->requests[slot], &isDone, &size);
     if (r != ncclSuccess) {
-      WARN("proxy: test of receive step %lu failed: %d", (unsigned long)step, r);
+      // ncclRemoteError: the peer went away (its destroy looks the same);
+      // the op's owner decides whether that is an error worth a WARN.
+      if (r == ncclRemoteError) INFO(kSubsysProxy, "proxy: receive step %lu ended: the peer closed", (unsigned long)step);
+      else WARN("proxy: test of receive step %lu failed: %d", (unsigned long)step, r);
       return fail(op, r);
     }
     if (!isDone) break;
