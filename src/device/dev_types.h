@@ -99,6 +99,20 @@ struct Channel {
   int pad;
   const int* ringRanks;       // device array [nRanks]: user rank at each ring position
   Peer* peers;                // device array [nRanks]: connections to every rank
+  uint64_t profCount;         // profiled work items this channel ran (KernelCh stamps; block thread 0 only)
+};
+
+// KernelCh profiling (common/profiler/kernel_ch.h, same layout, asserted
+// there): per channel, the kernel stamps when it starts and stops the c-th
+// profiled work item into slot c % kProfSlots: timer, system fence, counter.
+constexpr int kProfSlots = 64;
+struct ProfStamp {
+  uint64_t counter;
+  uint64_t timer;
+};
+struct ProfRing {
+  ProfStamp start[kProfSlots];
+  ProfStamp stop[kProfSlots];
 };
 
 struct DevComm {
@@ -109,6 +123,7 @@ struct DevComm {
   int buffBytes[kNumProtos];  // bytes of one connection's buffer per protocol (kSteps slots)
   volatile uint32_t* abortFlag;  // host-mapped; nonzero: every spin loop gives up and the kernel exits
   Channel* channels;          // device array [kMaxChannels]
+  ProfRing* profRings;        // host-mapped [nChannels], or nullptr: no KernelCh profiling
 };
 
 // One work item: 64 bytes, so items never straddle the work FIFO's wrap
@@ -119,6 +134,7 @@ struct alignas(16) Work {
   uint8_t proto;              // Proto
   uint8_t channelLo;          // blocks [channelLo, channelHi] run this item
   uint8_t channelHi;
+  uint32_t profMask;          // bit c: channel c stamps this item (KernelCh profiling; 0: none)
   union {
     struct {                  // collectives (ring algorithm)
       uint8_t redOp;          // RedOp

@@ -30,6 +30,18 @@ UDEV void loadWork(const KernelArgs& args, uint32_t i, BlockShared& sh) {
   }
 }
 
+// KernelCh profiling: thread 0 of a block stamps the start / stop of a
+// profiled item (the host counts the same items per channel, in order).
+UDEV void profStamp(const DevComm* comm, int block, bool stop) {
+  Channel* ch = &comm->channels[block];
+  uint64_t c = ch->profCount;
+  if (!stop) ch->profCount = ++c;
+  ProfStamp* s = stop ? &comm->profRings[block].stop[c % kProfSlots] : &comm->profRings[block].start[c % kProfSlots];
+  s->timer = globalTimer();
+  fenceSystem();   // the timer before the counter that publishes it
+  storeReleaseSys(&s->counter, c);
+}
+
 // Tag: datatype of collective items (ignored when Colls is false: the
 // p2p-only kernel).
 template <typename Tag, bool Colls>
@@ -48,6 +60,8 @@ UDEV void runKernel(const KernelArgs& args) {
     loadWork(args, i, sh);
     barrierBlock();
     const Work& w = sh.work;
+    const bool stamp = comm->profRings != nullptr && ((w.profMask >> block) & 1u) != 0;
+    if (stamp && tid == 0) profStamp(comm, block, /*stop=*/false);
     if (block >= w.channelLo && block <= w.channelHi) {
       CollCtx c;
       c.comm = comm;
@@ -61,6 +75,7 @@ UDEV void runKernel(const KernelArgs& args) {
       }
     }
     barrierBlock();
+    if (stamp && tid == 0) profStamp(comm, block, /*stop=*/true);
     // Nobody writes the flags between this barrier and the next item's.
     uint32_t aborted = 0;
 #pragma unroll

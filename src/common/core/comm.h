@@ -20,6 +20,7 @@
 #include "common/enqueue/event_pool.h"
 #include "common/enqueue/work_fifo.h"
 #include "common/gpu.h"
+#include "common/profiler/kernel_ch.h"
 #include "common/profiler/profiler.h"
 #include "common/transport/transport.h"
 #include "common/watchdog/comm_watch.h"
@@ -83,6 +84,11 @@ struct ncclComm {
   std::unique_ptr<uniccl::CommWatch> watch;
   // Profiler plugin context (common/profiler; nullptr: no plugin or its init failed).
   std::unique_ptr<uniccl::ProfilerContext> profiler;
+  // KernelCh events: the per-channel stamp rings the kernels write (host-mapped)
+  // and their reader; nullptr unless the plugin asks for KernelCh.
+  std::unique_ptr<uniccl::KernelChTracker> kernelCh;
+  void* profRingsHost = nullptr;
+  std::vector<int> p2pTaskScratch;            // planner: p2p task of each work item (profiling)
 
   uniccl::TaskList tasks;                     // tasks of the open group
   bool inGroupList = false;                   // queued in the thread's group comm list

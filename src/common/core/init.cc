@@ -118,6 +118,22 @@ ncclResult_t setupDevice(ncclComm* comm) {
   return ncclSuccess;
 }
 
+// KernelCh profiling: rings in host-mapped memory the kernels stamp, and
+// the tracker that turns stamps into events (only when the plugin asks).
+ncclResult_t setupKernelCh(ncclComm* comm) {
+  if (!comm->profiler || !comm->profiler->wants(ncclProfileKernelCh)) return ncclSuccess;
+  void* host = nullptr;
+  void* dev = nullptr;
+  const size_t bytes = sizeof(KernelChRing) * comm->nChannels;
+  UCHECK(gpu::hostAllocMapped(&host, &dev, bytes));
+  memset(host, 0, bytes);
+  comm->profRingsHost = host;
+  comm->kernelCh = std::make_unique<KernelChTracker>(comm->profiler.get(), static_cast<KernelChRing*>(host),
+                                                     comm->nChannels);
+  comm->devCommHost.profRings = static_cast<dev::ProfRing*>(dev);
+  return gpu::memcpy(comm->devComm, &comm->devCommHost, sizeof(comm->devCommHost));
+}
+
 }  // namespace
 
 // The whole initialization of one rank; records the outcome in the comm.
@@ -143,6 +159,7 @@ ncclResult_t commInitRank(ncclComm* comm, int nranks, ncclUniqueId id, int rank,
   UCHECK_GOTO(comm->transports.init(comm), res, fail);
   UCHECK_GOTO(preloadKernels(gpuDev), res, fail);
   UCHECK_GOTO(setupDevice(comm), res, fail);
+  UCHECK_GOTO(setupKernelCh(comm), res, fail);
   if (nranks > 1) {
     ringPeers.push_back((rank + 1) % nranks);
     if ((rank - 1 + nranks) % nranks != ringPeers[0]) ringPeers.push_back((rank - 1 + nranks) % nranks);
@@ -187,6 +204,11 @@ void commFree(ncclComm* comm, bool abort) {
   }
   reclaimGraphBuffers();
   comm->transports.release();
+  if (comm->kernelCh) {
+    comm->kernelCh->poll();    // the kernels have ended: every stamp that will come is there
+    comm->kernelCh.reset();    // stops what is still open
+  }
+  if (comm->profRingsHost != nullptr) gpu::hostFree(comm->profRingsHost);
   profilerCommFinalize(comm);  // [profiler] plugin finalize (+ dlclose with the last comm), after the last event
   for (void* p : comm->deviceAllocs) gpu::deviceFree(p);
   comm->deviceAllocs.clear();

@@ -26,10 +26,15 @@ void onGraphBufferReleased(void* hostPtr) {
 
 // Done-event callback of a launch whose work items sat in the FIFO.
 void onFifoLaunchDone(void* arg, uint64_t fifoEnd) {
-  static_cast<ncclComm*>(arg)->workFifo.markConsumed((uint32_t)fifoEnd);
+  ncclComm* comm = static_cast<ncclComm*>(arg);
+  comm->workFifo.markConsumed((uint32_t)fifoEnd);
+  if (comm->kernelCh) comm->kernelCh->poll();   // the launch's KernelCh stamps are in
 }
 
-void onInlineLaunchDone(void*, uint64_t) {}
+void onInlineLaunchDone(void* arg, uint64_t) {
+  ncclComm* comm = static_cast<ncclComm*>(arg);
+  if (comm->kernelCh) comm->kernelCh->poll();
+}
 
 }  // namespace
 

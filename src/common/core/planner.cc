@@ -55,7 +55,9 @@ dev::Work collWork(const ncclComm* comm, const Task& t) {
 // P2p tasks become rounds: in round r every rank sends to rank+r and
 // receives from rank-r, so the two halves of one work item always face
 // matching halves on the peers, in the same order on every channel.
-ncclResult_t p2pWorks(ncclComm* comm, std::vector<dev::Work>* out) {
+// taskOfWork (optional): for every work appended, the index in tasks.p2p of
+// its send task (or of its recv task when it has no send).
+ncclResult_t p2pWorks(ncclComm* comm, std::vector<dev::Work>* out, std::vector<int>* taskOfWork) {
   const int n = comm->nRanks, me = comm->rank;
   const std::vector<Task>& tasks = comm->tasks.p2p;
   uint32_t slice = p2pSliceBytes(comm);
@@ -84,6 +86,7 @@ ncclResult_t p2pWorks(ncclComm* comm, std::vector<dev::Work>* out) {
           return ncclInvalidUsage;
         }
       }
+      if (taskOfWork != nullptr) taskOfWork->push_back((int)(haveSend ? si : ri));
       if (haveSend) {
         const Task& t = tasks[si++];
         w.p.sendPeer = sendPeer;
@@ -100,6 +103,20 @@ ncclResult_t p2pWorks(ncclComm* comm, std::vector<dev::Work>* out) {
     }
   }
   return ncclSuccess;
+}
+
+// KernelCh profiling: which channels stamp each work item, and the Coll/P2p
+// event it reports under (comm->profiler->launchTaskEvents: colls, then p2p).
+void markProfiledWorks(ncclComm* comm, std::vector<dev::Work>& works, size_t nColl,
+                       const std::vector<int>& p2pTaskOfWork) {
+  const std::vector<void*>& events = comm->profiler->launchTaskEvents;
+  for (size_t i = 0; i < works.size(); i++) {
+    const size_t task = i < nColl ? i : comm->tasks.colls.size() + (size_t)p2pTaskOfWork[i - nColl];
+    void* parent = task < events.size() ? events[task] : nullptr;
+    dev::Work& w = works[i];
+    for (int c = w.channelLo; c <= w.channelHi; c++)
+      if (comm->kernelCh->expect(c, parent) != 0) w.profMask |= 1u << c;
+  }
 }
 
 }  // namespace
@@ -151,7 +168,15 @@ ncclResult_t launchTasks(ncclComm* comm) {
 
   for (const Task& t : comm->tasks.colls) works.push_back(collWork(comm, t));
   size_t nColl = works.size();
-  if (!comm->tasks.p2p.empty()) UCHECK_GOTO(p2pWorks(comm, &works), res, done);
+  {
+    std::vector<int>* taskOfWork = nullptr;
+    if (comm->kernelCh) {
+      comm->p2pTaskScratch.clear();
+      taskOfWork = &comm->p2pTaskScratch;
+    }
+    if (!comm->tasks.p2p.empty()) UCHECK_GOTO(p2pWorks(comm, &works, taskOfWork), res, done);
+    if (comm->kernelCh) markProfiledWorks(comm, works, nColl, comm->p2pTaskScratch);
+  }
   if (works.empty()) goto done;
 
   {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/profiler/profiler.h"
+#include "device/dev_types.h"
 
 namespace uniccl {
 
@@ -36,6 +37,9 @@ struct KernelChRing {
   KernelChStamp stop[kKernelChSlots];
 };
 static_assert(sizeof(KernelChRing) == 2048, "KernelChRing is shared with device code: keep its layout");
+static_assert(sizeof(KernelChRing) == sizeof(dev::ProfRing) && kKernelChSlots == dev::kProfSlots &&
+                  sizeof(KernelChStamp) == sizeof(dev::ProfStamp),
+              "the kernels' view of the rings (dev::ProfRing) must match");
 
 class KernelChTracker {
  public:
