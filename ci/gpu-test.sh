@@ -5,7 +5,7 @@
 #
 #   bash ci/gpu-test.sh                    # build in build-gpu, tests + benchmarks
 #   bash ci/gpu-test.sh --prebuilt DIR     # DIR/lib, DIR/tests, DIR/bench from ci/pack-prebuilt.sh
-#   GPU_TESTS="backend kernels coll" BENCH=quick|full|none bash ci/gpu-test.sh
+#   GPU_TESTS="backend kernels coll net stress profiler" BENCH=quick|full|none BENCH_NET=1 bash ci/gpu-test.sh
 #
 # Writes logs to ${OUT:-./gpu-test-out}. NVLink multicast stays off
 # (NCCL_NVLS_ENABLE=0) for NCCL and is never used by uniccl.
@@ -26,9 +26,9 @@ if [[ -z $prebuilt ]]; then
   nccl_home=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null || true)
   [[ -d $B ]] || meson setup "$B" -Dgpu_backend=cuda -Dgpu_archs=sm_90 ${nccl_home:+-Dnccl_home=$nccl_home} >"$OUTDIR/setup.log" 2>&1
   ninja -C "$B" >"$OUTDIR/build.log" 2>&1 || { tail -30 "$OUTDIR/build.log"; exit 1; }
-  LIB=$B/src; TDIR=$B/tests/gpu; BDIR=$B
+  LIB=$B/src; TDIR=$B/tests/gpu; BDIR=$B; TRACE_PLUGIN=$B/plugins/trace/libnccl-profiler-trace.so
 else
-  LIB=$prebuilt/lib; TDIR=$prebuilt/tests; BDIR=$prebuilt
+  LIB=$prebuilt/lib; TDIR=$prebuilt/tests; BDIR=$prebuilt; TRACE_PLUGIN=$prebuilt/lib/libnccl-profiler-trace.so
 fi
 export LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 NGPUS=$(nvidia-smi -L 2>/dev/null | wc -l)
@@ -59,6 +59,26 @@ for t in $TESTS; do
       if [[ -n $e ]]; then
         run_test coll-p2p 600 "$e" ${COLL_ARGS:-}
         NCCL_P2P_DISABLE=1 run_test coll-shm 600 "$e" ${COLL_SHM_ARGS:-${COLL_ARGS:-}}
+      fi ;;
+    stress)  # dead peers (P2P, SHM, socket), leak cycles, load, many comms, thread per comm
+      e=$(find_exe stress_test); [[ -n $e ]] && run_test stress 420 "$e" ${STRESS_CASES:-} ;;
+    profiler)  # the trace plugin on real runs: traces checked; overhead at 1 MiB (issue 7)
+      if [[ -f $TRACE_PLUGIN ]]; then
+        tdir=$OUTDIR/traces; rm -rf "$tdir"; mkdir -p "$tdir"
+        run_test profiler-trace 300 bash -c "
+          NCCL_PROFILER_PLUGIN=$TRACE_PLUGIN UNICCL_PROFILER_TRACE_FILE=$tdir/ar $BDIR/bench/all_reduce_perf -b 1M -e 1M -g $NGPUS -n 5 -w 1 &&
+          NCCL_PROFILER_PLUGIN=$TRACE_PLUGIN UNICCL_PROFILER_TRACE_FILE=$tdir/sr $BDIR/bench/sendrecv_perf -b 1M -e 1M -g $NGPUS -n 5 -w 1 &&
+          for f in $tdir/ar.*.json; do python3 $ROOT/tests/unit/profiler/check_trace.py \$f --gpu-clock --expect Coll:AllReduce --expect KernelCh:'*' --expect KernelLaunch:'*' || exit 1; done &&
+          for f in $tdir/sr.*.json; do python3 $ROOT/tests/unit/profiler/check_trace.py \$f --gpu-clock --expect P2p:Send --expect P2p:Recv --expect KernelCh:'*' || exit 1; done"
+        # Overhead: the same 1 MiB AllReduce without and with the trace plugin, alternating.
+        for rep in 1 2 3; do
+          for mode in none trace; do
+            plug=none; [[ $mode == trace ]] && plug=$TRACE_PLUGIN
+            NCCL_PROFILER_PLUGIN=$plug UNICCL_PROFILER_TRACE_FILE=$tdir/ovh timeout 120 \
+              "$BDIR/bench/all_reduce_perf" -b 1M -e 1M -g "$NGPUS" -n 500 -w 50 >"$OUTDIR/prof_overhead_${mode}_$rep.log" 2>&1
+            echo "profiler overhead $mode rep $rep: $(grep -E '^ +1048576 ' "$OUTDIR/prof_overhead_${mode}_$rep.log" | awk '{print $6 " us"}')"
+          done
+        done | tee "$OUTDIR/prof_overhead.txt"
       fi ;;
     net)  # every collective over the socket transport (loopback) between the local GPUs
       e=$(find_exe coll_test)

@@ -1,4 +1,4 @@
-// deadpeer-p2p / deadpeer-shm: two ranks in two forked processes (one GPU
+// deadpeer-p2p / -shm / -net: two ranks in two forked processes (one GPU
 // each); after 5 checked AllReduces both loop on large AllReduces and the
 // parent kill -9's rank 1. Rank 0 must see ncclCommGetAsyncError fail within
 // UNICCL_TIMEOUT_MS + 1 s of the kill, ncclCommAbort must return within 5 s,
@@ -122,13 +122,18 @@ bool survive(ncclComm_t& comm, GpuSide& g, Report* rep) {
   return true;
 }
 
-int childMain(int rank, ncclUniqueId id, unsigned seed, bool shm, int fd) {
+int childMain(int rank, ncclUniqueId id, unsigned seed, DeadPeerTransport transport, int fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);   // never outlive the parent (e.g. its watchdog fired)
   alarm(90);
   setFailPrefix("rank " + std::to_string(rank) + " (pid " + std::to_string(getpid()) + "): ");
   setenv("UNICCL_TIMEOUT_MS", std::to_string(kTimeoutMs).c_str(), 1);
   setenv("UNICCL_WATCHDOG_POLL_MS", "50", 1);
-  if (shm) setenv("NCCL_P2P_DISABLE", "1", 1);
+  if (transport != DeadPeerTransport::P2p) setenv("NCCL_P2P_DISABLE", "1", 1);
+  if (transport == DeadPeerTransport::Net) {
+    setenv("NCCL_SHM_DISABLE", "1", 1);   // the socket transport on loopback between the local GPUs
+    setenv("NCCL_SOCKET_IFNAME", "lo", 0);
+    setenv("NCCL_IB_DISABLE", "1", 1);
+  }
   Report rep;
   auto body = [&]() -> bool {
     GpuSide g;
@@ -178,7 +183,7 @@ bool waitExit(pid_t pid, Clock::time_point deadline, int* status) {
 
 }  // namespace
 
-bool deadPeer(bool shm) {
+bool deadPeer(DeadPeerTransport transport) {
   ncclUniqueId id;
   NCCL_OK(ncclGetUniqueId(&id));
   unsigned seed = std::random_device{}();
@@ -207,7 +212,7 @@ bool deadPeer(bool shm) {
     REQUIRE(kids.pid[r] >= 0, "fork failed");
     if (kids.pid[r] == 0) {
       for (int q = 0; q <= r; q++) close(kids.fd[q]);
-      exit(childMain(r, id, seed, shm, p[1]));
+      exit(childMain(r, id, seed, transport, p[1]));
     }
     close(p[1]);
   }

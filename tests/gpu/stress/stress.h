@@ -15,6 +15,10 @@
 
 namespace stress {
 
+// Which transport the dead-peer case runs over (deadpeer.cc).
+enum class DeadPeerTransport { P2p, Shm, Net };
+
+
 namespace rt = colltest::rt;
 using Clock = std::chrono::steady_clock;
 

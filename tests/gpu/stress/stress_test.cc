@@ -5,6 +5,7 @@
 //
 //   deadpeer-p2p   2 processes, kill -9 of rank 1 mid-AllReduce (P2P transport)
 //   deadpeer-shm   the same with NCCL_P2P_DISABLE=1 (SHM transport)
+//   deadpeer-net   the same with P2P and SHM disabled (socket transport on lo)
 //   cycles-init    1000 x (ncclCommInitAll + checked AllReduce + destroy), 60 s cap
 //   cycles-abort   100 x (init + AllReduce + ncclCommAbort), half aborted in flight
 //   load-million   1M small AllReduces, then 100k groups of 8 (work FIFO)
@@ -26,7 +27,7 @@
 #include "stress.h"
 
 namespace stress {
-bool deadPeer(bool shm);
+bool deadPeer(DeadPeerTransport transport);
 bool cyclesInit(int n);
 bool cyclesAbort(int n);
 bool loadMillion(int n);
@@ -72,8 +73,9 @@ struct Case {
 };
 
 const Case kCases[] = {
-    {"deadpeer-p2p", 2, [](int) { return deadPeer(false); }},
-    {"deadpeer-shm", 2, [](int) { return deadPeer(true); }},
+    {"deadpeer-p2p", 2, [](int) { return deadPeer(DeadPeerTransport::P2p); }},
+    {"deadpeer-shm", 2, [](int) { return deadPeer(DeadPeerTransport::Shm); }},
+    {"deadpeer-net", 2, [](int) { return deadPeer(DeadPeerTransport::Net); }},
     {"cycles-init", 1, cyclesInit},
     {"cycles-abort", 1, cyclesAbort},
     {"load-million", 1, loadMillion},
