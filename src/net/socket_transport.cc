@@ -168,7 +168,12 @@ struct Comm {
   std::mutex errorMutex;
   std::string errorText;
   bool errorReported = false;
-  bool errorQuiet = false;   // the peer closed between messages: INFO, not WARN (a destroy looks like this)
+  // Receive comm: the peer closed its side where the header of request
+  // `closedAtSeq` was due (between messages: its destroy looks like this).
+  // Not an error of the comm: the requests before it still complete with
+  // their data; it and later ones fail when tested (INFO, not WARN).
+  uint64_t closedAtSeq = UINT64_MAX;
+  std::string closedText;
 
   ~Comm() { shutdown(); }
 
@@ -180,12 +185,21 @@ struct Comm {
   }
 
   // First failure wins; later ones are consequences of it.
-  void fail(ncclResult_t res, const std::string& text, bool quiet = false) {
+  void fail(ncclResult_t res, const std::string& text) {
     std::lock_guard<std::mutex> lock(errorMutex);
     if (error.load(std::memory_order_relaxed) != ncclSuccess) return;
     errorText = text;
-    errorQuiet = quiet;
     error.store(res, std::memory_order_release);
+  }
+
+  // The peer closed between messages: reported once, at INFO.
+  ncclResult_t closedError() {
+    std::lock_guard<std::mutex> lock(errorMutex);
+    if (!errorReported) {
+      errorReported = true;
+      INFO(kSubsysNet, "NET/Socket: %s", closedText.c_str());
+    }
+    return ncclRemoteError;
   }
 
   // Reports a failure in the caller's thread (so ncclGetLastError sees it), once.
@@ -195,8 +209,7 @@ struct Comm {
     std::lock_guard<std::mutex> lock(errorMutex);
     if (!errorReported) {
       errorReported = true;
-      if (errorQuiet) INFO(kSubsysNet, "NET/Socket: %s", errorText.c_str());
-      else WARN("NET/Socket: %s", errorText.c_str());
+      WARN("NET/Socket: %s", errorText.c_str());
     }
     return (ncclResult_t)res;
   }
@@ -320,6 +333,7 @@ Request* findSeq(Comm* comm, uint64_t seq) {
 ncclResult_t progressControl(Comm* comm) {
   UCHECK(comm->checkError());
   for (;;) {
+    if (comm->ctrlSeq >= comm->closedAtSeq) return ncclSuccess;   // no header will ever come again
     Request* req = findSeq(comm, comm->ctrlSeq);
     if (req == nullptr) return ncclSuccess;
     char* hdr = reinterpret_cast<char*>(&req->hdr);
@@ -330,12 +344,15 @@ ncclResult_t progressControl(Comm* comm) {
       if (n < 0) {
         // End of stream before any byte of the next header: the peer closed
         // its side between messages (destroyed its comm, or died at a
-        // message boundary). Still an error for this receive, but quiet.
-        const bool betweenMessages = !comm->isSend && err == 0 && req->hdrDone == 0;
-        comm->fail(ioErrorCode(err),
-                   betweenMessages ? "connection with " + comm->peer.toString() + " closed by the peer"
-                                   : describeIoError(comm, err, comm->isSend),
-                   betweenMessages);
+        // message boundary). The messages before it arrived whole (their
+        // chunks may still be on the way on the data sockets): only this
+        // receive and later ones fail, quietly, when tested.
+        if (!comm->isSend && err == 0 && req->hdrDone == 0) {
+          comm->closedAtSeq = comm->ctrlSeq;
+          comm->closedText = "connection with " + comm->peer.toString() + " closed by the peer";
+          return ncclSuccess;
+        }
+        comm->fail(ioErrorCode(err), describeIoError(comm, err, comm->isSend));
         return comm->checkError();
       }
       if (n == 0) return ncclSuccess;  // would block: try again at the next call
@@ -824,9 +841,10 @@ ncclResult_t socketTest(void* request, int* done, int* sizes) {
   }
   Comm* comm = req->comm;
   UCHECK(progressControl(comm));
-  if (!complete(req)) return ncclSuccess;
-  for (Request& r : comm->reqs)  // completions are reported in posting order
+  for (Request& r : comm->reqs)  // completions (and the close) are reported in posting order
     if (r.used && r.seq < req->seq && !complete(&r)) return ncclSuccess;
+  if (req->seq >= comm->closedAtSeq) return comm->closedError();
+  if (!complete(req)) return ncclSuccess;
   *done = 1;
   if (sizes) *sizes = req->actualSize;
   req->used = false;

@@ -249,6 +249,8 @@ bool Proxy::progressRecv(ProxyOp* op, bool* moved) {
   ConnFifo* f = c->fifo;
   const ProxyNet* net = c->net;
   int postBytes = static_cast<int>(op->stepBytes >= 0 ? op->stepBytes : c->stepBytes);
+  // A failure still publishes the steps that arrived before it (below).
+  ncclResult_t failed = ncclSuccess;
   countFreedRecvSteps(op, moved);
   // Post receives into slots the consumer has freed.
   // A slot is reposted only after its previous step was counted done (not
@@ -264,8 +266,10 @@ bool Proxy::progressRecv(ProxyOp* op, bool* moved) {
     void* req = nullptr;
     ncclResult_t r = net->irecv(c->netComm, 1, &ptr, &size, &tag, &mh, &req);
     if (r != ncclSuccess) {
-      WARN("proxy: irecv of step %lu (%d bytes, tag %d) failed: %d", (unsigned long)step, size, tag, r);
-      return fail(op, r);
+      if (r == ncclRemoteError) INFO(kSubsysProxy, "proxy: irecv of step %lu ended: the peer closed", (unsigned long)step);
+      else WARN("proxy: irecv of step %lu (%d bytes, tag %d) failed: %d", (unsigned long)step, size, tag, r);
+      failed = r;
+      break;
     }
     if (req == nullptr) break;
     op->requests[slot] = req;
@@ -288,7 +292,8 @@ bool Proxy::progressRecv(ProxyOp* op, bool* moved) {
       // the op's owner decides whether that is an error worth a WARN.
       if (r == ncclRemoteError) INFO(kSubsysProxy, "proxy: receive step %lu ended: the peer closed", (unsigned long)step);
       else WARN("proxy: test of receive step %lu failed: %d", (unsigned long)step, r);
-      return fail(op, r);
+      if (failed == ncclSuccess) failed = r;
+      break;
     }
     if (!isDone) break;
     op->requests[slot] = nullptr;
@@ -336,6 +341,7 @@ bool Proxy::progressRecv(ProxyOp* op, bool* moved) {
     op->transmitted++;
     *moved = true;
   }
+  if (failed != ncclSuccess) return fail(op, failed);
   countFreedRecvSteps(op, moved);
   return op->done == op->nsteps;
 }

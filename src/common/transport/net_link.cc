@@ -27,6 +27,10 @@ using Clock = std::chrono::steady_clock;
 
 int64_t setupTimeoutMs() { return paramInt("UNICCL_NET_CONNECT_TIMEOUT_MS", 30000); }
 
+// How long an orderly teardown waits for the steps our kernels already
+// handed to the proxy to leave (the peer is still receiving them).
+constexpr auto kDrainTimeout = std::chrono::seconds(5);
+
 // Polls a non-blocking connect/accept until it yields a comm, fails, the
 // communicator is aborted, or the setup timeout passes.
 template <typename Step>
@@ -260,6 +264,30 @@ void NetLink::fillPeer(int c, dev::Peer* p) const {
 
 void NetLink::stop() {
   if (!channels_) return;
+  // A kernel ends once its last send step is in the staging slots, before the
+  // proxy has passed it to the network: an orderly destroy right after the
+  // stream is done must not drop it (the peer's receive would wait forever).
+  // Wait until every send op has freed all published steps (the net took
+  // them), the op ended (a send failed), or the communicator is aborted.
+  const auto deadline = Clock::now() + kDrainTimeout;
+  for (int c = 0; started_ && c < nChannels_; c++) {
+    Direction& d = channels_[c].send;
+    if (!d.posted) continue;
+    const ConnFifo* f = d.fifo.host();
+    while (connLoadAcquire(&f->head) < connLoadAcquire(&f->tail) && !d.callbackDone.load(std::memory_order_acquire) &&
+           d.owner->hostAbort.load(std::memory_order_acquire) == 0) {
+      if (Clock::now() > deadline) {
+        WARN("Rank %d: %llu steps to rank %d (channel %d) were still not sent %lld s into the communicator's "
+             "destroy; dropping them (is rank %d still receiving?)", rank_,
+             (unsigned long long)(connLoadAcquire(&f->tail) - connLoadAcquire(&f->head)), peer_, c,
+             (long long)std::chrono::duration_cast<std::chrono::seconds>(kDrainTimeout).count(), peer_);
+        c = nChannels_;   // no more waiting for any channel
+        break;
+      }
+      proxy_.wake();
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
   __atomic_store_n(&stopFlag_, 1u, __ATOMIC_RELEASE);
   if (proxy_) proxy_.wake();
   for (int c = 0; c < nChannels_; c++) {

@@ -1,0 +1,606 @@
+// Dead peers on the CPU emulator (issue 9, item 3): one forked process per
+// rank, each with its own emulated runtime, rank r on emulated device r (the
+// bus ids must differ, as on one real host); the
+// transport comes from the environment meson sets (NET: the socket transport
+// on lo with the proxy thread; SHM). The parent makes the unique id (which
+// starts the bootstrap root thread here), never touches the emulated GPU, and
+// referees through pipes; times cross processes as CLOCK_MONOTONIC
+// nanoseconds (std::chrono::steady_clock).
+//
+//   --case=allreduce  checked AllReduces, then large AllReduces in a loop; the
+//                     parent kill -9's rank 1 after 0.3 s. Every survivor must
+//                     see ncclCommGetAsyncError fail (or a launch fail with
+//                     ncclRemoteError) within UNICCL_TIMEOUT_MS + 1 s of the
+//                     kill (or of its last launch, if that came after the
+//                     kill on a loaded machine), ncclCommAbort return within 5 s, its stream drain
+//                     within 5 s, no library thread remain, and exit 0.
+//   --case=recv       (2 ranks) rank 1 sends to rank 0 in a loop, rank 0 only
+//                     receives; rank 1 is killed. Rank 0's receive can only
+//                     end through the watchdog or the peer-gone launch check:
+//                     same bounds.
+//   --case=orderly    (2 ranks) no kill: rank 1 sends 16 MiB to rank 0 and
+//                     destroys its communicator as soon as its stream is
+//                     done; rank 0 receives (posted late), checks every
+//                     element, and destroys 0.5 s after rank 1 exited. Rank 0
+//                     must see no async error, no WARN in its log (the closed
+//                     connections are not a failure), and a successful destroy.
+//   --ranks=N         (allreduce only; default 2) rank 1 is the victim.
+//
+// Every wait is bounded: a stuck case fails (the parent's alarm kills the
+// children), it never hangs.
+#include <dirent.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/gpu.h"
+#include "emu_runtime.h"
+#include "nccl.h"
+
+using namespace uniccl;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kCheckCount = 70001;   // checked operations: many steps with the small buffers meson sets
+constexpr size_t kBigCount = 1u << 20;  // the looped operations (4 MiB)
+constexpr size_t kFinalCount = 4u << 20;   // orderly: the last transfer (16 MiB) before rank 1's destroy
+constexpr int kChecked = 5;
+constexpr double kAbortLimitSec = 5.0;
+constexpr double kDrainLimitSec = 5.0;
+constexpr int kParentAlarmSec = 50;   // the whole case; meson's timeout is above it
+
+std::string gPrefix = "parent: ";
+int gFailures = 0;
+
+void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void fail(const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "FAIL %s%s\n", gPrefix.c_str(), buf);
+  gFailures++;
+}
+
+#define REQUIRE(cond, ...) do { if (!(cond)) { fail(__VA_ARGS__); return false; } } while (0)
+#define NCCL_OK(call) do { ncclResult_t r_ = (call); \
+    REQUIRE(r_ == ncclSuccess, "%s -> %s: %s", #call, ncclGetErrorString(r_), ncclGetLastError(nullptr)); } while (0)
+#define GPU_OK(call) do { ncclResult_t r_ = (call); \
+    REQUIRE(r_ == ncclSuccess, "%s -> %s: %s", #call, ncclGetErrorString(r_), gpu::lastErrorString()); } while (0)
+
+long long nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+int countThreads() {
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n;
+}
+
+bool writeAll(int fd, const void* p, size_t n) {
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    ssize_t w = write(fd, c, n);
+    if (w <= 0) return false;
+    c += w, n -= (size_t)w;
+  }
+  return true;
+}
+
+// Reads exactly n bytes unless EOF or the deadline comes first.
+size_t readUntil(int fd, void* p, size_t n, Clock::time_point deadline) {
+  size_t got = 0;
+  while (got < n && Clock::now() < deadline) {
+    pollfd pfd{fd, POLLIN, 0};
+    if (poll(&pfd, 1, 20) <= 0) continue;
+    ssize_t r = read(fd, static_cast<char*>(p) + got, n - got);
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  return got;
+}
+
+// Small integers as floats: sums are exact in any order.
+std::vector<float> rankData(unsigned seed, int k, int rank, size_t count) {
+  std::mt19937 rng(seed * 7919u + (unsigned)k * 64 + (unsigned)rank);
+  std::vector<float> v(count);
+  for (float& x : v) x = (float)(int)(rng() % 201) - 100.0f;
+  return v;
+}
+
+enum class Case { AllReduce, Recv, Orderly };
+
+// What each surviving rank tells the parent at the end.
+struct Report {
+  int ok = 0;
+  int asyncErr = ncclSuccess;    // ncclCommGetAsyncError when the failure was seen
+  int launchErr = ncclSuccess;   // a launch that failed instead (peer-gone check)
+  long long detectNs = 0;
+  long long ops = 0;             // looped operations launched before that
+  long long firstOpNs = 0;       // when the first one was launched
+  long long lastOpNs = 0;        // when the last one was (the watchdog times it from its start)
+  double abortSec = -1, drainSec = -1, destroySec = -1;
+  int threadsStart = 0, threadsRuntime = 0, threadsComm = 0, threadsEnd = 0;
+  int warnLines = -1;            // orderly: NCCL WARN lines in rank 0's log
+};
+
+// The emulated device side of one rank: a stream and buffers, freed in order.
+struct Side {
+  gpu::Stream stream = nullptr;
+  gpu::Event probe = nullptr;   // recorded to ask "is the stream idle?" without blocking
+  std::vector<float*> bufs;
+  bool init(int dev, std::vector<size_t> floats) {
+    GPU_OK(gpu::setDevice(dev));
+    GPU_OK(gpu::streamCreate(&stream));
+    GPU_OK(gpu::eventCreate(&probe));
+    for (size_t n : floats) {
+      void* p = nullptr;
+      GPU_OK(gpu::deviceAlloc(&p, n * sizeof(float)));
+      bufs.push_back(static_cast<float*>(p));
+    }
+    return true;
+  }
+  uniccl_stream_t api() const { return static_cast<uniccl_stream_t>(stream); }
+  // 1: idle, 0: busy, -1: failed.
+  int state() {
+    if (gpu::eventRecord(probe, stream) != ncclSuccess) return -1;
+    ncclResult_t r = gpu::eventQuery(probe);
+    return r == ncclSuccess ? 1 : r == ncclInProgress ? 0 : -1;
+  }
+  void release() {
+    if (stream != nullptr) gpu::streamSynchronize(stream);
+    for (float* p : bufs) gpu::deviceFree(p);
+    bufs.clear();
+    if (probe != nullptr) gpu::eventDestroy(probe);
+    probe = nullptr;
+    if (stream != nullptr) gpu::streamDestroy(stream);
+    stream = nullptr;
+  }
+  ~Side() { release(); }
+};
+
+bool upload(Side& s, float* dst, const std::vector<float>& v) {
+  GPU_OK(gpu::memcpyAsync(dst, v.data(), v.size() * sizeof(float), s.stream));
+  GPU_OK(gpu::streamSynchronize(s.stream));
+  return true;
+}
+
+bool checkedAllReduces(ncclComm_t comm, Side& s, int rank, int nranks, unsigned seed) {
+  std::vector<float> out(kCheckCount);
+  for (int k = 0; k < kChecked; k++) {
+    std::vector<float> want(kCheckCount, 0.0f);
+    for (int r = 0; r < nranks; r++) {
+      std::vector<float> v = rankData(seed, k, r, kCheckCount);
+      for (size_t i = 0; i < kCheckCount; i++) want[i] += v[i];
+    }
+    if (!upload(s, s.bufs[0], rankData(seed, k, rank, kCheckCount))) return false;
+    if (!upload(s, s.bufs[1], rankData(seed, 100 + k, rank, kCheckCount))) return false;   // garbage to overwrite
+    NCCL_OK(ncclAllReduce(s.bufs[0], s.bufs[1], kCheckCount, ncclFloat32, ncclSum, comm, s.api()));
+    GPU_OK(gpu::memcpyAsync(out.data(), s.bufs[1], kCheckCount * sizeof(float), s.stream));
+    GPU_OK(gpu::streamSynchronize(s.stream));
+    // An aborted collective leaves partial results: say so instead of
+    // reporting the first wrong element (on an overloaded machine the
+    // watchdog's short UNICCL_TIMEOUT_MS can fire before any kill).
+    ncclResult_t async = ncclSuccess;
+    NCCL_OK(ncclCommGetAsyncError(comm, &async));
+    REQUIRE(async == ncclSuccess, "checked AllReduce %d was aborted before any kill (%s): the watchdog fired; "
+            "is the machine overloaded?", k, ncclGetErrorString(async));
+    for (size_t i = 0; i < kCheckCount; i++)
+      REQUIRE(out[i] == want[i], "checked AllReduce %d: out[%zu] = %g, expected %g", k, i, out[i], want[i]);
+  }
+  return true;
+}
+
+// Rank 1 -> rank 0, checked on rank 0.
+bool checkedSendRecv(ncclComm_t comm, Side& s, int rank, unsigned seed) {
+  std::vector<float> out(kCheckCount);
+  for (int k = 0; k < kChecked; k++) {
+    if (rank == 1) {
+      if (!upload(s, s.bufs[0], rankData(seed, 200 + k, 1, kCheckCount))) return false;
+      NCCL_OK(ncclSend(s.bufs[0], kCheckCount, ncclFloat32, 0, comm, s.api()));
+      GPU_OK(gpu::streamSynchronize(s.stream));
+    } else {
+      if (!upload(s, s.bufs[1], rankData(seed, 300 + k, 0, kCheckCount))) return false;
+      NCCL_OK(ncclRecv(s.bufs[1], kCheckCount, ncclFloat32, 1, comm, s.api()));
+      GPU_OK(gpu::memcpyAsync(out.data(), s.bufs[1], kCheckCount * sizeof(float), s.stream));
+      GPU_OK(gpu::streamSynchronize(s.stream));
+      ncclResult_t async = ncclSuccess;
+      NCCL_OK(ncclCommGetAsyncError(comm, &async));
+      REQUIRE(async == ncclSuccess, "checked recv %d was aborted before any kill (%s)", k, ncclGetErrorString(async));
+      std::vector<float> want = rankData(seed, 200 + k, 1, kCheckCount);
+      for (size_t i = 0; i < kCheckCount; i++)
+        REQUIRE(out[i] == want[i], "checked recv %d: out[%zu] = %g, expected %g", k, i, out[i], want[i]);
+    }
+  }
+  return true;
+}
+
+// A survivor after the 'ready' byte: keeps one looped operation in flight and
+// polls the async error while the stream is busy, until the failure shows.
+bool survive(Case c, ncclComm_t comm, Side& s, Report* rep) {
+  const Clock::time_point t0 = Clock::now();
+  while (true) {
+    ncclResult_t async = ncclSuccess;
+    NCCL_OK(ncclCommGetAsyncError(comm, &async));
+    if (async != ncclSuccess) {
+      rep->asyncErr = async;
+      break;
+    }
+    REQUIRE(secondsSince(t0) < 20, "no error 20 s after the loop started (%lld operations)", rep->ops);
+    int st = s.state();
+    REQUIRE(st >= 0, "the stream failed (%s) instead of being stopped", gpu::lastErrorString());
+    if (st == 1) {
+      ncclResult_t r = c == Case::Recv ? ncclRecv(s.bufs[2], kBigCount, ncclFloat32, 1, comm, s.api())
+                                       : ncclAllReduce(s.bufs[2], s.bufs[2], kBigCount, ncclFloat32, ncclMax, comm, s.api());
+      REQUIRE(r == ncclSuccess || r == ncclRemoteError, "looped operation -> %s: %s", ncclGetErrorString(r),
+              ncclGetLastError(nullptr));
+      if (r != ncclSuccess) {
+        rep->launchErr = r;
+        NCCL_OK(ncclCommGetAsyncError(comm, &async));
+        rep->asyncErr = async;
+        break;
+      }
+      rep->lastOpNs = nowNs();
+      if (rep->ops++ == 0) rep->firstOpNs = rep->lastOpNs;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  rep->detectNs = nowNs();
+  return true;
+}
+
+// Aborts the communicator, then waits (bounded) for the stream to drain.
+bool abortAndDrain(ncclComm_t& comm, Side& s, Report* rep) {
+  const Clock::time_point ta = Clock::now();
+  ncclResult_t aborted = ncclCommAbort(comm);
+  comm = nullptr;
+  rep->abortSec = secondsSince(ta);
+  NCCL_OK(aborted);
+  int st;
+  while ((st = s.state()) == 0 && secondsSince(ta) < 10) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  rep->drainSec = secondsSince(ta);
+  REQUIRE(st == 1, "after ncclCommAbort the stream %s", st == 0 ? "is still busy after 10 s" : "failed");
+  GPU_OK(gpu::streamSynchronize(s.stream));   // returns at once now
+  return true;
+}
+
+// Rank 0 of the orderly case logs to a file, so that it can count WARN lines.
+struct LogCapture {
+  int saved = -1;
+  FILE* file = nullptr;
+  bool start() {
+    file = tmpfile();
+    REQUIRE(file != nullptr, "tmpfile failed");
+    fflush(stderr);
+    saved = dup(2);
+    REQUIRE(saved >= 0 && dup2(fileno(file), 2) >= 0, "cannot redirect stderr");
+    return true;
+  }
+  // Restores stderr, echoes the log there, returns the WARN lines.
+  int finish() {
+    if (saved < 0) return -1;
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    saved = -1;
+    rewind(file);
+    char line[4096];
+    int warns = 0;
+    while (fgets(line, sizeof(line), file) != nullptr) {
+      fputs(line, stderr);
+      if (strstr(line, "WARN") != nullptr) warns++;
+    }
+    fclose(file);
+    file = nullptr;
+    return warns;
+  }
+  ~LogCapture() { finish(); }
+};
+
+int childMain(Case c, int rank, int nranks, ncclUniqueId id, unsigned seed, int toParent, int fromParent) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);   // never outlive the parent (e.g. its alarm fired)
+  alarm(40);
+  gPrefix = "rank " + std::to_string(rank) + " (pid " + std::to_string(getpid()) + "): ";
+  Report rep;
+  rep.threadsStart = countThreads();
+  LogCapture log;
+  auto body = [&]() -> bool {
+    if (c == Case::Orderly && rank == 0 && !log.start()) return false;
+    emu::installCpuKernelRunner();
+    Side s;
+    // Device r in process r: the library refuses two ranks on one bus id of a host.
+    if (!s.init(rank, {kCheckCount, kCheckCount, kBigCount, c == Case::Orderly ? kFinalCount : 1})) return false;
+    if (!upload(s, s.bufs[2], rankData(seed, 999, rank, kBigCount))) return false;
+    rep.threadsRuntime = countThreads();
+    // After `s`: a failure aborts the comm (stopping its kernels) before the stream is synced.
+    struct Guard {
+      ncclComm_t comm = nullptr;
+      ~Guard() { if (comm) ncclCommAbort(comm); }
+    } guard;
+    ncclComm_t& comm = guard.comm;
+    NCCL_OK(ncclCommInitRank(&comm, nranks, id, rank));
+    rep.threadsComm = countThreads();
+    if (c == Case::Recv) {
+      if (!checkedSendRecv(comm, s, rank, seed)) return false;
+    } else {
+      if (!checkedAllReduces(comm, s, rank, nranks, seed)) return false;
+    }
+    REQUIRE(writeAll(toParent, "R", 1), "cannot tell the parent it is ready");
+
+    if (c == Case::Orderly) {
+      // A last transfer right before rank 1's destroy: what rank 1's kernel
+      // handed to the network must still arrive (rank 0 posts its receive
+      // late, so the data is still on its way when rank 1 destroys).
+      const std::vector<float> last = rankData(seed, 777, 1, kFinalCount);
+      if (rank == 1) {
+        if (!upload(s, s.bufs[3], last)) return false;
+        NCCL_OK(ncclSend(s.bufs[3], kFinalCount, ncclFloat32, 0, comm, s.api()));
+        GPU_OK(gpu::streamSynchronize(s.stream));
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        NCCL_OK(ncclRecv(s.bufs[3], kFinalCount, ncclFloat32, 1, comm, s.api()));
+        GPU_OK(gpu::streamSynchronize(s.stream));   // bounded: the watchdog (UNICCL_TIMEOUT_MS) ends a lost transfer
+        std::vector<float> out(kFinalCount);
+        GPU_OK(gpu::memcpy(out.data(), s.bufs[3], kFinalCount * sizeof(float)));
+        ncclResult_t async = ncclSuccess;
+        NCCL_OK(ncclCommGetAsyncError(comm, &async));
+        REQUIRE(async == ncclSuccess, "async error %s after the last receive", ncclGetErrorString(async));
+        for (size_t i = 0; i < kFinalCount; i++)
+          REQUIRE(out[i] == last[i], "last receive: out[%zu] = %g, expected %g", i, out[i], last[i]);
+        char go = 0;
+        REQUIRE(readUntil(fromParent, &go, 1, Clock::now() + std::chrono::seconds(20)) == 1 && go == 'G',
+                "no go from the parent after rank 1's destroy");
+      }
+      ncclResult_t async = ncclSuccess;
+      NCCL_OK(ncclCommGetAsyncError(comm, &async));
+      rep.asyncErr = async;
+      REQUIRE(async == ncclSuccess, "async error %s after %s", ncclGetErrorString(async),
+              rank == 0 ? "the peer's orderly destroy" : "the last send");
+      const Clock::time_point td = Clock::now();
+      ncclResult_t destroyed = ncclCommDestroy(comm);
+      comm = nullptr;
+      rep.destroySec = secondsSince(td);
+      NCCL_OK(destroyed);
+    } else if (rank == 1) {
+      // The victim, until killed. An error here is the parent's to notice (no kill target).
+      ncclResult_t r;
+      while ((r = c == Case::Recv ? ncclSend(s.bufs[2], kBigCount, ncclFloat32, 0, comm, s.api())
+                                  : ncclAllReduce(s.bufs[2], s.bufs[2], kBigCount, ncclFloat32, ncclMax, comm,
+                                                  s.api())) == ncclSuccess)
+        gpu::streamSynchronize(s.stream);
+      fail("looped operation failed before the kill: %s", ncclGetLastError(nullptr));
+      for (;;) pause();
+    } else {
+      if (!survive(c, comm, s, &rep)) return false;
+      if (!abortAndDrain(comm, s, &rep)) return false;
+    }
+    s.release();   // the stream's worker thread goes too: the count below is exact
+    return true;
+  };
+  bool ok = body();
+  // The library's threads (proxy, socket helpers, watchdog) are joined by the
+  // last destroy/abort; give stragglers a moment, then count.
+  for (int i = 0; i < 40 && countThreads() > rep.threadsStart; i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  rep.threadsEnd = countThreads();
+  rep.warnLines = log.finish();
+  rep.ok = ok;
+  writeAll(toParent, &rep, sizeof(rep));
+  close(toParent);
+  return ok ? 0 : 1;   // a normal exit: atexit handlers and runtime teardown must not hang
+}
+
+// The parent's last resort: kill every child and fail (async-signal-safe).
+constexpr int kMaxRanks = 8;
+volatile pid_t gKids[kMaxRanks];
+void onAlarm(int) {
+  const char msg[] = "FAIL parent: the case did not end within its time limit; killing the ranks\n";
+  ssize_t w = write(2, msg, sizeof(msg) - 1);
+  (void)w;
+  for (int r = 0; r < kMaxRanks; r++)
+    if (gKids[r] > 0) kill(gKids[r], SIGKILL);
+  _exit(1);
+}
+
+bool waitExit(pid_t pid, Clock::time_point deadline, int* status) {
+  while (Clock::now() < deadline) {
+    if (waitpid(pid, status, WNOHANG) == pid) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+// Children and their pipes: whatever happens below, no child outlives the case.
+struct Children {
+  int n = 0;
+  pid_t pid[kMaxRanks];
+  int from[kMaxRanks];   // child -> parent
+  int to[kMaxRanks];     // parent -> child
+  Children() {
+    for (int r = 0; r < kMaxRanks; r++) pid[r] = -1, from[r] = to[r] = -1;
+  }
+  ~Children() {
+    for (int r = 0; r < n; r++) {
+      if (pid[r] > 0) {
+        kill(pid[r], SIGKILL);
+        waitpid(pid[r], nullptr, 0);
+        gKids[r] = -1;
+      }
+      if (from[r] >= 0) close(from[r]);
+      if (to[r] >= 0) close(to[r]);
+    }
+  }
+};
+
+bool checkThreads(int rank, const Report& rep) {
+  printf("  rank %d threads: %d at start, %d with the runtime, %d with the comm, %d at the end\n", rank,
+         rep.threadsStart, rep.threadsRuntime, rep.threadsComm, rep.threadsEnd);
+  REQUIRE(rep.threadsEnd <= rep.threadsStart, "rank %d: %d threads left at the end, %d at the start", rank,
+          rep.threadsEnd, rep.threadsStart);
+  return true;
+}
+
+bool runCase(Case c, int nranks, int timeoutMs) {
+  ncclUniqueId id;
+  NCCL_OK(ncclGetUniqueId(&id));
+  const unsigned seed = std::random_device{}();
+  Children kids;
+  kids.n = nranks;
+  fflush(stdout);
+  fflush(stderr);
+  for (int r = 0; r < nranks; r++) {
+    int up[2], down[2];
+    REQUIRE(pipe(up) == 0 && pipe(down) == 0, "pipe failed");
+    kids.from[r] = up[0];
+    kids.to[r] = down[1];
+    kids.pid[r] = fork();
+    REQUIRE(kids.pid[r] >= 0, "fork failed");
+    if (kids.pid[r] == 0) {
+      for (int q = 0; q <= r; q++) close(kids.from[q]), close(kids.to[q]);
+      _exit(childMain(c, r, nranks, id, seed, up[1], down[0]));
+    }
+    gKids[r] = kids.pid[r];
+    close(up[1]);
+    close(down[0]);
+  }
+
+  const Clock::time_point readyBy = Clock::now() + std::chrono::seconds(30);
+  for (int r = 0; r < nranks; r++) {
+    char ch = 0;
+    REQUIRE(readUntil(kids.from[r], &ch, 1, readyBy) == 1 && ch == 'R',
+            "rank %d did not finish init and the checked operations (see its messages above)", r);
+  }
+  int status = 0;
+
+  if (c == Case::Orderly) {
+    Report rep1;
+    REQUIRE(readUntil(kids.from[1], &rep1, sizeof(rep1), Clock::now() + std::chrono::seconds(20)) == sizeof(rep1),
+            "no report from rank 1 (see its messages above)");
+    REQUIRE(waitExit(kids.pid[1], Clock::now() + std::chrono::seconds(10), &status), "rank 1 did not exit");
+    kids.pid[1] = gKids[1] = -1;
+    const long long destroyedNs = nowNs();
+    // Rank 0's proxy sees the closed connections in the meantime.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    REQUIRE(writeAll(kids.to[0], "G", 1), "cannot tell rank 0 to go");
+    Report rep0;
+    REQUIRE(readUntil(kids.from[0], &rep0, sizeof(rep0), Clock::now() + std::chrono::seconds(20)) == sizeof(rep0),
+            "no report from rank 0 (see its messages above)");
+    printf("  rank 1 destroyed its communicator in %.3f s; rank 0 %.2f s later: async error %s, destroy %.3f s, "
+           "%d WARN lines\n", rep1.destroySec, (nowNs() - destroyedNs) / 1e9,
+           ncclGetErrorString((ncclResult_t)rep0.asyncErr), rep0.destroySec, rep0.warnLines);
+    bool ok = checkThreads(0, rep0) & checkThreads(1, rep1);
+    REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0 && rep1.ok, "rank 1 failed (status 0x%x)", status);
+    REQUIRE(rep0.ok, "rank 0 reported a failure (see its messages above)");
+    REQUIRE(rep0.warnLines == 0, "rank 0 logged %d WARN lines after its peer's orderly destroy", rep0.warnLines);
+    REQUIRE(waitExit(kids.pid[0], Clock::now() + std::chrono::seconds(10), &status), "rank 0 did not exit");
+    kids.pid[0] = gKids[0] = -1;
+    REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0, "rank 0 ended with status 0x%x", status);
+    return ok;
+  }
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const long long killNs = nowNs();
+  REQUIRE(kill(kids.pid[1], SIGKILL) == 0, "kill -9 of rank 1 failed");
+  REQUIRE(waitExit(kids.pid[1], Clock::now() + std::chrono::seconds(10), &status), "rank 1 did not die after kill -9");
+  kids.pid[1] = gKids[1] = -1;
+  REQUIRE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "rank 1 ended with status 0x%x, not by the kill", status);
+
+  bool ok = true;
+  for (int r = 0; r < nranks; r++) {
+    if (r == 1) continue;
+    Report rep;
+    const size_t got = readUntil(kids.from[r], &rep, sizeof(rep), Clock::now() + std::chrono::seconds(25));
+    const long long reportNs = nowNs();
+    REQUIRE(got == sizeof(rep), "no report from rank %d (got %zu bytes; see its messages above)", r, got);
+    const bool exited = waitExit(kids.pid[r], Clock::now() + std::chrono::seconds(10), &status);
+    const double exitSec = (nowNs() - reportNs) / 1e9;
+    if (exited) kids.pid[r] = gKids[r] = -1;
+    const double detectSec = (rep.detectNs - killNs) / 1e9;
+    printf("  rank %d: %s%s %.3f s after the kill (timeout %.1f s; %lld looped operations)\n", r,
+           rep.launchErr != ncclSuccess ? "launch failed with " : "async error ",
+           ncclGetErrorString((ncclResult_t)(rep.launchErr != ncclSuccess ? rep.launchErr : rep.asyncErr)), detectSec,
+           timeoutMs / 1e3, rep.ops);
+    if (rep.ops > 0)
+      printf("  rank %d: looped operations launched from %.3f s before the kill to %.3f s %s it\n", r,
+             (killNs - rep.firstOpNs) / 1e9, std::abs(rep.lastOpNs - killNs) / 1e9, rep.lastOpNs > killNs ? "after" : "before");
+    printf("  rank %d: abort %.3f s, stream drained %.3f s after the abort began, exit %.3f s after the report\n", r,
+           rep.abortSec, rep.drainSec, exitSec);
+    ok &= checkThreads(r, rep);
+    REQUIRE(rep.ok, "rank %d reported a failure (see its messages above)", r);
+    REQUIRE((rep.asyncErr != ncclSuccess && rep.asyncErr != ncclInProgress) || rep.launchErr == ncclRemoteError,
+            "rank %d: async error %d, launch error %d", r, rep.asyncErr, rep.launchErr);
+    // The watchdog times a launch from its start: one launched after the kill
+    // (a loaded machine) is allowed the whole timeout from then.
+    const double sinceLaterSec = (rep.detectNs - std::max(killNs, rep.lastOpNs)) / 1e9;
+    REQUIRE(sinceLaterSec <= timeoutMs / 1e3 + 1.0, "rank %d saw the failure only %.2f s after the kill (%.2f s after "
+            "its last launch)", r, detectSec, sinceLaterSec);
+    REQUIRE(rep.abortSec < kAbortLimitSec, "rank %d: ncclCommAbort took %.2f s", r, rep.abortSec);
+    REQUIRE(rep.drainSec < kDrainLimitSec, "rank %d: the stream drained only %.2f s after the abort", r, rep.drainSec);
+    REQUIRE(exited, "rank %d did not exit within 10 s of its report", r);
+    REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0, "rank %d ended with status 0x%x", r, status);
+  }
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Case c = Case::AllReduce;
+  int nranks = 2;
+  for (int i = 1; i < argc; i++) {
+    if (!strncmp(argv[i], "--ranks=", 8)) nranks = atoi(argv[i] + 8);
+    else if (!strcmp(argv[i], "--case=allreduce")) c = Case::AllReduce;
+    else if (!strcmp(argv[i], "--case=recv")) c = Case::Recv;
+    else if (!strcmp(argv[i], "--case=orderly")) c = Case::Orderly;
+    else {
+      fprintf(stderr, "usage: %s [--case=allreduce|recv|orderly] [--ranks=N]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (nranks < 2 || nranks > kMaxRanks || (c != Case::AllReduce && nranks != 2)) {
+    fprintf(stderr, "emu_deadpeer_test: --ranks must be 2..%d (2 for --case=recv and --case=orderly)\n", kMaxRanks);
+    return 2;
+  }
+  const char* tms = getenv("UNICCL_TIMEOUT_MS");
+  const int timeoutMs = tms != nullptr ? atoi(tms) : 0;
+  if (c != Case::Orderly && timeoutMs <= 0) {
+    fprintf(stderr, "emu_deadpeer_test: set UNICCL_TIMEOUT_MS (the bound on detecting the dead peer)\n");
+    return 2;
+  }
+  const char* transport = getenv("NCCL_SHM_DISABLE") != nullptr && getenv("NCCL_P2P_DISABLE") != nullptr ? "NET"
+                          : getenv("NCCL_P2P_DISABLE") != nullptr                                        ? "SHM"
+                                                                                                         : "P2P";
+  const char* name = c == Case::AllReduce ? "allreduce" : c == Case::Recv ? "recv" : "orderly";
+  printf("emu_deadpeer_test: case %s, %d ranks, %s\n", name, nranks, transport);
+  for (int r = 0; r < kMaxRanks; r++) gKids[r] = -1;
+  signal(SIGALRM, onAlarm);
+  alarm(kParentAlarmSec);
+  const Clock::time_point t0 = Clock::now();
+  const bool ok = runCase(c, nranks, timeoutMs) && gFailures == 0;
+  alarm(0);
+  printf("emu_deadpeer_test: case %s, %d ranks, %s: %s in %.1f s\n", name, nranks, transport, ok ? "PASS" : "FAIL",
+         secondsSince(t0));
+  return ok ? 0 : 1;
+}
