@@ -223,6 +223,10 @@ UDEV_NOINLINE void localColl(const Work& w, const CollCtx& c, const Group& g, co
   reduceCopy<Fn, true, false, true, false, true, true>(fn, g.tid, g.nthreads, src, nullptr, dst, nullptr, chN);
 }
 
+// Tree AllReduce (device/coll_tree.h, included at the end of this file).
+template <typename Fn, int Proto>
+UDEV_NOINLINE bool treeAllReduce(const Work& w, const CollCtx& c, const Group& g, const Fn& fn);
+
 template <typename Fn, int Proto>
 UDEV bool runCollProto(const Work& w, const CollCtx& c, const Group& g) {
   const Fn fn = makeFn<Fn>(w);
@@ -231,7 +235,8 @@ UDEV bool runCollProto(const Work& w, const CollCtx& c, const Group& g) {
     return true;
   }
   switch (w.coll) {
-    case kCollAllReduce: return ringAllReduce<Fn, Proto>(w, c, g, fn);
+    case kCollAllReduce:
+      return w.c.algo == kAlgoTree ? treeAllReduce<Fn, Proto>(w, c, g, fn) : ringAllReduce<Fn, Proto>(w, c, g, fn);
     case kCollReduce: return ringReduce<Fn, Proto>(w, c, g, fn);
     case kCollReduceScatter: return ringReduceScatter<Fn, Proto>(w, c, g, fn);
     default: return true;
@@ -275,3 +280,5 @@ UDEV bool runColl(const Work& w, const CollCtx& c, const Group& g) {
 }
 
 }  // namespace uniccl::dev
+
+#include "device/coll_tree.h"

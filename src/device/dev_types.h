@@ -50,6 +50,10 @@ enum RedOp : uint8_t {
   kNumRedOps = 6,
 };
 
+// Algorithm of a collective work item. AllReduce may run on either; the
+// other collectives always use the ring.
+enum Algo : uint8_t { kAlgoRing = 0, kAlgoTree = 1, kNumAlgos = 2 };
+
 // Datatypes use ncclDataType_t's numbering (0..11): ncclInt8 .. ncclFloat8e5m2.
 constexpr int kNumDataTypes = 12;
 
@@ -96,7 +100,8 @@ struct Channel {
   int ringPrev;               // rank we receive from in the ring
   int ringNext;               // rank we send to in the ring
   int ringIndex;              // our position in this channel's ring (0..nRanks-1)
-  int pad;
+  int treeUp;                 // tree algorithm: our parent (-1: we are the root); channel c uses tree c % 2
+  int treeDown[2];            // our children (-1: none; [0] is filled before [1])
   const int* ringRanks;       // device array [nRanks]: user rank at each ring position
   Peer* peers;                // device array [nRanks]: connections to every rank
   uint64_t profCount;         // profiled work items this channel ran (KernelCh stamps; block thread 0 only)
@@ -136,11 +141,11 @@ struct alignas(16) Work {
   uint8_t channelHi;
   uint32_t profMask;          // bit c: channel c stamps this item (KernelCh profiling; 0: none)
   union {
-    struct {                  // collectives (ring algorithm)
+    struct {                  // collectives
       uint8_t redOp;          // RedOp
       uint8_t dtype;          // ncclDataType_t value
       uint8_t scalarIsPtr;    // PreMulSum/SumPostDiv scalar lives in device memory at `scalar`
-      uint8_t pad0;
+      uint8_t algo;           // Algo (kAlgoTree: AllReduce only)
       int32_t root;           // Broadcast/Reduce root (user rank)
       uint32_t sliceBytes;    // bytes moved per step (<= one slot of the protocol)
       const void* sendbuff;

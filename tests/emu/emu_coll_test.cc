@@ -8,6 +8,8 @@
 // average of 2..4 ranks are exact and any misplaced element shows.
 //
 //   emu_coll_test [--ranks N] (default 2; UNICCL_EMU_DEVICES must be >= N)
+//                 [--expect-algo=ring|tree|mixed]: at the end, check which
+//                 AllReduce algorithms the tuning chose (NCCL_ALGO runs)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -18,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/core/tuning.h"
 #include "common/gpu.h"
 #include "emu_runtime.h"
 #include "nccl.h"
@@ -222,9 +225,11 @@ void runSendRecv(std::vector<Rank>& ranks, size_t count) {
 int main(int argc, char** argv) {
   int nranks = 2;
   bool profile = false;   // --profile: one AllReduce and one send/recv ring only (the profiler test)
+  std::string expectAlgo;
   for (int i = 1; i < argc; i++) {
     if (!strncmp(argv[i], "--ranks=", 8)) nranks = atoi(argv[i] + 8);
     if (!strcmp(argv[i], "--profile")) profile = true;
+    if (!strncmp(argv[i], "--expect-algo=", 14)) expectAlgo = argv[i] + 14;
   }
   emu::installCpuKernelRunner();
   int ndev = 0;
@@ -304,6 +309,28 @@ int main(int argc, char** argv) {
     gpu::deviceFree(R.send);
     gpu::deviceFree(R.recv);
     gpu::streamDestroy(static_cast<gpu::Stream>(R.stream));
+  }
+  // Which algorithms ran: every rank's AllReduce decisions (the other
+  // collectives have only the ring, whatever NCCL_ALGO says).
+  const uint64_t arRing = tuningDecisions(TaskKind::AllReduce, dev::kAlgoRing);
+  const uint64_t arTree = tuningDecisions(TaskKind::AllReduce, dev::kAlgoTree);
+  uint64_t otherTree = 0;
+  for (TaskKind k : {TaskKind::Broadcast, TaskKind::Reduce, TaskKind::AllGather, TaskKind::ReduceScatter})
+    otherTree += tuningDecisions(k, dev::kAlgoTree);
+  printf("emu_coll_test: AllReduce ran %llu times on the ring, %llu times on the tree\n", (unsigned long long)arRing,
+         (unsigned long long)arTree);
+  if (!expectAlgo.empty()) {
+    gChecks++;
+    const bool ok = otherTree == 0 && (expectAlgo == "ring"    ? arTree == 0 && arRing > 0
+                                       : expectAlgo == "tree"  ? arRing == 0 && arTree > 0
+                                       : expectAlgo == "mixed" ? arRing > 0 && arTree > 0
+                                                               : false);
+    if (!ok) {
+      gFailures++;
+      fprintf(stderr, "FAIL --expect-algo=%s: AllReduce ring %llu, tree %llu; other collectives on the tree %llu\n",
+              expectAlgo.c_str(), (unsigned long long)arRing, (unsigned long long)arTree,
+              (unsigned long long)otherTree);
+    }
   }
   printf("emu_coll_test: %d ranks, %d checks, %d failures\n", nranks, gChecks, gFailures);
   return gFailures == 0 ? 0 : 1;

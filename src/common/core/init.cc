@@ -13,6 +13,7 @@
 #include "common/core/comm.h"
 #include "common/core/group.h"
 #include "common/core/launch.h"
+#include "common/core/tree_topo.h"
 #include "common/core/tuning.h"
 #include "common/core/validate.h"
 #include "common/profiler/comm_hooks.h"
@@ -71,8 +72,9 @@ ncclResult_t preloadKernels(int dev) {
   return ncclSuccess;
 }
 
-// Device-side communicator: DevComm, channels with identity-order rings,
-// per-channel peer tables (wired lazily by the transports).
+// Device-side communicator: DevComm, channels with identity-order rings and
+// the double binary tree (channel c: tree c % 2), per-channel peer tables
+// (wired by the transports: ring and tree peers at init, p2p peers lazily).
 ncclResult_t setupDevice(ncclComm* comm) {
   void* abortDev = nullptr;
   void* abortHost = nullptr;
@@ -101,6 +103,10 @@ ncclResult_t setupDevice(ncclComm* comm) {
     ch.ringPrev = (comm->rank - 1 + n) % n;
     ch.ringNext = (comm->rank + 1) % n;
     ch.ringRanks = ringRanks;
+    const TreeNode tree = doubleBinaryTree(n, comm->rank, c % 2);
+    ch.treeUp = tree.parent;
+    ch.treeDown[0] = tree.children[0];
+    ch.treeDown[1] = tree.children[1];
     UCHECK(allocDevice(comm, &ch.peers, n));
   }
   UCHECK(gpu::memcpy(comm->channelsDev, comm->channelsHost, sizeof(comm->channelsHost)));
@@ -116,6 +122,16 @@ ncclResult_t setupDevice(ncclComm* comm) {
   UCHECK(allocDevice(comm, &comm->devComm, 1));
   UCHECK(gpu::memcpy(comm->devComm, &d, sizeof(d)));
   return ncclSuccess;
+}
+
+// Appends this rank's tree neighbours (parents and children in both trees,
+// for the channels that exist) that `peers` does not hold yet.
+void addTreePeers(const ncclComm* comm, std::vector<int>* peers) {
+  for (int which = 0; which < 2 && which < comm->nChannels; which++) {
+    const TreeNode t = doubleBinaryTree(comm->nRanks, comm->rank, which);
+    for (int p : {t.parent, t.children[0], t.children[1]})
+      if (p >= 0 && std::find(peers->begin(), peers->end(), p) == peers->end()) peers->push_back(p);
+  }
 }
 
 // KernelCh profiling: rings in host-mapped memory the kernels stamp, and
@@ -140,7 +156,7 @@ ncclResult_t setupKernelCh(ncclComm* comm) {
 ncclResult_t commInitRank(ncclComm* comm, int nranks, ncclUniqueId id, int rank, int gpuDev) {
   ncclResult_t res = ncclSuccess;
   PeerInfo info;
-  std::vector<int> ringPeers;
+  std::vector<int> ringPeers, connectPeers;
   comm->rank = rank;
   comm->nRanks = nranks;
   comm->gpuDev = gpuDev;
@@ -163,7 +179,12 @@ ncclResult_t commInitRank(ncclComm* comm, int nranks, ncclUniqueId id, int rank,
   if (nranks > 1) {
     ringPeers.push_back((rank + 1) % nranks);
     if ((rank - 1 + nranks) % nranks != ringPeers[0]) ringPeers.push_back((rank - 1 + nranks) % nranks);
-    UCHECK_GOTO(comm->transports.connect(comm, ringPeers), res, fail);
+    // The tree algorithm's parents and children too (both trees) when the
+    // settings let AllReduce use it: the relation is symmetric and the
+    // settings are the same everywhere, so both ends of a pair connect.
+    connectPeers = ringPeers;
+    if (treeAlgoPossible(nranks)) addTreePeers(comm, &connectPeers);
+    UCHECK_GOTO(comm->transports.connect(comm, connectPeers), res, fail);
   }
   UCHECK_GOTO(comm->workFifo.init(0, &comm->callbacks), res, fail);
   UCHECK_GOTO(comm->bootstrap->barrier(), res, fail);

@@ -38,6 +38,7 @@ dev::Work collWork(const ncclComm* comm, const Task& t) {
   CollTuning tune = tuneCollective(comm, t.kind, tuningBytes(comm, t));
   w.coll = collOf(t.kind);
   w.proto = tune.proto;
+  w.c.algo = tune.algo;
   w.channelLo = 0;
   w.channelHi = (uint8_t)(tune.nChannels - 1);
   w.c.redOp = t.redOp;

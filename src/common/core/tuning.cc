@@ -1,11 +1,13 @@
 #include "common/core/tuning.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <string>
 
 #include "common/core/comm.h"
+#include "common/core/tree_topo.h"
 #include "common/util/debug.h"
 #include "common/util/param.h"
 
@@ -19,7 +21,15 @@ struct TuningEnv {
   size_t llThreshold = 0;
   size_t simpleChannelBytes = 0;   // a Simple collective gets one channel per this many bytes
   size_t llChannelBytes = 0;
+  AlgoMask algos;
+  // Default choice for AllReduce (provisional, see docs/algorithms.md): the
+  // tree from treeMinRanks ranks up to treeMaxBytes, the ring otherwise.
+  int treeMinRanks = 4;
+  size_t treeMaxBytes = 0;
 };
+
+constexpr int kNumTaskKinds = 7;
+std::atomic<uint64_t> gDecisions[kNumTaskKinds][dev::kNumAlgos];
 
 bool listHas(const std::string& list, const char* name) {
   size_t start = 0;
@@ -52,15 +62,9 @@ TuningEnv readEnv() {
       INFO(kSubsysTune | kSubsysEnv, "NCCL_PROTO=%s: LL128 is not implemented by uniccl; using the others", p);
     }
   }
-  if (const char* a = getEnv("NCCL_ALGO")) {
-    std::string s(a);
-    bool exclude = !s.empty() && s[0] == '^';
-    if (exclude) s = s.substr(1);
-    bool ring = listHas(s, "Ring");
-    if (exclude ? ring : !ring) {
-      WARN("NCCL_ALGO=%s: uniccl implements only the Ring algorithm in this version; using Ring", a);
-    }
-  }
+  if (const char* a = getEnv("NCCL_ALGO")) e.algos = parseAlgoList(a);
+  e.treeMinRanks = (int)std::max<int64_t>(2, paramInt("UNICCL_TREE_MIN_RANKS", 4));
+  e.treeMaxBytes = (size_t)std::max<int64_t>(0, paramInt("UNICCL_TREE_MAX_BYTES", 64 << 10));
   return e;
 }
 
@@ -72,7 +76,105 @@ const TuningEnv& tuningEnv() {
 size_t divUp(size_t a, size_t b) { return (a + b - 1) / b; }
 size_t roundUp(size_t a, size_t b) { return divUp(a, b) * b; }
 
+// Some tree edge goes through the network (then LL is off, as on a ring
+// that does). Only asked when no ring edge does, i.e. on one host, where
+// nRanks is small.
+bool treeUsesNet(const ncclComm* comm) {
+  const int n = comm->nRanks;
+  for (int which = 0; which < 2 && which < comm->nChannels; which++) {
+    for (int r = 0; r < n; r++) {
+      const int p = doubleBinaryTree(n, r, which).parent;
+      if (p >= 0 && comm->transports.kindBetween(comm, r, p) == TransportKind::Net) return true;
+    }
+  }
+  return false;
+}
+
+const char* kindName(TaskKind kind) {
+  switch (kind) {
+    case TaskKind::AllReduce: return "AllReduce";
+    case TaskKind::Broadcast: return "Broadcast";
+    case TaskKind::Reduce: return "Reduce";
+    case TaskKind::AllGather: return "AllGather";
+    case TaskKind::ReduceScatter: return "ReduceScatter";
+    default: return "p2p";
+  }
+}
+
+uint8_t chooseAlgo(const ncclComm* comm, const TuningEnv& env, TaskKind kind, size_t bytes) {
+  if (kind != TaskKind::AllReduce) {
+    if (!env.algos.ring) {
+      // NCCL_ALGO asked for the tree only: say once per collective that it has none.
+      static std::atomic<uint32_t> told{0};
+      const uint32_t bit = 1u << (int)kind;
+      if ((told.fetch_or(bit, std::memory_order_relaxed) & bit) == 0)
+        INFO(kSubsysTune | kSubsysColl, "NCCL_ALGO allows no Ring, but uniccl has only a Ring algorithm for %s: using Ring",
+             kindName(kind));
+    }
+    return dev::kAlgoRing;
+  }
+  // Init connected the tree peers exactly when this holds.
+  if (!treeAlgoPossible(comm->nRanks)) return dev::kAlgoRing;
+  if (!env.algos.ring) return dev::kAlgoTree;
+  return comm->nRanks >= env.treeMinRanks && bytes <= env.treeMaxBytes ? dev::kAlgoTree : dev::kAlgoRing;
+}
+
 }  // namespace
+
+AlgoMask parseAlgoList(const char* value) {
+  AlgoMask m;
+  std::string s(value);
+  if (s.find_first_of(":;") != std::string::npos) {
+    WARN("NCCL_ALGO=%s: per-collective algorithm lists are not supported by uniccl; using the default selection",
+         value);
+    return m;
+  }
+  const bool exclude = !s.empty() && s[0] == '^';
+  if (exclude) s = s.substr(1);
+  // Names of NCCL's other algorithms: accepted and ignored (INFO).
+  static const char* const kOthers[] = {"CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
+  size_t start = 0;
+  bool ring = false, tree = false, unknown = false, other = false;
+  while (start <= s.size()) {
+    size_t end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    std::string item = s.substr(start, end - start);
+    start = end + 1;
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (item.empty()) continue;
+    if (strcasecmp(item.c_str(), "Ring") == 0) ring = true;
+    else if (strcasecmp(item.c_str(), "Tree") == 0) tree = true;
+    else if (std::any_of(std::begin(kOthers), std::end(kOthers), [&](const char* o) { return strcasecmp(item.c_str(), o) == 0; }))
+      other = true;
+    else unknown = true;
+  }
+  if (unknown) {
+    WARN("NCCL_ALGO=%s: unknown algorithm name (uniccl implements Ring and Tree); using the default selection", value);
+    return AlgoMask{};
+  }
+  m.ring = exclude ? !ring : ring;
+  m.tree = exclude ? !tree : tree;
+  if (!m.ring && !m.tree) {
+    WARN("NCCL_ALGO=%s leaves no algorithm uniccl implements (Ring, Tree); using the default selection", value);
+    return AlgoMask{};
+  }
+  if (other && !exclude)
+    INFO(kSubsysTune | kSubsysEnv, "NCCL_ALGO=%s: only Ring and Tree are implemented by uniccl; ignoring the others",
+         value);
+  return m;
+}
+
+bool treeAlgoPossible(int nRanks) {
+  const TuningEnv& env = tuningEnv();
+  if (nRanks < 2 || !env.algos.tree) return false;
+  return !env.algos.ring || (nRanks >= env.treeMinRanks && env.treeMaxBytes > 0);
+}
+
+uint64_t tuningDecisions(TaskKind kind, int algo) {
+  if ((int)kind >= kNumTaskKinds || algo < 0 || algo >= dev::kNumAlgos) return 0;
+  return gDecisions[(int)kind][algo].load(std::memory_order_relaxed);
+}
 
 void loadTuningEnv() { (void)tuningEnv(); }
 
@@ -93,21 +195,37 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
   const TuningEnv& env = tuningEnv();
   const ChannelLayout& L = comm->transports.layout();
   CollTuning t;
+  t.algo = chooseAlgo(comm, env, kind, bytes);
+  const bool tree = t.algo == dev::kAlgoTree;
   // The network carries the Simple protocol only (the proxy sends whole
   // slots once their size is published; LL's per-line flags are not checked).
-  bool ll = !comm->transports.ringUsesNet() && env.allowLL && (!env.allowSimple || bytes <= env.llThreshold);
-  size_t perRankChunks = (kind == TaskKind::Broadcast || kind == TaskKind::Reduce) ? 1 : (size_t)comm->nRanks;
+  const bool net = comm->transports.ringUsesNet() || (tree && treeUsesNet(comm));
+  bool ll = !net && env.allowLL && (!env.allowSimple || bytes <= env.llThreshold);
+  // The ring cuts a channel's share into nRanks chunks per step round; the
+  // tree (like Broadcast/Reduce) streams the share in slices of its own.
+  size_t perRankChunks =
+      (tree || kind == TaskKind::Broadcast || kind == TaskKind::Reduce) ? 1 : (size_t)comm->nRanks;
+  auto channels = [&](size_t bytesPerChannel) {
+    int n = (int)std::clamp<size_t>(divUp(bytes, bytesPerChannel), 1, comm->nChannels);
+    // Channel c runs tree c % 2: an even count puts both trees (different
+    // roots and interior ranks) to work, when each gets some data.
+    if (tree && n % 2 == 1 && n < comm->nChannels && bytes >= (size_t)64 * (n + 1)) n++;
+    return n;
+  };
   if (ll) {
     size_t slot = L.llBytes / dev::kSteps / 2;  // data bytes per LL slot
     t.proto = dev::kProtoLL;
-    t.nChannels = (int)std::clamp<size_t>(divUp(bytes, env.llChannelBytes), 1, comm->nChannels);
+    t.nChannels = channels(env.llChannelBytes);
     t.sliceBytes = (uint32_t)std::min(slot, roundUp(std::max<size_t>(divUp(bytes, t.nChannels * perRankChunks), 1), 16));
   } else {
     size_t slot = L.simpleBytes / dev::kSteps;
     t.proto = dev::kProtoSimple;
-    t.nChannels = (int)std::clamp<size_t>(divUp(bytes, env.simpleChannelBytes), 1, comm->nChannels);
+    t.nChannels = channels(env.simpleChannelBytes);
     t.sliceBytes = (uint32_t)std::min(slot, roundUp(std::max<size_t>(divUp(bytes, t.nChannels * perRankChunks), 1), 4096));
   }
+  gDecisions[(int)kind][t.algo].fetch_add(1, std::memory_order_relaxed);
+  TRACE(kSubsysTune, "%s %zu bytes on %d ranks: %s/%s, %d channels, slice %u", kindName(kind), bytes, comm->nRanks,
+        tree ? "Tree" : "Ring", t.proto == dev::kProtoLL ? "LL" : "Simple", t.nChannels, t.sliceBytes);
   return t;
 }
 

@@ -1,6 +1,7 @@
-// Choices the planner makes per collective: protocol, channels, slice size.
-// Defaults follow measurements on NVLink-connected GPUs; NCCL_PROTO,
-// NCCL_ALGO, NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS override them.
+// Choices the planner makes per collective: algorithm, protocol, channels,
+// slice size. Defaults follow measurements on NVLink-connected GPUs (the
+// tree's size/rank rule is provisional: not yet measured); NCCL_ALGO,
+// NCCL_PROTO, NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS override them.
 #pragma once
 
 #include <cstddef>
@@ -13,14 +14,34 @@ struct ncclComm;
 namespace uniccl {
 
 struct CollTuning {
+  uint8_t algo;         // dev::Algo (kAlgoTree: AllReduce only)
   uint8_t proto;        // dev::Proto
   int nChannels;        // blocks that share the data
   uint32_t sliceBytes;  // bytes per pipeline step
 };
 
-// Reads NCCL_PROTO / NCCL_ALGO once per process and warns about values this
-// build does not implement.
+// Reads NCCL_PROTO / NCCL_ALGO / UNICCL_TREE_* once per process and warns
+// about values this build does not implement.
 void loadTuningEnv();
+
+// Which algorithms an NCCL_ALGO value allows (NCCL's syntax: a comma list,
+// case-insensitive, a leading '^' excludes). Names NCCL knows but uniccl does
+// not implement are ignored (INFO); unknown names, per-collective lists and
+// values that leave no implemented algorithm warn and allow both.
+struct AlgoMask {
+  bool ring = true;
+  bool tree = true;
+};
+AlgoMask parseAlgoList(const char* value);
+
+// Whether AllReduce on nRanks ranks may ever pick the tree under this
+// process's settings: init connects tree peers only then (each connection
+// costs buffer memory on every channel). Ranks must share the settings.
+bool treeAlgoPossible(int nRanks);
+
+// Tuning decisions made so far in this process per (collective, algorithm):
+// lets tests assert which algorithm ran (the profiler's query counts too).
+uint64_t tuningDecisions(TaskKind kind, int algo);
 // Number of channels a communicator wires at init.
 int defaultChannelCount(const ncclComm* comm);
 CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes);

@@ -79,7 +79,7 @@ ncclResult_t launchTasksWithEvents(ncclComm* comm) {
     c.dtype = t.dtype;
     c.nChannels = tune.nChannels;
     c.nWarps = dev::kThreadsPerBlock / 32;
-    c.algo = "Ring";
+    c.algo = tune.algo == dev::kAlgoTree ? "Tree" : "Ring";
     c.proto = protoName(tune.proto);
     p->launchTaskEvents.push_back(profilerStartColl(p, collParents ? p->collApiParents[i] : nullptr, p->launchGroup, c));
   }
