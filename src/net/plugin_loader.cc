@@ -21,6 +21,7 @@
 
 #include "common/check.h"
 #include "common/util/debug.h"
+#include "common/util/plugin_library.h"
 #include "common/util/param.h"
 #include "net/net.h"
 #include "net/socket_transport.h"
@@ -136,23 +137,8 @@ void* openPlugin(std::string* openedName) {
     INFO(kSubsysInit | kSubsysNet, "NET/Plugin: disabled by NCCL_NET_PLUGIN=none");
     return nullptr;
   }
-  std::vector<std::string> names;
-  if (env && env[0] != '\0') {
-    names.push_back(env);
-    names.push_back(std::string("libnccl-net-") + env + ".so");
-  } else {
-    names.push_back("libnccl-net.so");
-  }
   std::string errors;
-  for (const std::string& name : names) {
-    void* dl = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (dl) {
-      *openedName = name;
-      return dl;
-    }
-    const char* e = dlerror();
-    errors += "\n  " + name + ": " + (e ? e : "not found");
-  }
+  if (void* dl = openPluginLibrary(env, "libnccl-net", openedName, &errors)) return dl;
   if (env && env[0] != '\0')
     WARN("NET/Plugin: NCCL_NET_PLUGIN=%s could not be loaded, using the built-in transports:%s", env,
          errors.c_str());

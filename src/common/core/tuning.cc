@@ -90,17 +90,6 @@ bool treeUsesNet(const ncclComm* comm) {
   return false;
 }
 
-const char* kindName(TaskKind kind) {
-  switch (kind) {
-    case TaskKind::AllReduce: return "AllReduce";
-    case TaskKind::Broadcast: return "Broadcast";
-    case TaskKind::Reduce: return "Reduce";
-    case TaskKind::AllGather: return "AllGather";
-    case TaskKind::ReduceScatter: return "ReduceScatter";
-    default: return "p2p";
-  }
-}
-
 uint8_t chooseAlgo(const ncclComm* comm, const TuningEnv& env, TaskKind kind, size_t bytes) {
   if (kind != TaskKind::AllReduce) {
     if (!env.algos.ring) {
@@ -109,7 +98,7 @@ uint8_t chooseAlgo(const ncclComm* comm, const TuningEnv& env, TaskKind kind, si
       const uint32_t bit = 1u << (int)kind;
       if ((told.fetch_or(bit, std::memory_order_relaxed) & bit) == 0)
         INFO(kSubsysTune | kSubsysColl, "NCCL_ALGO allows no Ring, but uniccl has only a Ring algorithm for %s: using Ring",
-             kindName(kind));
+             taskKindName(kind));
     }
     return dev::kAlgoRing;
   }
@@ -224,7 +213,7 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
     t.sliceBytes = (uint32_t)std::min(slot, roundUp(std::max<size_t>(divUp(bytes, t.nChannels * perRankChunks), 1), 4096));
   }
   gDecisions[(int)kind][t.algo].fetch_add(1, std::memory_order_relaxed);
-  TRACE(kSubsysTune, "%s %zu bytes on %d ranks: %s/%s, %d channels, slice %u", kindName(kind), bytes, comm->nRanks,
+  TRACE(kSubsysTune, "%s %zu bytes on %d ranks: %s/%s, %d channels, slice %u", taskKindName(kind), bytes, comm->nRanks,
         tree ? "Tree" : "Ring", t.proto == dev::kProtoLL ? "LL" : "Simple", t.nChannels, t.sliceBytes);
   return t;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/util/debug.h"
+#include "common/util/plugin_library.h"
 #include "common/util/param.h"
 
 namespace uniccl {
@@ -42,23 +43,8 @@ void* openLibrary(std::string* opened, bool* isProgram) {
     *opened = "the program itself (STATIC_PLUGIN)";
     return dlopen(nullptr, RTLD_NOW);
   }
-  std::vector<std::string> names;
-  if (env && env[0] != '\0') {
-    names.push_back(env);
-    names.push_back(std::string("libnccl-profiler-") + env + ".so");
-  } else {
-    names.push_back("libnccl-profiler.so");
-  }
   std::string errors;
-  for (const std::string& name : names) {
-    void* dl = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (dl) {
-      *opened = name;
-      return dl;
-    }
-    const char* e = dlerror();
-    errors += "\n  " + name + ": " + (e ? e : "not found");
-  }
+  if (void* dl = openPluginLibrary(env, "libnccl-profiler", opened, &errors)) return dl;
   if (env && env[0] != '\0')
     WARN("PROFILER/Plugin: NCCL_PROFILER_PLUGIN=%s could not be loaded, profiling is off:%s", env, errors.c_str());
   else
