@@ -31,6 +31,10 @@ namespace {
 
 int gFailures = 0;
 int gChecks = 0;
+// The element type under test (--type=f32|bf16): data are small integers,
+// exact in both, converted at upload and download.
+ncclDataType_t gType = ncclFloat;
+size_t gElem = sizeof(float);
 std::mt19937 gRng(20261122);
 
 #define EXPECT_OK(call)                                                                       \
@@ -47,8 +51,8 @@ struct Rank {
   int dev;
   ncclComm_t comm;
   uniccl_stream_t stream;   // an emulated stream (gpu::Stream) in the API's type
-  float* send = nullptr;
-  float* recv = nullptr;
+  char* send = nullptr;
+  char* recv = nullptr;
   size_t cap = 0;   // elements of each buffer
 };
 
@@ -59,14 +63,41 @@ std::vector<float> randomData(size_t n) {
   return v;
 }
 
-void upload(Rank& r, float* dst, const std::vector<float>& v) {
-  EXPECT_OK(gpu::setDevice(r.dev));
-  if (!v.empty()) EXPECT_OK(gpu::memcpy(dst, v.data(), v.size() * sizeof(float)));
+uint16_t toBf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u += 0x7fff + ((u >> 16) & 1);   // round to nearest even
+  return (uint16_t)(u >> 16);
 }
-std::vector<float> download(Rank& r, const float* src, size_t n) {
+float fromBf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+void upload(Rank& r, char* dst, const std::vector<float>& v) {
+  EXPECT_OK(gpu::setDevice(r.dev));
+  if (v.empty()) return;
+  if (gType == ncclBfloat16) {
+    std::vector<uint16_t> h(v.size());
+    for (size_t i = 0; i < v.size(); i++) h[i] = toBf16(v[i]);
+    EXPECT_OK(gpu::memcpy(dst, h.data(), h.size() * 2));
+  } else {
+    EXPECT_OK(gpu::memcpy(dst, v.data(), v.size() * sizeof(float)));
+  }
+}
+std::vector<float> download(Rank& r, const char* src, size_t n) {
   std::vector<float> v(n);
   EXPECT_OK(gpu::setDevice(r.dev));
-  if (n > 0) EXPECT_OK(gpu::memcpy(v.data(), src, n * sizeof(float)));
+  if (n == 0) return v;
+  if (gType == ncclBfloat16) {
+    std::vector<uint16_t> h(n);
+    EXPECT_OK(gpu::memcpy(h.data(), src, n * 2));
+    for (size_t i = 0; i < n; i++) v[i] = fromBf16(h[i]);
+  } else {
+    EXPECT_OK(gpu::memcpy(v.data(), src, n * sizeof(float)));
+  }
   return v;
 }
 void syncAll(std::vector<Rank>& ranks) {
@@ -77,7 +108,8 @@ void syncAll(std::vector<Rank>& ranks) {
 }
 
 // tol: relative tolerance (0: exact). Averages over 3 ranks are computed as
-// a sum of x/3 terms on the device (PreMulSum), so they round differently.
+// a sum of x/3 terms on the device (PreMulSum), so they round differently
+// (in bf16, each term to 8 bits: a few hundredths).
 void check(const std::string& what, const std::vector<float>& got, const std::vector<float>& want, float tol = 0) {
   gChecks++;
   size_t bad = 0, first = 0;
@@ -147,15 +179,15 @@ void runCase(std::vector<Rank>& ranks, const char* coll, size_t count, bool inPl
   EXPECT_OK(ncclGroupStart());
   for (int r = 0; r < n; r++) {
     Rank& R = ranks[r];
-    const float* s = inPlace ? (ag ? R.recv + r * count : R.recv) : R.send;
-    float* d = R.recv;
-    if (rs && inPlace) d = R.recv + r * count;
-    if (!strcmp(coll, "AllReduce")) EXPECT_OK(ncclAllReduce(s, d, count, ncclFloat, op, R.comm, R.stream));
-    else if (!strcmp(coll, "Broadcast")) EXPECT_OK(ncclBroadcast(s, d, count, ncclFloat, root, R.comm, R.stream));
-    else if (!strcmp(coll, "Reduce")) EXPECT_OK(ncclReduce(s, d, count, ncclFloat, op, root, R.comm, R.stream));
-    else if (ag) EXPECT_OK(ncclAllGather(s, d, count, ncclFloat, R.comm, R.stream));
-    else if (rs) EXPECT_OK(ncclReduceScatter(s, d, count, ncclFloat, op, R.comm, R.stream));
-    else if (a2a) EXPECT_OK(ncclAlltoAll(s, d, count, ncclFloat, R.comm, R.stream));
+    const char* s = inPlace ? (ag ? R.recv + r * count * gElem : R.recv) : R.send;
+    char* d = R.recv;
+    if (rs && inPlace) d = R.recv + r * count * gElem;
+    if (!strcmp(coll, "AllReduce")) EXPECT_OK(ncclAllReduce(s, d, count, gType, op, R.comm, R.stream));
+    else if (!strcmp(coll, "Broadcast")) EXPECT_OK(ncclBroadcast(s, d, count, gType, root, R.comm, R.stream));
+    else if (!strcmp(coll, "Reduce")) EXPECT_OK(ncclReduce(s, d, count, gType, op, root, R.comm, R.stream));
+    else if (ag) EXPECT_OK(ncclAllGather(s, d, count, gType, R.comm, R.stream));
+    else if (rs) EXPECT_OK(ncclReduceScatter(s, d, count, gType, op, R.comm, R.stream));
+    else if (a2a) EXPECT_OK(ncclAlltoAll(s, d, count, gType, R.comm, R.stream));
   }
   EXPECT_OK(ncclGroupEnd());
   syncAll(ranks);
@@ -194,7 +226,7 @@ void runCase(std::vector<Rank>& ranks, const char* coll, size_t count, bool inPl
     if (!strcmp(coll, "Reduce") && r != root && !inPlace) want = before[r];
     if (!strcmp(coll, "AllReduce") && inPlace) want.resize(recvCount);
     check(name + "/rank" + std::to_string(r), download(ranks[r], ranks[r].recv, want.size()), want,
-          op == ncclAvg ? 1e-6f : 0.0f);
+          op == ncclAvg ? (gType == ncclBfloat16 ? 4e-2f : 1e-6f) : 0.0f);
   }
 }
 
@@ -210,8 +242,8 @@ void runSendRecv(std::vector<Rank>& ranks, size_t count) {
   EXPECT_OK(ncclGroupStart());
   for (int r = 0; r < n; r++) {
     Rank& R = ranks[r];
-    EXPECT_OK(ncclSend(R.send, count, ncclFloat, (r + 1) % n, R.comm, R.stream));
-    EXPECT_OK(ncclRecv(R.recv, count, ncclFloat, (r + n - 1) % n, R.comm, R.stream));
+    EXPECT_OK(ncclSend(R.send, count, gType, (r + 1) % n, R.comm, R.stream));
+    EXPECT_OK(ncclRecv(R.recv, count, gType, (r + n - 1) % n, R.comm, R.stream));
   }
   EXPECT_OK(ncclGroupEnd());
   syncAll(ranks);
@@ -229,6 +261,10 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     if (!strncmp(argv[i], "--ranks=", 8)) nranks = atoi(argv[i] + 8);
     if (!strcmp(argv[i], "--profile")) profile = true;
+    if (!strcmp(argv[i], "--type=bf16")) {
+      gType = ncclBfloat16;
+      gElem = 2;
+    }
     if (!strncmp(argv[i], "--expect-algo=", 14)) expectAlgo = argv[i] + 14;
   }
   emu::installCpuKernelRunner();
@@ -258,9 +294,9 @@ int main(int argc, char** argv) {
     R.cap = maxCount * nranks;
     void* p = nullptr;
     EXPECT_OK(gpu::deviceAlloc(&p, R.cap * sizeof(float)));
-    R.send = static_cast<float*>(p);
+    R.send = static_cast<char*>(p);
     EXPECT_OK(gpu::deviceAlloc(&p, R.cap * sizeof(float)));
-    R.recv = static_cast<float*>(p);
+    R.recv = static_cast<char*>(p);
   }
 
   if (profile) {
@@ -296,7 +332,7 @@ int main(int argc, char** argv) {
     for (Rank& R : ranks) upload(R, R.recv, ones);
     for (int it = 0; it < 50; it++) {
       EXPECT_OK(ncclGroupStart());
-      for (Rank& R : ranks) EXPECT_OK(ncclAllReduce(R.recv, R.recv, 1000, ncclFloat, ncclMax, R.comm, R.stream));
+      for (Rank& R : ranks) EXPECT_OK(ncclAllReduce(R.recv, R.recv, 1000, gType, ncclMax, R.comm, R.stream));
       EXPECT_OK(ncclGroupEnd());
     }
     syncAll(ranks);
