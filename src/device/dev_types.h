@@ -162,7 +162,9 @@ struct alignas(16) Work {
       void* recvBuff;
       uint64_t sendBytes;
       uint64_t recvBytes;
-      uint64_t pad2;
+      uint8_t sendProto;      // Proto of each half: a message's two ends choose the same one from
+      uint8_t recvProto;      // its size and transport (the item's other half may differ)
+      uint8_t pad2[6];
     } p;
   };
 };

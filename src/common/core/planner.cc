@@ -93,12 +93,14 @@ ncclResult_t p2pWorks(ncclComm* comm, std::vector<dev::Work>* out, std::vector<i
         w.p.sendPeer = sendPeer;
         w.p.sendBuff = t.sendbuff;
         w.p.sendBytes = t.count * dataTypeSize(t.dtype);
+        w.p.sendProto = r == 0 ? dev::kProtoSimple : p2pProto(comm, sendPeer, w.p.sendBytes);
       }
       if (haveRecv) {
         const Task& t = tasks[ri++];
         w.p.recvPeer = recvPeer;
         w.p.recvBuff = t.recvbuff;
         w.p.recvBytes = t.count * dataTypeSize(t.dtype);
+        w.p.recvProto = r == 0 ? dev::kProtoSimple : p2pProto(comm, recvPeer, w.p.recvBytes);
       }
       out->push_back(w);
     }

@@ -19,6 +19,7 @@ struct TuningEnv {
   bool allowLL = true;
   bool allowSimple = true;
   size_t llThreshold = 0;
+  size_t p2pLLThreshold = 0;       // NCCL_P2P_LL_THRESHOLD: p2p messages up to this use LL
   size_t simpleChannelBytes = 0;   // a Simple collective gets one channel per this many bytes
   size_t llChannelBytes = 0;
   AlgoMask algos;
@@ -46,6 +47,7 @@ bool listHas(const std::string& list, const char* name) {
 TuningEnv readEnv() {
   TuningEnv e;
   e.llThreshold = (size_t)paramInt("UNICCL_LL_THRESHOLD", 64 << 10);
+  e.p2pLLThreshold = (size_t)std::max<int64_t>(0, paramInt("NCCL_P2P_LL_THRESHOLD", 16 << 10));
   e.simpleChannelBytes = (size_t)std::max<int64_t>(1, paramInt("UNICCL_SIMPLE_CHANNEL_BYTES", 64 << 10));
   e.llChannelBytes = (size_t)std::max<int64_t>(1, paramInt("UNICCL_LL_CHANNEL_BYTES", 16 << 10));
   if (const char* p = getEnv("NCCL_PROTO")) {
@@ -216,6 +218,13 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
   TRACE(kSubsysTune, "%s %zu bytes on %d ranks: %s/%s, %d channels, slice %u", taskKindName(kind), bytes, comm->nRanks,
         tree ? "Tree" : "Ring", t.proto == dev::kProtoLL ? "LL" : "Simple", t.nChannels, t.sliceBytes);
   return t;
+}
+
+uint8_t p2pProto(const ncclComm* comm, int peer, size_t bytes) {
+  const TuningEnv& env = tuningEnv();
+  if (!env.allowLL || (env.allowSimple && bytes > env.p2pLLThreshold)) return dev::kProtoSimple;
+  if (comm->transports.kindBetween(comm, comm->rank, peer) == TransportKind::Net) return dev::kProtoSimple;
+  return dev::kProtoLL;
 }
 
 uint32_t p2pSliceBytes(const ncclComm* comm) {

@@ -46,5 +46,9 @@ uint64_t tuningDecisions(TaskKind kind, int algo);
 int defaultChannelCount(const ncclComm* comm);
 CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes);
 uint32_t p2pSliceBytes(const ncclComm* comm);
+// Protocol of one point-to-point message of `bytes` with `peer`: LL up to
+// NCCL_P2P_LL_THRESHOLD bytes (latency), Simple above it and always over
+// the network. Both ends compute the same answer.
+uint8_t p2pProto(const ncclComm* comm, int peer, size_t bytes);
 
 }  // namespace uniccl
