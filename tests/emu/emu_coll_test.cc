@@ -166,7 +166,7 @@ void runCase(std::vector<Rank>& ranks, const char* coll, size_t count, bool inPl
       // the rank's block of send).
       if (ag) {
         std::vector<float> b = before[r];
-        memcpy(b.data() + r * count, in[r].data(), count * sizeof(float));
+        std::copy(in[r].begin(), in[r].end(), b.begin() + r * count);   // no memcpy: count may be 0 (null data)
         before[r] = b;
         upload(R, R.recv, b);
       } else {
