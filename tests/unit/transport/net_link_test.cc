@@ -56,10 +56,12 @@ struct TestComm {
   bool aborted() const { return __atomic_load_n(&abortWord, __ATOMIC_ACQUIRE) != 0; }
 };
 
-// Plays a sending kernel on one channel: nsteps steps, stops on abort.
-bool playSender(const dev::Peer& p, uint64_t seed, uint64_t nsteps, const uint32_t* abortWord) {
+// Plays a sending kernel on one channel: steps [first, first + nsteps),
+// stops on abort. Like the kernels' persistent step counter, a later call
+// continues where the previous one ended.
+bool playSender(const dev::Peer& p, uint64_t seed, uint64_t nsteps, const uint32_t* abortWord, uint64_t first = 0) {
   char* buf = p.send.buffs[dev::kProtoSimple];
-  for (uint64_t s = 0; s < nsteps; s++) {
+  for (uint64_t s = first; s < first + nsteps; s++) {
     while (loadAcq(p.send.head) + dev::kSteps <= s) {
       if (__atomic_load_n(abortWord, __ATOMIC_ACQUIRE)) return false;
       std::this_thread::yield();
@@ -169,7 +171,7 @@ TEST_F(NetLinkTest, APeerThatGoesAwayAbortsTheCommunicatorWithAnError) {
   lb.reset();                                         // the peer's links close
   // Rank 0 keeps sending: its proxy's socket I/O fails and the failure
   // must reach the communicator without any call from the user.
-  std::thread sender([&] { playSender(pa, 7, 1u << 20, &a.abortWord); });
+  std::thread sender([&] { playSender(pa, 7, 1u << 20, &a.abortWord, /*first=*/4); });
   const auto deadline = Clock::now() + std::chrono::seconds(10);
   while (!a.aborted() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   sender.join();
