@@ -111,13 +111,27 @@ struct Channel {
 // there): per channel, the kernel stamps when it starts and stops the c-th
 // profiled work item into slot c % kProfSlots: timer, system fence, counter.
 constexpr int kProfSlots = 64;
-struct ProfStamp {
+struct alignas(16) ProfStamp {
   uint64_t counter;
   uint64_t timer;
 };
 struct ProfRing {
   ProfStamp start[kProfSlots];
   ProfStamp stop[kProfSlots];
+};
+
+// Launch progress the kernels report for the watchdog (common/watchdog),
+// in host-mapped memory: block 0 stores a launch's id into `started` when
+// it begins, and every block b stores it into done[b] when it ends. Eager
+// launches of a communicator run in issue order, so their ids (1, 2, ...)
+// only grow in these words; a launch with id 0 (captured into a graph:
+// graphs keep their event-based tracking) reports nothing. The host thus
+// times a launch from when it really started, with no event records on the
+// launch path.
+struct LaunchProgress {
+  uint64_t started;
+  uint64_t pad[7];            // `started` alone on its cache line
+  uint64_t done[kMaxChannels];
 };
 
 struct DevComm {
@@ -129,6 +143,7 @@ struct DevComm {
   volatile uint32_t* abortFlag;  // host-mapped; nonzero: every spin loop gives up and the kernel exits
   Channel* channels;          // device array [kMaxChannels]
   ProfRing* profRings;        // host-mapped [nChannels], or nullptr: no KernelCh profiling
+  LaunchProgress* progress;   // host-mapped, or nullptr: the watchdog is off (UNICCL_TIMEOUT=0)
 };
 
 // One work item: 64 bytes, so items never straddle the work FIFO's wrap
@@ -152,7 +167,8 @@ struct alignas(16) Work {
       void* recvbuff;
       uint64_t count;         // elements: total for AllReduce/Broadcast/Reduce; per rank for AllGather/ReduceScatter
       uint64_t scalar;        // raw bits of the scalar in dtype's format, or a device pointer to it
-      uint64_t pad1;
+      uint8_t exchange;       // ring AllReduce on 2 ranks: one exchange step, not reduce-scatter + all-gather
+      uint8_t pad1[7];
     } c;
     struct {                  // p2p: a send half and a recv half (either may be empty)
       int32_t sendPeer;       // -1: no send part; == rank: local copy sendBuff -> recvBuff
@@ -183,6 +199,7 @@ struct KernelArgs {
   uint32_t workMask;
   uint32_t nWorks;
   uint32_t pad;
+  uint64_t launchId;          // reported in DevComm::progress (0: not tracked, e.g. captured launches)
   Work inlineWorks[kMaxInlineWorks];
 };
 

@@ -37,23 +37,14 @@ UDEV void profStamp(const DevComm* comm, int block, bool stop) {
   uint64_t c = ch->profCount;
   if (!stop) ch->profCount = ++c;
   ProfStamp* s = stop ? &comm->profRings[block].stop[c % kProfSlots] : &comm->profRings[block].start[c % kProfSlots];
-  s->timer = globalTimer();
-  fenceSystem();   // the timer before the counter that publishes it
-  storeReleaseSys(&s->counter, c);
+  static_assert(offsetof(ProfStamp, counter) == 0 && offsetof(ProfStamp, timer) == 8, "stamp layout");
+  storeStampPair(&s->counter, c, globalTimer());
 }
 
-// Tag: datatype of collective items (ignored when Colls is false: the
-// p2p-only kernel).
+// Runs the launch's work items in order; returns early when one aborted.
 template <typename Tag, bool Colls>
-UDEV void runKernel(const KernelArgs& args) {
-  BlockShared& sh = blockShared<BlockShared>();
+UDEV void runWorks(const KernelArgs& args, BlockShared& sh) {
   const int tid = threadIdx.x;
-  if (tid < 3) {
-    sh.abortA[tid] = 0;
-    sh.abortB[tid] = 0;
-    sh.bars[tid].arrived = 0;
-    sh.bars[tid].generation = 0;
-  }
   const DevComm* comm = args.comm;
   const int block = blockIdx.x;
   for (uint32_t i = 0; i < args.nWorks; i++) {
@@ -82,6 +73,27 @@ UDEV void runKernel(const KernelArgs& args) {
     for (int gi = 0; gi < 3; gi++) aborted |= sh.abortA[gi] | sh.abortB[gi];
     if (aborted) return;
   }
+}
+
+// Tag: datatype of collective items (ignored when Colls is false: the
+// p2p-only kernel).
+template <typename Tag, bool Colls>
+UDEV void runKernel(const KernelArgs& args) {
+  BlockShared& sh = blockShared<BlockShared>();
+  const int tid = threadIdx.x;
+  if (tid < 3) {
+    sh.abortA[tid] = 0;
+    sh.abortB[tid] = 0;
+    sh.bars[tid].arrived = 0;
+    sh.bars[tid].generation = 0;
+  }
+  const int block = blockIdx.x;
+  const uint64_t id = args.launchId;
+  // Watchdog: this launch is running (a posted store; nobody waits for it).
+  if (id != 0 && block == 0 && tid == 0) storeVolatileU64(&args.comm->progress->started, id);
+  runWorks<Tag, Colls>(args, sh);
+  // ... and this block is done with it (also when it stopped on abort).
+  if (id != 0 && tid == 0) storeVolatileU64(&args.comm->progress->done[block], id);
 }
 
 }  // namespace uniccl::dev

@@ -63,6 +63,11 @@ UDEV uint32_t loadVolatile32(const volatile uint32_t* p) {
   return __atomic_load_n(const_cast<const uint32_t*>(p), __ATOMIC_ACQUIRE);
 }
 UDEV void storeVolatile64(int64_t* p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+UDEV void storeVolatileU64(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+UDEV void storeStampPair(uint64_t* p, uint64_t counter, uint64_t value) {
+  __atomic_store_n(p + 1, value, __ATOMIC_RELAXED);
+  __atomic_store_n(p, counter, __ATOMIC_RELEASE);
+}
 
 // Receive slots are rewritten by the peer: read them with relaxed atomics
 // (the acquire on the counter ordered them) so that the compiler cannot

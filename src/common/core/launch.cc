@@ -119,6 +119,7 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
   args.comm = comm->devComm;
   args.nWorks = (uint32_t)n;
   args.pad = 0;
+  args.launchId = 0;
   unsigned grid = 0;
   for (int i = 0; i < n; i++) grid = std::max(grid, (unsigned)works[i].channelHi + 1);
 
@@ -159,7 +160,7 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
       watchLaunchFailed(comm, &watch);
       return res;
     }
-    return watchLaunchEnd(comm, s, works, n, &watch);
+    return watchLaunchEnd(comm, s, works, n, grid, &watch);
   }
 
   uint32_t fifoEnd = 0;
@@ -175,14 +176,15 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
   }
   gpu::Event done;
   UCHECK(comm->donePool.get(&done));
-  // The watchdog times the launch with its own start/end pair (see
-  // watchdog/eager_tracker.h for why not with the done event).
+  // The watchdog times the launch by the progress words the kernel writes
+  // (watchdog/eager_tracker.h): only the id travels with the launch.
   LaunchWatch watch;
   ncclResult_t res = watchLaunchBegin(comm, s, &watch);
   if (res != ncclSuccess) {
     comm->donePool.put(done);
     return res;
   }
+  args.launchId = watch.eagerId;
   void* profLaunch = profilerStartKernelLaunch(comm->profiler.get(), s.launch);
   res = gpu::launchWithDoneEvent(kernel, cfg, argv, done);
   profilerStop(comm->profiler.get(), profLaunch);
@@ -193,7 +195,7 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
   }
   comm->transports.wakeNetProxy();   // network steps follow soon: the proxy stops backing off
   res = comm->callbacks.push(done, inlined ? onInlineLaunchDone : onFifoLaunchDone, comm, fifoEnd);
-  ncclResult_t watchRes = watchLaunchEnd(comm, s, works, n, &watch);
+  ncclResult_t watchRes = watchLaunchEnd(comm, s, works, n, grid, &watch);
   return res != ncclSuccess ? res : watchRes;
 }
 

@@ -1,32 +1,16 @@
 #include "common/watchdog/eager_tracker.h"
 
-#include "common/check.h"
-
 namespace uniccl {
 
-ncclResult_t EagerTracker::recordStart(gpu::Stream s) {
-  if (nextStart_ == nullptr) {
-    std::lock_guard<std::mutex> lock(mu_);
-    gpu::Event a = nullptr, b = nullptr;
-    UCHECK(pool_.get(&a));
-    ncclResult_t res = pool_.get(&b);
-    if (res != ncclSuccess) {
-      pool_.put(a);
-      return res;
-    }
-    nextStart_ = a;
-    nextEnd_ = b;
-  }
-  return gpu::eventRecord(nextStart_, s);
-}
+namespace {
+// The GPU writes these words behind the compiler's back.
+uint64_t readWord(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+}  // namespace
 
-ncclResult_t EagerTracker::recordEnd(gpu::Stream s, const WorkDesc& desc) {
-  if (nextStart_ == nullptr) return ncclSuccess;   // recordStart failed: nothing to track
-  UCHECK(gpu::eventRecord(nextEnd_, s));
+void EagerTracker::launched(uint64_t id, unsigned grid, const WorkDesc& desc) {
+  if (id == 0) return;
   std::lock_guard<std::mutex> lock(mu_);
-  push(Entry{nextStart_, nextEnd_, desc});
-  nextStart_ = nextEnd_ = nullptr;
-  return ncclSuccess;
+  push(Entry{id, grid, desc});
 }
 
 void EagerTracker::push(const Entry& e) {
@@ -41,23 +25,26 @@ void EagerTracker::push(const Entry& e) {
   count_++;
 }
 
+bool EagerTracker::started(const Entry& e) const { return readWord(&words_->started) >= e.id; }
+
+bool EagerTracker::done(const Entry& e) const {
+  for (unsigned b = 0; b < e.grid && b < (unsigned)dev::kMaxChannels; b++)
+    if (readWord(&words_->done[b]) < e.id) return false;
+  return true;
+}
+
 TrackerCheck EagerTracker::check(int64_t nowMs, int64_t timeoutMs) {
   TrackerCheck out;
   std::lock_guard<std::mutex> lock(mu_);
   while (count_ > 0) {
     Entry& e = ring_[head_];
-    ncclResult_t endState = gpu::eventQuery(e.end);
-    if (endState != ncclInProgress) {
-      // Completed, or failed: a failure reaches the user through the done
-      // events of the launch path; here the launch is simply over.
-      pool_.put(e.start);
-      pool_.put(e.end);
+    if (done(e)) {
       head_ = (head_ + 1) & (ring_.size() - 1);
       count_--;
       headRunningSinceMs_ = -1;
       continue;
     }
-    if (gpu::eventQuery(e.start) == ncclInProgress) {
+    if (!started(e)) {
       headRunningSinceMs_ = -1;   // still queued behind other work
       break;
     }
@@ -70,11 +57,6 @@ TrackerCheck EagerTracker::check(int64_t nowMs, int64_t timeoutMs) {
     break;
   }
   return out;
-}
-
-size_t EagerTracker::eventsCreated() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return pool_.created();
 }
 
 size_t EagerTracker::inFlight() {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -148,6 +149,21 @@ ncclResult_t watchdogRegister(ncclComm* comm, int64_t timeoutMs) {
     WARN("Out of host memory creating the watchdog state of rank %d", comm->rank);
     return ncclSystemError;
   }
+  // The words the kernels report their progress in (eager launches).
+  CommWatch& cw = *comm->watch;
+  ncclResult_t res = gpu::hostAllocMapped(&cw.progressHost, &cw.progressDev, sizeof(dev::LaunchProgress));
+  if (res == ncclSuccess) {
+    memset(cw.progressHost, 0, sizeof(dev::LaunchProgress));
+    if (comm->devComm != nullptr) {
+      comm->devCommHost.progress = static_cast<dev::LaunchProgress*>(cw.progressDev);
+      res = gpu::memcpy(comm->devComm, &comm->devCommHost, sizeof(comm->devCommHost));
+    }
+  }
+  if (res != ncclSuccess) {
+    comm->watch.reset();
+    return res;
+  }
+  cw.eager.attach(static_cast<dev::LaunchProgress*>(cw.progressHost));
   Watchdog& w = wd();
   std::lock_guard<std::mutex> lock(w.mu);
   w.comms.push_back(comm);
@@ -217,16 +233,19 @@ ncclResult_t watchLaunchBegin(ncclComm* comm, const LaunchStreams& s, LaunchWatc
   *w = LaunchWatch{};
   if (!comm->watch) return ncclSuccess;
   if (s.captured) return comm->watch->graphs.recordStart(s.launch, s.capture, &w->captured);
-  UCHECK(comm->watch->eager.recordStart(s.launch));
-  w->eager = true;
+  w->eagerId = comm->watch->eager.nextId();
   return ncclSuccess;
 }
 
-ncclResult_t watchLaunchEnd(ncclComm* comm, const LaunchStreams& s, const dev::Work* works, int n, LaunchWatch* w) {
-  if (!comm->watch || (!w->eager && w->captured.start == nullptr)) return ncclSuccess;
+ncclResult_t watchLaunchEnd(ncclComm* comm, const LaunchStreams& s, const dev::Work* works, int n, unsigned grid,
+                            LaunchWatch* w) {
+  if (!comm->watch || (w->eagerId == 0 && w->captured.start == nullptr)) return ncclSuccess;
   WorkDesc d;
   describeLaunch(comm, works, n, &d);
-  if (w->eager) return comm->watch->eager.recordEnd(s.launch, d);
+  if (w->eagerId != 0) {
+    comm->watch->eager.launched(w->eagerId, grid, d);
+    return ncclSuccess;
+  }
   return comm->watch->graphs.recordEnd(s.launch, &w->captured, d);
 }
 
@@ -246,7 +265,6 @@ WatchdogStats watchdogStatsForTesting() {
   st.comms = w.comms.size();
   st.threadRunning = w.thread.joinable();
   for (ncclComm* c : w.comms) {
-    st.eagerEvents += c->watch->eager.eventsCreated();
     st.eagerInFlight += c->watch->eager.inFlight();
     st.graphs += c->watch->graphs.graphCount();
   }

@@ -32,12 +32,15 @@ ncclResult_t watchdogRegister(ncclComm* comm, int64_t timeoutMs);
 void watchdogUnregister(ncclComm* comm);
 
 // launch.cc, around each kernel launch.
+// Begin gives an eager launch its id (the kernel arguments' launchId) or
+// records a captured launch's start; End queues it once it is on its stream.
 struct LaunchWatch {
-  bool eager = false;                     // eager start recorded
+  uint64_t eagerId = 0;                   // eager launch id (0: not tracked)
   GraphEventTracker::Captured captured;   // graph start recorded
 };
 ncclResult_t watchLaunchBegin(ncclComm* comm, const LaunchStreams& s, LaunchWatch* w);
-ncclResult_t watchLaunchEnd(ncclComm* comm, const LaunchStreams& s, const dev::Work* works, int n, LaunchWatch* w);
+ncclResult_t watchLaunchEnd(ncclComm* comm, const LaunchStreams& s, const dev::Work* works, int n, unsigned grid,
+                            LaunchWatch* w);
 void watchLaunchFailed(ncclComm* comm, LaunchWatch* w);
 
 // Describes a launch of `n` work items for the timeout message.
@@ -51,7 +54,6 @@ int64_t watchdogNowMs();   // the thread's clock (steady, milliseconds)
 struct WatchdogStats {
   size_t comms = 0;              // registered
   bool threadRunning = false;
-  size_t eagerEvents = 0;        // created by the registered comms' eager pools
   size_t eagerInFlight = 0;
   size_t graphs = 0;             // tracked graphs of the registered comms
   size_t graphEvents = 0;        // graph events alive, process-wide

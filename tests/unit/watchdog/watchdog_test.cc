@@ -46,23 +46,44 @@ WorkDesc descFor(uint64_t seq) {
 }
 
 // ------------------------------------------------------------------ eager
+// The kernels' side of the launch progress words, played by the test.
+struct FakeKernels {
+  dev::LaunchProgress words{};
+  void start(uint64_t id) { __atomic_store_n(&words.started, id, __ATOMIC_RELAXED); }
+  void finish(uint64_t id, unsigned grid, unsigned firstBlock = 0) {
+    for (unsigned b = firstBlock; b < grid; b++) __atomic_store_n(&words.done[b], id, __ATOMIC_RELAXED);
+  }
+};
+
+TEST_F(Watch, EagerUnattachedTracksNothing) {
+  EagerTracker t;
+  EXPECT_EQ(t.nextId(), 0u);
+  t.launched(0, 1, descFor(1));
+  EXPECT_EQ(t.inFlight(), 0u);
+  EXPECT_FALSE(t.check(100000, 1).timedOut);
+}
 
 TEST_F(Watch, EagerQueuedWorkNeverTimesOut) {
+  FakeKernels k;
   EagerTracker t;
-  ASSERT_EQ(t.recordStart(stream), ncclSuccess);
-  ASSERT_EQ(t.recordEnd(stream, descFor(1)), ncclSuccess);
-  // Neither event reached: the launch waits behind other work, however long.
+  t.attach(&k.words);
+  t.launched(t.nextId(), 4, descFor(1));
+  // Not started: the launch waits behind other work, however long.
   for (int64_t now = 0; now <= 100000; now += 1000) EXPECT_FALSE(t.check(now, 50).timedOut);
   EXPECT_EQ(t.inFlight(), 1u);
 }
 
 TEST_F(Watch, EagerTimesOutOnlyAfterStartPlusTimeout) {
+  FakeKernels k;
   EagerTracker t;
-  ASSERT_EQ(t.recordStart(stream), ncclSuccess);
-  ASSERT_EQ(t.recordEnd(stream, descFor(7)), ncclSuccess);
+  t.attach(&k.words);
+  const uint64_t id = t.nextId();
+  EXPECT_EQ(id, 1u);
+  t.launched(id, 2, descFor(7));
   EXPECT_FALSE(t.check(1000, 50).timedOut);      // queued from t=0 to t=1000
-  ASSERT_EQ(fake::completeOldest(1), 1u);         // the start event: running from now on
+  k.start(id);                                    // running from now on
   EXPECT_FALSE(t.check(2000, 50).timedOut);       // first seen running
+  k.finish(id, 1);                                // block 0 ended, block 1 did not
   EXPECT_FALSE(t.check(2050, 50).timedOut);       // exactly the timeout: not yet
   TrackerCheck c = t.check(2051, 50);
   ASSERT_TRUE(c.timedOut);
@@ -71,69 +92,62 @@ TEST_F(Watch, EagerTimesOutOnlyAfterStartPlusTimeout) {
   EXPECT_EQ(c.desc.count, 1007u);
   EXPECT_EQ(c.elapsedMs, 51);
   EXPECT_FALSE(t.check(5000, 0).timedOut);        // timeout 0: never
+  k.finish(id, 2, 1);                             // the last block ends (abort): retired
+  EXPECT_FALSE(t.check(6000, 50).timedOut);
+  EXPECT_EQ(t.inFlight(), 0u);
 }
 
-TEST_F(Watch, EagerCompletedInTimeRetiresAndRecyclesEvents) {
+TEST_F(Watch, EagerCompletedInTimeRetires) {
+  FakeKernels k;
   EagerTracker t;
+  t.attach(&k.words);
   std::mt19937 rng(12345);
   int64_t now = 0;
-  size_t createdAfterWarmup = 0;
   for (int i = 0; i < 500; i++) {
     int batch = 1 + (int)(rng() % 5);
+    std::vector<std::pair<uint64_t, unsigned>> ids;
     for (int b = 0; b < batch; b++) {
-      ASSERT_EQ(t.recordStart(stream), ncclSuccess);
-      ASSERT_EQ(t.recordEnd(stream, descFor(i)), ncclSuccess);
+      uint64_t id = t.nextId();
+      unsigned grid = 1 + (unsigned)(rng() % dev::kMaxChannels);
+      t.launched(id, grid, descFor(i));
+      ids.push_back({id, grid});
     }
-    // The GPU runs them one after another, each within the timeout.
-    for (int b = 0; b < batch; b++) {
-      ASSERT_EQ(fake::completeOldest(1), 1u);     // start
+    // The GPU runs them one after another, each within the timeout; a later
+    // launch with fewer blocks leaves older ids in the higher done words.
+    for (auto [id, grid] : ids) {
+      k.start(id);
       now += 10;
       EXPECT_FALSE(t.check(now, 50).timedOut);
       now += 30;
       EXPECT_FALSE(t.check(now, 50).timedOut);
-      ASSERT_EQ(fake::completeOldest(1), 1u);     // end
+      k.finish(id, grid);
     }
     now += 1000;   // idle: nothing runs, nothing times out
     EXPECT_FALSE(t.check(now, 50).timedOut);
     EXPECT_EQ(t.inFlight(), 0u);
-    if (i == 20) createdAfterWarmup = t.eventsCreated();
   }
-  // Pairs go back to the pool: at most 5 launches in flight, 2 events each.
-  EXPECT_LE(t.eventsCreated(), 10u);
-  EXPECT_EQ(t.eventsCreated(), createdAfterWarmup);
 }
 
 TEST_F(Watch, EagerTimerFollowsTheHeadLaunch) {
+  FakeKernels k;
   EagerTracker t;
+  t.attach(&k.words);
+  uint64_t ids[3];
   for (int i = 0; i < 3; i++) {
-    ASSERT_EQ(t.recordStart(stream), ncclSuccess);
-    ASSERT_EQ(t.recordEnd(stream, descFor(100 + i)), ncclSuccess);
+    ids[i] = t.nextId();
+    t.launched(ids[i], 3, descFor(100 + i));
   }
-  fake::completeOldest(1);                         // #100 starts
+  k.start(ids[0]);                                 // #100 starts
   EXPECT_FALSE(t.check(0, 100).timedOut);
-  fake::completeOldest(1);                         // #100 ends
-  EXPECT_FALSE(t.check(90, 100).timedOut);         // #101 queued (start pending): no timer
-  fake::completeOldest(1);                         // #101 starts
+  k.finish(ids[0], 3);                             // #100 ends
+  EXPECT_FALSE(t.check(90, 100).timedOut);         // #101 queued (not started): no timer
+  k.start(ids[1]);                                 // #101 starts
   EXPECT_FALSE(t.check(150, 100).timedOut);        // 0 ms for #101, though 150 since #100 began
   EXPECT_FALSE(t.check(250, 100).timedOut);
   TrackerCheck c = t.check(251, 100);
   ASSERT_TRUE(c.timedOut);
   EXPECT_EQ(c.desc.seq, 101u);
   EXPECT_EQ(t.inFlight(), 2u);
-}
-
-TEST_F(Watch, EagerFailedWorkIsRetiredNotTimedOut) {
-  EagerTracker t;
-  ASSERT_EQ(t.recordStart(stream), ncclSuccess);
-  ASSERT_EQ(t.recordEnd(stream, descFor(1)), ncclSuccess);
-  fake::completeOldest(1);
-  EXPECT_FALSE(t.check(0, 10).timedOut);
-  // The end query reports a failure: the launch is over (the user's done
-  // event reports the error), not stuck.
-  fake::failNext("eventQuery", ncclUnhandledCudaError);
-  EXPECT_FALSE(t.check(1000, 10).timedOut);
-  EXPECT_EQ(t.inFlight(), 0u);
-  fake::completeOldest(1);
 }
 
 // ------------------------------------------------------------------ graphs
@@ -393,8 +407,17 @@ class WatchdogThread : public Watch {
     LaunchWatch lw;
     ncclResult_t res = watchLaunchBegin(comm.get(), s, &lw);
     if (res != ncclSuccess) return res;
-    return watchLaunchEnd(comm.get(), s, comm->workScratch.data(), 1, &lw);
+    lastId = lw.eagerId;
+    return watchLaunchEnd(comm.get(), s, comm->workScratch.data(), 1, kGrid, &lw);
   }
+  // The kernel of launch `id` starts / ends (what its blocks write).
+  dev::LaunchProgress* words() { return static_cast<dev::LaunchProgress*>(comm->watch->progressHost); }
+  void kernelStarts(uint64_t id) { __atomic_store_n(&words()->started, id, __ATOMIC_RELAXED); }
+  void kernelEnds(uint64_t id) {
+    for (unsigned b = 0; b < kGrid; b++) __atomic_store_n(&words()->done[b], id, __ATOMIC_RELAXED);
+  }
+  static constexpr unsigned kGrid = 2;
+  uint64_t lastId = 0;
   bool waitFor(std::function<bool()> pred, int ms) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
     while (std::chrono::steady_clock::now() < deadline) {
@@ -413,7 +436,7 @@ TEST_F(WatchdogThread, TimeoutAbortsTheComm) {
   ASSERT_EQ(watchdogRegister(comm.get(), 60), ncclSuccess);
   EXPECT_TRUE(watchdogStatsForTesting().threadRunning);
   ASSERT_EQ(launch(42), ncclSuccess);
-  fake::completeOldest(1);                          // it starts, never ends
+  kernelStarts(lastId);                             // it starts, never ends
   auto started = std::chrono::steady_clock::now();
   ASSERT_TRUE(waitFor([&] { return comm->asyncError.load() != ncclSuccess; }, 5000));
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
@@ -422,8 +445,8 @@ TEST_F(WatchdogThread, TimeoutAbortsTheComm) {
   EXPECT_EQ(comm->hostAbort.load(), 1u);
   EXPECT_EQ(__atomic_load_n(&abortWord, __ATOMIC_ACQUIRE), 1u);
   EXPECT_EQ(watchdogStatsForTesting().timeouts, timeoutsBefore + 1);
-  // The kernel exits (abort flag): the pair is retired, no second report.
-  fake::completeOldest(1);
+  // The kernel exits (abort flag): the launch is retired, no second report.
+  kernelEnds(lastId);
   ASSERT_TRUE(waitFor([&] { return watchdogStatsForTesting().eagerInFlight == 0; }, 2000));
   EXPECT_EQ(watchdogStatsForTesting().timeouts, timeoutsBefore + 1);
   watchdogUnregister(comm.get());
@@ -440,34 +463,37 @@ TEST_F(WatchdogThread, NoFalseTimeoutWhenWorkCompletesInTime) {
   uint64_t seq = 0;
   while (std::chrono::steady_clock::now() < end) {
     ASSERT_EQ(launch(seq++), ncclSuccess);
-    fake::completeOldest(1);                        // start
+    kernelStarts(lastId);
     std::this_thread::sleep_for(std::chrono::milliseconds(seq % 3 == 0 ? 25 : 1));   // under the timeout
-    fake::completeOldest(1);                        // end
+    kernelEnds(lastId);
   }
   ASSERT_TRUE(waitFor([&] { return watchdogStatsForTesting().eagerInFlight == 0; }, 2000));
   EXPECT_EQ(comm->asyncError.load(), ncclSuccess);
   EXPECT_EQ(comm->hostAbort.load(), 0u);
   EXPECT_EQ(__atomic_load_n(&abortWord, __ATOMIC_ACQUIRE), 0u);
-  EXPECT_LE(watchdogStatsForTesting().eagerEvents, 8u);   // pairs recycled
+  EXPECT_EQ(fake::pendingEventCount(), 0u);         // eager tracking records no events
 }
 
 TEST_F(WatchdogThread, FakeClockPollAndQueuedWork) {
   setenv("UNICCL_WATCHDOG_POLL_MS", "1000000", 1);    // the thread stays asleep: the test polls
   ASSERT_EQ(watchdogRegister(comm.get(), 1000), ncclSuccess);
   ASSERT_EQ(launch(5), ncclSuccess);
+  const uint64_t id5 = lastId;
   ASSERT_EQ(launch(6), ncclSuccess);
+  const uint64_t id6 = lastId;
   watchdogPollOnce(0);
   watchdogPollOnce(50000);                          // queued: no timer
   EXPECT_EQ(comm->asyncError.load(), ncclSuccess);
-  fake::completeOldest(2);                          // #5 ran and completed
-  fake::completeOldest(1);                          // #6 started
+  kernelStarts(id5);                                // #5 ran and completed
+  kernelEnds(id5);
+  kernelStarts(id6);                                // #6 started
   watchdogPollOnce(60000);
   watchdogPollOnce(61000);
   EXPECT_EQ(comm->asyncError.load(), ncclSuccess);
   watchdogPollOnce(61001);
   EXPECT_EQ(comm->asyncError.load(), ncclRemoteError);
   EXPECT_EQ(__atomic_load_n(&abortWord, __ATOMIC_ACQUIRE), 1u);
-  fake::completeOldest(1);
+  kernelEnds(id6);
 }
 
 TEST_F(WatchdogThread, DescribeLaunchNamesTheCollective) {
