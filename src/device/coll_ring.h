@@ -91,6 +91,30 @@ UDEV_NOINLINE bool ringAllReduce(const Work& w, const CollCtx& c, const Group& g
   return true;
 }
 
+// AllReduce on a 2-rank ring (the planner sets w.c.exchange): both ranks
+// send their share and combine what arrives with their own, one hop where
+// reduce-scatter + all-gather need two. The same elements cross the link;
+// op(peer, own) on one rank and op(own, peer) on the other are the same bits
+// for these commutative ops.
+template <typename Fn, int Proto>
+UDEV_NOINLINE bool exchangeAllReduce(const Work& w, const CollCtx& c, const Group& g, const Fn& fn) {
+  using S = typename Fn::S;
+  const S* src = static_cast<const S*>(w.c.sendbuff);
+  S* dst = static_cast<S*>(w.c.recvbuff);
+  int64_t chOff, chN;
+  channelShare<S>((int64_t)w.c.count, c, &chOff, &chN);
+  Prims<Fn, Proto> p(g, c.comm, fn, &c.channel->peers[c.channel->ringPrev].recv,
+                     &c.channel->peers[c.channel->ringNext].send);
+  const int64_t slice = sliceElems<S>(c.comm, Proto, w.c.sliceBytes);
+  for (int64_t off = 0; off < chN; off += slice) {
+    const int64_t o = chOff + off, len = imin(slice, chN - off);
+    if (!p.template step<true, false, false, true, true, false>(src + o, nullptr, len)) return false;
+    if (!p.template step<true, true, true, false, true, true>(src + o, dst + o, len)) return false;
+  }
+  p.finish();
+  return true;
+}
+
 template <typename Fn, int Proto>
 UDEV_NOINLINE bool ringBroadcast(const Work& w, const CollCtx& c, const Group& g, const Fn& fn) {
   using S = typename Fn::S;
@@ -236,7 +260,8 @@ UDEV bool runCollProto(const Work& w, const CollCtx& c, const Group& g) {
   }
   switch (w.coll) {
     case kCollAllReduce:
-      return w.c.algo == kAlgoTree ? treeAllReduce<Fn, Proto>(w, c, g, fn) : ringAllReduce<Fn, Proto>(w, c, g, fn);
+      if (w.c.algo == kAlgoTree) return treeAllReduce<Fn, Proto>(w, c, g, fn);
+      return w.c.exchange ? exchangeAllReduce<Fn, Proto>(w, c, g, fn) : ringAllReduce<Fn, Proto>(w, c, g, fn);
     case kCollReduce: return ringReduce<Fn, Proto>(w, c, g, fn);
     case kCollReduceScatter: return ringReduceScatter<Fn, Proto>(w, c, g, fn);
     default: return true;

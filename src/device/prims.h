@@ -274,8 +274,15 @@ class Prims {
     }
     if constexpr (Recv) {
       if (g_.tid == 0) {
-        if (recvFifo_ != nullptr) storeVolatile64(&recvFifo_[rs % kSteps].size, -1);  // the slot is free again
-        storeReleaseSys(recvRemoteHead_, rs + 1);
+        if constexpr (Proto == kProtoLL) {
+          // The group's loads of the slot returned before the barrier above,
+          // and LL lines carry their own flags: a posted store frees the slot
+          // (as NCCL's LL; a release would wait for this thread's sends).
+          storeVolatileU64(recvRemoteHead_, rs + 1);
+        } else {
+          if (recvFifo_ != nullptr) storeVolatile64(&recvFifo_[rs % kSteps].size, -1);  // the slot is free again
+          storeReleaseSys(recvRemoteHead_, rs + 1);
+        }
       }
       recvStep_ = rs + 1;
     }
@@ -306,8 +313,10 @@ class Prims {
     }
   }
   UDEV void waitSendHead(uint64_t ss) {
+    // The head only grows: a value seen before that frees slot ss is enough.
+    if (sendHeadSeen_ + kSteps > ss) return;
     int spins = 0;
-    while (loadAcquireSys(sendHead_) + kSteps <= ss) {
+    while ((sendHeadSeen_ = loadAcquireSys(sendHead_)) + kSteps <= ss) {
       if (++spins == kAbortCheckSpins) {
         spins = 0;
         if (loadVolatile32(g_.abortFlag)) {
@@ -332,6 +341,7 @@ class Prims {
   uint64_t* sendRemoteTail_ = nullptr;
   uint64_t* sendHead_ = nullptr;
   uint64_t sendStep_ = 0;
+  uint64_t sendHeadSeen_ = 0;     // sender poller only: the last head value read
   ConnSlot* recvFifo_ = nullptr;  // network connections only
   ConnSlot* sendFifo_ = nullptr;
 };

@@ -39,6 +39,7 @@ dev::Work collWork(const ncclComm* comm, const Task& t) {
   w.coll = collOf(t.kind);
   w.proto = tune.proto;
   w.c.algo = tune.algo;
+  w.c.exchange = tune.exchange ? 1 : 0;
   w.channelLo = 0;
   w.channelHi = (uint8_t)(tune.nChannels - 1);
   w.c.redOp = t.redOp;

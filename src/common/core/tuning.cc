@@ -27,6 +27,7 @@ struct TuningEnv {
   // tree from treeMinRanks ranks up to treeMaxBytes, the ring otherwise.
   int treeMinRanks = 4;
   size_t treeMaxBytes = 0;
+  bool allreduceExchange = true;   // UNICCL_ALLREDUCE_EXCHANGE
 };
 
 constexpr int kNumTaskKinds = 7;
@@ -67,6 +68,7 @@ TuningEnv readEnv() {
   if (const char* a = getEnv("NCCL_ALGO")) e.algos = parseAlgoList(a);
   e.treeMinRanks = (int)std::max<int64_t>(2, paramInt("UNICCL_TREE_MIN_RANKS", 4));
   e.treeMaxBytes = (size_t)std::max<int64_t>(0, paramInt("UNICCL_TREE_MAX_BYTES", 64 << 10));
+  e.allreduceExchange = paramInt("UNICCL_ALLREDUCE_EXCHANGE", 1) != 0;
   return e;
 }
 
@@ -192,10 +194,14 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
   // slots once their size is published; LL's per-line flags are not checked).
   const bool net = comm->transports.ringUsesNet() || (tree && treeUsesNet(comm));
   bool ll = !net && env.allowLL && (!env.allowSimple || bytes <= env.llThreshold);
+  // Two ranks, LL: each sends its whole share and combines what arrives (one
+  // hop where reduce-scatter + all-gather take two; same bytes on the wire).
+  // Commutative ops give both ranks the same bits.
+  t.exchange = ll && !tree && kind == TaskKind::AllReduce && comm->nRanks == 2 && env.allreduceExchange;
   // The ring cuts a channel's share into nRanks chunks per step round; the
   // tree (like Broadcast/Reduce) streams the share in slices of its own.
   size_t perRankChunks =
-      (tree || kind == TaskKind::Broadcast || kind == TaskKind::Reduce) ? 1 : (size_t)comm->nRanks;
+      (tree || t.exchange || kind == TaskKind::Broadcast || kind == TaskKind::Reduce) ? 1 : (size_t)comm->nRanks;
   auto channels = [&](size_t bytesPerChannel) {
     int n = (int)std::clamp<size_t>(divUp(bytes, bytesPerChannel), 1, comm->nChannels);
     // Channel c runs tree c % 2: an even count puts both trees (different
@@ -216,7 +222,7 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
   }
   gDecisions[(int)kind][t.algo].fetch_add(1, std::memory_order_relaxed);
   TRACE(kSubsysTune, "%s %zu bytes on %d ranks: %s/%s, %d channels, slice %u", taskKindName(kind), bytes, comm->nRanks,
-        tree ? "Tree" : "Ring", t.proto == dev::kProtoLL ? "LL" : "Simple", t.nChannels, t.sliceBytes);
+        tree ? "Tree" : t.exchange ? "Ring(exchange)" : "Ring", t.proto == dev::kProtoLL ? "LL" : "Simple", t.nChannels, t.sliceBytes);
   return t;
 }
 

@@ -18,6 +18,7 @@ struct CollTuning {
   uint8_t proto;        // dev::Proto
   int nChannels;        // blocks that share the data
   uint32_t sliceBytes;  // bytes per pipeline step
+  bool exchange = false;  // AllReduce ring on 2 ranks with LL: one exchange step (UNICCL_ALLREDUCE_EXCHANGE)
 };
 
 // Reads NCCL_PROTO / NCCL_ALGO / UNICCL_TREE_* once per process and warns
