@@ -125,9 +125,11 @@ struct LaunchConfig {
 // `done` complete when the kernel does. HIP: hipExtLaunchKernel with the
 // stop event; CUDA: launch, then record `done` on the same stream.
 ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, void** args, Event done);
-// Loads a kernel's module now. With lazy module loading (the CUDA default)
-// a first launch may load it while other kernels of the same job spin on
-// this GPU's progress, which can deadlock: communicators preload every kernel.
+// Loads a kernel's module now and reserves the per-thread stack it needs.
+// With lazy module loading (the CUDA default) a first launch may load it, or
+// grow the context's stack reservation, while other kernels of the same job
+// spin on this GPU's progress; both wait for them, which can deadlock:
+// communicators preload every kernel.
 ncclResult_t preloadKernel(const void* kernel);
 // Raises the dynamic shared-memory limit of a kernel.
 ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes);

@@ -344,6 +344,16 @@ ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, vo
 ncclResult_t preloadKernel(const void* kernel) {
   cudaFuncAttributes attr;
   CUDA_TRY(cudaFuncGetAttributes(&attr, kernel));
+  // A launch that needs more per-thread local memory (stack) than the
+  // context has reserved makes the driver grow the reservation first, which
+  // waits for the kernels running on this GPU: a collective kernel spinning
+  // on a peer whose kernel this thread has yet to launch (one thread driving
+  // several GPUs) then never ends. Reserve the largest need up front, as NCCL
+  // does (found on 2x H200: a group of 8 collectives of 8 datatypes hung in
+  // one process).
+  size_t stack = 0;
+  CUDA_TRY(cudaDeviceGetLimit(&stack, cudaLimitStackSize));
+  if (attr.localSizeBytes > stack) CUDA_TRY(cudaDeviceSetLimit(cudaLimitStackSize, attr.localSizeBytes));
   return ncclSuccess;
 }
 ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes) {
