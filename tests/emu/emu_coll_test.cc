@@ -8,6 +8,9 @@
 // average of 2..4 ranks are exact and any misplaced element shows.
 //
 //   emu_coll_test [--ranks N] (default 2; UNICCL_EMU_DEVICES must be >= N)
+//                 [--mixed-group]: also one group of 8 collectives of 8
+//                 datatypes (a build with -Dkernel_filter=all)
+//                 [--group-init]: ncclCommInitRank per device in a group
 //                 [--expect-algo=ring|tree|mixed]: at the end, check which
 //                 AllReduce algorithms the tuning chose (NCCL_ALGO runs)
 #include <algorithm>
@@ -252,12 +255,112 @@ void runSendRecv(std::vector<Rank>& ranks, size_t count) {
           download(ranks[r], ranks[r].recv, count), in[(r + n - 1) % n]);
 }
 
+// One group with 8 collectives of 8 datatypes per rank (the GPU coll test's
+// Batch/group-8-collectives): one kernel per datatype and rank, issued
+// back to back. Checks the float AllReduce and the int8 max AllReduce
+// (in place) against a host reference; every op must complete.
+void runMixedGroup(std::vector<Rank>& ranks, int rounds) {
+  const int n = (int)ranks.size();
+  struct Op {
+    const char* coll;
+    ncclDataType_t type;
+    size_t elem;
+    ncclRedOp_t op;
+    size_t count;
+    bool inPlace;
+    int root;
+  };
+  const Op ops[] = {{"AllReduce", ncclFloat32, 4, ncclSum, 1023, false, 0},
+                    {"Broadcast", ncclInt32, 4, ncclSum, 777, false, n - 1},
+                    {"Reduce", ncclBfloat16, 2, ncclSum, 100, false, 0},
+                    {"AllGather", ncclFloat16, 2, ncclSum, 65, false, 0},
+                    {"ReduceScatter", ncclFloat64, 8, ncclAvg, 33, false, 0},
+                    {"AllReduce", ncclInt8, 1, ncclMax, 2049, true, 0},
+                    {"AllReduce", ncclFloat32, 4, ncclSum, 70001, false, 0},
+                    {"Reduce", ncclUint64, 8, ncclProd, 5, true, n - 1}};
+  const int kOps = (int)(sizeof(ops) / sizeof(ops[0]));
+  std::vector<std::vector<char*>> sb(n, std::vector<char*>(kOps)), rb(n, std::vector<char*>(kOps));
+  for (int r = 0; r < n; r++) {
+    EXPECT_OK(gpu::setDevice(ranks[r].dev));
+    for (int k = 0; k < kOps; k++) {
+      const size_t bytes = ops[k].count * n * ops[k].elem;
+      void* p = nullptr;
+      EXPECT_OK(gpu::deviceAlloc(&p, bytes));
+      sb[r][k] = static_cast<char*>(p);
+      EXPECT_OK(gpu::deviceAlloc(&p, bytes));
+      rb[r][k] = static_cast<char*>(p);
+      std::vector<char> junk(bytes);
+      for (char& c : junk) c = (char)(gRng() % 7);   // small: int8 max, products stay finite
+      EXPECT_OK(gpu::memcpy(sb[r][k], junk.data(), bytes));
+      EXPECT_OK(gpu::memcpy(rb[r][k], junk.data(), bytes));
+    }
+  }
+  for (int round = 0; round < rounds; round++) {
+    std::vector<std::vector<float>> f32in(n);
+    std::vector<std::vector<int8_t>> i8in(n);
+    for (int r = 0; r < n; r++) {
+      EXPECT_OK(gpu::setDevice(ranks[r].dev));
+      f32in[r] = randomData(1023);
+      EXPECT_OK(gpu::memcpy(sb[r][0], f32in[r].data(), 1023 * 4));
+      i8in[r].resize(2049);
+      for (int8_t& x : i8in[r]) x = (int8_t)((int)(gRng() % 200) - 100);
+      EXPECT_OK(gpu::memcpy(rb[r][5], i8in[r].data(), 2049));
+    }
+    EXPECT_OK(ncclGroupStart());
+    for (int k = 0; k < kOps; k++) {
+      const Op& o = ops[k];
+      for (int r = 0; r < n; r++) {
+        Rank& R = ranks[r];
+        const char* s = o.inPlace ? rb[r][k] : sb[r][k];
+        char* d = rb[r][k];
+        if (!strcmp(o.coll, "AllReduce")) EXPECT_OK(ncclAllReduce(s, d, o.count, o.type, o.op, R.comm, R.stream));
+        else if (!strcmp(o.coll, "Broadcast")) EXPECT_OK(ncclBroadcast(s, d, o.count, o.type, o.root, R.comm, R.stream));
+        else if (!strcmp(o.coll, "Reduce")) EXPECT_OK(ncclReduce(s, d, o.count, o.type, o.op, o.root, R.comm, R.stream));
+        else if (!strcmp(o.coll, "AllGather")) EXPECT_OK(ncclAllGather(s, d, o.count, o.type, R.comm, R.stream));
+        else EXPECT_OK(ncclReduceScatter(s, d, o.count, o.type, o.op, R.comm, R.stream));
+      }
+    }
+    EXPECT_OK(ncclGroupEnd());
+    syncAll(ranks);
+    for (int r = 0; r < n; r++) {
+      std::vector<float> want(1023), got(1023);
+      for (size_t i = 0; i < 1023; i++) {
+        float v = 0;
+        for (int k = 0; k < n; k++) v += f32in[k][i];
+        want[i] = v;
+      }
+      EXPECT_OK(gpu::setDevice(ranks[r].dev));
+      EXPECT_OK(gpu::memcpy(got.data(), rb[r][0], 1023 * 4));
+      check("mixed-group/f32-allreduce/rank" + std::to_string(r), got, want);
+      std::vector<int8_t> g8(2049);
+      EXPECT_OK(gpu::memcpy(g8.data(), rb[r][5], 2049));
+      std::vector<float> w8(2049), gf(2049);
+      for (size_t i = 0; i < 2049; i++) {
+        int8_t v = i8in[0][i];
+        for (int k = 1; k < n; k++) v = std::max(v, i8in[k][i]);
+        w8[i] = v;
+        gf[i] = g8[i];
+      }
+      check("mixed-group/i8-max-inplace/rank" + std::to_string(r), gf, w8);
+    }
+  }
+  for (int r = 0; r < n; r++) {
+    EXPECT_OK(gpu::setDevice(ranks[r].dev));
+    for (int k = 0; k < kOps; k++) {
+      gpu::deviceFree(sb[r][k]);
+      gpu::deviceFree(rb[r][k]);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int nranks = 2;
   bool profile = false;   // --profile: one AllReduce and one send/recv ring only (the profiler test)
   std::string expectAlgo;
+  bool mixedGroup = false;  // --mixed-group: first, a group of 8 collectives of 8 datatypes (needs every kernel)
+  bool groupInit = false;   // --group-init: ncclCommInitRank per device inside a group (not ncclCommInitAll)
   for (int i = 1; i < argc; i++) {
     if (!strncmp(argv[i], "--ranks=", 8)) nranks = atoi(argv[i] + 8);
     if (!strcmp(argv[i], "--profile")) profile = true;
@@ -266,6 +369,8 @@ int main(int argc, char** argv) {
       gElem = 2;
     }
     if (!strncmp(argv[i], "--expect-algo=", 14)) expectAlgo = argv[i] + 14;
+    if (!strcmp(argv[i], "--mixed-group")) mixedGroup = true;
+    if (!strcmp(argv[i], "--group-init")) groupInit = true;
   }
   emu::installCpuKernelRunner();
   int ndev = 0;
@@ -277,7 +382,18 @@ int main(int argc, char** argv) {
   std::vector<int> devs(nranks);
   for (int i = 0; i < nranks; i++) devs[i] = i;
   std::vector<ncclComm_t> comms(nranks);
-  EXPECT_OK(ncclCommInitAll(comms.data(), nranks, devs.data()));
+  if (groupInit) {
+    ncclUniqueId id;
+    EXPECT_OK(ncclGetUniqueId(&id));
+    EXPECT_OK(ncclGroupStart());
+    for (int i = 0; i < nranks; i++) {
+      EXPECT_OK(gpu::setDevice(i));
+      EXPECT_OK(ncclCommInitRank(&comms[i], nranks, id, i));
+    }
+    EXPECT_OK(ncclGroupEnd());
+  } else {
+    EXPECT_OK(ncclCommInitAll(comms.data(), nranks, devs.data()));
+  }
 
   const std::vector<size_t> counts = {0, 1, 7, 1000, 4099, 70001};
   size_t maxCount = 0;
@@ -299,6 +415,7 @@ int main(int argc, char** argv) {
     R.recv = static_cast<char*>(p);
   }
 
+  if (mixedGroup) runMixedGroup(ranks, 3);
   if (profile) {
     runCase(ranks, "AllReduce", 4099, false, ncclSum, 0);
     runSendRecv(ranks, 1000);
