@@ -17,6 +17,7 @@
 #include "common/core/tuning.h"
 #include "common/core/validate.h"
 #include "common/profiler/comm_hooks.h"
+#include "common/profiler/kernel_ch_poller.h"
 #include "common/util/debug.h"
 #include "common/util/socket.h"
 #include "common/watchdog/watchdog.h"
@@ -146,6 +147,7 @@ ncclResult_t setupKernelCh(ncclComm* comm) {
   comm->profRingsHost = host;
   comm->kernelCh = std::make_unique<KernelChTracker>(comm->profiler.get(), static_cast<KernelChRing*>(host),
                                                      comm->nChannels);
+  kernel_ch_poller::add(comm->kernelCh.get());
   comm->devCommHost.profRings = static_cast<dev::ProfRing*>(dev);
   return gpu::memcpy(comm->devComm, &comm->devCommHost, sizeof(comm->devCommHost));
 }
@@ -226,6 +228,7 @@ void commFree(ncclComm* comm, bool abort) {
   reclaimGraphBuffers();
   comm->transports.release();
   if (comm->kernelCh) {
+    kernel_ch_poller::remove(comm->kernelCh.get());
     comm->kernelCh->poll();    // the kernels have ended: every stamp that will come is there
     comm->kernelCh.reset();    // stops what is still open
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "common/profiler/kernel_ch_poller.h"
 #include "common/core/comm.h"
 #include "common/util/debug.h"
 #include "common/watchdog/watchdog.h"
@@ -28,13 +29,12 @@ void onGraphBufferReleased(void* hostPtr) {
 void onFifoLaunchDone(void* arg, uint64_t fifoEnd) {
   ncclComm* comm = static_cast<ncclComm*>(arg);
   comm->workFifo.markConsumed((uint32_t)fifoEnd);
-  if (comm->kernelCh) comm->kernelCh->poll();   // the launch's KernelCh stamps are in
 }
 
-void onInlineLaunchDone(void* arg, uint64_t) {
-  ncclComm* comm = static_cast<ncclComm*>(arg);
-  if (comm->kernelCh) comm->kernelCh->poll();
-}
+// Nothing to free: an inline launch's done event only lets drain() (destroy,
+// finalize) wait for it and report a failed kernel. KernelCh stamps are read
+// by the poller thread (profiler/kernel_ch_poller.h).
+void onInlineLaunchDone(void*, uint64_t) {}
 
 }  // namespace
 
@@ -194,6 +194,7 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
     return res;
   }
   comm->transports.wakeNetProxy();   // network steps follow soon: the proxy stops backing off
+  if (comm->kernelCh) kernel_ch_poller::kick();   // KernelCh stamps follow soon
   res = comm->callbacks.push(done, inlined ? onInlineLaunchDone : onFifoLaunchDone, comm, fifoEnd);
   ncclResult_t watchRes = watchLaunchEnd(comm, s, works, n, grid, &watch);
   return res != ncclSuccess ? res : watchRes;

@@ -1,17 +1,17 @@
 // KernelCh events from GPU timestamps: the kernel stamps, per channel, when
 // it starts and stops each profiled work item into a ring in host-mapped
-// memory; a host thread (the proxy progress thread, or whoever polls) reads
-// the rings and reports KernelCh start / KernelChStop / stop with those stamps.
+// memory; the KernelCh poller thread (kernel_ch_poller.h) reads the rings
+// and reports KernelCh start / KernelChStop / stop with those stamps.
 //
 // Ring contract (what the device side writes; see docs/profiler.md):
 //   - one KernelChRing per channel, kKernelChSlots slots for starts and stops;
 //   - the host gives every profiled work item of a channel a counter c > 0
 //     (consecutive per channel, from expect()); c == 0 means "not profiled";
 //   - when channel ch begins work c, one thread of its block writes
-//       rings[ch].start[c % kKernelChSlots].timer   = GPU global timer (ns)
-//     then a system-scope release fence, then
-//       rings[ch].start[c % kKernelChSlots].counter = c
-//     and the same into rings[ch].stop[...] when the block has finished c.
+//       rings[ch].start[c % kKernelChSlots] = {counter c, GPU global timer (ns)}
+//     as one 16-byte store (HIP: the timer, then the counter with a
+//     system-scope release), and the same into rings[ch].stop[...] when the
+//     block has finished c.
 //   The host never has more than kKernelChSlots items of a channel pending,
 //   so a slot is not reused before it was read.
 #pragma once
@@ -53,8 +53,9 @@ class KernelChTracker {
   // or kKernelChSlots items of this channel are still pending.
   uint64_t expect(int channel, void* parentTask);
 
-  // Polling thread: reports every stamp that has arrived. Returns how many
-  // items are still pending (0: nothing left to poll for).
+  // Polling thread(s), serialized: reports every item whose start and stop
+  // stamps have both arrived, outside the lock expect() takes. Returns how
+  // many items are still pending (0: nothing left to poll for).
   int poll();
 
   // Teardown / abort: stops open KernelCh events with the stamps that did
@@ -65,8 +66,11 @@ class KernelChTracker {
   struct Pending {
     uint64_t counter;
     void* parent;
-    void* handle;  // after the start stamp arrived
-    bool started;
+  };
+  struct Ready {   // an item whose start and stop stamps both arrived
+    void* parent;
+    int channel;
+    uint64_t start, stop;
   };
   struct Channel {
     uint64_t nextCounter = 1;
@@ -77,6 +81,8 @@ class KernelChTracker {
   KernelChRing* rings_;
   std::mutex mutex_;  // expect() and poll() run on different threads
   std::vector<Channel> channels_;
+  std::mutex pollMutex_;               // serializes poll(); expect() never takes it
+  std::vector<Ready> readyScratch_;   // poll() only, under pollMutex_
 };
 
 }  // namespace uniccl
