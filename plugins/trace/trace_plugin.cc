@@ -104,8 +104,7 @@ ncclResult_t traceStartEvent(void* context, void** eHandle, ncclProfilerEventDes
     ctx->dropped.fetch_add(1, std::memory_order_relaxed);
     return ncclSuccess;
   }
-  ctx->events.emplace_back();
-  TraceEvent& e = ctx->events.back();
+  TraceEvent& e = *ctx->events.add();
   memset(&e, 0, sizeof(e));
   e.magic = kEventMagic;
   e.type = d->type;

@@ -210,12 +210,12 @@ size_t writeTrace(TraceContext* ctx) {
   if (f == nullptr) return 0;
   const int64_t end = nowNs();
   std::unordered_map<uint64_t, const TraceEvent*> byId;
-  for (const TraceEvent& e : ctx->events) byId[e.id] = &e;
+  ctx->events.forEach([&](const TraceEvent& e) { byId[e.id] = &e; });
 
   std::vector<Placed> placed;
   placed.reserve(ctx->events.size());
   std::set<long> gpuLanes, proxyLanes, hostThreads;
-  for (const TraceEvent& e : ctx->events) {
+  ctx->events.forEach([&](const TraceEvent& e) {
     Placed p{&e, e.startNs, e.stopNs >= 0 ? e.stopNs : end, e.tid, false, e.stopNs < 0, false};
     switch (e.type) {
       case ncclProfileKernelCh: {
@@ -250,7 +250,7 @@ size_t writeTrace(TraceContext* ctx) {
     }
     if (p.stop < p.start) p.stop = p.start;
     placed.push_back(p);
-  }
+  });
   // Increasing start time; at equal starts the longer (enclosing) event first.
   std::stable_sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) {
     return a.start != b.start ? a.start < b.start : a.stop > b.stop;
