@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "common/check.h"
-#include "common/profiler/kernel_ch_poller.h"
 #include "common/core/comm.h"
+#include "common/profiler/kernel_ch_poller.h"
 #include "common/util/debug.h"
 #include "common/watchdog/watchdog.h"
 

@@ -160,6 +160,7 @@ ncclResult_t watchdogRegister(ncclComm* comm, int64_t timeoutMs) {
     }
   }
   if (res != ncclSuccess) {
+    comm->devCommHost.progress = nullptr;   // launches carry id 0 without a watch: nothing writes there
     comm->watch.reset();
     return res;
   }
