@@ -343,7 +343,15 @@ Request* findSeq(Comm* comm, uint64_t seq) {
   return nullptr;
 }
 
-// Moves control headers, oldest request first, without blocking.
+// Moves what is left of [p, p + len) on the control socket in the comm's
+// direction without blocking: bytes moved, 0 if it would block, < 0 on
+// end of stream or error (*err: errno, 0 for end of stream).
+ssize_t moveOnControl(Comm* comm, char* p, size_t len, int* err) {
+  *err = 0;
+  return comm->isSend ? comm->ctrl.trySend(p, len, err) : comm->ctrl.tryRecv(p, len, err);
+}
+
+// Moves control headers (and inline payloads), oldest request first, without blocking.
 ncclResult_t progressControl(Comm* comm) {
   UCHECK(comm->checkError());
   for (;;) {
@@ -353,8 +361,7 @@ ncclResult_t progressControl(Comm* comm) {
     char* hdr = reinterpret_cast<char*>(&req->hdr);
     while (req->hdrDone < sizeof(MsgHeader)) {
       int err = 0;
-      ssize_t n = comm->isSend ? comm->ctrl.trySend(hdr + req->hdrDone, sizeof(MsgHeader) - req->hdrDone, &err)
-                               : comm->ctrl.tryRecv(hdr + req->hdrDone, sizeof(MsgHeader) - req->hdrDone, &err);
+      ssize_t n = moveOnControl(comm, hdr + req->hdrDone, sizeof(MsgHeader) - req->hdrDone, &err);
       if (n < 0) {
         // End of stream before any byte of the next header: the peer closed
         // its side between messages (destroyed its comm, or died at a
@@ -393,9 +400,7 @@ ncclResult_t progressControl(Comm* comm) {
       // The payload follows the header on the control socket.
       while (req->inlineDone < (size_t)req->actualSize) {
         int err = 0;
-        char* at = req->data + req->inlineDone;
-        const size_t left = (size_t)req->actualSize - req->inlineDone;
-        ssize_t n = comm->isSend ? comm->ctrl.trySend(at, left, &err) : comm->ctrl.tryRecv(at, left, &err);
+        ssize_t n = moveOnControl(comm, req->data + req->inlineDone, (size_t)req->actualSize - req->inlineDone, &err);
         if (n < 0) {
           comm->fail(ioErrorCode(err), describeIoError(comm, err, comm->isSend));
           return comm->checkError();
@@ -403,11 +408,10 @@ ncclResult_t progressControl(Comm* comm) {
         if (n == 0) return ncclSuccess;  // would block: the rest at the next call
         req->inlineDone += (size_t)n;
       }
-      req->ctrlDone = true;
     } else {
-      req->ctrlDone = true;
       postChunks(comm, req, (size_t)req->actualSize);
     }
+    req->ctrlDone = true;
     comm->ctrlSeq++;
   }
 }

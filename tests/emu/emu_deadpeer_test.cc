@@ -29,7 +29,6 @@
 // Every wait is bounded: a stuck case fails (the parent's alarm kills the
 // children), it never hangs.
 #include <dirent.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -49,6 +48,7 @@
 #include "common/gpu.h"
 #include "emu_runtime.h"
 #include "nccl.h"
+#include "pipe_io.h"
 
 using namespace uniccl;
 
@@ -99,28 +99,8 @@ int countThreads() {
   return n;
 }
 
-bool writeAll(int fd, const void* p, size_t n) {
-  const char* c = static_cast<const char*>(p);
-  while (n > 0) {
-    ssize_t w = write(fd, c, n);
-    if (w <= 0) return false;
-    c += w, n -= (size_t)w;
-  }
-  return true;
-}
-
-// Reads exactly n bytes unless EOF or the deadline comes first.
-size_t readUntil(int fd, void* p, size_t n, Clock::time_point deadline) {
-  size_t got = 0;
-  while (got < n && Clock::now() < deadline) {
-    pollfd pfd{fd, POLLIN, 0};
-    if (poll(&pfd, 1, 20) <= 0) continue;
-    ssize_t r = read(fd, static_cast<char*>(p) + got, n - got);
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
-  return got;
-}
+using testpipe::readUntil;
+using testpipe::writeAll;
 
 // Small integers as floats: sums are exact in any order.
 std::vector<float> rankData(unsigned seed, int k, int rank, size_t count) {

@@ -9,7 +9,6 @@
 // fork): it only makes the unique id (which starts the bootstrap root thread
 // here) and referees through pipes. Times cross processes as CLOCK_MONOTONIC
 // nanoseconds (std::chrono::steady_clock).
-#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -19,6 +18,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "pipe_io.h"
 #include "stress.h"
 
 namespace stress {
@@ -41,28 +41,8 @@ struct Report {
   int threadsRuntime = 0, threadsComm = 0, threadsEnd = 0;
 };
 
-bool writeAll(int fd, const void* p, size_t n) {
-  const char* c = (const char*)p;
-  while (n > 0) {
-    ssize_t w = write(fd, c, n);
-    if (w <= 0) return false;
-    c += w, n -= (size_t)w;
-  }
-  return true;
-}
-
-// Reads exactly n bytes unless EOF or the deadline comes first.
-size_t readUntil(int fd, void* p, size_t n, Clock::time_point deadline) {
-  size_t got = 0;
-  while (got < n && Clock::now() < deadline) {
-    pollfd pfd{fd, POLLIN, 0};
-    if (poll(&pfd, 1, 20) <= 0) continue;
-    ssize_t r = read(fd, (char*)p + got, n - got);
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
-  return got;
-}
+using testpipe::readUntil;
+using testpipe::writeAll;
 
 // Rank data for checked AllReduce k: the same on every process from the seed.
 std::vector<float> rankData(unsigned seed, int k, int rank, size_t count) {
