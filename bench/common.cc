@@ -435,14 +435,32 @@ void uploadInput(Thread& th, const Placement& p, uint64_t seed) {
     fillInput(gen, gpu.rank, gpu.host.get(), p.sizes.sendCount);
     RTCHECK(benchSetDevice(gpu.dev));
     RTCHECK(benchMemcpyToDevice(send, gpu.host.get(), p.sizes.sendCount * p.t->bytes));
+    // The operations run on non-blocking streams, which the legacy stream's
+    // memset (the poison) and copy do not order, and a copy from pageable
+    // memory may return before its DMA is done: wait for both, or the
+    // operation can read stale input or have its output overwritten.
+    RTCHECK(benchDeviceSynchronize());
   }
+}
+
+// Every rank of every process reaches this point before any goes on (the
+// thread barrier, then MPI's across processes). Env mode has no side
+// channel: its processes start their runs unaligned.
+void barrierAll(Thread& th) {
+  gShared->barrier.wait();
+#if defined(UNICCL_BENCH_MPI)
+  if (gWorld->mode == Mode::Mpi) {
+    if (th.index == 0) MPI_Barrier(MPI_COMM_WORLD);
+    gShared->barrier.wait();
+  }
+#endif
 }
 
 // Times the operation; returns {device time per operation, host enqueue time per iteration} in us.
 std::pair<double, double> timeIt(Thread& th, const Placement& p) {
   const Args& a = *gArgs;
   uploadInput(th, p, gBaseSeed + 0x1000 * ++th.seedCounter);
-  gShared->barrier.wait();
+  barrierAll(th);
   for (int i = 0; i < a.warmup; i++) {
     issue(th, p, a.aggIters);
     if (a.blocking) waitAll(th);
@@ -453,7 +471,7 @@ std::pair<double, double> timeIt(Thread& th, const Placement& p) {
     launchGraphs(th);  // the first replay uploads the graph: not timed
     waitAll(th);
   }
-  gShared->barrier.wait();
+  barrierAll(th);
   Gpu& first = th.gpus[0];
   RTCHECK(benchSetDevice(first.dev));
   RTCHECK(benchEventRecord(th.start, first.stream));
@@ -506,7 +524,7 @@ std::pair<long long, long long> checkIt(Thread& th, const Placement& p) {
     RTCHECK(benchMemset(gpu.alloc, kPoison, gpu.allocBytes));
   }
   uploadInput(th, p, seed);
-  gShared->barrier.wait();
+  barrierAll(th);
   if (gArgs->graphLaunches > 0) {  // check what was timed: the captured path
     capture(th, p, 1, 1);
     launchGraphs(th);
