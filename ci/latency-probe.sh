@@ -13,7 +13,7 @@ export NCCL_NVLS_ENABLE=0
 BDIR=$1
 OUTDIR=${2:-${OUT:-.}/latency-probe}
 mkdir -p "$OUTDIR"
-NGPUS=$(nvidia-smi -L 2>/dev/null | wc -l)
+NGPUS=${NGPUS:-$(nvidia-smi -L 2>/dev/null | wc -l)}
 nccl_lib=$(python3 -c 'import nvidia.nccl as m,os; print(os.path.join(list(m.__path__)[0],"lib"))' 2>/dev/null)
 SIZES=(${PROBE_SIZES:-8 1024 65536})
 
