@@ -23,9 +23,11 @@ struct TuningEnv {
   size_t simpleChannelBytes = 0;   // a Simple collective gets one channel per this many bytes
   size_t llChannelBytes = 0;
   AlgoMask algos;
-  // Default choice for AllReduce (provisional, see docs/algorithms.md): the
-  // tree from treeMinRanks ranks up to treeMaxBytes, the ring otherwise.
-  int treeMinRanks = 4;
+  // Default choice for AllReduce (docs/algorithms.md): the tree from
+  // treeMinRanks ranks up to treeMaxBytes, the ring otherwise. On 4 H200s
+  // (all pairs NVLink) the ring beat the tree at every size; 8 is where the
+  // ring's 2(n-1) steps reach twice the tree's depth (not measured yet).
+  int treeMinRanks = 8;
   size_t treeMaxBytes = 0;
   bool allreduceExchange = true;   // UNICCL_ALLREDUCE_EXCHANGE
 };
@@ -66,7 +68,7 @@ TuningEnv readEnv() {
     }
   }
   if (const char* a = getEnv("NCCL_ALGO")) e.algos = parseAlgoList(a);
-  e.treeMinRanks = (int)std::max<int64_t>(2, paramInt("UNICCL_TREE_MIN_RANKS", 4));
+  e.treeMinRanks = (int)std::max<int64_t>(2, paramInt("UNICCL_TREE_MIN_RANKS", 8));
   e.treeMaxBytes = (size_t)std::max<int64_t>(0, paramInt("UNICCL_TREE_MAX_BYTES", 64 << 10));
   e.allreduceExchange = paramInt("UNICCL_ALLREDUCE_EXCHANGE", 1) != 0;
   return e;
