@@ -23,6 +23,8 @@ constexpr int kThreadsPerBlock = 64;    // the CPU emulator: each thread is an O
 constexpr int kThreadsPerBlock = 512;   // every collective block runs this many
 #endif
 constexpr int kMaxInlineWorks = 4;      // work items that travel in the kernel arguments
+constexpr int kProgressThread = 32;     // the thread that reports launch progress (warp 1, lane 0)
+static_assert(kThreadsPerBlock > kProgressThread, "the progress thread must exist");
 
 enum Proto : uint8_t { kProtoLL = 0, kProtoSimple = 1, kNumProtos = 2 };
 
@@ -124,14 +126,37 @@ struct ProfRing {
 // in host-mapped memory: block 0 stores a launch's id into `started` when
 // it begins, and every block b stores it into done[b] when it ends. Eager
 // launches of a communicator run in issue order, so their ids (1, 2, ...)
-// only grow in these words; a launch with id 0 (captured into a graph:
-// graphs keep their event-based tracking) reports nothing. The host thus
+// only grow in these words; a launch with id 0 (captured into a graph, which
+// reports in GraphProgress instead) stores nothing here. The host thus
 // times a launch from when it really started, with no event records on the
 // launch path.
 struct LaunchProgress {
   uint64_t started;
   uint64_t pad[7];            // `started` alone on its cache line
   uint64_t done[kMaxChannels];
+};
+
+// The same for the launches one communicator captured into one graph
+// (watchdog/graph_tracker.h), host-mapped, one per tracked graph. Replays
+// repeat the captured arguments, so the id a block reports is made on the
+// GPU: (replay << kGraphIndexBits) | index, where index (1-based) is the
+// launch's place in the graph and replay comes from the graph's counters in
+// device memory (GraphTrack::replays): block b of the graph's first launch
+// bumps counter b, every later launch reads it (counter 0 for blocks the
+// first launch did not have). Each block stores its id into started[b] at
+// entry and done[b] at exit; consecutive launches on a block always differ
+// in id, so started[b] != done[b] says exactly "block b is running launch
+// started[b]", with no event node or host node in the graph.
+constexpr int kGraphIndexBits = 24;
+struct GraphProgress {
+  uint64_t started[kMaxChannels];
+  uint64_t done[kMaxChannels];
+};
+struct GraphTrack {
+  GraphProgress* words;       // host-mapped; nullptr: not a tracked captured launch
+  uint64_t* replays;          // device memory [kMaxChannels]
+  uint32_t index;             // 1-based place of this launch among the comm's launches in the graph
+  uint32_t replayBlocks;      // grid of the graph's first launch (the blocks that bump the counters)
 };
 
 struct DevComm {
@@ -200,6 +225,7 @@ struct KernelArgs {
   uint32_t nWorks;
   uint32_t pad;
   uint64_t launchId;          // reported in DevComm::progress (0: not tracked, e.g. captured launches)
+  GraphTrack graph;           // captured launches: where they report (words == nullptr: nowhere)
   Work inlineWorks[kMaxInlineWorks];
 };
 

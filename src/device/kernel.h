@@ -88,12 +88,28 @@ UDEV void runKernel(const KernelArgs& args) {
     sh.bars[tid].generation = 0;
   }
   const int block = blockIdx.x;
-  const uint64_t id = args.launchId;
-  // Watchdog: this launch is running (a posted store; nobody waits for it).
-  if (id != 0 && block == 0 && tid == 0) storeVolatileU64(&args.comm->progress->started, id);
+  // Watchdog: this launch is running (posted stores; nobody waits for them).
+  // Warp 1 reports, so a captured launch's counter load overlaps warp 0
+  // loading the first work item.
+  uint64_t id = args.launchId;
+  const GraphTrack& gt = args.graph;
+  if (tid == kProgressThread) {
+    if (gt.words != nullptr) {
+      // Only this thread of this block touches the counter during the launch.
+      uint64_t* counter = &gt.replays[(uint32_t)block < gt.replayBlocks ? block : 0];
+      const uint64_t replay = gt.index == 1 ? ++*counter : *counter;
+      id = (replay << kGraphIndexBits) | gt.index;
+      storeVolatileU64(&gt.words->started[block], id);
+    } else if (id != 0 && block == 0) {
+      storeVolatileU64(&args.comm->progress->started, id);
+    }
+  }
   runWorks<Tag, Colls>(args, sh);
   // ... and this block is done with it (also when it stopped on abort).
-  if (id != 0 && tid == 0) storeVolatileU64(&args.comm->progress->done[block], id);
+  if (tid == kProgressThread) {
+    if (gt.words != nullptr) storeVolatileU64(&gt.words->done[block], id);
+    else if (id != 0) storeVolatileU64(&args.comm->progress->done[block], id);
+  }
 }
 
 }  // namespace uniccl::dev

@@ -120,6 +120,7 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
   args.nWorks = (uint32_t)n;
   args.pad = 0;
   args.launchId = 0;
+  args.graph = dev::GraphTrack{};
   unsigned grid = 0;
   for (int i = 0; i < n; i++) grid = std::max(grid, (unsigned)works[i].channelHi + 1);
 
@@ -151,16 +152,15 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
       args.workOffset = 0;
       args.workMask = ~0u;
     }
+    // The watchdog tracks replays by the progress words the kernel writes
+    // (watchdog/graph_tracker.h): the graph gets no node of its own.
     LaunchWatch watch;
-    UCHECK(watchLaunchBegin(comm, s, &watch));
+    UCHECK(watchLaunchBegin(comm, s, works, n, grid, &watch));
+    args.graph = watch.graph;
     void* profLaunch = profilerStartKernelLaunch(comm->profiler.get(), s.launch);
     ncclResult_t res = gpu::launchWithDoneEvent(kernel, cfg, argv, nullptr);
     profilerStop(comm->profiler.get(), profLaunch);
-    if (res != ncclSuccess) {
-      watchLaunchFailed(comm, &watch);
-      return res;
-    }
-    return watchLaunchEnd(comm, s, works, n, grid, &watch);
+    return res;
   }
 
   uint32_t fifoEnd = 0;
@@ -179,7 +179,7 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
   // The watchdog times the launch by the progress words the kernel writes
   // (watchdog/eager_tracker.h): only the id travels with the launch.
   LaunchWatch watch;
-  ncclResult_t res = watchLaunchBegin(comm, s, &watch);
+  ncclResult_t res = watchLaunchBegin(comm, s, works, n, grid, &watch);
   if (res != ncclSuccess) {
     comm->donePool.put(done);
     return res;
@@ -189,15 +189,14 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
   res = gpu::launchWithDoneEvent(kernel, cfg, argv, done);
   profilerStop(comm->profiler.get(), profLaunch);
   if (res != ncclSuccess) {
-    watchLaunchFailed(comm, &watch);
     comm->donePool.put(done);
     return res;
   }
   comm->transports.wakeNetProxy();   // network steps follow soon: the proxy stops backing off
   if (comm->kernelCh) kernel_ch_poller::kick();   // KernelCh stamps follow soon
   res = comm->callbacks.push(done, inlined ? onInlineLaunchDone : onFifoLaunchDone, comm, fifoEnd);
-  ncclResult_t watchRes = watchLaunchEnd(comm, s, works, n, grid, &watch);
-  return res != ncclSuccess ? res : watchRes;
+  watchLaunchEnd(comm, works, n, grid, &watch);
+  return res;
 }
 
 }  // namespace uniccl

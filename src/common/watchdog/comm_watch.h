@@ -1,6 +1,7 @@
 // What one communicator owns for the watchdog (ncclComm::watch; nullptr when
-// its timeout is 0): its eager and graph trackers and the host-mapped launch
-// progress words its kernels write (dev::LaunchProgress).
+// its timeout is 0): its eager and graph trackers, the host-mapped launch
+// progress words its kernels write (dev::LaunchProgress for eager launches,
+// dev::GraphProgress per tracked graph) and the graphs' replay counters.
 #pragma once
 
 #include <cstdint>
@@ -16,15 +17,20 @@ struct CommWatch {
   // Runs after the communicator's kernels ended (commFree drains them first).
   ~CommWatch() {
     if (progressHost != nullptr) gpu::hostFree(progressHost);
+    if (graphWordsHost != nullptr) gpu::hostFree(graphWordsHost);
+    if (graphReplaysDev != nullptr) gpu::deviceFree(graphReplaysDev);
   }
   CommWatch(const CommWatch&) = delete;
   CommWatch& operator=(const CommWatch&) = delete;
 
   const int64_t timeoutMs;
   EagerTracker eager;
-  GraphEventTracker graphs;
+  GraphTracker graphs;
   void* progressHost = nullptr;  // dev::LaunchProgress, host view
   void* progressDev = nullptr;   // the same, as the kernels see it
+  void* graphWordsHost = nullptr;   // GraphTracker::kSlots dev::GraphProgress, host view
+  void* graphWordsDev = nullptr;    // the same, as the kernels see it
+  void* graphReplaysDev = nullptr;  // GraphTracker::kSlots * kMaxChannels counters (device memory)
   bool fired = false;            // watchdog thread only: a timeout already aborted the comm
 };
 

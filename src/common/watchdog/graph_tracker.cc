@@ -1,5 +1,7 @@
 #include "common/watchdog/graph_tracker.h"
 
+#include <cstring>
+
 #include "common/check.h"
 #include "common/util/debug.h"
 
@@ -7,166 +9,137 @@ namespace uniccl {
 
 namespace {
 
-std::atomic<size_t> gLiveGraphEvents{0};
-std::atomic<bool> gExternalUnsupported{false};   // graph tracking is off process-wide
-
-// Slots are never freed: a graph's user object may be destroyed at any time,
-// even during process exit, and must find its slot. They are reused once
-// their graph released them, so their number is bounded by the most graphs
-// tracked at once.
-struct SlotPool {
+// Release flags are never freed: a graph's user object may be destroyed at
+// any time, even during process exit, and must find its flag. They are
+// reused once their graph released them, so their number is bounded by the
+// most graphs tracked at once.
+struct FlagPool {
   std::mutex mu;
-  std::vector<GraphSlot*> free;
-  std::vector<GraphSlot*> orphans;   // their tracker went first; reusable once released
+  std::vector<GraphReleaseFlag*> free;
+  std::vector<GraphReleaseFlag*> orphans;   // their tracker went first; reusable once released
+  size_t live = 0;                          // handed out, not yet back in `free`
 };
-SlotPool& slotPool() {
-  static SlotPool* pool = new SlotPool();
+FlagPool& flagPool() {
+  static FlagPool* pool = new FlagPool();
   return *pool;
 }
 
-GraphSlot* acquireSlot() {
-  SlotPool& p = slotPool();
+GraphReleaseFlag* acquireFlag() {
+  FlagPool& p = flagPool();
   std::lock_guard<std::mutex> lock(p.mu);
   for (size_t i = 0; i < p.orphans.size();) {
     if (p.orphans[i]->released.load(std::memory_order_acquire)) {
       p.free.push_back(p.orphans[i]);
       p.orphans[i] = p.orphans.back();
       p.orphans.pop_back();
+      p.live--;
     } else {
       i++;
     }
   }
-  GraphSlot* s;
+  GraphReleaseFlag* f;
   if (p.free.empty()) {
-    s = new GraphSlot();
+    f = new GraphReleaseFlag();
   } else {
-    s = p.free.back();
+    f = p.free.back();
     p.free.pop_back();
   }
-  s->replays.store(0, std::memory_order_relaxed);
-  s->released.store(false, std::memory_order_release);
-  return s;
+  f->released.store(false, std::memory_order_release);
+  p.live++;
+  return f;
 }
 
-void returnSlot(GraphSlot* s) {
-  SlotPool& p = slotPool();
+void returnFlag(GraphReleaseFlag* f) {
+  FlagPool& p = flagPool();
   std::lock_guard<std::mutex> lock(p.mu);
-  if (s->released.load(std::memory_order_acquire)) p.free.push_back(s);
-  else p.orphans.push_back(s);
+  if (f->released.load(std::memory_order_acquire)) {
+    p.free.push_back(f);
+    p.live--;
+  } else {
+    p.orphans.push_back(f);
+  }
 }
-
-// Host node at the head of every replay (runs on a runtime thread).
-void onReplayStart(void* arg) { static_cast<GraphSlot*>(arg)->replays.fetch_add(1, std::memory_order_acq_rel); }
 
 // Graph user-object destructor: no GPU calls, no locks.
-void onGraphReleased(void* arg) { static_cast<GraphSlot*>(arg)->released.store(true, std::memory_order_release); }
-
-ncclResult_t createEvent(gpu::Event* e) {
-  UCHECK(gpu::eventCreate(e, gpu::kEventDisableTiming));
-  gLiveGraphEvents.fetch_add(1, std::memory_order_relaxed);
-  return ncclSuccess;
+void onGraphReleased(void* arg) {
+  static_cast<GraphReleaseFlag*>(arg)->released.store(true, std::memory_order_release);
 }
 
-void destroyEvent(gpu::Event e) {
-  if (e == nullptr) return;
-  gpu::eventDestroy(e);
-  gLiveGraphEvents.fetch_sub(1, std::memory_order_relaxed);
-}
+// The GPU writes these words behind the compiler's back.
+uint64_t readWord(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
 }  // namespace
 
-size_t GraphEventTracker::liveEventsAllTrackers() { return gLiveGraphEvents.load(std::memory_order_relaxed); }
-bool GraphEventTracker::externalRecordsUnsupported() { return gExternalUnsupported.load(std::memory_order_relaxed); }
+size_t GraphTracker::liveReleaseFlags() {
+  FlagPool& p = flagPool();
+  std::lock_guard<std::mutex> lock(p.mu);
+  return p.live;
+}
 
-ncclResult_t GraphEventTracker::recordStart(gpu::Stream s, const gpu::CaptureInfo& cap, Captured* c) {
-  *c = Captured{};
-  if (gExternalUnsupported.load(std::memory_order_relaxed)) return ncclSuccess;
+void GraphTracker::attach(dev::GraphProgress* wordsHost, dev::GraphProgress* wordsDev, uint64_t* replaysDev) {
   std::lock_guard<std::mutex> lock(mu_);
+  wordsHost_ = wordsHost;
+  wordsDev_ = wordsDev;
+  replaysDev_ = replaysDev;
+  freeSlots_.clear();
+  if (wordsHost_ == nullptr) return;
+  for (int s = kSlots - 1; s >= 0; s--) freeSlots_.push_back(s);
+}
+
+ncclResult_t GraphTracker::captured(const gpu::CaptureInfo& cap, unsigned grid, const WorkDesc& desc,
+                                    dev::GraphTrack* out) {
+  *out = dev::GraphTrack{};
+  std::lock_guard<std::mutex> lock(mu_);
+  if (wordsHost_ == nullptr) return ncclSuccess;
   std::unique_ptr<GraphState>& st = graphs_[cap.graphId];
   if (!st) {
     st.reset(new GraphState());
-    st->slot = acquireSlot();
-    // Ownership of the slot reference passes to the graph even on failure
-    // (the destructor then runs at once and marks it released).
-    ncclResult_t res = gpu::graphRetainNewUserObject(cap.graph, onGraphReleased, st->slot);
-    if (res == ncclSuccess) res = gpu::captureAddHostNode(s, onReplayStart, st->slot);
+    st->flag = acquireFlag();
+    // The flag passes to the graph even on failure (the destructor then runs at once).
+    ncclResult_t res = gpu::graphRetainNewUserObject(cap.graph, onGraphReleased, st->flag);
     if (res != ncclSuccess) {
-      st->tracking = false;
-      if (res == ncclInvalidUsage) {
-        // The runtime lacks graph user objects or host nodes: stop trying for every graph.
-        if (!gExternalUnsupported.exchange(true)) {
-          WARN("This GPU runtime lacks graph user objects or host nodes: collectives in captured graphs run "
-               "without timeout tracking (eager collectives are still tracked)");
+      INFO(kSubsysGraph, "Timeout tracking is off for captured graph %llu: its release hook could not be added (%s)",
+           (unsigned long long)cap.graphId, ncclGetErrorString(res));
+    } else {
+      cleanupReleasedGraphs();   // a destroyed graph may have left a slot
+      if (freeSlots_.empty()) {
+        if (!toldFull_) {
+          toldFull_ = true;
+          INFO(kSubsysGraph, "More than %d graphs of this communicator are alive: the later ones run without "
+               "timeout tracking", kSlots);
         }
       } else {
-        INFO(kSubsysGraph, "Timeout tracking is off for captured graph %llu: its hooks could not be added (%s)",
-             (unsigned long long)cap.graphId, ncclGetErrorString(res));
+        st->slot = freeSlots_.back();
+        freeSlots_.pop_back();
+        // Nothing runs in this slot (its last graph is gone): start from
+        // idle words. The counters keep their values; ids only need to differ
+        // between consecutive launches on a block.
+        memset(&wordsHost_[st->slot], 0, sizeof(dev::GraphProgress));
       }
     }
   }
-  if (!st->tracking) return ncclSuccess;
-  gpu::Event start = nullptr, end = nullptr;
-  UCHECK(createEvent(&start));
-  ncclResult_t res = createEvent(&end);
-  if (res == ncclSuccess) res = gpu::eventRecordExternal(start, s);
-  if (res != ncclSuccess) {
-    destroyEvent(start);
-    destroyEvent(end);
-    if (res != ncclInvalidUsage) return res;
-    // The runtime has no external event records: graphs run untracked.
-    st->tracking = false;
-    if (!gExternalUnsupported.exchange(true)) {
-      WARN("This GPU runtime cannot record host-queryable events inside graphs: collectives in captured graphs "
-           "run without timeout tracking (eager collectives are still tracked)");
-    }
-    return ncclSuccess;
-  }
-  c->graphId = cap.graphId;
-  c->start = start;
-  c->end = end;
+  if (st->slot < 0) return ncclSuccess;
+  const size_t index = st->launches.size() + 1;
+  if (index >= (size_t(1) << dev::kGraphIndexBits)) return ncclSuccess;   // ids would repeat: untracked
+  if (index == 1) st->replayBlocks = grid;
+  st->launches.push_back(Launch{grid, desc});
+  out->words = &wordsDev_[st->slot];
+  out->replays = replaysDev_ + (size_t)st->slot * dev::kMaxChannels;
+  out->index = (uint32_t)index;
+  out->replayBlocks = st->replayBlocks;
   return ncclSuccess;
 }
 
-ncclResult_t GraphEventTracker::recordEnd(gpu::Stream s, Captured* c, const WorkDesc& desc) {
-  if (c->start == nullptr) return ncclSuccess;
-  ncclResult_t res = gpu::eventRecordExternal(c->end, s);
-  // On failure the start node may still be in the graph: keep the pair, untimed.
-  keep(c, desc, res == ncclSuccess);
-  return res;
+void GraphTracker::releaseState(GraphState* st) {
+  if (st->slot >= 0) freeSlots_.push_back(st->slot);
+  st->slot = -1;
+  if (st->flag != nullptr) returnFlag(st->flag);
+  st->flag = nullptr;
 }
 
-// Hands a captured pair to its graph (timed or not), or destroys it when the
-// graph is gone (cannot happen while the capture is open).
-void GraphEventTracker::keep(Captured* c, const WorkDesc& desc, bool timed) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = graphs_.find(c->graphId);
-  if (it == graphs_.end()) {
-    destroyEvent(c->start);
-    destroyEvent(c->end);
-  } else {
-    it->second->works.push_back(GraphWork{c->start, c->end, desc, timed, -1});
-  }
-  *c = Captured{};
-}
-
-void GraphEventTracker::abandon(Captured* c) {
-  if (c->start == nullptr) return;
-  keep(c, WorkDesc{}, false);
-}
-
-void GraphEventTracker::releaseState(GraphState* st) {
-  for (GraphWork& w : st->works) {
-    destroyEvent(w.start);
-    destroyEvent(w.end);
-  }
-  st->works.clear();
-  if (st->slot != nullptr) returnSlot(st->slot);
-  st->slot = nullptr;
-}
-
-void GraphEventTracker::cleanupReleasedGraphs() {
+void GraphTracker::cleanupReleasedGraphs() {
   for (auto it = graphs_.begin(); it != graphs_.end();) {
-    if (it->second->slot->released.load(std::memory_order_acquire)) {
+    if (it->second->flag->released.load(std::memory_order_acquire)) {
       releaseState(it->second.get());
       it = graphs_.erase(it);
     } else {
@@ -175,33 +148,31 @@ void GraphEventTracker::cleanupReleasedGraphs() {
   }
 }
 
-TrackerCheck GraphEventTracker::checkAll(int64_t nowMs, int64_t timeoutMs) {
+TrackerCheck GraphTracker::checkAll(int64_t nowMs, int64_t timeoutMs) {
   TrackerCheck out;
   out.inGraph = true;
   std::lock_guard<std::mutex> lock(mu_);
   cleanupReleasedGraphs();
   for (auto& kv : graphs_) {
     GraphState& st = *kv.second;
-    if (!st.tracking) continue;
-    uint64_t replays = st.slot->replays.load(std::memory_order_acquire);
-    bool newReplay = replays != st.lastReplays;
-    st.lastReplays = replays;
-    for (GraphWork& w : st.works) {
-      if (newReplay) w.runningSinceMs = -1;
-      if (!w.timed) continue;
-      if (gpu::eventQuery(w.end) != ncclInProgress) {          // completed (or failed: not ours to report)
-        w.runningSinceMs = -1;
+    if (st.slot < 0) continue;
+    const dev::GraphProgress& w = wordsHost_[st.slot];
+    for (int b = 0; b < dev::kMaxChannels; b++) {
+      Running& r = st.running[b];
+      const uint64_t started = readWord(&w.started[b]);
+      if (started == readWord(&w.done[b])) {
+        r.id = 0;
         continue;
       }
-      if (gpu::eventQuery(w.start) == ncclInProgress) {        // this replay has not reached it
-        w.runningSinceMs = -1;
-        continue;
+      if (r.id != started) {          // a launch (or replay) this poll sees running for the first time
+        r.id = started;
+        r.sinceMs = nowMs;
       }
-      if (w.runningSinceMs < 0) w.runningSinceMs = nowMs;      // in progress
-      int64_t elapsed = nowMs - w.runningSinceMs;
-      if (timeoutMs > 0 && elapsed > timeoutMs && !out.timedOut) {
+      const int64_t elapsed = nowMs - r.sinceMs;
+      const size_t index = started & ((uint64_t(1) << dev::kGraphIndexBits) - 1);
+      if (timeoutMs > 0 && elapsed > timeoutMs && !out.timedOut && index >= 1 && index <= st.launches.size()) {
         out.timedOut = true;
-        out.desc = w.desc;
+        out.desc = st.launches[index - 1].desc;
         out.elapsedMs = elapsed;
       }
     }
@@ -209,22 +180,15 @@ TrackerCheck GraphEventTracker::checkAll(int64_t nowMs, int64_t timeoutMs) {
   return out;
 }
 
-void GraphEventTracker::destroyAll() {
+void GraphTracker::destroyAll() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& kv : graphs_) releaseState(kv.second.get());
   graphs_.clear();
 }
 
-size_t GraphEventTracker::graphCount() {
+size_t GraphTracker::graphCount() {
   std::lock_guard<std::mutex> lock(mu_);
   return graphs_.size();
-}
-
-size_t GraphEventTracker::eventCount() {
-  std::lock_guard<std::mutex> lock(mu_);
-  size_t n = 0;
-  for (auto& kv : graphs_) n += 2 * kv.second->works.size();
-  return n;
 }
 
 }  // namespace uniccl

@@ -1,23 +1,25 @@
 // Timeout tracking of collectives captured into graphs, for one
-// communicator (docs/timeouts.md; the design follows the GraphEventTracker of
-// TorchComm's NCCLX backend).
+// communicator (docs/timeouts.md).
 //
-// Captured launches persist across replays, so they cannot use the eager
-// tracker's one-shot events. Each captured launch gets its own start/end
-// pair recorded as external records (host-queryable during replay), kept
-// until the graph goes. A host node at the head of each graph bumps a replay
-// counter. Every poll derives each launch's state from two queries:
-//   end complete                     -> completed   (timer off)
-//   start and end not complete       -> not reached (timer off)
-//   start complete, end not complete -> in progress (timer runs; over the timeout: report)
-// and a moved replay counter restarts every timer of the graph, so time
-// never adds up across replays.
+// Captured launches persist across replays, so their ids cannot come from
+// the host as eager launches' do. Each graph the communicator captures into
+// gets a slot: host-mapped progress words (dev::GraphProgress) and replay
+// counters in device memory; every captured launch carries the slot and its
+// 1-based place in the graph (dev::GraphTrack), and its blocks report ids
+// they make on the GPU (dev_types.h says how). A poll reads the words:
+//   started[b] != done[b]  -> block b is running the launch started[b] names:
+//                             timed from the first poll that saw that id;
+//   started[b] == done[b]  -> block b is idle (or not part of the launch).
+// Nothing is added to the graph but the kernels themselves: no event record
+// nodes, no host node.
 //
-// Cleanup is deferred: the graph's user-object destructor runs on a runtime
-// thread where the GPU API and our locks are off limits, so it only sets an
-// atomic `released` flag; the next poll destroys that graph's events. The
-// counter and flag live in a process-wide slot (never freed while a graph may
-// still call into it), so a graph may outlive the communicator.
+// Slots are a fixed pool per communicator (memory allocated at
+// registration: nothing may be allocated while a stream captures). A graph
+// that finds no free slot runs untracked (one INFO per communicator). A slot
+// is freed once its graph is destroyed: the graph's user-object destructor
+// runs on a runtime thread where the GPU API and our locks are off limits,
+// so it only sets an atomic flag in a process-wide record (never freed, so a
+// graph may outlive the communicator); the next poll frees the slot.
 #pragma once
 
 #include <atomic>
@@ -31,75 +33,73 @@
 #include "common/gpu.h"
 #include "common/watchdog/tracker_check.h"
 #include "common/watchdog/work_desc.h"
+#include "device/dev_types.h"
 
 namespace uniccl {
 
-// Shared between one tracked graph (its host node and user object) and the
-// tracker; recycled only once the graph released it.
-struct GraphSlot {
-  std::atomic<uint64_t> replays{0};
+// Set by a graph's user-object destructor; recycled only once set.
+struct GraphReleaseFlag {
   std::atomic<bool> released{false};
 };
 
-class GraphEventTracker {
+class GraphTracker {
  public:
-  // One captured launch between recordStart and recordEnd.
-  struct Captured {
-    uint64_t graphId = 0;
-    gpu::Event start = nullptr;   // nullptr: not tracked
-    gpu::Event end = nullptr;
-  };
+  static constexpr int kSlots = 256;   // graphs tracked at once per communicator
 
-  GraphEventTracker() = default;
-  ~GraphEventTracker() { destroyAll(); }
-  GraphEventTracker(const GraphEventTracker&) = delete;
-  GraphEventTracker& operator=(const GraphEventTracker&) = delete;
+  GraphTracker() = default;
+  ~GraphTracker() { destroyAll(); }
+  GraphTracker(const GraphTracker&) = delete;
+  GraphTracker& operator=(const GraphTracker&) = delete;
 
-  // Launch thread, while `s` captures `cap`: on the graph's first launch
-  // adds the replay-counting host node and the release user object; creates
-  // the launch's events and records the start. Where the runtime lacks
-  // external records, tracking turns off (one log line) and capture goes on.
-  ncclResult_t recordStart(gpu::Stream s, const gpu::CaptureInfo& cap, Captured* c);
-  // Records the end after the launch and adds the launch to its graph.
-  ncclResult_t recordEnd(gpu::Stream s, Captured* c, const WorkDesc& desc);
-  // The launch between recordStart and recordEnd failed: keeps the events
-  // (the graph may already reference the start) without timing them.
-  void abandon(Captured* c);
+  // The slot memory: wordsHost/wordsDev are two views of kSlots host-mapped
+  // dev::GraphProgress (zeroed), replaysDev kSlots * kMaxChannels counters
+  // in device memory. Without it nothing is tracked.
+  void attach(dev::GraphProgress* wordsHost, dev::GraphProgress* wordsDev, uint64_t* replaysDev);
 
-  // Watchdog thread: frees released graphs, then reports a launch that has
-  // been in progress for more than timeoutMs (0: never).
+  // Launch thread, while a stream captures `cap`: fills `out` for the
+  // launch about to be captured (out->words stays nullptr when the launch
+  // is not tracked). On a graph's first launch registers the user object
+  // that frees its slot.
+  ncclResult_t captured(const gpu::CaptureInfo& cap, unsigned grid, const WorkDesc& desc, dev::GraphTrack* out);
+
+  // Watchdog thread: frees the slots of destroyed graphs, then reports a
+  // launch one of whose blocks has been running for more than timeoutMs
+  // (0: never).
   TrackerCheck checkAll(int64_t nowMs, int64_t timeoutMs);
-  // Communicator teardown: every event goes, released or not.
+  // Communicator teardown: every slot goes, graphs released or not.
   void destroyAll();
 
   size_t graphCount();
-  size_t eventCount();
 
-  // Process-wide: graph events alive across all trackers (tests).
-  static size_t liveEventsAllTrackers();
-  // Process-wide: once the runtime refused an external record, no graph is tracked.
-  static bool externalRecordsUnsupported();
+  // Process-wide: release flags of graphs still alive (tests).
+  static size_t liveReleaseFlags();
 
  private:
-  void keep(Captured* c, const WorkDesc& desc, bool timed);
-  struct GraphWork {
-    gpu::Event start;
-    gpu::Event end;
+  struct Launch {
+    unsigned grid;
     WorkDesc desc;
-    bool timed;                   // false: abandoned launch, never timed
-    int64_t runningSinceMs;       // -1: not seen in progress
+  };
+  struct Running {
+    uint64_t id = 0;              // 0: block idle at the last poll
+    int64_t sinceMs = 0;
   };
   struct GraphState {
-    GraphSlot* slot = nullptr;
-    bool tracking = true;
-    uint64_t lastReplays = 0;
-    std::vector<GraphWork> works;
+    GraphReleaseFlag* flag = nullptr;
+    int slot = -1;                // -1: untracked
+    unsigned replayBlocks = 0;    // grid of the first launch
+    std::vector<Launch> launches; // by index - 1
+    Running running[dev::kMaxChannels];
   };
-  void releaseState(GraphState* st);   // mu_ held: destroys events, gives the slot back
+  void releaseState(GraphState* st);   // mu_ held
   void cleanupReleasedGraphs();        // mu_ held
 
+  dev::GraphProgress* wordsHost_ = nullptr;
+  dev::GraphProgress* wordsDev_ = nullptr;
+  uint64_t* replaysDev_ = nullptr;
   std::mutex mu_;
   std::map<uint64_t, std::unique_ptr<GraphState>> graphs_;   // by capture id
+  std::vector<int> freeSlots_;
+  bool toldFull_ = false;
 };
 
 }  // namespace uniccl

@@ -165,6 +165,23 @@ ncclResult_t watchdogRegister(ncclComm* comm, int64_t timeoutMs) {
     return res;
   }
   cw.eager.attach(static_cast<dev::LaunchProgress*>(cw.progressHost));
+  // The graph slots (allocated now: nothing may be allocated while a stream captures).
+  const size_t wordsBytes = GraphTracker::kSlots * sizeof(dev::GraphProgress);
+  const size_t replaysBytes = GraphTracker::kSlots * dev::kMaxChannels * sizeof(uint64_t);
+  res = gpu::hostAllocMapped(&cw.graphWordsHost, &cw.graphWordsDev, wordsBytes);
+  if (res == ncclSuccess) {
+    memset(cw.graphWordsHost, 0, wordsBytes);
+    res = gpu::deviceAlloc(&cw.graphReplaysDev, replaysBytes);
+  }
+  if (res == ncclSuccess) res = gpu::memset(cw.graphReplaysDev, 0, replaysBytes);
+  if (res != ncclSuccess) {
+    comm->devCommHost.progress = nullptr;
+    if (comm->devComm != nullptr) (void)gpu::memcpy(comm->devComm, &comm->devCommHost, sizeof(comm->devCommHost));
+    comm->watch.reset();
+    return res;
+  }
+  cw.graphs.attach(static_cast<dev::GraphProgress*>(cw.graphWordsHost),
+                   static_cast<dev::GraphProgress*>(cw.graphWordsDev), static_cast<uint64_t*>(cw.graphReplaysDev));
   Watchdog& w = wd();
   std::lock_guard<std::mutex> lock(w.mu);
   w.comms.push_back(comm);
@@ -230,28 +247,24 @@ void describeLaunch(const ncclComm* comm, const dev::Work* works, int n, WorkDes
   }
 }
 
-ncclResult_t watchLaunchBegin(ncclComm* comm, const LaunchStreams& s, LaunchWatch* w) {
+ncclResult_t watchLaunchBegin(ncclComm* comm, const LaunchStreams& s, const dev::Work* works, int n, unsigned grid,
+                              LaunchWatch* w) {
   *w = LaunchWatch{};
   if (!comm->watch) return ncclSuccess;
-  if (s.captured) return comm->watch->graphs.recordStart(s.launch, s.capture, &w->captured);
+  if (s.captured) {
+    WorkDesc d;
+    describeLaunch(comm, works, n, &d);
+    return comm->watch->graphs.captured(s.capture, grid, d, &w->graph);
+  }
   w->eagerId = comm->watch->eager.nextId();
   return ncclSuccess;
 }
 
-ncclResult_t watchLaunchEnd(ncclComm* comm, const LaunchStreams& s, const dev::Work* works, int n, unsigned grid,
-                            LaunchWatch* w) {
-  if (!comm->watch || (w->eagerId == 0 && w->captured.start == nullptr)) return ncclSuccess;
+void watchLaunchEnd(ncclComm* comm, const dev::Work* works, int n, unsigned grid, LaunchWatch* w) {
+  if (!comm->watch || w->eagerId == 0) return;
   WorkDesc d;
   describeLaunch(comm, works, n, &d);
-  if (w->eagerId != 0) {
-    comm->watch->eager.launched(w->eagerId, grid, d);
-    return ncclSuccess;
-  }
-  return comm->watch->graphs.recordEnd(s.launch, &w->captured, d);
-}
-
-void watchLaunchFailed(ncclComm* comm, LaunchWatch* w) {
-  if (comm->watch) comm->watch->graphs.abandon(&w->captured);
+  comm->watch->eager.launched(w->eagerId, grid, d);
 }
 
 void watchdogPollOnce(int64_t nowMs) {
@@ -269,7 +282,7 @@ WatchdogStats watchdogStatsForTesting() {
     st.eagerInFlight += c->watch->eager.inFlight();
     st.graphs += c->watch->graphs.graphCount();
   }
-  st.graphEvents = GraphEventTracker::liveEventsAllTrackers();
+  st.graphReleaseFlags = GraphTracker::liveReleaseFlags();
   st.polls = w.polls.load();
   st.timeouts = w.timeouts.load();
   return st;

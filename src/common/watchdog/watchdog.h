@@ -31,17 +31,18 @@ ncclResult_t watchdogRegister(ncclComm* comm, int64_t timeoutMs);
 // without a prior register.
 void watchdogUnregister(ncclComm* comm);
 
-// launch.cc, around each kernel launch.
-// Begin gives an eager launch its id (the kernel arguments' launchId) or
-// records a captured launch's start; End queues it once it is on its stream.
+// launch.cc, around each kernel launch. Begin gives an eager launch its id
+// (the kernel arguments' launchId) or a captured launch its graph slot and
+// place (the arguments' graph); End queues an eager launch once it is on
+// its stream. A failed eager launch is simply not queued (its id never
+// reports; later ids pass it).
 struct LaunchWatch {
-  uint64_t eagerId = 0;                   // eager launch id (0: not tracked)
-  GraphEventTracker::Captured captured;   // graph start recorded
+  uint64_t eagerId = 0;     // eager launch id (0: not tracked)
+  dev::GraphTrack graph{};  // captured launch (words == nullptr: not tracked)
 };
-ncclResult_t watchLaunchBegin(ncclComm* comm, const LaunchStreams& s, LaunchWatch* w);
-ncclResult_t watchLaunchEnd(ncclComm* comm, const LaunchStreams& s, const dev::Work* works, int n, unsigned grid,
-                            LaunchWatch* w);
-void watchLaunchFailed(ncclComm* comm, LaunchWatch* w);
+ncclResult_t watchLaunchBegin(ncclComm* comm, const LaunchStreams& s, const dev::Work* works, int n, unsigned grid,
+                              LaunchWatch* w);
+void watchLaunchEnd(ncclComm* comm, const dev::Work* works, int n, unsigned grid, LaunchWatch* w);
 
 // Describes a launch of `n` work items for the timeout message.
 void describeLaunch(const ncclComm* comm, const dev::Work* works, int n, WorkDesc* d);
@@ -56,7 +57,7 @@ struct WatchdogStats {
   bool threadRunning = false;
   size_t eagerInFlight = 0;
   size_t graphs = 0;             // tracked graphs of the registered comms
-  size_t graphEvents = 0;        // graph events alive, process-wide
+  size_t graphReleaseFlags = 0;  // graphs alive with a release hook, process-wide
   uint64_t polls = 0;            // polls since process start
   uint64_t timeouts = 0;         // timeouts fired since process start
 };

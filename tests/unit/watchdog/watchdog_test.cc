@@ -1,11 +1,12 @@
 // Host unit tests of the collective-timeout machinery (src/common/watchdog)
-// against the scripted fake GPU: the eager tracker, the graph event tracker's
-// state machine (completed / not reached / in progress, replay-counter reset,
+// against the scripted fake GPU: the eager tracker, the graph tracker (the
+// ids captured launches make per replay, timers, slots and their reuse,
 // deferred cleanup, destroy-all), and the watchdog thread aborting a comm.
 // Tracker tests drive a fake clock (nowMs arguments); the thread tests use a
 // short real timeout and poll interval.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include "common/core/comm.h"
 #include "common/watchdog/eager_tracker.h"
@@ -151,56 +153,98 @@ TEST_F(Watch, EagerTimerFollowsTheHeadLaunch) {
 }
 
 // ------------------------------------------------------------------ graphs
+// The slot memory of one comm's graph tracker (host and "device" views are
+// the same here) and the kernels' side of the graph progress words, played
+// by the test exactly as kernel.h computes them.
+struct GraphSlots {
+  std::vector<dev::GraphProgress> words = std::vector<dev::GraphProgress>(GraphTracker::kSlots);
+  std::vector<uint64_t> replays = std::vector<uint64_t>(GraphTracker::kSlots * dev::kMaxChannels, 0);
+  void attach(GraphTracker* t) { t->attach(words.data(), words.data(), replays.data()); }
+};
 
-// Captures `n` tracked launches of one comm into a fresh graph.
-gpu::Graph captureLaunches(GraphEventTracker* t, gpu::Stream s, int n, uint64_t firstSeq = 0) {
+struct SimLaunch {
+  dev::GraphTrack track{};
+  unsigned grid = 0;
+  uint64_t ids[dev::kMaxChannels] = {};
+  // Block b enters (block range [b0, b1), default all).
+  void start(unsigned b0 = 0, unsigned b1 = ~0u) {
+    for (unsigned b = b0; b < std::min(b1, grid); b++) {
+      uint64_t* counter = &track.replays[b < track.replayBlocks ? b : 0];
+      const uint64_t replay = track.index == 1 ? ++*counter : *counter;
+      ids[b] = (replay << dev::kGraphIndexBits) | track.index;
+      __atomic_store_n(&track.words->started[b], ids[b], __ATOMIC_RELAXED);
+    }
+  }
+  void end(unsigned b0 = 0, unsigned b1 = ~0u) {
+    for (unsigned b = b0; b < std::min(b1, grid); b++) __atomic_store_n(&track.words->done[b], ids[b], __ATOMIC_RELAXED);
+  }
+  void run() { start(); end(); }
+};
+
+// Captures launches of the given grids (one comm) into a fresh graph.
+gpu::Graph captureLaunches(GraphTracker* t, gpu::Stream s, std::vector<unsigned> grids, std::vector<SimLaunch>* out,
+                           uint64_t firstSeq = 0) {
   gpu::Graph g = fake::beginCapture(s);
   EXPECT_NE(g, nullptr);
   gpu::CaptureInfo cap;
   EXPECT_EQ(gpu::streamGetCaptureInfo(s, &cap), ncclSuccess);
   EXPECT_EQ(cap.status, gpu::CaptureStatus::Active);
-  for (int i = 0; i < n; i++) {
-    GraphEventTracker::Captured c;
-    EXPECT_EQ(t->recordStart(s, cap, &c), ncclSuccess);
-    EXPECT_NE(c.start, nullptr);
-    gpu::LaunchConfig cfg;
-    cfg.stream = s;
-    static int kernel;
-    EXPECT_EQ(gpu::launchWithDoneEvent(&kernel, cfg, nullptr, nullptr), ncclSuccess);
-    EXPECT_EQ(t->recordEnd(s, &c, descFor(firstSeq + i)), ncclSuccess);
+  out->clear();
+  for (size_t i = 0; i < grids.size(); i++) {
+    SimLaunch l;
+    l.grid = grids[i];
+    EXPECT_EQ(t->captured(cap, grids[i], descFor(firstSeq + i), &l.track), ncclSuccess);
+    out->push_back(l);
   }
   EXPECT_EQ(fake::endCapture(s), g);
   return g;
 }
 
-TEST_F(Watch, GraphBeforeReplayEverythingIsCompleted) {
-  GraphEventTracker t;
-  gpu::Graph g = captureLaunches(&t, stream, 2);
+TEST_F(Watch, GraphUnattachedTracksNothing) {
+  GraphTracker t;
+  std::vector<SimLaunch> l;
+  gpu::Graph g = captureLaunches(&t, stream, {2}, &l);
+  EXPECT_EQ(l[0].track.words, nullptr);
+  EXPECT_EQ(t.graphCount(), 0u);
+  fake::destroyGraph(g);
+}
+
+TEST_F(Watch, GraphLaunchesGetTheirPlaceAndTheFirstGrid) {
+  GraphSlots mem;
+  GraphTracker t;
+  mem.attach(&t);
+  std::vector<SimLaunch> l;
+  gpu::Graph g = captureLaunches(&t, stream, {3, 8, 2}, &l);
+  ASSERT_NE(l[0].track.words, nullptr);
+  for (int i = 0; i < 3; i++) {
+    EXPECT_EQ(l[i].track.index, (uint32_t)i + 1);
+    EXPECT_EQ(l[i].track.replayBlocks, 3u);
+    EXPECT_EQ(l[i].track.words, l[0].track.words);      // one slot per graph
+    EXPECT_EQ(l[i].track.replays, l[0].track.replays);
+  }
   EXPECT_EQ(t.graphCount(), 1u);
-  EXPECT_EQ(t.eventCount(), 4u);
-  EXPECT_EQ(fake::pendingEventCount(), 0u);
-  for (int64_t now = 0; now < 10000; now += 1000) EXPECT_FALSE(t.checkAll(now, 10).timedOut);
+  EXPECT_EQ(fake::pendingEventCount(), 0u);             // no events, no host node
+  EXPECT_EQ(fake::callCount("captureAddHostNode"), 0u);
+  EXPECT_EQ(fake::callCount("eventRecordExternal"), 0u);
+  for (int64_t now = 0; now < 10000; now += 1000) EXPECT_FALSE(t.checkAll(now, 10).timedOut);   // not replayed
   fake::destroyGraph(g);
 }
 
 TEST_F(Watch, GraphStateTransitionsAndTimeout) {
-  GraphEventTracker t;
-  gpu::Graph g = captureLaunches(&t, stream, 2, 40);
-  fake::replayGraph(g);                               // host node, then 4 external records pending
-  EXPECT_EQ(fake::pendingEventCount(), 4u);
-  // Not reached: both pending, for any time.
+  GraphSlots mem;
+  GraphTracker t;
+  mem.attach(&t);
+  std::vector<SimLaunch> l;
+  gpu::Graph g = captureLaunches(&t, stream, {2, 2}, &l, 40);
   EXPECT_FALSE(t.checkAll(0, 100).timedOut);
-  EXPECT_FALSE(t.checkAll(5000, 100).timedOut);
-  // First launch in progress.
-  fake::completeOldest(1);
+  EXPECT_FALSE(t.checkAll(5000, 100).timedOut);        // replay not begun: nothing runs
+  l[0].start();                                         // first launch in progress
   EXPECT_FALSE(t.checkAll(6000, 100).timedOut);
   EXPECT_FALSE(t.checkAll(6100, 100).timedOut);
-  // Completed: timer off; the second is not reached yet.
-  fake::completeOldest(1);
+  l[0].end();                                           // completed: timer off
   EXPECT_FALSE(t.checkAll(6150, 100).timedOut);
   EXPECT_FALSE(t.checkAll(9000, 100).timedOut);
-  // Second in progress, then stuck past the timeout.
-  fake::completeOldest(1);
+  l[1].start();                                         // second in progress, then stuck past the timeout
   EXPECT_FALSE(t.checkAll(9000, 100).timedOut);
   EXPECT_FALSE(t.checkAll(9100, 100).timedOut);
   TrackerCheck c = t.checkAll(9101, 100);
@@ -208,161 +252,182 @@ TEST_F(Watch, GraphStateTransitionsAndTimeout) {
   EXPECT_TRUE(c.inGraph);
   EXPECT_EQ(c.desc.seq, 41u);
   EXPECT_EQ(c.elapsedMs, 101);
-  // It completes: no more reports.
-  fake::completeOldest(1);
+  l[1].end();                                           // it completes: no more reports
   EXPECT_FALSE(t.checkAll(20000, 100).timedOut);
   fake::destroyGraph(g);
 }
 
-TEST_F(Watch, GraphReplayCounterResetsTimers) {
-  GraphEventTracker t;
-  gpu::Graph g = captureLaunches(&t, stream, 1);
+TEST_F(Watch, GraphEveryReplayRestartsTheTimer) {
+  GraphSlots mem;
+  GraphTracker t;
+  mem.attach(&t);
+  std::vector<SimLaunch> l;
+  gpu::Graph g = captureLaunches(&t, stream, {4}, &l);
   int64_t now = 0;
-  // Every replay is seen in progress for 80 ms of a 100 ms timeout, and the
-  // next replay begins before its end is observed: time must not add up.
-  fake::replayGraph(g);
-  fake::completeOldest(1);   // start of replay 1
+  // Every replay of the one-launch graph is seen running for 80 ms of a
+  // 100 ms timeout, and the next begins before any poll sees it idle: the
+  // ids differ per replay, so time never adds up.
+  uint64_t lastId = 0;
   for (int r = 0; r < 50; r++) {
+    l[0].start();
+    EXPECT_NE(l[0].ids[0], lastId);
+    lastId = l[0].ids[0];
     EXPECT_FALSE(t.checkAll(now, 100).timedOut) << "replay " << r;
     now += 80;
     EXPECT_FALSE(t.checkAll(now, 100).timedOut) << "replay " << r;
     now += 15;
-    // The next replay's host node runs (counter moves); its records re-arm
-    // the events: the start completes at once, the end stays pending.
-    fake::completeOldest(1);   // end of this replay
-    fake::replayGraph(g);
-    fake::completeOldest(1);   // start of the next replay
+    l[0].end();
   }
-  // Without a new replay the same stuck launch does time out.
+  l[0].start();                                         // a replay that gets stuck does time out
   EXPECT_FALSE(t.checkAll(now, 100).timedOut);
   now += 101;
   EXPECT_TRUE(t.checkAll(now, 100).timedOut);
-  fake::completeOldest(1);
+  l[0].end();
   fake::destroyGraph(g);
 }
 
-TEST_F(Watch, GraphCounterMovedWhileStillInProgressRestartsTimer) {
-  GraphEventTracker t;
-  gpu::Graph g = captureLaunches(&t, stream, 1);
-  fake::replayGraph(g);
-  fake::completeOldest(1);
+TEST_F(Watch, GraphBlocksBeyondTheFirstGridAreTrackedToo) {
+  GraphSlots mem;
+  GraphTracker t;
+  mem.attach(&t);
+  std::vector<SimLaunch> l;
+  // The first launch has 1 block; the second 4: blocks 1-3 take the replay from counter 0.
+  gpu::Graph g = captureLaunches(&t, stream, {1, 4}, &l, 7);
+  l[0].run();
+  l[1].run();
+  const uint64_t firstReplayId = l[1].ids[3];
   EXPECT_FALSE(t.checkAll(0, 100).timedOut);
-  EXPECT_FALSE(t.checkAll(90, 100).timedOut);
-  fake::completeOldest(1);                          // end of replay 1
-  fake::replayGraph(g);                             // replay 2: counter moves
-  fake::completeOldest(1);                          // start of replay 2
-  EXPECT_FALSE(t.checkAll(150, 100).timedOut);      // 150 ms since the first start, but a new replay
-  EXPECT_FALSE(t.checkAll(250, 100).timedOut);
-  EXPECT_TRUE(t.checkAll(251, 100).timedOut);
-  fake::completeOldest(1);
+  l[0].run();                                           // replay 2: block 3 of launch 2 hangs
+  l[1].start();
+  l[1].end(0, 3);
+  EXPECT_NE(l[1].ids[3], firstReplayId);
+  EXPECT_FALSE(t.checkAll(1000, 100).timedOut);
+  TrackerCheck c = t.checkAll(1101, 100);
+  ASSERT_TRUE(c.timedOut);
+  EXPECT_EQ(c.desc.seq, 8u);
+  l[1].end(3, 4);
+  EXPECT_FALSE(t.checkAll(5000, 100).timedOut);
   fake::destroyGraph(g);
 }
 
 TEST_F(Watch, GraphCleanupIsDeferredToThePoll) {
-  fake::Live before = fake::live();
-  size_t graphEventsBefore = GraphEventTracker::liveEventsAllTrackers();
-  GraphEventTracker t;
-  gpu::Graph g = captureLaunches(&t, stream, 3);
-  fake::replayGraph(g);
-  fake::completeOldest(6);
-  EXPECT_EQ(fake::live().events, before.events + 6);
-  EXPECT_EQ(GraphEventTracker::liveEventsAllTrackers(), graphEventsBefore + 6);
-  fake::destroyGraph(g);                            // the user object's destructor: a flag only
+  GraphSlots mem;
+  GraphTracker t;
+  mem.attach(&t);
+  const size_t flagsBefore = GraphTracker::liveReleaseFlags();
+  std::vector<SimLaunch> l;
+  gpu::Graph g = captureLaunches(&t, stream, {2, 2, 2}, &l);
+  EXPECT_EQ(GraphTracker::liveReleaseFlags(), flagsBefore + 1);
+  fake::destroyGraph(g);                               // the user object's destructor: a flag only
   EXPECT_EQ(t.graphCount(), 1u);
-  EXPECT_EQ(fake::live().events, before.events + 6);
-  EXPECT_FALSE(t.checkAll(0, 100).timedOut);        // the poll frees it
+  EXPECT_FALSE(t.checkAll(0, 100).timedOut);          // the poll frees it
   EXPECT_EQ(t.graphCount(), 0u);
-  EXPECT_EQ(fake::live().events, before.events);
-  EXPECT_EQ(GraphEventTracker::liveEventsAllTrackers(), graphEventsBefore);
+  EXPECT_EQ(GraphTracker::liveReleaseFlags(), flagsBefore);
 }
 
-TEST_F(Watch, GraphManyCaptureDestroyCyclesDoNotGrow) {
-  GraphEventTracker t;
-  fake::Live before = fake::live();
-  for (int i = 0; i < 100; i++) {
-    gpu::Graph g = captureLaunches(&t, stream, 1 + i % 3);
-    fake::replayGraph(g);
-    fake::completeOldest(2 * (1 + i % 3));
-    EXPECT_FALSE(t.checkAll(i, 100).timedOut);
-    fake::destroyGraph(g);
-    if (i % 2 == 0) {
-      EXPECT_FALSE(t.checkAll(i, 100).timedOut);   // otherwise two graphs await cleanup
-    }
+TEST_F(Watch, GraphSlotsRunOutThenAreReusedFromIdle) {
+  GraphSlots mem;
+  GraphTracker t;
+  mem.attach(&t);
+  std::vector<gpu::Graph> graphs;
+  std::vector<SimLaunch> l, first;
+  for (int i = 0; i < GraphTracker::kSlots; i++) {
+    graphs.push_back(captureLaunches(&t, stream, {2}, &l, i));
+    ASSERT_NE(l[0].track.words, nullptr) << i;
+    if (i == 0) first = l;
   }
+  gpu::Graph extra = captureLaunches(&t, stream, {2}, &l);
+  EXPECT_EQ(l[0].track.words, nullptr);                // no slot left: untracked
+  fake::destroyGraph(extra);
+  // The first graph's launch is stuck when its graph goes: its slot must not
+  // report for the next graph.
+  first[0].start();
+  fake::destroyGraph(graphs[0]);
+  EXPECT_FALSE(t.checkAll(0, 100).timedOut);
+  gpu::Graph reuse = captureLaunches(&t, stream, {2}, &l, 999);
+  ASSERT_EQ(l[0].track.words, first[0].track.words);  // the freed slot
+  EXPECT_FALSE(t.checkAll(500, 100).timedOut);
   EXPECT_FALSE(t.checkAll(1000, 100).timedOut);
+  l[0].start();                                         // and it tracks the new graph
+  EXPECT_FALSE(t.checkAll(2000, 100).timedOut);
+  TrackerCheck c = t.checkAll(2101, 100);
+  ASSERT_TRUE(c.timedOut);
+  EXPECT_EQ(c.desc.seq, 999u);
+  l[0].end();
+  fake::destroyGraph(reuse);
+  for (size_t i = 1; i < graphs.size(); i++) fake::destroyGraph(graphs[i]);
+  EXPECT_FALSE(t.checkAll(3000, 100).timedOut);
   EXPECT_EQ(t.graphCount(), 0u);
-  EXPECT_EQ(fake::live().events, before.events);
-  EXPECT_EQ(fake::live().graphs, before.graphs);
 }
 
 TEST_F(Watch, GraphDestroyAllFreesEverythingAndGraphsMayOutliveTheTracker) {
-  fake::Live before = fake::live();
+  const size_t flagsBefore = GraphTracker::liveReleaseFlags();
+  GraphSlots mem;
   gpu::Graph g1, g2;
+  std::vector<SimLaunch> l;
   {
-    GraphEventTracker t;
-    g1 = captureLaunches(&t, stream, 2);
-    g2 = captureLaunches(&t, stream, 1);
+    GraphTracker t;
+    mem.attach(&t);
+    g1 = captureLaunches(&t, stream, {2, 2}, &l);
+    g2 = captureLaunches(&t, stream, {1}, &l);
     fake::destroyGraph(g2);                         // released, not yet polled
     EXPECT_EQ(t.graphCount(), 2u);
     t.destroyAll();
     EXPECT_EQ(t.graphCount(), 0u);
-    EXPECT_EQ(fake::live().events, before.events);
   }
-  // The comm went first; destroying its graph later only flips the slot's flag.
+  // The comm went first; destroying its graph later only flips its flag.
   fake::destroyGraph(g1);
-  // Slots are reused afterwards.
-  GraphEventTracker t2;
-  gpu::Graph g3 = captureLaunches(&t2, stream, 1);
+  GraphTracker t2;
+  mem.attach(&t2);
+  gpu::Graph g3 = captureLaunches(&t2, stream, {1}, &l);
   fake::destroyGraph(g3);
   EXPECT_FALSE(t2.checkAll(0, 10).timedOut);
-  EXPECT_EQ(fake::live().events, before.events);
+  EXPECT_EQ(GraphTracker::liveReleaseFlags(), flagsBefore);
 }
 
 TEST_F(Watch, GraphTwoCommsInOneGraphAreTrackedSeparately) {
-  GraphEventTracker a, b;
+  GraphSlots memA, memB;
+  GraphTracker a, b;
+  memA.attach(&a);
+  memB.attach(&b);
   gpu::Graph g = fake::beginCapture(stream);
   gpu::CaptureInfo cap;
   ASSERT_EQ(gpu::streamGetCaptureInfo(stream, &cap), ncclSuccess);
-  for (GraphEventTracker* t : {&a, &b}) {
-    GraphEventTracker::Captured c;
-    ASSERT_EQ(t->recordStart(stream, cap, &c), ncclSuccess);
-    ASSERT_EQ(t->recordEnd(stream, &c, descFor(t == &a ? 1 : 2)), ncclSuccess);
-  }
+  SimLaunch la, lb;
+  la.grid = lb.grid = 2;
+  ASSERT_EQ(a.captured(cap, 2, descFor(1), &la.track), ncclSuccess);
+  ASSERT_EQ(b.captured(cap, 2, descFor(2), &lb.track), ncclSuccess);
+  EXPECT_EQ(la.track.index, 1u);
+  EXPECT_EQ(lb.track.index, 1u);
   fake::endCapture(stream);
-  fake::replayGraph(g);
-  fake::completeOldest(3);                          // a done, b started
+  la.run();
+  lb.start();                                       // a done, b stuck
   EXPECT_FALSE(a.checkAll(0, 10).timedOut);
   EXPECT_FALSE(b.checkAll(0, 10).timedOut);
   EXPECT_FALSE(a.checkAll(100, 10).timedOut);
   TrackerCheck c = b.checkAll(100, 10);
   ASSERT_TRUE(c.timedOut);
   EXPECT_EQ(c.desc.seq, 2u);
-  fake::completeOldest(1);
+  lb.end();
   fake::destroyGraph(g);
   EXPECT_FALSE(a.checkAll(200, 10).timedOut);
   EXPECT_FALSE(b.checkAll(200, 10).timedOut);
   EXPECT_EQ(a.graphCount() + b.graphCount(), 0u);
 }
 
-TEST_F(Watch, GraphHookFailureTurnsTrackingOffForThatGraphOnly) {
-  GraphEventTracker t;
-  fake::Live before = fake::live();
-  fake::failNext("captureAddHostNode", ncclUnhandledCudaError);
-  gpu::Graph g = fake::beginCapture(stream);
-  gpu::CaptureInfo cap;
-  ASSERT_EQ(gpu::streamGetCaptureInfo(stream, &cap), ncclSuccess);
-  GraphEventTracker::Captured c;
-  ASSERT_EQ(t.recordStart(stream, cap, &c), ncclSuccess);   // capture goes on
-  EXPECT_EQ(c.start, nullptr);
-  ASSERT_EQ(t.recordEnd(stream, &c, descFor(1)), ncclSuccess);
-  fake::endCapture(stream);
-  EXPECT_EQ(fake::live().events, before.events);
+TEST_F(Watch, GraphHookFailureLeavesThatGraphUntracked) {
+  GraphSlots mem;
+  GraphTracker t;
+  mem.attach(&t);
+  fake::failNext("graphRetainNewUserObject", ncclUnhandledCudaError);
+  std::vector<SimLaunch> l;
+  gpu::Graph g = captureLaunches(&t, stream, {2}, &l);   // capture goes on
+  EXPECT_EQ(l[0].track.words, nullptr);
   fake::destroyGraph(g);
   EXPECT_FALSE(t.checkAll(0, 10).timedOut);
   EXPECT_EQ(t.graphCount(), 0u);
-  // The next graph is tracked again.
-  gpu::Graph g2 = captureLaunches(&t, stream, 1);
-  EXPECT_EQ(t.eventCount(), 2u);
+  gpu::Graph g2 = captureLaunches(&t, stream, {2}, &l);  // the next graph is tracked again
+  EXPECT_NE(l[0].track.words, nullptr);
   fake::destroyGraph(g2);
 }
 
@@ -405,10 +470,11 @@ class WatchdogThread : public Watch {
     LaunchStreams s;
     s.launch = stream;
     LaunchWatch lw;
-    ncclResult_t res = watchLaunchBegin(comm.get(), s, &lw);
+    ncclResult_t res = watchLaunchBegin(comm.get(), s, comm->workScratch.data(), 1, kGrid, &lw);
     if (res != ncclSuccess) return res;
     lastId = lw.eagerId;
-    return watchLaunchEnd(comm.get(), s, comm->workScratch.data(), 1, kGrid, &lw);
+    watchLaunchEnd(comm.get(), comm->workScratch.data(), 1, kGrid, &lw);
+    return ncclSuccess;
   }
   // The kernel of launch `id` starts / ends (what its blocks write).
   dev::LaunchProgress* words() { return static_cast<dev::LaunchProgress*>(comm->watch->progressHost); }
@@ -525,27 +591,6 @@ TEST_F(WatchdogThread, TimeoutZeroRegistersNothing) {
   EXPECT_EQ(comm->watch, nullptr);
   ASSERT_EQ(launch(1), ncclSuccess);
   EXPECT_EQ(fake::pendingEventCount(), 0u);         // no events recorded at all
-}
-
-// Last: turns graph tracking off for the rest of the process.
-TEST_F(Watch, ZzGraphWithoutExternalRecordsRunsUntracked) {
-  GraphEventTracker t;
-  fake::Live before = fake::live();
-  fake::failNext("eventRecordExternal", ncclInvalidUsage);
-  gpu::Graph g = fake::beginCapture(stream);
-  gpu::CaptureInfo cap;
-  ASSERT_EQ(gpu::streamGetCaptureInfo(stream, &cap), ncclSuccess);
-  GraphEventTracker::Captured c;
-  ASSERT_EQ(t.recordStart(stream, cap, &c), ncclSuccess);
-  EXPECT_EQ(c.start, nullptr);
-  ASSERT_EQ(t.recordEnd(stream, &c, descFor(1)), ncclSuccess);
-  EXPECT_TRUE(GraphEventTracker::externalRecordsUnsupported());
-  ASSERT_EQ(t.recordStart(stream, cap, &c), ncclSuccess);   // no second attempt
-  EXPECT_EQ(fake::callCount("eventRecordExternal"), 1u);
-  fake::endCapture(stream);
-  fake::destroyGraph(g);
-  EXPECT_FALSE(t.checkAll(0, 10).timedOut);
-  EXPECT_EQ(fake::live().events, before.events);
 }
 
 }  // namespace
