@@ -93,7 +93,9 @@ ncclResult_t hostFree(void* ptr);
 ncclResult_t hostRegister(void* ptr, size_t bytes, void** devPtr);
 ncclResult_t hostUnregister(void* ptr);
 ncclResult_t memcpyAsync(void* dst, const void* src, size_t bytes, Stream s);  // any direction (UVA)
-ncclResult_t memcpy(void* dst, const void* src, size_t bytes);                 // synchronous
+// Synchronous: on a private non-blocking stream of the current device, then
+// waited for, so they neither wait for nor break an application's capture.
+ncclResult_t memcpy(void* dst, const void* src, size_t bytes);
 ncclResult_t memsetAsync(void* dst, int value, size_t bytes, Stream s);
 ncclResult_t memset(void* dst, int value, size_t bytes);
 

@@ -6,7 +6,10 @@
 
 #include <cctype>
 #include <cstring>
+#include <map>
+#include <mutex>
 
+#include "common/check.h"
 #include "common/gpu.h"
 #include "common/util/debug.h"
 
@@ -39,8 +42,10 @@ ncclResult_t failAlloc(const char* call, cudaError_t err) {
 
 // Calls the enqueue path makes while a stream of this (or, in global capture
 // mode, any) thread may be capturing a graph: completion polling, graph-owned
-// work buffers, freeing the buffers of destroyed graphs. Global capture mode
-// forbids them; they touch nothing the capture records, so run them relaxed.
+// work buffers, freeing the buffers of destroyed graphs, and connecting to a
+// peer first used inside a capture (allocation, IPC, copies). Global capture
+// mode forbids them; they touch nothing the capture records, so run them
+// relaxed.
 class RelaxedCapture {
  public:
   RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
@@ -49,6 +54,28 @@ class RelaxedCapture {
  private:
   cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
 };
+
+namespace {
+// Synchronous copies and fills run on a private non-blocking stream of the
+// current device, then wait for it: on the legacy stream they would wait for
+// (and during a capture break) a blocking stream the application captures
+// on. One stream per device, for the life of the process.
+ncclResult_t privateStream(cudaStream_t* out) {
+  static std::mutex& mu = *new std::mutex();   // never destroyed: used until the process ends
+  static std::map<int, cudaStream_t>& streams = *new std::map<int, cudaStream_t>();
+  int dev = 0;
+  CUDA_TRY(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = streams.find(dev);
+  if (it == streams.end()) {
+    cudaStream_t s = nullptr;
+    CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    it = streams.emplace(dev, s).first;
+  }
+  *out = it->second;
+  return ncclSuccess;
+}
+}  // namespace
 
 // ------------------------------------------------------------------ devices
 ncclResult_t getDeviceCount(int* count) {
@@ -106,6 +133,7 @@ ncclResult_t canAccessPeer(int dev, int peer, bool* can) {
 }
 
 ncclResult_t enablePeerAccess(int peer) {
+  RelaxedCapture relaxed;
   cudaError_t err = cudaDeviceEnablePeerAccess(peer, 0);
   if (err == cudaErrorPeerAccessAlreadyEnabled) {
     (void)cudaGetLastError();
@@ -204,10 +232,12 @@ ncclResult_t eventElapsedMs(Event start, Event end, float* ms) {
 
 // ------------------------------------------------------------------- memory
 ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
+  RelaxedCapture relaxed;
   CUDA_TRY(cudaMalloc(ptr, bytes));
   return ncclSuccess;
 }
 ncclResult_t deviceFree(void* ptr) {
+  RelaxedCapture relaxed;
   CUDA_TRY(cudaFree(ptr));
   return ncclSuccess;
 }
@@ -238,6 +268,7 @@ ncclResult_t hostFree(void* ptr) {
   return ncclSuccess;
 }
 ncclResult_t hostRegister(void* ptr, size_t bytes, void** devPtr) {
+  RelaxedCapture relaxed;
   CUDA_TRY(cudaHostRegister(ptr, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable));
   void* d = nullptr;
   cudaError_t err = cudaHostGetDevicePointer(&d, ptr, 0);
@@ -250,6 +281,7 @@ ncclResult_t hostRegister(void* ptr, size_t bytes, void** devPtr) {
   return ncclSuccess;
 }
 ncclResult_t hostUnregister(void* ptr) {
+  RelaxedCapture relaxed;
   CUDA_TRY(cudaHostUnregister(ptr));
   return ncclSuccess;
 }
@@ -258,7 +290,11 @@ ncclResult_t memcpyAsync(void* dst, const void* src, size_t bytes, Stream s) {
   return ncclSuccess;
 }
 ncclResult_t memcpy(void* dst, const void* src, size_t bytes) {
-  CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+  RelaxedCapture relaxed;
+  cudaStream_t s;
+  UCHECK(privateStream(&s));
+  CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
+  CUDA_TRY(cudaStreamSynchronize(s));
   return ncclSuccess;
 }
 ncclResult_t memsetAsync(void* dst, int value, size_t bytes, Stream s) {
@@ -266,7 +302,11 @@ ncclResult_t memsetAsync(void* dst, int value, size_t bytes, Stream s) {
   return ncclSuccess;
 }
 ncclResult_t memset(void* dst, int value, size_t bytes) {
-  CUDA_TRY(cudaMemset(dst, value, bytes));
+  RelaxedCapture relaxed;
+  cudaStream_t s;
+  UCHECK(privateStream(&s));
+  CUDA_TRY(cudaMemsetAsync(dst, value, bytes, s));
+  CUDA_TRY(cudaStreamSynchronize(s));
   return ncclSuccess;
 }
 
@@ -316,6 +356,7 @@ ncclResult_t memGetAddressRange(const void* ptr, void** base, size_t* size) {
 
 // -------------------------------------------------------------- IPC handles
 ncclResult_t ipcGetMemHandle(IpcMemHandle* handle, void* devPtr) {
+  RelaxedCapture relaxed;
   cudaIpcMemHandle_t h;
   CUDA_TRY(cudaIpcGetMemHandle(&h, devPtr));
   IpcMemHandle out{};
@@ -324,12 +365,14 @@ ncclResult_t ipcGetMemHandle(IpcMemHandle* handle, void* devPtr) {
   return ncclSuccess;
 }
 ncclResult_t ipcOpenMemHandle(void** devPtr, const IpcMemHandle& handle) {
+  RelaxedCapture relaxed;
   cudaIpcMemHandle_t h;
   std::memcpy(&h, handle.bytes, sizeof(h));
   CUDA_TRY(cudaIpcOpenMemHandle(devPtr, h, cudaIpcMemLazyEnablePeerAccess));
   return ncclSuccess;
 }
 ncclResult_t ipcCloseMemHandle(void* devPtr) {
+  RelaxedCapture relaxed;
   CUDA_TRY(cudaIpcCloseMemHandle(devPtr));
   return ncclSuccess;
 }

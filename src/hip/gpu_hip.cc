@@ -8,8 +8,11 @@
 
 #include <cctype>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
 
+#include "common/check.h"
 #include "common/gpu.h"
 #include "common/util/debug.h"
 
@@ -54,8 +57,10 @@ ncclResult_t failAlloc(const char* call, hipError_t err) {
 
 // Calls the enqueue path makes while a stream of this (or, in global capture
 // mode, any) thread may be capturing a graph: completion polling, graph-owned
-// work buffers, freeing the buffers of destroyed graphs. Global capture mode
-// forbids them; they touch nothing the capture records, so run them relaxed.
+// work buffers, freeing the buffers of destroyed graphs, and connecting to a
+// peer first used inside a capture (allocation, IPC, copies). Global capture
+// mode forbids them; they touch nothing the capture records, so run them
+// relaxed.
 class RelaxedCapture {
  public:
   // A failure to switch leaves the mode as it was: the guarded call then
@@ -66,6 +71,28 @@ class RelaxedCapture {
  private:
   hipStreamCaptureMode mode_ = hipStreamCaptureModeRelaxed;
 };
+
+namespace {
+// Synchronous copies and fills run on a private non-blocking stream of the
+// current device, then wait for it: on the legacy stream they would wait for
+// (and during a capture break) a blocking stream the application captures
+// on. One stream per device, for the life of the process.
+ncclResult_t privateStream(hipStream_t* out) {
+  static std::mutex& mu = *new std::mutex();   // never destroyed: used until the process ends
+  static std::map<int, hipStream_t>& streams = *new std::map<int, hipStream_t>();
+  int dev = 0;
+  HIP_TRY(hipGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = streams.find(dev);
+  if (it == streams.end()) {
+    hipStream_t s = nullptr;
+    HIP_TRY(hipStreamCreateWithFlags(&s, hipStreamNonBlocking));
+    it = streams.emplace(dev, s).first;
+  }
+  *out = it->second;
+  return ncclSuccess;
+}
+}  // namespace
 
 // ------------------------------------------------------------------ devices
 ncclResult_t getDeviceCount(int* count) {
@@ -121,6 +148,7 @@ ncclResult_t canAccessPeer(int dev, int peer, bool* can) {
 }
 
 ncclResult_t enablePeerAccess(int peer) {
+  RelaxedCapture relaxed;
   hipError_t err = hipDeviceEnablePeerAccess(peer, 0);
   if (err == hipErrorPeerAccessAlreadyEnabled) {
     (void)hipGetLastError();
@@ -228,10 +256,12 @@ ncclResult_t eventElapsedMs(Event start, Event end, float* ms) {
 
 // ------------------------------------------------------------------- memory
 ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
+  RelaxedCapture relaxed;
   HIP_TRY(hipMalloc(ptr, bytes));
   return ncclSuccess;
 }
 ncclResult_t deviceFree(void* ptr) {
+  RelaxedCapture relaxed;
   HIP_TRY(hipFree(ptr));
   return ncclSuccess;
 }
@@ -262,6 +292,7 @@ ncclResult_t hostFree(void* ptr) {
   return ncclSuccess;
 }
 ncclResult_t hostRegister(void* ptr, size_t bytes, void** devPtr) {
+  RelaxedCapture relaxed;
   HIP_TRY(hipHostRegister(ptr, bytes, hipHostRegisterMapped | hipHostRegisterPortable));
   void* d = nullptr;
   hipError_t err = hipHostGetDevicePointer(&d, ptr, 0);
@@ -274,6 +305,7 @@ ncclResult_t hostRegister(void* ptr, size_t bytes, void** devPtr) {
   return ncclSuccess;
 }
 ncclResult_t hostUnregister(void* ptr) {
+  RelaxedCapture relaxed;
   HIP_TRY(hipHostUnregister(ptr));
   return ncclSuccess;
 }
@@ -282,7 +314,11 @@ ncclResult_t memcpyAsync(void* dst, const void* src, size_t bytes, Stream s) {
   return ncclSuccess;
 }
 ncclResult_t memcpy(void* dst, const void* src, size_t bytes) {
-  HIP_TRY(hipMemcpy(dst, src, bytes, hipMemcpyDefault));
+  RelaxedCapture relaxed;
+  hipStream_t s;
+  UCHECK(privateStream(&s));
+  HIP_TRY(hipMemcpyAsync(dst, src, bytes, hipMemcpyDefault, s));
+  HIP_TRY(hipStreamSynchronize(s));
   return ncclSuccess;
 }
 ncclResult_t memsetAsync(void* dst, int value, size_t bytes, Stream s) {
@@ -290,7 +326,11 @@ ncclResult_t memsetAsync(void* dst, int value, size_t bytes, Stream s) {
   return ncclSuccess;
 }
 ncclResult_t memset(void* dst, int value, size_t bytes) {
-  HIP_TRY(hipMemset(dst, value, bytes));
+  RelaxedCapture relaxed;
+  hipStream_t s;
+  UCHECK(privateStream(&s));
+  HIP_TRY(hipMemsetAsync(dst, value, bytes, s));
+  HIP_TRY(hipStreamSynchronize(s));
   return ncclSuccess;
 }
 
@@ -335,6 +375,7 @@ ncclResult_t memGetAddressRange(const void* ptr, void** base, size_t* size) {
 
 // -------------------------------------------------------------- IPC handles
 ncclResult_t ipcGetMemHandle(IpcMemHandle* handle, void* devPtr) {
+  RelaxedCapture relaxed;
   hipIpcMemHandle_t h;
   HIP_TRY(hipIpcGetMemHandle(&h, devPtr));
   IpcMemHandle out{};
@@ -343,12 +384,14 @@ ncclResult_t ipcGetMemHandle(IpcMemHandle* handle, void* devPtr) {
   return ncclSuccess;
 }
 ncclResult_t ipcOpenMemHandle(void** devPtr, const IpcMemHandle& handle) {
+  RelaxedCapture relaxed;
   hipIpcMemHandle_t h;
   std::memcpy(&h, handle.bytes, sizeof(h));
   HIP_TRY(hipIpcOpenMemHandle(devPtr, h, hipIpcMemLazyEnablePeerAccess));
   return ncclSuccess;
 }
 ncclResult_t ipcCloseMemHandle(void* devPtr) {
+  RelaxedCapture relaxed;
   HIP_TRY(hipIpcCloseMemHandle(devPtr));
   return ncclSuccess;
 }
