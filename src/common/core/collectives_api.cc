@@ -70,6 +70,12 @@ ncclResult_t recordColl(TaskKind kind, const char* fn, const void* sendbuff, voi
     t.scalarIsPtr = lowered.scalarIsPtr;
     t.scalar = lowered.scalar;
   }
+  if (count == 0) {
+    // Every rank passes the same count, so all of them drop the operation (as
+    // NCCL does) rather than launch a kernel that moves nothing.
+    comm->opCount++;
+    return ncclSuccess;
+  }
   t.sendbuff = sendbuff;
   t.recvbuff = recvbuff;
   t.count = count;

@@ -199,8 +199,16 @@ TEST_F(ApiValidate, ValidCallsLaunch) {
          [&] { return ncclBroadcast(nullptr, recv0, kCount, ncclFloat32, 1, comm, stream); });
   accept("Reduce non-root, NULL recvbuff",
          [&] { return ncclReduce(send0, nullptr, kCount, ncclFloat32, ncclSum, 1, comm, stream); });
-  // Count 0 with NULL buffers is a valid (empty) operation.
-  accept("count 0, NULL buffers", [&] { return ncclAllReduce(nullptr, nullptr, 0, ncclFloat32, ncclSum, comm, stream); });
+  // Count 0 with NULL buffers is a valid (empty) operation: dropped, as in
+  // NCCL (every rank passes the same count), but it still takes a sequence
+  // number so the watchdog's numbers match the application's calls.
+  {
+    const uint64_t seqBefore = comm->opCount;
+    accept("count 0, NULL buffers", [&] { return ncclAllReduce(nullptr, nullptr, 0, ncclFloat32, ncclSum, comm, stream); },
+           0);
+    accept("count 0 Broadcast", [&] { return ncclBroadcast(nullptr, nullptr, 0, ncclFloat32, 1, comm, stream); }, 0);
+    EXPECT_EQ(comm->opCount, seqBefore + 2);
+  }
   // Unaligned buffers: NCCL accepts any byte address, so must uniccl.
   accept("unaligned buffers", [&] {
     return ncclAllReduce(static_cast<char*>(send0) + 1, static_cast<char*>(recv0) + 3, kCount - 1, ncclFloat32,
