@@ -12,6 +12,8 @@
 #          algo  (AllReduce 8 B..64 MiB with NCCL_ALGO=Tree and =Ring)
 #          verify (backend, capture and watchdog GPU tests)
 #          latency (ci/latency-probe.sh on 2 and on all GPUs)
+#          sweep (tuning knobs against mid sizes: SWEEP_VARIANTS, graph mode,
+#                 all_reduce and all_gather on 2 and on all GPUs, with NCCL)
 # Each stage writes its logs under $OUT/<stage>/ and packs them into
 # $OUT/<stage>.tgz (the device tool returns few files); a summary table
 # goes to stdout at the end.
@@ -132,6 +134,39 @@ stage_latency() {
     echo "--- latency probe, $g GPUs"; cat "$d/g$g/summary.txt"
   done
   pack latency
+}
+
+stage_sweep() {
+  local d=$OUTDIR/sweep; mkdir -p "$d"
+  local variants=${SWEEP_VARIANTS:-"base: ll256:UNICCL_LL_THRESHOLD=262144 ll1m:UNICCL_LL_THRESHOLD=1048576 ch16:UNICCL_SIMPLE_CHANNEL_BYTES=16384 ll256ch16:UNICCL_LL_THRESHOLD=262144,UNICCL_SIMPLE_CHANNEL_BYTES=16384 llch4:UNICCL_LL_CHANNEL_BYTES=4096"}
+  local g c v
+  for g in 2 "$NGPUS"; do
+    for c in all_reduce all_gather; do
+      local args=(-g "$g" -b 32K -e 8M -f 2 -n 50 -w 10 -G 5)
+      LD_LIBRARY_PATH=$nccl_lib timeout 120 "$PB/bench/${c}_perf_nccl" "${args[@]}" >"$d/g${g}_${c}_nccl.log" 2>&1
+      for v in $variants; do
+        local label=${v%%:*} envs=${v#*:}
+        env ${envs//,/ } timeout 120 "$PB/bench/${c}_perf" "${args[@]}" >"$d/g${g}_${c}_${label}.log" 2>&1
+      done
+      echo "--- sweep: $c, $g GPUs, graph, out-of-place time (us)"
+      local files=("$d/g${g}_${c}_nccl.log") labels=(nccl)
+      for v in $variants; do files+=("$d/g${g}_${c}_${v%%:*}.log"); labels+=("${v%%:*}"); done
+      python3 - "${files[@]}" <<PY
+import sys
+rows = {}
+for i, f in enumerate(sys.argv[1:]):
+    for line in open(f):
+        p = line.split()
+        if len(p) >= 13 and p[0].isdigit():
+            rows.setdefault(int(p[0]), {})[i] = p[5] + ("!" if p[8] not in ("0", "N/A") else "")
+labels = "${labels[*]}".split()
+print("%10s " % "bytes" + " ".join("%10s" % l for l in labels))
+for b in sorted(rows):
+    print("%10d " % b + " ".join("%10s" % rows[b].get(i, "-") for i in range(len(labels))))
+PY
+    done
+  done | tee "$d/sweep.txt"
+  pack sweep
 }
 
 nvidia-smi -L; nvidia-smi topo -m 2>/dev/null | head -8

@@ -18,7 +18,7 @@ namespace {
 struct TuningEnv {
   bool allowLL = true;
   bool allowSimple = true;
-  size_t llThreshold = 0;
+  size_t llThreshold = 0;          // UNICCL_LL_THRESHOLD; 0: by transport (below)
   size_t p2pLLThreshold = 0;       // NCCL_P2P_LL_THRESHOLD: p2p messages up to this use LL
   size_t simpleChannelBytes = 0;   // a Simple collective gets one channel per this many bytes
   size_t llChannelBytes = 0;
@@ -49,10 +49,11 @@ bool listHas(const std::string& list, const char* name) {
 
 TuningEnv readEnv() {
   TuningEnv e;
-  e.llThreshold = (size_t)paramInt("UNICCL_LL_THRESHOLD", 64 << 10);
+  e.llThreshold = (size_t)std::max<int64_t>(0, paramInt("UNICCL_LL_THRESHOLD", 0));
   e.p2pLLThreshold = (size_t)std::max<int64_t>(0, paramInt("NCCL_P2P_LL_THRESHOLD", 16 << 10));
   e.simpleChannelBytes = (size_t)std::max<int64_t>(1, paramInt("UNICCL_SIMPLE_CHANNEL_BYTES", 64 << 10));
-  e.llChannelBytes = (size_t)std::max<int64_t>(1, paramInt("UNICCL_LL_CHANNEL_BYTES", 16 << 10));
+  // A channel per 4 KiB of LL: 32-64 KiB ran 1.05-1.25x faster than with one per 16 KiB (session 4 sweep).
+  e.llChannelBytes = (size_t)std::max<int64_t>(1, paramInt("UNICCL_LL_CHANNEL_BYTES", 4 << 10));
   if (const char* p = getEnv("NCCL_PROTO")) {
     std::string s(p);
     bool exclude = !s.empty() && s[0] == '^';
@@ -77,6 +78,15 @@ TuningEnv readEnv() {
 const TuningEnv& tuningEnv() {
   static const TuningEnv env = readEnv();
   return env;
+}
+
+// Where LL stops: over P2P up to 1 MiB, where on 2 and 4 H200s it beat
+// Simple's per-step handshakes at 128 KiB-1 MiB by 1.2-2.4x (LL's flags
+// halve its bandwidth, which only shows above that; docs/performance.md,
+// session 4 sweep); through host memory (SHM) 64 KiB, as measured before.
+size_t llThreshold(const ncclComm* comm, const TuningEnv& env) {
+  if (env.llThreshold > 0) return env.llThreshold;
+  return comm->allP2p ? (size_t)1 << 20 : (size_t)64 << 10;
 }
 
 size_t divUp(size_t a, size_t b) { return (a + b - 1) / b; }
@@ -195,7 +205,7 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
   // The network carries the Simple protocol only (the proxy sends whole
   // slots once their size is published; LL's per-line flags are not checked).
   const bool net = comm->transports.ringUsesNet() || (tree && treeUsesNet(comm));
-  bool ll = !net && env.allowLL && (!env.allowSimple || bytes <= env.llThreshold);
+  bool ll = !net && env.allowLL && (!env.allowSimple || bytes <= llThreshold(comm, env));
   // Two ranks, LL: each sends its whole share and combines what arrives (one
   // hop where reduce-scatter + all-gather take two; same bytes on the wire).
   // Commutative ops give both ranks the same bits.
