@@ -71,10 +71,6 @@ enum EventFlags : unsigned {
 ncclResult_t eventCreate(Event* e, unsigned flags = kEventDisableTiming);
 ncclResult_t eventDestroy(Event e);
 ncclResult_t eventRecord(Event e, Stream s);
-// Records an event node that stays host-queryable while a captured graph is
-// replayed (cudaEventRecordWithFlags(..., cudaEventRecordExternal)). Returns
-// ncclInvalidUsage where the runtime lacks external records.
-ncclResult_t eventRecordExternal(Event e, Stream s);
 // ncclSuccess when the event completed, ncclInProgress when not yet; an error
 // when the work it tracks failed. Safe to call while another stream of the
 // thread is capturing (it runs in relaxed capture mode).
@@ -142,9 +138,6 @@ ncclResult_t launchHostFunc(Stream s, void (*fn)(void*), void* arg);
 // A user object whose destructor (fn(arg)) runs when the last graph (or graph
 // exec) that retains it is destroyed. The graph takes the only reference.
 ncclResult_t graphRetainNewUserObject(Graph g, void (*destroy)(void*), void* arg);
-// Adds a host node to the graph being captured on `s`, ordered before the
-// work captured after this call (used to bump a replay counter).
-ncclResult_t captureAddHostNode(Stream s, void (*fn)(void*), void* arg);
 
 // ----------------------------------------------------------- error helpers
 // Last error string of the runtime (does not clear it).

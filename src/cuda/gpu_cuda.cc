@@ -210,10 +210,6 @@ ncclResult_t eventRecord(Event e, Stream s) {
   CUDA_TRY(cudaEventRecord((cudaEvent_t)e, (cudaStream_t)s));
   return ncclSuccess;
 }
-ncclResult_t eventRecordExternal(Event e, Stream s) {
-  CUDA_TRY(cudaEventRecordWithFlags((cudaEvent_t)e, (cudaStream_t)s, cudaEventRecordExternal));
-  return ncclSuccess;
-}
 ncclResult_t eventQuery(Event e) {
   RelaxedCapture relaxed;
   cudaError_t err = cudaEventQuery((cudaEvent_t)e);
@@ -426,20 +422,6 @@ ncclResult_t graphRetainNewUserObject(Graph g, void (*destroy)(void*), void* arg
     (void)cudaUserObjectRelease(obj, 1);
     return res;
   }
-  return ncclSuccess;
-}
-
-// A host function launched on a capturing stream is captured as a host node
-// that depends on everything captured so far and precedes what comes next:
-// exactly the ordering wanted, without editing the graph by hand.
-ncclResult_t captureAddHostNode(Stream s, void (*fn)(void*), void* arg) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  CUDA_TRY(cudaStreamIsCapturing((cudaStream_t)s, &status));
-  if (status != cudaStreamCaptureStatusActive) {
-    WARN("captureAddHostNode: stream %p is not capturing a graph (status %d)", s, (int)status);
-    return ncclInvalidUsage;
-  }
-  CUDA_TRY(cudaLaunchHostFunc((cudaStream_t)s, fn, arg));
   return ncclSuccess;
 }
 

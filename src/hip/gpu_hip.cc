@@ -20,7 +20,6 @@
 #define UNICCL_HIP_HAS_USER_OBJECTS (HIP_VERSION >= 50300000)
 #define UNICCL_HIP_HAS_LAUNCH_HOST_FUNC (HIP_VERSION >= 50300000)  // 5.2 declares it but does not export it
 #define UNICCL_HIP_HAS_STREAM_GET_DEVICE (HIP_VERSION >= 60000000)
-#define UNICCL_HIP_HAS_EVENT_RECORD_FLAGS (HIP_VERSION >= 60200000)
 #define UNICCL_HIP_HAS_MEMORY_TYPE_FIELD (HIP_VERSION >= 60000000)  // hipPointerAttribute_t::type
 
 namespace uniccl::gpu {
@@ -229,14 +228,6 @@ ncclResult_t eventDestroy(Event e) {
 ncclResult_t eventRecord(Event e, Stream s) {
   HIP_TRY(hipEventRecord((hipEvent_t)e, (hipStream_t)s));
   return ncclSuccess;
-}
-ncclResult_t eventRecordExternal(Event e, Stream s) {
-#if UNICCL_HIP_HAS_EVENT_RECORD_FLAGS
-  HIP_TRY(hipEventRecordWithFlags((hipEvent_t)e, (hipStream_t)s, hipEventRecordExternal));
-  return ncclSuccess;
-#else
-  return missing("hipEventRecordWithFlags(hipEventRecordExternal)");
-#endif
 }
 ncclResult_t eventQuery(Event e) {
   RelaxedCapture relaxed;
@@ -470,27 +461,6 @@ ncclResult_t graphRetainNewUserObject(Graph g, void (*destroy)(void*), void* arg
   destroy(arg);
   return missing("hipUserObjectCreate/hipGraphRetainUserObject");
 #endif
-}
-
-// The host node is added to the capturing graph by hand, after the stream's
-// current capture dependencies, and then becomes the stream's only
-// dependency: work captured later is ordered after it. (Every ROCm release
-// since 4.5 has these calls; hipLaunchHostFunc is not captured on all of them.)
-ncclResult_t captureAddHostNode(Stream s, void (*fn)(void*), void* arg) {
-  hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
-  hipGraph_t graph = nullptr;
-  const hipGraphNode_t* deps = nullptr;
-  size_t numDeps = 0;
-  HIP_TRY(hipStreamGetCaptureInfo_v2((hipStream_t)s, &status, nullptr, &graph, &deps, &numDeps));
-  if (status != hipStreamCaptureStatusActive) {
-    WARN("captureAddHostNode: stream %p is not capturing a graph (status %d)", s, (int)status);
-    return ncclInvalidUsage;
-  }
-  hipHostNodeParams params = {fn, arg};
-  hipGraphNode_t node = nullptr;
-  HIP_TRY(hipGraphAddHostNode(&node, graph, deps, numDeps, &params));
-  HIP_TRY(hipStreamUpdateCaptureDependencies((hipStream_t)s, &node, 1, hipStreamSetCaptureDependencies));
-  return ncclSuccess;
 }
 
 // ----------------------------------------------------------- error helpers

@@ -517,18 +517,6 @@ ncclResult_t eventRecord(Event h, Stream sh) {
   return recordOn(s, e, q, "eventRecord");
 }
 
-// Without graphs an external record is an ordinary one.
-ncclResult_t eventRecordExternal(Event h, Stream sh) {
-  State& s = st();
-  std::lock_guard<std::mutex> lk(s.mu);
-  EmuEvent* e;
-  EmuStream* q;
-  ncclResult_t r = findEvent(s, h, "eventRecordExternal", &e);
-  if (r == ncclSuccess) r = findStream(s, sh, "eventRecordExternal", &q);
-  if (r != ncclSuccess) return r;
-  return recordOn(s, e, q, "eventRecordExternal");
-}
-
 ncclResult_t eventQuery(Event h) {
   State& s = st();
   std::lock_guard<std::mutex> lk(s.mu);
@@ -885,11 +873,6 @@ ncclResult_t launchHostFunc(Stream h, void (*fn)(void*), void* arg) {
 ncclResult_t graphRetainNewUserObject(Graph, void (*destroy)(void*), void* arg) {
   if (destroy != nullptr) destroy(arg);
   return fail(ncclInvalidUsage, "graphRetainNewUserObject failed: graph capture is not emulated");
-}
-
-ncclResult_t captureAddHostNode(Stream s, void (*)(void*), void*) {
-  return fail(ncclInvalidUsage, "captureAddHostNode failed: stream %p is not capturing a graph (graph capture is not "
-              "emulated)", s);
 }
 
 // ----------------------------------------------------------- error helpers

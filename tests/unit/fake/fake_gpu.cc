@@ -26,11 +26,10 @@ struct FakeEvent {
 };
 
 struct Node {
-  enum Kind { Host, Kernel, ExternalRecord } kind;
+  enum Kind { Host, Kernel } kind;
   void (*fn)(void*) = nullptr;
   void* arg = nullptr;
   Launch launch{};
-  FakeEvent* event = nullptr;
 };
 
 struct FakeGraph {
@@ -314,9 +313,6 @@ void replayGraph(gpu::Graph graph) {
         lk.lock();
         break;
       case Node::Kernel: logLaunchAndHook(lk, s, n.launch); break;
-      case Node::ExternalRecord:
-        if (s.events.count(n.event)) recordLocked(s, n.event);
-        break;
     }
   }
 }
@@ -479,16 +475,6 @@ ncclResult_t eventRecord(Event e, Stream stream) {
   if (!fe || (stream != nullptr && !findStream(s, stream))) return bad(s, "invalid handle");
   // Inside a capture a plain record only orders captured work; nothing to track.
   if (!capturing(s, stream)) recordLocked(s, fe);
-  return ncclSuccess;
-}
-ncclResult_t eventRecordExternal(Event e, Stream stream) {
-  FAKE_ENTER("eventRecordExternal");
-  FakeEvent* fe = findEvent(s, e);
-  FakeGraph* g = capturing(s, stream);
-  if (!fe || !g) return bad(s, "external event record outside a capture");
-  Node n{Node::ExternalRecord};
-  n.event = fe;
-  g->nodes.push_back(n);
   return ncclSuccess;
 }
 // Bus ids as getDeviceProps makes them: "0000:<0x10 + dev>:00.0".
@@ -724,16 +710,6 @@ ncclResult_t graphRetainNewUserObject(Graph g, void (*destroy)(void*), void* arg
     return r;
   }
   it->second->userObjects.emplace_back(destroy, arg);
-  return ncclSuccess;
-}
-ncclResult_t captureAddHostNode(Stream stream, void (*fn)(void*), void* arg) {
-  FAKE_ENTER("captureAddHostNode");
-  FakeGraph* g = capturing(s, stream);
-  if (g == nullptr) return ncclInvalidUsage;
-  Node n{Node::Host};
-  n.fn = fn;
-  n.arg = arg;
-  g->nodes.push_back(n);
   return ncclSuccess;
 }
 

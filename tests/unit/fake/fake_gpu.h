@@ -86,8 +86,7 @@ void setLaunchHook(std::function<void(const Launch&)> hook);
 gpu::Graph beginCapture(gpu::Stream s);
 gpu::Graph endCapture(gpu::Stream s);
 void invalidateCapture(gpu::Stream s);
-// Runs the graph's nodes in order: host functions run, kernels are logged,
-// external records are recorded (and follow the completion script).
+// Runs the graph's nodes in order: host functions run, kernels are logged.
 void replayGraph(gpu::Graph g);
 // Destroys the graph: the destructors of its user objects run.
 void destroyGraph(gpu::Graph g);

@@ -223,9 +223,9 @@ TEST_F(Watch, GraphLaunchesGetTheirPlaceAndTheFirstGrid) {
     EXPECT_EQ(l[i].track.replays, l[0].track.replays);
   }
   EXPECT_EQ(t.graphCount(), 1u);
-  EXPECT_EQ(fake::pendingEventCount(), 0u);             // no events, no host node
-  EXPECT_EQ(fake::callCount("captureAddHostNode"), 0u);
-  EXPECT_EQ(fake::callCount("eventRecordExternal"), 0u);
+  EXPECT_EQ(fake::pendingEventCount(), 0u);             // no events
+  EXPECT_EQ(fake::callCount("eventCreate"), 0u);
+  EXPECT_EQ(fake::callCount("launchHostFunc"), 0u);     // no host node
   for (int64_t now = 0; now < 10000; now += 1000) EXPECT_FALSE(t.checkAll(now, 10).timedOut);   // not replayed
   fake::destroyGraph(g);
 }
