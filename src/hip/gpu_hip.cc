@@ -21,6 +21,7 @@
 #define UNICCL_HIP_HAS_LAUNCH_HOST_FUNC (HIP_VERSION >= 50300000)  // 5.2 declares it but does not export it
 #define UNICCL_HIP_HAS_STREAM_GET_DEVICE (HIP_VERSION >= 60000000)
 #define UNICCL_HIP_HAS_MEMORY_TYPE_FIELD (HIP_VERSION >= 60000000)  // hipPointerAttribute_t::type
+#define UNICCL_HIP_HAS_STACK_LIMIT (HIP_VERSION >= 60000000)  // hipLimitStackSize (5.2's hipLimit_t lacks it)
 
 namespace uniccl::gpu {
 
@@ -398,6 +399,14 @@ ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, vo
 ncclResult_t preloadKernel(const void* kernel) {
   hipFuncAttributes attr;
   HIP_TRY(hipFuncGetAttributes(&attr, kernel));
+#if UNICCL_HIP_HAS_STACK_LIMIT
+  // Reserve the kernel's per-thread stack now, as the CUDA backend does: a
+  // first launch that has to grow it waits for the kernels already running
+  // on this GPU, which may spin on a peer this thread has yet to launch.
+  size_t stack = 0;
+  HIP_TRY(hipDeviceGetLimit(&stack, hipLimitStackSize));
+  if ((size_t)attr.localSizeBytes > stack) HIP_TRY(hipDeviceSetLimit(hipLimitStackSize, attr.localSizeBytes));
+#endif
   return ncclSuccess;
 }
 ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes) {
