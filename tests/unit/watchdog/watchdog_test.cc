@@ -200,6 +200,18 @@ gpu::Graph captureLaunches(GraphTracker* t, gpu::Stream s, std::vector<unsigned>
   return g;
 }
 
+// One comm's graph tracker with its slot memory attached.
+class GraphWatch : public Watch {
+ protected:
+  void SetUp() override {
+    Watch::SetUp();
+    mem.attach(&t);
+  }
+  GraphSlots mem;
+  GraphTracker t;
+  std::vector<SimLaunch> l;
+};
+
 TEST_F(Watch, GraphUnattachedTracksNothing) {
   GraphTracker t;
   std::vector<SimLaunch> l;
@@ -209,11 +221,7 @@ TEST_F(Watch, GraphUnattachedTracksNothing) {
   fake::destroyGraph(g);
 }
 
-TEST_F(Watch, GraphLaunchesGetTheirPlaceAndTheFirstGrid) {
-  GraphSlots mem;
-  GraphTracker t;
-  mem.attach(&t);
-  std::vector<SimLaunch> l;
+TEST_F(GraphWatch, GraphLaunchesGetTheirPlaceAndTheFirstGrid) {
   gpu::Graph g = captureLaunches(&t, stream, {3, 8, 2}, &l);
   ASSERT_NE(l[0].track.words, nullptr);
   for (int i = 0; i < 3; i++) {
@@ -230,11 +238,7 @@ TEST_F(Watch, GraphLaunchesGetTheirPlaceAndTheFirstGrid) {
   fake::destroyGraph(g);
 }
 
-TEST_F(Watch, GraphStateTransitionsAndTimeout) {
-  GraphSlots mem;
-  GraphTracker t;
-  mem.attach(&t);
-  std::vector<SimLaunch> l;
+TEST_F(GraphWatch, GraphStateTransitionsAndTimeout) {
   gpu::Graph g = captureLaunches(&t, stream, {2, 2}, &l, 40);
   EXPECT_FALSE(t.checkAll(0, 100).timedOut);
   EXPECT_FALSE(t.checkAll(5000, 100).timedOut);        // replay not begun: nothing runs
@@ -257,11 +261,7 @@ TEST_F(Watch, GraphStateTransitionsAndTimeout) {
   fake::destroyGraph(g);
 }
 
-TEST_F(Watch, GraphEveryReplayRestartsTheTimer) {
-  GraphSlots mem;
-  GraphTracker t;
-  mem.attach(&t);
-  std::vector<SimLaunch> l;
+TEST_F(GraphWatch, GraphEveryReplayRestartsTheTimer) {
   gpu::Graph g = captureLaunches(&t, stream, {4}, &l);
   int64_t now = 0;
   // Every replay of the one-launch graph is seen running for 80 ms of a
@@ -286,11 +286,7 @@ TEST_F(Watch, GraphEveryReplayRestartsTheTimer) {
   fake::destroyGraph(g);
 }
 
-TEST_F(Watch, GraphBlocksBeyondTheFirstGridAreTrackedToo) {
-  GraphSlots mem;
-  GraphTracker t;
-  mem.attach(&t);
-  std::vector<SimLaunch> l;
+TEST_F(GraphWatch, GraphBlocksBeyondTheFirstGridAreTrackedToo) {
   // The first launch has 1 block; the second 4: blocks 1-3 take the replay from counter 0.
   gpu::Graph g = captureLaunches(&t, stream, {1, 4}, &l, 7);
   l[0].run();
@@ -310,12 +306,8 @@ TEST_F(Watch, GraphBlocksBeyondTheFirstGridAreTrackedToo) {
   fake::destroyGraph(g);
 }
 
-TEST_F(Watch, GraphCleanupIsDeferredToThePoll) {
-  GraphSlots mem;
-  GraphTracker t;
-  mem.attach(&t);
+TEST_F(GraphWatch, GraphCleanupIsDeferredToThePoll) {
   const size_t flagsBefore = GraphTracker::liveReleaseFlags();
-  std::vector<SimLaunch> l;
   gpu::Graph g = captureLaunches(&t, stream, {2, 2, 2}, &l);
   EXPECT_EQ(GraphTracker::liveReleaseFlags(), flagsBefore + 1);
   fake::destroyGraph(g);                               // the user object's destructor: a flag only
@@ -325,12 +317,9 @@ TEST_F(Watch, GraphCleanupIsDeferredToThePoll) {
   EXPECT_EQ(GraphTracker::liveReleaseFlags(), flagsBefore);
 }
 
-TEST_F(Watch, GraphSlotsRunOutThenAreReusedFromIdle) {
-  GraphSlots mem;
-  GraphTracker t;
-  mem.attach(&t);
+TEST_F(GraphWatch, GraphSlotsRunOutThenAreReusedFromIdle) {
   std::vector<gpu::Graph> graphs;
-  std::vector<SimLaunch> l, first;
+  std::vector<SimLaunch> first;
   for (int i = 0; i < GraphTracker::kSlots; i++) {
     graphs.push_back(captureLaunches(&t, stream, {2}, &l, i));
     ASSERT_NE(l[0].track.words, nullptr) << i;
@@ -415,12 +404,8 @@ TEST_F(Watch, GraphTwoCommsInOneGraphAreTrackedSeparately) {
   EXPECT_EQ(a.graphCount() + b.graphCount(), 0u);
 }
 
-TEST_F(Watch, GraphHookFailureLeavesThatGraphUntracked) {
-  GraphSlots mem;
-  GraphTracker t;
-  mem.attach(&t);
+TEST_F(GraphWatch, GraphHookFailureLeavesThatGraphUntracked) {
   fake::failNext("graphRetainNewUserObject", ncclUnhandledCudaError);
-  std::vector<SimLaunch> l;
   gpu::Graph g = captureLaunches(&t, stream, {2}, &l);   // capture goes on
   EXPECT_EQ(l[0].track.words, nullptr);
   fake::destroyGraph(g);
