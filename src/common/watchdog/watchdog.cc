@@ -149,37 +149,32 @@ ncclResult_t watchdogRegister(ncclComm* comm, int64_t timeoutMs) {
     WARN("Out of host memory creating the watchdog state of rank %d", comm->rank);
     return ncclSystemError;
   }
-  // The words the kernels report their progress in (eager launches).
+  // The words the kernels report their progress in: eager launches, and
+  // the graph slots (allocated now: nothing may be allocated while a stream
+  // captures). The device learns where they are last, once all exist.
   CommWatch& cw = *comm->watch;
+  const size_t wordsBytes = GraphTracker::kSlots * sizeof(dev::GraphProgress);
+  const size_t replaysBytes = GraphTracker::kSlots * dev::kMaxChannels * sizeof(uint64_t);
   ncclResult_t res = gpu::hostAllocMapped(&cw.progressHost, &cw.progressDev, sizeof(dev::LaunchProgress));
+  if (res == ncclSuccess) res = gpu::hostAllocMapped(&cw.graphWordsHost, &cw.graphWordsDev, wordsBytes);
+  if (res == ncclSuccess) res = gpu::deviceAlloc(&cw.graphReplaysDev, replaysBytes);
+  if (res == ncclSuccess) res = gpu::memset(cw.graphReplaysDev, 0, replaysBytes);
   if (res == ncclSuccess) {
     memset(cw.progressHost, 0, sizeof(dev::LaunchProgress));
+    memset(cw.graphWordsHost, 0, wordsBytes);
     if (comm->devComm != nullptr) {
       comm->devCommHost.progress = static_cast<dev::LaunchProgress*>(cw.progressDev);
       res = gpu::memcpy(comm->devComm, &comm->devCommHost, sizeof(comm->devCommHost));
     }
   }
   if (res != ncclSuccess) {
-    comm->devCommHost.progress = nullptr;   // launches carry id 0 without a watch: nothing writes there
+    // Without a watch launches carry id 0 and no graph slot: nothing writes
+    // to the words, whatever the device copy of the pointer says.
+    comm->devCommHost.progress = nullptr;
     comm->watch.reset();
     return res;
   }
   cw.eager.attach(static_cast<dev::LaunchProgress*>(cw.progressHost));
-  // The graph slots (allocated now: nothing may be allocated while a stream captures).
-  const size_t wordsBytes = GraphTracker::kSlots * sizeof(dev::GraphProgress);
-  const size_t replaysBytes = GraphTracker::kSlots * dev::kMaxChannels * sizeof(uint64_t);
-  res = gpu::hostAllocMapped(&cw.graphWordsHost, &cw.graphWordsDev, wordsBytes);
-  if (res == ncclSuccess) {
-    memset(cw.graphWordsHost, 0, wordsBytes);
-    res = gpu::deviceAlloc(&cw.graphReplaysDev, replaysBytes);
-  }
-  if (res == ncclSuccess) res = gpu::memset(cw.graphReplaysDev, 0, replaysBytes);
-  if (res != ncclSuccess) {
-    comm->devCommHost.progress = nullptr;
-    if (comm->devComm != nullptr) (void)gpu::memcpy(comm->devComm, &comm->devCommHost, sizeof(comm->devCommHost));
-    comm->watch.reset();
-    return res;
-  }
   cw.graphs.attach(static_cast<dev::GraphProgress*>(cw.graphWordsHost),
                    static_cast<dev::GraphProgress*>(cw.graphWordsDev), static_cast<uint64_t*>(cw.graphReplaysDev));
   Watchdog& w = wd();
