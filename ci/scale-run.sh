@@ -12,8 +12,9 @@
 #          algo  (AllReduce 8 B..64 MiB with NCCL_ALGO=Tree and =Ring)
 #          verify (backend, capture and watchdog GPU tests)
 #          latency (ci/latency-probe.sh on 2 and on all GPUs)
-#          sweep (tuning knobs against mid sizes: SWEEP_VARIANTS, graph mode,
-#                 all_reduce and all_gather on 2 and on all GPUs, with NCCL)
+#          sweep (tuning knobs against NCCL: SWEEP_VARIANTS; by default graph
+#                 mode, 32 KiB-8 MiB, all_reduce and all_gather on 2 and on
+#                 all GPUs; SWEEP_COLLS/_GPUS/_ARGS/_FIELD/_NAME change that)
 # Each stage writes its logs under $OUT/<stage>/ and packs them into
 # $OUT/<stage>.tgz (the device tool returns few files); a summary table
 # goes to stdout at the end.
@@ -137,36 +138,45 @@ stage_latency() {
 }
 
 stage_sweep() {
-  local d=$OUTDIR/sweep; mkdir -p "$d"
+  # SWEEP_NAME (output folder), SWEEP_COLLS, SWEEP_GPUS, SWEEP_ARGS (benchmark
+  # arguments), SWEEP_FIELD (time: out-of-place us, or busbw: GB/s) and
+  # SWEEP_VARIANTS ("label:ENV=V,ENV2=V ..."; @PB@ in a value is the prebuilt
+  # folder, so LD_LIBRARY_PATH=@PB@/lib-x picks another build of the library).
+  local name=${SWEEP_NAME:-sweep}
+  local d=$OUTDIR/$name; mkdir -p "$d"
   local variants=${SWEEP_VARIANTS:-"base: ll256:UNICCL_LL_THRESHOLD=262144 ll1m:UNICCL_LL_THRESHOLD=1048576 ch16:UNICCL_SIMPLE_CHANNEL_BYTES=16384 ll256ch16:UNICCL_LL_THRESHOLD=262144,UNICCL_SIMPLE_CHANNEL_BYTES=16384 llch4:UNICCL_LL_CHANNEL_BYTES=4096"}
+  local field=${SWEEP_FIELD:-time} col=5
+  [[ $field == busbw ]] && col=7
   local g c v
-  for g in 2 "$NGPUS"; do
-    for c in all_reduce all_gather; do
-      local args=(-g "$g" -b 32K -e 8M -f 2 -n 50 -w 10 -G 5)
-      LD_LIBRARY_PATH=$nccl_lib timeout 120 "$PB/bench/${c}_perf_nccl" "${args[@]}" >"$d/g${g}_${c}_nccl.log" 2>&1
+  for g in ${SWEEP_GPUS:-2 $NGPUS}; do
+    for c in ${SWEEP_COLLS:-all_reduce all_gather}; do
+      local args=(-g "$g" ${SWEEP_ARGS:--b 32K -e 8M -f 2 -n 50 -w 10 -G 5})
+      LD_LIBRARY_PATH=$nccl_lib timeout 150 "$PB/bench/${c}_perf_nccl" "${args[@]}" >"$d/g${g}_${c}_nccl.log" 2>&1
       for v in $variants; do
         local label=${v%%:*} envs=${v#*:}
-        env ${envs//,/ } timeout 120 "$PB/bench/${c}_perf" "${args[@]}" >"$d/g${g}_${c}_${label}.log" 2>&1
+        envs=${envs//@PB@/$PB}
+        env ${envs//,/ } timeout 150 "$PB/bench/${c}_perf" "${args[@]}" >"$d/g${g}_${c}_${label}.log" 2>&1
       done
-      echo "--- sweep: $c, $g GPUs, graph, out-of-place time (us)"
+      echo "--- $name: $c, $g GPUs, ${args[*]:2}, out-of-place $field"
       local files=("$d/g${g}_${c}_nccl.log") labels=(nccl)
       for v in $variants; do files+=("$d/g${g}_${c}_${v%%:*}.log"); labels+=("${v%%:*}"); done
-      python3 - "${files[@]}" <<PY
+      python3 - "$col" "${files[@]}" <<PY
 import sys
+col = int(sys.argv[1])
 rows = {}
-for i, f in enumerate(sys.argv[1:]):
+for i, f in enumerate(sys.argv[2:]):
     for line in open(f):
         p = line.split()
         if len(p) >= 13 and p[0].isdigit():
-            rows.setdefault(int(p[0]), {})[i] = p[5] + ("!" if p[8] not in ("0", "N/A") else "")
+            rows.setdefault(int(p[0]), {})[i] = p[col] + ("!" if p[8] not in ("0", "N/A") else "")
 labels = "${labels[*]}".split()
 print("%10s " % "bytes" + " ".join("%10s" % l for l in labels))
 for b in sorted(rows):
     print("%10d " % b + " ".join("%10s" % rows[b].get(i, "-") for i in range(len(labels))))
 PY
     done
-  done | tee "$d/sweep.txt"
-  pack sweep
+  done | tee "$d/$name.txt"
+  pack "$name"
 }
 
 nvidia-smi -L; nvidia-smi topo -m 2>/dev/null | head -8
