@@ -15,7 +15,7 @@
 
 namespace uniccl::dev {
 
-constexpr int kMaxChannels = 32;
+constexpr int kMaxChannels = 64;   // blocks of one launch; NVLink needs >32 x 512 threads to fill (docs/performance.md)
 constexpr int kSteps = 8;               // slots per connection (NCCL_STEPS)
 #if defined(UNICCL_DEV_CPU)
 constexpr int kThreadsPerBlock = 64;    // the CPU emulator: each thread is an OS thread
@@ -163,7 +163,7 @@ struct DevComm {
   int rank;
   int nRanks;
   int nChannels;              // channels wired for rings (blocks of a full-width launch)
-  int pad;
+  int simpleScFence;          // 1: a fence.sc.sys before each Simple tail store (UNICCL_SIMPLE_SC_FENCE, A/B only)
   int buffBytes[kNumProtos];  // bytes of one connection's buffer per protocol (kSteps slots)
   volatile uint32_t* abortFlag;  // host-mapped; nonzero: every spin loop gives up and the kernel exits
   Channel* channels;          // device array [kMaxChannels]
@@ -179,7 +179,8 @@ struct alignas(16) Work {
   uint8_t proto;              // Proto
   uint8_t channelLo;          // blocks [channelLo, channelHi] run this item
   uint8_t channelHi;
-  uint32_t profMask;          // bit c: channel c stamps this item (KernelCh profiling; 0: none)
+  uint32_t pad0;
+  uint64_t profMask;          // bit c: channel c stamps this item (KernelCh profiling; 0: none)
   union {
     struct {                  // collectives
       uint8_t redOp;          // RedOp
@@ -188,24 +189,24 @@ struct alignas(16) Work {
       uint8_t algo;           // Algo (kAlgoTree: AllReduce only)
       int32_t root;           // Broadcast/Reduce root (user rank)
       uint32_t sliceBytes;    // bytes moved per step (<= one slot of the protocol)
+      uint8_t exchange;       // ring AllReduce on 2 ranks: one exchange step, not reduce-scatter + all-gather
+      uint8_t pad1[3];
       const void* sendbuff;
       void* recvbuff;
       uint64_t count;         // elements: total for AllReduce/Broadcast/Reduce; per rank for AllGather/ReduceScatter
       uint64_t scalar;        // raw bits of the scalar in dtype's format, or a device pointer to it
-      uint8_t exchange;       // ring AllReduce on 2 ranks: one exchange step, not reduce-scatter + all-gather
-      uint8_t pad1[7];
     } c;
     struct {                  // p2p: a send half and a recv half (either may be empty)
       int32_t sendPeer;       // -1: no send part; == rank: local copy sendBuff -> recvBuff
       int32_t recvPeer;       // -1: no recv part
       uint32_t sliceBytes;
+      uint8_t sendProto;      // Proto of each half: a message's two ends choose the same one from
+      uint8_t recvProto;      // its size and transport (the item's other half may differ)
+      uint8_t pad2[2];
       const void* sendBuff;
       void* recvBuff;
       uint64_t sendBytes;
       uint64_t recvBytes;
-      uint8_t sendProto;      // Proto of each half: a message's two ends choose the same one from
-      uint8_t recvProto;      // its size and transport (the item's other half may differ)
-      uint8_t pad2[6];
     } p;
   };
 };

@@ -218,6 +218,7 @@ class Prims {
   UDEV Prims(const Group& g, const DevComm* comm, const Fn& fn, RecvConn* rc, SendConn* sc)
       : g_(g), fn_(fn), rc_(rc), sc_(sc) {
     slotBytes_ = comm->buffBytes[Proto] / kSteps;
+    scFence_ = comm->simpleScFence != 0;
     sendPoller_ = g.nthreads > kWarpSize ? kWarpSize : 0;
     if (rc) {
       recvBuf_ = rc->buffs[Proto];
@@ -268,7 +269,11 @@ class Prims {
       if (g_.tid == sendPoller_) {
         // The proxy sends what the slot's size says (network connections only).
         if (sendFifo_ != nullptr) storeVolatile64(&sendFifo_[ss % kSteps].size, n * (int64_t)sizeof(S));
-        fenceSystem();  // every thread's slot stores (ordered by the barrier) before the tail
+        // The release store publishes every thread's slot stores: the barrier
+        // above ordered them before this thread, and release is cumulative
+        // (as NCCL's fence.acq_rel.sys + relaxed store). The optional
+        // sequentially consistent fence is kept only to measure its cost.
+        if (scFence_) fenceSystem();
         storeReleaseSys(sendRemoteTail_, ss + 1);
       }
     }
@@ -333,6 +338,7 @@ class Prims {
   SendConn* sc_;
   int64_t slotBytes_ = 0;
   int sendPoller_ = 0;
+  bool scFence_ = false;
   char* recvBuf_ = nullptr;
   uint64_t* recvTail_ = nullptr;
   uint64_t* recvRemoteHead_ = nullptr;

@@ -19,6 +19,7 @@
 #include "common/profiler/comm_hooks.h"
 #include "common/profiler/kernel_ch_poller.h"
 #include "common/util/debug.h"
+#include "common/util/param.h"
 #include "common/util/socket.h"
 #include "common/watchdog/watchdog.h"
 #include "device/kernels.h"
@@ -116,6 +117,7 @@ ncclResult_t setupDevice(ncclComm* comm) {
   d.rank = comm->rank;
   d.nRanks = n;
   d.nChannels = comm->nChannels;
+  d.simpleScFence = paramInt("UNICCL_SIMPLE_SC_FENCE", 0) != 0;
   d.buffBytes[dev::kProtoLL] = (int)comm->transports.layout().llBytes;
   d.buffBytes[dev::kProtoSimple] = (int)comm->transports.layout().simpleBytes;
   d.abortFlag = comm->abortFlagDev;

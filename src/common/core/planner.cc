@@ -119,7 +119,7 @@ void markProfiledWorks(ncclComm* comm, std::vector<dev::Work>& works, size_t nCo
     void* parent = task < events.size() ? events[task] : nullptr;
     dev::Work& w = works[i];
     for (int c = w.channelLo; c <= w.channelHi; c++)
-      if (comm->kernelCh->expect(c, parent) != 0) w.profMask |= 1u << c;
+      if (comm->kernelCh->expect(c, parent) != 0) w.profMask |= 1ull << c;
   }
 }
 

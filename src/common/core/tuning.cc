@@ -184,7 +184,7 @@ uint64_t tuningDecisions(TaskKind kind, int algo) {
 void loadTuningEnv() { (void)tuningEnv(); }
 
 int defaultChannelCount(const ncclComm* comm) {
-  int n = comm->allP2p                       ? (int)paramInt("UNICCL_P2P_NCHANNELS", 32)
+  int n = comm->allP2p                       ? (int)paramInt("UNICCL_P2P_NCHANNELS", 64)
           : comm->transports.ringUsesNet() ? (int)paramInt("UNICCL_NET_NCHANNELS", 2)
                                            : (int)paramInt("UNICCL_SHM_NCHANNELS", 2);
   int lo = (int)paramInt("NCCL_MIN_NCHANNELS", 1);

@@ -78,8 +78,16 @@ ncclResult_t Transports::init(ncclComm* comm) {
   memcpy(&p2pReach_[(size_t)comm->rank * nRanks_], row.data(), nRanks_);
   UCHECK(comm->bootstrap->allGather(p2pReach_.data(), nRanks_));
   ringUsesNet_ = false;
-  for (int r = 0; r < nRanks_ && nRanks_ > 1; r++)
+  bool ringAllP2p = nRanks_ > 1;
+  for (int r = 0; r < nRanks_ && nRanks_ > 1; r++) {
     ringUsesNet_ = ringUsesNet_ || kindBetween(comm, r, (r + 1) % nRanks_) == TransportKind::Net;
+    ringAllP2p = ringAllP2p && p2pReachable(r, (r + 1) % nRanks_);
+  }
+  // All-P2P communicators run 64 channels (tuning.cc): 2 MiB Simple buffers
+  // keep the memory of 32 x 4 MiB, and measured as fast or faster on H200
+  // NVLink (docs/performance.md). The reach matrix is common, so every rank
+  // picks the same size.
+  if (ringAllP2p && getEnv("NCCL_BUFFSIZE") == nullptr) layout_.simpleBytes = 2 << 20;
   return ncclSuccess;
 }
 
