@@ -13,6 +13,12 @@
 //                 [--group-init]: ncclCommInitRank per device in a group
 //                 [--expect-algo=ring|tree|mixed]: at the end, check which
 //                 AllReduce algorithms the tuning chose (NCCL_ALGO runs)
+//                 [--copy-engine]: only what copy engines may carry
+//                 (core/copy_engine.h): AlltoAll, Broadcast, send/recv and
+//                 the task-order cases
+//                 [--expect-ce]: transfers of 70001 elements must go by copy
+//                 engine where the order cases say so (run with
+//                 UNICCL_COPY_ENGINE_MIN_BYTES below 70001 elements)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "common/core/copy_engine.h"
 #include "common/core/tuning.h"
 #include "common/gpu.h"
 #include "emu_runtime.h"
@@ -255,6 +262,96 @@ void runSendRecv(std::vector<Rank>& ranks, size_t count) {
           download(ranks[r], ranks[r].recv, count), in[(r + n - 1) % n]);
 }
 
+// Message order between ranks 0 and 1 (NCCL: the k-th send from a to b
+// meets the k-th recv at b from a), with some messages large enough for the
+// copy-engine path (core/copy_engine.h) and some not:
+//  1. one group, three messages of different sizes (1000, 70001, 7);
+//  2. a large send alone (a group of one), then a group with the next large
+//     send and both recvs: the counts disagree, so no copy engine, and the
+//     kernels match them in order;
+//  3. one more large message: the counts agree again;
+//  4. a large Broadcast from rank 1, out of place (2 ranks: by copy engine).
+// expectCe: the large transfers of 1, 3 and 4 (only those) went by copy engine.
+void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
+  Rank& A = ranks[0];
+  Rank& B = ranks[1];
+  const size_t esz = gElem;
+  auto sendAt = [&](size_t off) { return A.send + off * esz; };
+  auto recvAt = [&](size_t off) { return B.recv + off * esz; };
+  const std::vector<size_t> sizes = {1000, 70001, 7};
+  std::vector<float> all;
+  std::vector<size_t> offs;
+  for (size_t n : sizes) {
+    offs.push_back(all.size());
+    std::vector<float> v = randomData(n);
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  upload(A, A.send, all);
+  upload(B, B.recv, randomData(all.size()));
+  uint64_t ce0 = copyEngineTransfers();
+  EXPECT_OK(ncclGroupStart());
+  for (size_t i = 0; i < sizes.size(); i++) EXPECT_OK(ncclSend(sendAt(offs[i]), sizes[i], gType, 1, A.comm, A.stream));
+  for (size_t i = 0; i < sizes.size(); i++) EXPECT_OK(ncclRecv(recvAt(offs[i]), sizes[i], gType, 0, B.comm, B.stream));
+  EXPECT_OK(ncclGroupEnd());
+  syncAll(ranks);
+  check("P2pOrder/three-sizes", download(B, B.recv, all.size()), all);
+  const uint64_t ce1 = copyEngineTransfers();
+  if (expectCe && ce1 - ce0 != 1) {
+    gFailures++;
+    fprintf(stderr, "FAIL P2pOrder/three-sizes: %llu messages by copy engine, expected 1\n", (unsigned long long)(ce1 - ce0));
+  }
+
+  const size_t big = 70001;
+  std::vector<float> d = randomData(big), e = randomData(big);
+  upload(A, A.send, d);
+  upload(A, A.send + big * esz, e);
+  upload(B, B.recv, randomData(2 * big));
+  EXPECT_OK(ncclSend(A.send, big, gType, 1, A.comm, A.stream));   // alone: waits on the GPU for its recv
+  EXPECT_OK(ncclGroupStart());
+  EXPECT_OK(ncclSend(A.send + big * esz, big, gType, 1, A.comm, A.stream));
+  EXPECT_OK(ncclRecv(B.recv, big, gType, 0, B.comm, B.stream));
+  EXPECT_OK(ncclRecv(B.recv + big * esz, big, gType, 0, B.comm, B.stream));
+  EXPECT_OK(ncclGroupEnd());
+  syncAll(ranks);
+  check("P2pOrder/lone-send-first", download(B, B.recv, big), d);
+  check("P2pOrder/lone-send-second", download(B, B.recv + big * esz, big), e);
+  const uint64_t ce2 = copyEngineTransfers();
+  if (ce2 != ce1) {
+    gFailures++;
+    fprintf(stderr, "FAIL P2pOrder/lone-send: %llu messages by copy engine with unmatched earlier sends\n",
+            (unsigned long long)(ce2 - ce1));
+  }
+
+  std::vector<float> f = randomData(big);
+  upload(A, A.send, f);
+  upload(B, B.recv, randomData(big));
+  EXPECT_OK(ncclGroupStart());
+  EXPECT_OK(ncclRecv(B.recv, big, gType, 0, B.comm, B.stream));
+  EXPECT_OK(ncclSend(A.send, big, gType, 1, A.comm, A.stream));
+  EXPECT_OK(ncclGroupEnd());
+  syncAll(ranks);
+  check("P2pOrder/matched-again", download(B, B.recv, big), f);
+  const uint64_t ce3 = copyEngineTransfers();
+  if (expectCe && ce3 - ce2 != 1) {
+    gFailures++;
+    fprintf(stderr, "FAIL P2pOrder/matched-again: not by copy engine\n");
+  }
+
+  const int n = (int)ranks.size();
+  std::vector<float> g = randomData(big);
+  upload(B, B.send, g);
+  for (Rank& R : ranks) upload(R, R.recv, randomData(big));
+  EXPECT_OK(ncclGroupStart());
+  for (Rank& R : ranks) EXPECT_OK(ncclBroadcast(R.send, R.recv, big, gType, 1, R.comm, R.stream));
+  EXPECT_OK(ncclGroupEnd());
+  syncAll(ranks);
+  for (int r = 0; r < n; r++) check("P2pOrder/broadcast/rank" + std::to_string(r), download(ranks[r], ranks[r].recv, big), g);
+  if (expectCe && n == 2 && copyEngineTransfers() - ce3 != 1) {
+    gFailures++;
+    fprintf(stderr, "FAIL P2pOrder/broadcast: not by copy engine\n");
+  }
+}
+
 // One group with 8 collectives of 8 datatypes per rank (the GPU coll test's
 // Batch/group-8-collectives): one kernel per datatype and rank, issued
 // back to back. Checks the float AllReduce and the int8 max AllReduce
@@ -361,6 +458,8 @@ int main(int argc, char** argv) {
   std::string expectAlgo;
   bool mixedGroup = false;  // --mixed-group: first, a group of 8 collectives of 8 datatypes (needs every kernel)
   bool groupInit = false;   // --group-init: ncclCommInitRank per device inside a group (not ncclCommInitAll)
+  bool ceOnly = false;      // --copy-engine: AlltoAll, Broadcast, send/recv and the task-order cases
+  bool expectCe = false;    // --expect-ce: the order cases' large transfers must go by copy engine
   for (int i = 1; i < argc; i++) {
     if (!strncmp(argv[i], "--ranks=", 8)) nranks = atoi(argv[i] + 8);
     if (!strcmp(argv[i], "--profile")) profile = true;
@@ -371,6 +470,8 @@ int main(int argc, char** argv) {
     if (!strncmp(argv[i], "--expect-algo=", 14)) expectAlgo = argv[i] + 14;
     if (!strcmp(argv[i], "--mixed-group")) mixedGroup = true;
     if (!strcmp(argv[i], "--group-init")) groupInit = true;
+    if (!strcmp(argv[i], "--copy-engine")) ceOnly = true;
+    if (!strcmp(argv[i], "--expect-ce")) expectCe = true;
   }
   emu::installCpuKernelRunner();
   int ndev = 0;
@@ -423,6 +524,7 @@ int main(int argc, char** argv) {
   const char* colls[] = {"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AlltoAll"};
   const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
   for (const char* coll : profile ? std::vector<const char*>{} : std::vector<const char*>(std::begin(colls), std::end(colls))) {
+    if (ceOnly && strcmp(coll, "AlltoAll") && strcmp(coll, "Broadcast")) continue;
     const bool reduces = !strcmp(coll, "AllReduce") || !strcmp(coll, "Reduce") || !strcmp(coll, "ReduceScatter");
     for (size_t count : counts) {
       for (int inPlace = 0; inPlace < 2; inPlace++) {
@@ -442,9 +544,10 @@ int main(int argc, char** argv) {
   }
   if (!profile)
     for (size_t count : counts) runSendRecv(ranks, count);
+  if (!profile) runP2pOrder(ranks, expectCe);
   // Many back-to-back collectives without a sync: work FIFO reuse, slot wrap,
   // persistent step counters (and the proxy's for NET).
-  if (!profile) {
+  if (!profile && !ceOnly) {
     std::vector<float> ones(1000, 1.0f);
     for (Rank& R : ranks) upload(R, R.recv, ones);
     for (int it = 0; it < 50; it++) {

@@ -79,6 +79,16 @@ struct ncclComm {
   bool haveLastStream = false;
   uniccl::gpu::Event orderEvent = nullptr;    // recorded on lastStream when the next launch moves elsewhere
   uint64_t opCount = 0;                       // collectives issued (sequence numbers for logs)
+  // Copy-engine transfers (core/copy_engine.h): messages ever posted to /
+  // from each peer and collectives ever posted (how groups match the ranks'
+  // tasks), the side stream of the copies and the events that order it
+  // between the ranks' streams.
+  std::vector<uint64_t> p2pSentTo, p2pRecvdFrom;
+  uint64_t collsPosted = 0;
+  bool copyEngineOff = false;                 // counts may disagree with the peers' (a group failed)
+  uniccl::gpu::Stream ceStream = nullptr;
+  uniccl::gpu::Event ceEntry = nullptr;
+  uniccl::gpu::Event ceExit = nullptr;
   // Timeout tracking of this comm's launches (common/watchdog; nullptr when
   // UNICCL_TIMEOUT=0). Declared after donePool/callbacks so it goes first.
   std::unique_ptr<uniccl::CommWatch> watch;

@@ -6,6 +6,7 @@
 #include "common/api_export.h"
 #include "common/check.h"
 #include "common/core/comm.h"
+#include "common/core/copy_engine.h"
 #include "common/core/launch.h"
 #include "common/core/planner.h"
 #include "common/profiler/comm_hooks.h"
@@ -66,6 +67,7 @@ ncclResult_t runInitJobs(std::vector<std::function<ncclResult_t()>>& jobs) {
 
 void dropTasks(std::vector<ncclComm*>& comms) {
   for (ncclComm* c : comms) {
+    if (!c->tasks.empty()) disableCopyEngine(c);  // its peers may have launched their ends
     c->tasks.clear();
     profilerDropTasks(c);  // [profiler]
     c->inGroupList = false;
@@ -81,10 +83,15 @@ ncclResult_t launchGroup(GroupState& g) {
   }
   if (g.comms.empty()) return ncclSuccess;
   DeviceGuard device;
+  const UseDevice useDevice = [&device](int dev) { return device.use(dev); };
+  CopyEngineGroup& copies = copyEngineGroup();
+  for (ncclComm* c : g.comms) UCHECK_GOTO(checkTaskStreams(c), res, fail);
+  // Transfers with both ends in this group may go by copy engine (and need
+  // no connection).
+  UCHECK_GOTO(copies.start(g.comms, useDevice), res, fail);
   // Connections first, in phases across all communicators of the group
   // (one thread may drive both ends of a connection).
   for (ncclComm* c : g.comms) {
-    UCHECK_GOTO(checkTaskStreams(c), res, fail);
     peersToConnect(c, &g.peerScratch);
     if (g.peerScratch.empty()) continue;
     UCHECK_GOTO(device.use(c->gpuDev), res, fail);
@@ -108,8 +115,9 @@ ncclResult_t launchGroup(GroupState& g) {
     UCHECK_GOTO(launchTasksProfiled(c), res, fail);  // [profiler] Group + Coll/P2p events around launchTasks
   }
   g.comms.clear();
-  return ncclSuccess;
+  return copies.join(useDevice);
 fail:
+  (void)copies.join(useDevice);   // queued copies still order the streams
   dropTasks(g.comms);
   return res;
 }
@@ -147,6 +155,7 @@ ncclResult_t enqueueTask(ncclComm* comm, const Task& task) {
   ProfilerGroupApiScope profilerGroupApi;  // [profiler] ends the implicit group's GroupApi event
   ncclResult_t res = ncclSuccess;
   DeviceGuard device;
+  countPostedTasks(comm);
   UCHECK_GOTO(device.use(comm->gpuDev), res, fail);
   if (!list.p2p.empty()) {
     peersToConnect(comm, &g.peerScratch);
@@ -154,6 +163,7 @@ ncclResult_t enqueueTask(ncclComm* comm, const Task& task) {
   }
   return launchTasksProfiled(comm);  // [profiler] Group + Coll/P2p events around launchTasks
 fail:
+  disableCopyEngine(comm);  // counted, never launched
   list.clear();
   profilerDropTasks(comm);  // [profiler]
   return res;

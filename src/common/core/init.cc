@@ -239,6 +239,14 @@ void commFree(ncclComm* comm, bool abort) {
   for (void* p : comm->deviceAllocs) gpu::deviceFree(p);
   comm->deviceAllocs.clear();
   if (comm->orderEvent != nullptr) gpu::eventDestroy(comm->orderEvent);
+  // Copy-engine transfers touch only user buffers, but destroy promises the
+  // comm's operations are over: its side stream drains first.
+  if (comm->ceStream != nullptr) {
+    gpu::streamSynchronize(comm->ceStream);
+    gpu::streamDestroy(comm->ceStream);
+  }
+  if (comm->ceExit != nullptr) gpu::eventDestroy(comm->ceExit);
+  if (comm->ceEntry != nullptr) gpu::eventDestroy(comm->ceEntry);
   if (comm->abortFlagHost != nullptr) gpu::hostFree(const_cast<uint32_t*>(comm->abortFlagHost));
   comm->bootstrap.reset();
   comm->magic = 0;

@@ -1,0 +1,287 @@
+#include "common/core/copy_engine.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "common/check.h"
+#include "common/core/comm.h"
+#include "common/util/debug.h"
+#include "common/util/param.h"
+
+namespace uniccl {
+
+namespace {
+
+std::atomic<uint64_t> gTransfers{0};
+
+struct Settings {
+  bool enabled;
+  size_t minBytes;
+};
+
+const Settings& settings() {
+  static const Settings s{paramInt("UNICCL_COPY_ENGINE", 1) != 0,
+                          (size_t)std::max<int64_t>(1, paramInt("UNICCL_COPY_ENGINE_MIN_BYTES", 8 << 20))};
+  return s;
+}
+
+size_t taskBytes(const Task& t) { return t.count * dataTypeSize(t.dtype); }
+
+void ensureCounters(ncclComm* c) {
+  if (c->p2pSentTo.size() != (size_t)c->nRanks) {
+    c->p2pSentTo.assign(c->nRanks, 0);
+    c->p2pRecvdFrom.assign(c->nRanks, 0);
+  }
+}
+
+// The one stream of all the comm's tasks in this group; false when several.
+bool singleStream(const ncclComm* c, gpu::Stream* out) {
+  bool have = false;
+  for (const std::vector<Task>* list : {&c->tasks.colls, &c->tasks.p2p}) {
+    for (const Task& t : *list) {
+      if (have && t.stream != *out) return false;
+      *out = t.stream;
+      have = true;
+    }
+  }
+  return have;
+}
+
+bool hasLargeTask(const ncclComm* c, size_t minBytes) {
+  auto large = [&](const Task& t) { return taskBytes(t) >= minBytes; };
+  return std::any_of(c->tasks.p2p.begin(), c->tasks.p2p.end(), large) ||
+         std::any_of(c->tasks.colls.begin(), c->tasks.colls.end(),
+                     [&](const Task& t) { return t.kind == TaskKind::Broadcast && large(t); });
+}
+
+// A communicator that may take part: path on, no profiler (its events follow
+// the kernels), a task large enough, one stream, not capturing.
+bool eligible(ncclComm* c, gpu::Stream* stream) {
+  if (c->copyEngineOff || c->profiler != nullptr || !hasLargeTask(c, settings().minBytes)) return false;
+  if (!singleStream(c, stream)) return false;
+  gpu::CaptureInfo cap;
+  if (gpu::streamGetCaptureInfo(*stream, &cap) != ncclSuccess) return false;
+  return cap.status == gpu::CaptureStatus::None;
+}
+
+// Index in c->tasks.p2p of the k-th task of `kind` with peer `peer`, or -1.
+long nthMessage(const ncclComm* c, TaskKind kind, int peer, size_t k) {
+  const std::vector<Task>& ts = c->tasks.p2p;
+  for (size_t i = 0; i < ts.size(); i++)
+    if (ts[i].kind == kind && ts[i].root == peer && k-- == 0) return (long)i;
+  return -1;
+}
+
+bool directPeers(const ncclComm* a, const ncclComm* b) {
+  return a->transports.kindBetween(a, a->rank, b->rank) == TransportKind::P2p;
+}
+
+ncclResult_t ensureResources(ncclComm* c) {
+  if (c->ceStream == nullptr) UCHECK(gpu::streamCreate(&c->ceStream));
+  if (c->ceEntry == nullptr) UCHECK(gpu::eventCreate(&c->ceEntry));
+  if (c->ceExit == nullptr) UCHECK(gpu::eventCreate(&c->ceExit));
+  return ncclSuccess;
+}
+
+}  // namespace
+
+CopyEngineGroup& copyEngineGroup() {
+  thread_local CopyEngineGroup g;
+  return g;
+}
+
+const CopyEngineGroup::Side* CopyEngineGroup::sideOf(const ncclComm* c) const {
+  for (const Side& s : sides_)
+    if (s.comm == c) return &s;
+  return nullptr;
+}
+
+void CopyEngineGroup::findMessages() {
+  const size_t minBytes = settings().minBytes;
+  for (size_t ia = 0; ia < sides_.size(); ia++) {
+    ncclComm* A = sides_[ia].comm;
+    const std::vector<Task>& ts = A->tasks.p2p;
+    for (size_t i = 0; i < ts.size(); i++) {
+      const Task& s = ts[i];
+      if (s.kind != TaskKind::Send || s.root == A->rank || taskBytes(s) < minBytes) continue;
+      size_t ib = 0;
+      while (ib < sides_.size() && !(sides_[ib].comm->commHash == A->commHash &&
+                                     sides_[ib].comm->nRanks == A->nRanks && sides_[ib].comm->rank == s.root))
+        ib++;
+      if (ib == sides_.size()) continue;   // the receiver is not in this group
+      ncclComm* B = sides_[ib].comm;
+      if (!directPeers(A, B) || A->p2pSentTo[B->rank] != B->p2pRecvdFrom[A->rank]) continue;
+      size_t k = 0;
+      for (size_t j = 0; j < i; j++) k += ts[j].kind == TaskKind::Send && ts[j].root == s.root;
+      const long r = nthMessage(B, TaskKind::Recv, A->rank, k);
+      if (r < 0 || taskBytes(B->tasks.p2p[(size_t)r]) != taskBytes(s)) continue;
+      copies_.push_back(Copy{A, B, s.sendbuff, B->tasks.p2p[(size_t)r].recvbuff, taskBytes(s)});
+      takenP2p_[ia][i] = true;
+      takenP2p_[ib][(size_t)r] = true;
+    }
+  }
+}
+
+void CopyEngineGroup::findBroadcasts() {
+  const size_t minBytes = settings().minBytes;
+  for (size_t ia = 0; ia < sides_.size(); ia++) {
+    ncclComm* A = sides_[ia].comm;
+    if (A->nRanks != 2 || A->rank != 0) continue;   // each pair once, from rank 0
+    size_t ib = 0;
+    while (ib < sides_.size() && !(sides_[ib].comm->commHash == A->commHash && sides_[ib].comm->nRanks == 2 &&
+                                   sides_[ib].comm->rank == 1))
+      ib++;
+    if (ib == sides_.size()) continue;
+    ncclComm* B = sides_[ib].comm;
+    if (A->collsPosted != B->collsPosted || !directPeers(A, B)) continue;
+    const size_t n = std::min(A->tasks.colls.size(), B->tasks.colls.size());
+    for (size_t k = 0; k < n; k++) {
+      const Task& ta = A->tasks.colls[k];
+      const Task& tb = B->tasks.colls[k];
+      if (ta.kind != TaskKind::Broadcast || tb.kind != TaskKind::Broadcast || ta.root != tb.root ||
+          taskBytes(ta) != taskBytes(tb) || taskBytes(ta) < minBytes || (ta.root != 0 && ta.root != 1))
+        continue;
+      const Task& root = ta.root == 0 ? ta : tb;
+      const Task& other = ta.root == 0 ? tb : ta;
+      ncclComm* rootComm = ta.root == 0 ? A : B;
+      ncclComm* otherComm = ta.root == 0 ? B : A;
+      copies_.push_back(Copy{rootComm, otherComm, root.sendbuff, other.recvbuff, taskBytes(root)});
+      if (root.sendbuff != root.recvbuff)
+        localCopies_.push_back(Copy{rootComm, rootComm, root.sendbuff, root.recvbuff, taskBytes(root)});
+      takenColls_[ia][k] = true;
+      takenColls_[ib][k] = true;
+    }
+  }
+}
+
+// Entry events on the ranks' streams; each sender's side stream waits for
+// its own entry and its receivers' (their buffers are free), copies, and
+// marks its exit. Opposite directions run at once on two side streams.
+ncclResult_t CopyEngineGroup::issue(const UseDevice& useDevice) {
+  auto sends = [&](const ncclComm* c) {
+    return std::any_of(copies_.begin(), copies_.end(), [c](const Copy& x) { return x.from == c; });
+  };
+  auto involved = [&](const ncclComm* c) {
+    auto touches = [c](const Copy& x) { return x.from == c || x.to == c; };
+    return std::any_of(copies_.begin(), copies_.end(), touches) ||
+           std::any_of(localCopies_.begin(), localCopies_.end(), touches);
+  };
+  for (const Side& s : sides_) {
+    if (!involved(s.comm)) continue;
+    UCHECK(useDevice(s.comm->gpuDev));
+    UCHECK(ensureResources(s.comm));
+    UCHECK(gpu::eventRecord(s.comm->ceEntry, s.stream));
+  }
+  for (const Side& s : sides_) {
+    if (!sends(s.comm)) continue;
+    UCHECK(useDevice(s.comm->gpuDev));
+    UCHECK(gpu::streamWaitEvent(s.comm->ceStream, s.comm->ceEntry));
+    for (const Side& r : sides_) {
+      const bool toR = r.comm != s.comm && std::any_of(copies_.begin(), copies_.end(), [&](const Copy& x) {
+        return x.from == s.comm && x.to == r.comm;
+      });
+      if (toR) UCHECK(gpu::streamWaitEvent(s.comm->ceStream, r.comm->ceEntry));
+    }
+  }
+  for (const Copy& x : copies_) {
+    UCHECK(useDevice(x.from->gpuDev));
+    UCHECK(gpu::memcpyAsync(x.dst, x.src, x.bytes, x.from->ceStream));
+    gTransfers.fetch_add(1, std::memory_order_relaxed);
+    TRACE(kSubsysP2p, "rank %d -> %d: %zu bytes by copy engine", x.from->rank, x.to->rank, x.bytes);
+  }
+  for (const Copy& x : localCopies_) {
+    UCHECK(useDevice(x.from->gpuDev));
+    UCHECK(gpu::memcpyAsync(x.dst, x.src, x.bytes, sideOf(x.from)->stream));
+  }
+  for (const Side& s : sides_) {
+    if (!sends(s.comm)) continue;
+    UCHECK(useDevice(s.comm->gpuDev));
+    UCHECK(gpu::eventRecord(s.comm->ceExit, s.comm->ceStream));
+  }
+  return ncclSuccess;
+}
+
+void CopyEngineGroup::removeTaken() {
+  auto compact = [](std::vector<Task>& ts, const std::vector<bool>& taken) {
+    size_t w = 0;
+    for (size_t i = 0; i < ts.size(); i++)
+      if (!taken[i]) ts[w++] = ts[i];
+    ts.resize(w);
+  };
+  for (size_t i = 0; i < sides_.size(); i++) {
+    compact(sides_[i].comm->tasks.colls, takenColls_[i]);
+    compact(sides_[i].comm->tasks.p2p, takenP2p_[i]);
+  }
+}
+
+ncclResult_t CopyEngineGroup::start(std::vector<ncclComm*>& comms, const UseDevice& useDevice) {
+  sides_.clear();
+  copies_.clear();
+  localCopies_.clear();
+  if (settings().enabled && comms.size() > 1) {
+    for (ncclComm* c : comms) {
+      gpu::Stream st = nullptr;
+      if (!eligible(c, &st)) continue;
+      ensureCounters(c);
+      sides_.push_back(Side{c, st});
+    }
+  }
+  if (sides_.size() > 1) {
+    takenColls_.resize(sides_.size());
+    takenP2p_.resize(sides_.size());
+    for (size_t i = 0; i < sides_.size(); i++) {
+      takenColls_[i].assign(sides_[i].comm->tasks.colls.size(), false);
+      takenP2p_[i].assign(sides_[i].comm->tasks.p2p.size(), false);
+    }
+    findMessages();
+    findBroadcasts();
+  }
+  for (ncclComm* c : comms) countPostedTasks(c);
+  if (copies_.empty()) {
+    sides_.clear();
+    return ncclSuccess;
+  }
+  ncclResult_t res = issue(useDevice);
+  // Queued copies cannot go to the kernels as well; after a failure the
+  // counts no longer describe what the peers will see.
+  if (res != ncclSuccess)
+    for (const Side& s : sides_) disableCopyEngine(s.comm);
+  removeTaken();
+  return res;
+}
+
+ncclResult_t CopyEngineGroup::join(const UseDevice& useDevice) {
+  ncclResult_t res = ncclSuccess;
+  for (const Side& r : sides_) {
+    for (const Side& s : sides_) {
+      const bool linked = std::any_of(copies_.begin(), copies_.end(), [&](const Copy& x) {
+        return x.from == s.comm && (x.to == r.comm || x.from == r.comm);
+      });
+      if (!linked || s.comm->ceExit == nullptr) continue;
+      ncclResult_t r2 = useDevice(r.comm->gpuDev);
+      if (r2 == ncclSuccess) r2 = gpu::streamWaitEvent(r.stream, s.comm->ceExit);
+      if (r2 != ncclSuccess && res == ncclSuccess) res = r2;
+    }
+  }
+  sides_.clear();
+  copies_.clear();
+  localCopies_.clear();
+  return res;
+}
+
+void countPostedTasks(ncclComm* c) {
+  c->collsPosted += c->tasks.colls.size();
+  if (c->tasks.p2p.empty()) return;
+  ensureCounters(c);
+  for (const Task& t : c->tasks.p2p) {
+    if (t.root < 0 || t.root >= c->nRanks) continue;
+    if (t.kind == TaskKind::Send) c->p2pSentTo[t.root]++;
+    else c->p2pRecvdFrom[t.root]++;
+  }
+}
+
+void disableCopyEngine(ncclComm* comm) { comm->copyEngineOff = true; }
+
+uint64_t copyEngineTransfers() { return gTransfers.load(std::memory_order_relaxed); }
+
+}  // namespace uniccl

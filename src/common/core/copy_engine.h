@@ -1,0 +1,93 @@
+// Copy-engine transfers between GPUs driven by one thread.
+//
+// When one group holds both ends of a large transfer between ranks of the
+// same communicator (as a single process driving several GPUs does), the
+// bytes need no kernel: a peer copy moves them from the source rank's buffer
+// straight into the destination rank's buffer with a copy engine (about 392
+// GB/s each way on H200 NV18, where SM stores reach about 365; no staging
+// slot, no SM time; docs/performance.md). Two kinds of tasks go this way:
+//   - a send on rank a to b with the matching recv on b from a (NCCL's
+//     order: the k-th send from a to b meets the k-th recv at b from a);
+//   - a Broadcast of a 2-rank communicator whose two ranks are both in the
+//     group (with more ranks the root's links would carry every copy: the
+//     ring stays better).
+// Each communicator counts the messages and collectives it ever posted; a
+// transfer is taken only when the counts of its ranks agree before the group,
+// so the k-th task of the group on one rank meets the k-th on the other.
+//
+// Stream order: each involved communicator has a side stream. The copies run
+// there after both ranks' streams reached the group (events), overlapping
+// the group's kernels (AlltoAll's local part, other collectives); after the
+// kernels are queued, both ranks' streams wait for the copies.
+//
+// UNICCL_COPY_ENGINE (default 1) turns the path on, UNICCL_COPY_ENGINE_MIN_BYTES
+// (default 8 MiB) is the smallest transfer it takes. Tasks over other
+// transports, on capturing streams (copies cannot join two graphs), of
+// communicators with a profiler plugin or with several streams in the group,
+// and sends whose two ends differ in size stay with the kernels.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "common/gpu.h"
+#include "uniccl.h"
+
+struct ncclComm;
+
+namespace uniccl {
+
+// Switches the calling thread to a device (the group's device guard).
+using UseDevice = std::function<ncclResult_t(int dev)>;
+
+// One thread's copy-engine part of the group being launched.
+class CopyEngineGroup {
+ public:
+  // Takes the transfers copy engines can move out of the communicators'
+  // task lists, queues their copies, and counts every task of the group.
+  // Called once per group, before the kernels.
+  ncclResult_t start(std::vector<ncclComm*>& comms, const UseDevice& useDevice);
+  // After the group's kernels are queued: the ranks' streams wait for the
+  // copies. Also after a failed launch (the copies are queued already).
+  ncclResult_t join(const UseDevice& useDevice);
+
+ private:
+  struct Side {
+    ncclComm* comm;
+    gpu::Stream stream;   // the one stream of the comm's tasks in this group
+  };
+  struct Copy {
+    ncclComm* from;
+    ncclComm* to;
+    const void* src;
+    void* dst;
+    size_t bytes;
+  };
+  void findMessages();
+  void findBroadcasts();
+  ncclResult_t issue(const UseDevice& useDevice);
+  void removeTaken();
+  const Side* sideOf(const ncclComm* c) const;
+
+  std::vector<Side> sides_;
+  std::vector<Copy> copies_;       // over NVLink, on the `from` side stream
+  std::vector<Copy> localCopies_;  // root's own out-of-place Broadcast, on its stream
+  std::vector<std::vector<bool>> takenColls_, takenP2p_;   // [side][task]
+};
+
+// The calling thread's instance (its vectors keep their capacity).
+CopyEngineGroup& copyEngineGroup();
+
+// Counts the tasks of a communicator launched without a group (a group of
+// one), so later groups still match tasks by their order.
+void countPostedTasks(ncclComm* comm);
+
+// After a failed group the counts may no longer agree between ranks: the
+// communicator leaves the copy-engine path for good.
+void disableCopyEngine(ncclComm* comm);
+
+// Transfers this process moved by copy engine so far (tests, logs).
+uint64_t copyEngineTransfers();
+
+}  // namespace uniccl
