@@ -270,8 +270,9 @@ void runSendRecv(std::vector<Rank>& ranks, size_t count) {
 //     send and both recvs: the counts disagree, so no copy engine, and the
 //     kernels match them in order;
 //  3. one more large message: the counts agree again;
-//  4. a large Broadcast from rank 1, out of place (2 ranks: by copy engine).
-// expectCe: the large transfers of 1, 3 and 4 (only those) went by copy engine.
+//  4. a large message from rank 0 to itself (never by copy engine);
+//  5. a large Broadcast from rank 1, out of place (2 ranks: by copy engine).
+// expectCe: the large transfers of 1, 3 and 5 (only those) went by copy engine.
 void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
   Rank& A = ranks[0];
   Rank& B = ranks[1];
@@ -337,6 +338,23 @@ void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
     fprintf(stderr, "FAIL P2pOrder/matched-again: not by copy engine\n");
   }
 
+  // 4. A large message to itself (AlltoAll's own block).
+  std::vector<float> h = randomData(big);
+  upload(A, A.send, h);
+  upload(A, A.recv, randomData(big));
+  EXPECT_OK(ncclGroupStart());
+  EXPECT_OK(ncclSend(A.send, big, gType, 0, A.comm, A.stream));
+  EXPECT_OK(ncclRecv(A.recv, big, gType, 0, A.comm, A.stream));
+  EXPECT_OK(ncclGroupEnd());
+  syncAll(ranks);
+  check("P2pOrder/self", download(A, A.recv, big), h);
+  const uint64_t ce4 = copyEngineTransfers();
+  if (ce4 != ce3) {   // a rank's own block stays with the kernels (measured faster, docs/performance.md)
+    gFailures++;
+    fprintf(stderr, "FAIL P2pOrder/self: went by copy engine\n");
+  }
+
+  // 5. A large Broadcast from rank 1 (2 ranks: by copy engine).
   const int n = (int)ranks.size();
   std::vector<float> g = randomData(big);
   upload(B, B.send, g);
@@ -346,7 +364,7 @@ void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
   EXPECT_OK(ncclGroupEnd());
   syncAll(ranks);
   for (int r = 0; r < n; r++) check("P2pOrder/broadcast/rank" + std::to_string(r), download(ranks[r], ranks[r].recv, big), g);
-  if (expectCe && n == 2 && copyEngineTransfers() - ce3 != 1) {
+  if (expectCe && n == 2 && copyEngineTransfers() - ce4 != 1) {
     gFailures++;
     fprintf(stderr, "FAIL P2pOrder/broadcast: not by copy engine\n");
   }
