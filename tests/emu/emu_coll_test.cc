@@ -271,7 +271,8 @@ void runSendRecv(std::vector<Rank>& ranks, size_t count) {
 //     kernels match them in order;
 //  3. one more large message: the counts agree again;
 //  4. a large message from rank 0 to itself (never by copy engine);
-//  5. a large Broadcast from rank 1, out of place (2 ranks: by copy engine).
+//  5. a large Broadcast from rank 1, out of place (2 ranks: by copy engine);
+//  6. (3+ ranks) rank 0 sends to two ranks in one group (never by copy engine).
 // expectCe: the large transfers of 1, 3 and 5 (only those) went by copy engine.
 void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
   Rank& A = ranks[0];
@@ -367,6 +368,30 @@ void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
   if (expectCe && n == 2 && copyEngineTransfers() - ce4 != 1) {
     gFailures++;
     fprintf(stderr, "FAIL P2pOrder/broadcast: not by copy engine\n");
+  }
+  if (n < 3) return;
+
+  // 6. Rank 0 sends to ranks 1 and 2 in one group: a fan-out stays with the
+  //    kernels (they move both parts at once).
+  const uint64_t ce5 = copyEngineTransfers();
+  Rank& C = ranks[2];
+  std::vector<float> x = randomData(big), y = randomData(big);
+  upload(A, A.send, x);
+  upload(A, A.send + big * esz, y);
+  upload(B, B.recv, randomData(big));
+  upload(C, C.recv, randomData(big));
+  EXPECT_OK(ncclGroupStart());
+  EXPECT_OK(ncclSend(A.send, big, gType, 1, A.comm, A.stream));
+  EXPECT_OK(ncclSend(A.send + big * esz, big, gType, 2, A.comm, A.stream));
+  EXPECT_OK(ncclRecv(B.recv, big, gType, 0, B.comm, B.stream));
+  EXPECT_OK(ncclRecv(C.recv, big, gType, 0, C.comm, C.stream));
+  EXPECT_OK(ncclGroupEnd());
+  syncAll(ranks);
+  check("P2pOrder/fan-out/rank1", download(B, B.recv, big), x);
+  check("P2pOrder/fan-out/rank2", download(C, C.recv, big), y);
+  if (copyEngineTransfers() != ce5) {
+    gFailures++;
+    fprintf(stderr, "FAIL P2pOrder/fan-out: went by copy engine\n");
   }
 }
 

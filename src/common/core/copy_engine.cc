@@ -72,6 +72,21 @@ long nthMessage(const ncclComm* c, TaskKind kind, int peer, size_t k) {
   return -1;
 }
 
+// Whether all of the comm's messages of `kind` in this group that involve
+// another rank involve the same one. A rank that fans out to (or in from)
+// several peers keeps the kernels: they move every peer's part at once over
+// the channels, where one side stream would copy them one after the other
+// (AlltoAll on 4 H200s: 196 GB/s busbw by copy engine, 322 by the kernels).
+bool oneRemotePeer(const ncclComm* c, TaskKind kind) {
+  int peer = -1;
+  for (const Task& t : c->tasks.p2p) {
+    if (t.kind != kind || t.root == c->rank) continue;
+    if (peer >= 0 && t.root != peer) return false;
+    peer = t.root;
+  }
+  return true;
+}
+
 bool directPeers(const ncclComm* a, const ncclComm* b) {
   return a->transports.kindBetween(a, a->rank, b->rank) == TransportKind::P2p;
 }
@@ -100,6 +115,7 @@ void CopyEngineGroup::findMessages() {
   const size_t minBytes = settings().minBytes;
   for (size_t ia = 0; ia < sides_.size(); ia++) {
     ncclComm* A = sides_[ia].comm;
+    if (!oneRemotePeer(A, TaskKind::Send)) continue;
     const std::vector<Task>& ts = A->tasks.p2p;
     for (size_t i = 0; i < ts.size(); i++) {
       const Task& s = ts[i];
@@ -110,7 +126,9 @@ void CopyEngineGroup::findMessages() {
         ib++;
       if (ib == sides_.size()) continue;   // the receiver is not in this group
       ncclComm* B = sides_[ib].comm;
-      if (!directPeers(A, B) || A->p2pSentTo[B->rank] != B->p2pRecvdFrom[A->rank]) continue;
+      if (!oneRemotePeer(B, TaskKind::Recv) || !directPeers(A, B) ||
+          A->p2pSentTo[B->rank] != B->p2pRecvdFrom[A->rank])
+        continue;
       size_t k = 0;
       for (size_t j = 0; j < i; j++) k += ts[j].kind == TaskKind::Send && ts[j].root == s.root;
       const long r = nthMessage(B, TaskKind::Recv, A->rank, k);

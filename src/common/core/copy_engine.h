@@ -7,7 +7,11 @@
 // GB/s each way on H200 NV18, where SM stores reach about 365; no staging
 // slot, no SM time; docs/performance.md). Two kinds of tasks go this way:
 //   - a send on rank a to b with the matching recv on b from a (NCCL's
-//     order: the k-th send from a to b meets the k-th recv at b from a);
+//     order: the k-th send from a to b meets the k-th recv at b from a),
+//     when a sends to no other rank and b receives from no other rank in
+//     the group (fan-out and fan-in, as AlltoAll on 4+ ranks, stay with the
+//     kernels, which move all peers' parts at once; a rank's message to
+//     itself too: measured faster by the kernels);
 //   - a Broadcast of a 2-rank communicator whose two ranks are both in the
 //     group (with more ranks the root's links would carry every copy: the
 //     ring stays better).
