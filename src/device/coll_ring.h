@@ -299,8 +299,14 @@ UDEV bool runCollOp(const Work& w, const CollCtx& c, const Group& g) {
   }
 }
 
+// Out of line on purpose: inlined into the kernel entry, the dispatch over
+// every op, protocol and algorithm made the entry function spill (an
+// 864-byte frame on sm_90) and each launch spent about 2.6 us more between
+// kernel entry and its first work item than the p2p kernel (globalTimer
+// stamps on H200); out of line, a graph-launched 8-byte AllReduce on 2 GPUs
+// went from 7.8 to 4.8 us (docs/performance.md).
 template <typename Tag>
-UDEV bool runColl(const Work& w, const CollCtx& c, const Group& g) {
+UDEV_NOINLINE bool runColl(const Work& w, const CollCtx& c, const Group& g) {
   return w.proto == kProtoLL ? runCollOp<Tag, kProtoLL>(w, c, g) : runCollOp<Tag, kProtoSimple>(w, c, g);
 }
 
