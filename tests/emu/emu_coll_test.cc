@@ -262,6 +262,30 @@ void runSendRecv(std::vector<Rank>& ranks, size_t count) {
           download(ranks[r], ranks[r].recv, count), in[(r + n - 1) % n]);
 }
 
+// One message of n elements from rank `from` to rank `to` in one group
+// (recv posted first); checks the data and how many transfers went by copy
+// engine (wantCe: that many; -1: not checked).
+void messageCase(std::vector<Rank>& ranks, int from, int to, size_t n, const std::string& what, int wantCe) {
+  Rank& S = ranks[from];
+  Rank& R = ranks[to];
+  std::vector<float> v = randomData(n);
+  upload(S, S.send, v);
+  upload(R, R.recv, randomData(n));
+  const uint64_t before = copyEngineTransfers();
+  EXPECT_OK(ncclGroupStart());
+  EXPECT_OK(ncclRecv(R.recv, n, gType, from, R.comm, R.stream));
+  EXPECT_OK(ncclSend(S.send, n, gType, to, S.comm, S.stream));
+  EXPECT_OK(ncclGroupEnd());
+  syncAll(ranks);
+  check(what, download(R, R.recv, n), v);
+  const uint64_t moved = copyEngineTransfers() - before;
+  if (wantCe >= 0 && moved != (uint64_t)wantCe) {
+    gFailures++;
+    fprintf(stderr, "FAIL %s: %llu transfers by copy engine, expected %d\n", what.c_str(), (unsigned long long)moved,
+            wantCe);
+  }
+}
+
 // Message order between ranks 0 and 1 (NCCL: the k-th send from a to b
 // meets the k-th recv at b from a), with some messages large enough for the
 // copy-engine path (core/copy_engine.h) and some not:
@@ -324,39 +348,14 @@ void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
             (unsigned long long)(ce2 - ce1));
   }
 
-  std::vector<float> f = randomData(big);
-  upload(A, A.send, f);
-  upload(B, B.recv, randomData(big));
-  EXPECT_OK(ncclGroupStart());
-  EXPECT_OK(ncclRecv(B.recv, big, gType, 0, B.comm, B.stream));
-  EXPECT_OK(ncclSend(A.send, big, gType, 1, A.comm, A.stream));
-  EXPECT_OK(ncclGroupEnd());
-  syncAll(ranks);
-  check("P2pOrder/matched-again", download(B, B.recv, big), f);
-  const uint64_t ce3 = copyEngineTransfers();
-  if (expectCe && ce3 - ce2 != 1) {
-    gFailures++;
-    fprintf(stderr, "FAIL P2pOrder/matched-again: not by copy engine\n");
-  }
-
-  // 4. A large message to itself (AlltoAll's own block).
-  std::vector<float> h = randomData(big);
-  upload(A, A.send, h);
-  upload(A, A.recv, randomData(big));
-  EXPECT_OK(ncclGroupStart());
-  EXPECT_OK(ncclSend(A.send, big, gType, 0, A.comm, A.stream));
-  EXPECT_OK(ncclRecv(A.recv, big, gType, 0, A.comm, A.stream));
-  EXPECT_OK(ncclGroupEnd());
-  syncAll(ranks);
-  check("P2pOrder/self", download(A, A.recv, big), h);
-  const uint64_t ce4 = copyEngineTransfers();
-  if (ce4 != ce3) {   // a rank's own block stays with the kernels (measured faster, docs/performance.md)
-    gFailures++;
-    fprintf(stderr, "FAIL P2pOrder/self: went by copy engine\n");
-  }
+  messageCase(ranks, 0, 1, big, "P2pOrder/matched-again", expectCe ? 1 : -1);
+  // 4. A large message to itself (AlltoAll's own block) stays with the
+  //    kernels (measured faster, docs/performance.md).
+  messageCase(ranks, 0, 0, big, "P2pOrder/self", 0);
 
   // 5. A large Broadcast from rank 1 (2 ranks: by copy engine).
   const int n = (int)ranks.size();
+  const uint64_t ce5 = copyEngineTransfers();
   std::vector<float> g = randomData(big);
   upload(B, B.send, g);
   for (Rank& R : ranks) upload(R, R.recv, randomData(big));
@@ -365,7 +364,7 @@ void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
   EXPECT_OK(ncclGroupEnd());
   syncAll(ranks);
   for (int r = 0; r < n; r++) check("P2pOrder/broadcast/rank" + std::to_string(r), download(ranks[r], ranks[r].recv, big), g);
-  if (expectCe && n == 2 && copyEngineTransfers() - ce4 != 1) {
+  if (expectCe && n == 2 && copyEngineTransfers() - ce5 != 1) {
     gFailures++;
     fprintf(stderr, "FAIL P2pOrder/broadcast: not by copy engine\n");
   }
@@ -373,7 +372,7 @@ void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
 
   // 6. Rank 0 sends to ranks 1 and 2 in one group: a fan-out stays with the
   //    kernels (they move both parts at once).
-  const uint64_t ce5 = copyEngineTransfers();
+  const uint64_t ce6 = copyEngineTransfers();
   Rank& C = ranks[2];
   std::vector<float> x = randomData(big), y = randomData(big);
   upload(A, A.send, x);
@@ -389,7 +388,7 @@ void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
   syncAll(ranks);
   check("P2pOrder/fan-out/rank1", download(B, B.recv, big), x);
   check("P2pOrder/fan-out/rank2", download(C, C.recv, big), y);
-  if (copyEngineTransfers() != ce5) {
+  if (copyEngineTransfers() != ce6) {
     gFailures++;
     fprintf(stderr, "FAIL P2pOrder/fan-out: went by copy engine\n");
   }
