@@ -157,8 +157,8 @@ void CopyEngineGroup::findBroadcasts() {
       const Task& ta = A->tasks.colls[k];
       const Task& tb = B->tasks.colls[k];
       if (ta.kind != TaskKind::Broadcast || tb.kind != TaskKind::Broadcast || ta.root != tb.root ||
-          taskBytes(ta) != taskBytes(tb) || taskBytes(ta) < minBytes || (ta.root != 0 && ta.root != 1))
-        continue;
+          taskBytes(ta) != taskBytes(tb) || taskBytes(ta) < minBytes)
+        continue;   // (validation keeps the root in 0..1)
       const Task& root = ta.root == 0 ? ta : tb;
       const Task& other = ta.root == 0 ? tb : ta;
       ncclComm* rootComm = ta.root == 0 ? A : B;
@@ -175,10 +175,12 @@ void CopyEngineGroup::findBroadcasts() {
 // Entry events on the ranks' streams; each sender's side stream waits for
 // its own entry and its receivers' (their buffers are free), copies, and
 // marks its exit. Opposite directions run at once on two side streams.
+bool CopyEngineGroup::hasCopy(const ncclComm* from, const ncclComm* to) const {
+  return std::any_of(copies_.begin(), copies_.end(),
+                     [&](const Copy& x) { return x.from == from && (to == nullptr || x.to == to); });
+}
+
 ncclResult_t CopyEngineGroup::issue(const UseDevice& useDevice) {
-  auto sends = [&](const ncclComm* c) {
-    return std::any_of(copies_.begin(), copies_.end(), [c](const Copy& x) { return x.from == c; });
-  };
   auto involved = [&](const ncclComm* c) {
     auto touches = [c](const Copy& x) { return x.from == c || x.to == c; };
     return std::any_of(copies_.begin(), copies_.end(), touches) ||
@@ -191,15 +193,11 @@ ncclResult_t CopyEngineGroup::issue(const UseDevice& useDevice) {
     UCHECK(gpu::eventRecord(s.comm->ceEntry, s.stream));
   }
   for (const Side& s : sides_) {
-    if (!sends(s.comm)) continue;
+    if (!hasCopy(s.comm, nullptr)) continue;
     UCHECK(useDevice(s.comm->gpuDev));
     UCHECK(gpu::streamWaitEvent(s.comm->ceStream, s.comm->ceEntry));
-    for (const Side& r : sides_) {
-      const bool toR = r.comm != s.comm && std::any_of(copies_.begin(), copies_.end(), [&](const Copy& x) {
-        return x.from == s.comm && x.to == r.comm;
-      });
-      if (toR) UCHECK(gpu::streamWaitEvent(s.comm->ceStream, r.comm->ceEntry));
-    }
+    for (const Side& r : sides_)
+      if (r.comm != s.comm && hasCopy(s.comm, r.comm)) UCHECK(gpu::streamWaitEvent(s.comm->ceStream, r.comm->ceEntry));
   }
   for (const Copy& x : copies_) {
     UCHECK(useDevice(x.from->gpuDev));
@@ -212,7 +210,7 @@ ncclResult_t CopyEngineGroup::issue(const UseDevice& useDevice) {
     UCHECK(gpu::memcpyAsync(x.dst, x.src, x.bytes, sideOf(x.from)->stream));
   }
   for (const Side& s : sides_) {
-    if (!sends(s.comm)) continue;
+    if (!hasCopy(s.comm, nullptr)) continue;
     UCHECK(useDevice(s.comm->gpuDev));
     UCHECK(gpu::eventRecord(s.comm->ceExit, s.comm->ceStream));
   }
@@ -270,11 +268,11 @@ ncclResult_t CopyEngineGroup::start(std::vector<ncclComm*>& comms, const UseDevi
 
 ncclResult_t CopyEngineGroup::join(const UseDevice& useDevice) {
   ncclResult_t res = ncclSuccess;
+  // Receivers wait for their senders' copies; senders for their own (their
+  // source buffers are read until then).
   for (const Side& r : sides_) {
     for (const Side& s : sides_) {
-      const bool linked = std::any_of(copies_.begin(), copies_.end(), [&](const Copy& x) {
-        return x.from == s.comm && (x.to == r.comm || x.from == r.comm);
-      });
+      const bool linked = r.comm == s.comm ? hasCopy(s.comm, nullptr) : hasCopy(s.comm, r.comm);
       if (!linked || s.comm->ceExit == nullptr) continue;
       ncclResult_t r2 = useDevice(r.comm->gpuDev);
       if (r2 == ncclSuccess) r2 = gpu::streamWaitEvent(r.stream, s.comm->ceExit);

@@ -71,6 +71,8 @@ class CopyEngineGroup {
   void findMessages();
   void findBroadcasts();
   ncclResult_t issue(const UseDevice& useDevice);
+  // A copy from `from` to `to` (nullptr: to anyone) is queued in this group.
+  bool hasCopy(const ncclComm* from, const ncclComm* to) const;
   void removeTaken();
   const Side* sideOf(const ncclComm* c) const;
 
