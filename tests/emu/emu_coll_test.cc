@@ -14,11 +14,12 @@
 //                 [--expect-algo=ring|tree|mixed]: at the end, check which
 //                 AllReduce algorithms the tuning chose (NCCL_ALGO runs)
 //                 [--copy-engine]: only what copy engines may carry
-//                 (core/copy_engine.h): AlltoAll, Broadcast, send/recv and
-//                 the task-order cases
+//                 (core/copy_engine.h): AlltoAll, Broadcast, send/recv,
+//                 the task-order cases and AllReduce
 //                 [--expect-ce]: transfers of 70001 elements must go by copy
-//                 engine where the order cases say so (run with
-//                 UNICCL_COPY_ENGINE_MIN_BYTES below 70001 elements)
+//                 engine where the order cases say so, AllReduces of 70000
+//                 on 2 ranks too (run with UNICCL_COPY_ENGINE_MIN_BYTES and
+//                 UNICCL_COPY_ENGINE_ALLREDUCE_MIN_BYTES below 70000 elements)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -284,6 +285,71 @@ void messageCase(std::vector<Rank>& ranks, int from, int to, size_t n, const std
     fprintf(stderr, "FAIL %s: %llu transfers by copy engine, expected %d\n", what.c_str(), (unsigned long long)moved,
             wantCe);
   }
+}
+
+// AllReduce on the copy-engine path (core/copy_engine.h: on 2 ranks, a
+// ReduceScatter by the kernels, then each reduced half copied across):
+// single AllReduces in and out of place with several ops, an odd count and a
+// small one (never by copy engine), then two AllReduces in one group (in
+// place and out of place, different ops). expectCe: 2 ranks move two halves
+// per eligible AllReduce by copy engine, other rank counts none.
+void runAllReduceCe(std::vector<Rank>& ranks, bool expectCe) {
+  const int n = (int)ranks.size();
+  const size_t big = 70000;
+  auto expectMoved = [&](uint64_t before, uint64_t want, const std::string& what) {
+    const uint64_t moved = copyEngineTransfers() - before;
+    if (expectCe && moved != (n == 2 ? want : 0)) {
+      gFailures++;
+      fprintf(stderr, "FAIL %s: %llu transfers by copy engine, expected %llu\n", what.c_str(),
+              (unsigned long long)moved, (unsigned long long)(n == 2 ? want : 0));
+    }
+  };
+  struct Single {
+    size_t count;
+    bool inPlace;
+    ncclRedOp_t op;
+    uint64_t halves;
+  };
+  for (const Single& c : {Single{big, false, ncclSum, 2}, Single{big, true, ncclAvg, 2}, Single{big, false, ncclMax, 2},
+                          Single{big, true, ncclProd, 2}, Single{big + 1, false, ncclSum, 0},
+                          Single{1000, true, ncclSum, 0}}) {
+    const uint64_t before = copyEngineTransfers();
+    runCase(ranks, "AllReduce", c.count, c.inPlace, c.op, 0);
+    expectMoved(before, c.halves, "AllReduceCe/" + std::string(opName(c.op)) + "/c" + std::to_string(c.count));
+  }
+  // Two in one group: sum out of place send[0, big) -> recv[0, big), min in
+  // place on send[big, 2 big).
+  std::vector<std::vector<float>> a(n), b(n);
+  for (int r = 0; r < n; r++) {
+    a[r] = randomData(big);
+    b[r] = randomData(big);
+    upload(ranks[r], ranks[r].send, a[r]);
+    upload(ranks[r], ranks[r].send + big * gElem, b[r]);
+  }
+  const uint64_t before = copyEngineTransfers();
+  EXPECT_OK(ncclGroupStart());
+  for (Rank& R : ranks) {
+    EXPECT_OK(ncclAllReduce(R.send, R.recv, big, gType, ncclSum, R.comm, R.stream));
+    char* second = R.send + big * gElem;
+    EXPECT_OK(ncclAllReduce(second, second, big, gType, ncclMin, R.comm, R.stream));
+  }
+  EXPECT_OK(ncclGroupEnd());
+  syncAll(ranks);
+  std::vector<float> sum(big), mn(big);
+  for (size_t i = 0; i < big; i++) {
+    sum[i] = a[0][i];
+    mn[i] = b[0][i];
+    for (int r = 1; r < n; r++) {
+      sum[i] = reduce(ncclSum, sum[i], a[r][i]);
+      mn[i] = reduce(ncclMin, mn[i], b[r][i]);
+    }
+  }
+  for (int r = 0; r < n; r++) {
+    check("AllReduceCe/two-in-group/sum/rank" + std::to_string(r), download(ranks[r], ranks[r].recv, big), sum);
+    check("AllReduceCe/two-in-group/min-inplace/rank" + std::to_string(r),
+          download(ranks[r], ranks[r].send + big * gElem, big), mn);
+  }
+  expectMoved(before, 4, "AllReduceCe/two-in-group");
 }
 
 // Message order between ranks 0 and 1 (NCCL: the k-th send from a to b
@@ -587,6 +653,7 @@ int main(int argc, char** argv) {
   if (!profile)
     for (size_t count : counts) runSendRecv(ranks, count);
   if (!profile) runP2pOrder(ranks, expectCe);
+  if (ceOnly) runAllReduceCe(ranks, expectCe);
   // Many back-to-back collectives without a sync: work FIFO reuse, slot wrap,
   // persistent step counters (and the proxy's for NET).
   if (!profile && !ceOnly) {

@@ -89,6 +89,7 @@ struct ncclComm {
   uniccl::gpu::Stream ceStream = nullptr;
   uniccl::gpu::Event ceEntry = nullptr;
   uniccl::gpu::Event ceExit = nullptr;
+  uniccl::gpu::Event ceKernelsDone = nullptr;   // the group's kernels ended (AllReduce halves follow)
   // Timeout tracking of this comm's launches (common/watchdog; nullptr when
   // UNICCL_TIMEOUT=0). Declared after donePool/callbacks so it goes first.
   std::unique_ptr<uniccl::CommWatch> watch;

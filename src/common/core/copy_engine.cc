@@ -17,11 +17,14 @@ std::atomic<uint64_t> gTransfers{0};
 struct Settings {
   bool enabled;
   size_t minBytes;
+  size_t allReduceMinBytes;
 };
 
 const Settings& settings() {
-  static const Settings s{paramInt("UNICCL_COPY_ENGINE", 1) != 0,
-                          (size_t)std::max<int64_t>(1, paramInt("UNICCL_COPY_ENGINE_MIN_BYTES", 8 << 20))};
+  static const Settings s{
+      paramInt("UNICCL_COPY_ENGINE", 1) != 0,
+      (size_t)std::max<int64_t>(1, paramInt("UNICCL_COPY_ENGINE_MIN_BYTES", 8 << 20)),
+      (size_t)std::max<int64_t>(1, paramInt("UNICCL_COPY_ENGINE_ALLREDUCE_MIN_BYTES", 512 << 20))};
   return s;
 }
 
@@ -47,17 +50,19 @@ bool singleStream(const ncclComm* c, gpu::Stream* out) {
   return have;
 }
 
-bool hasLargeTask(const ncclComm* c, size_t minBytes) {
-  auto large = [&](const Task& t) { return taskBytes(t) >= minBytes; };
+bool hasLargeTask(const ncclComm* c, const Settings& set) {
+  auto large = [&](const Task& t) { return taskBytes(t) >= set.minBytes; };
   return std::any_of(c->tasks.p2p.begin(), c->tasks.p2p.end(), large) ||
-         std::any_of(c->tasks.colls.begin(), c->tasks.colls.end(),
-                     [&](const Task& t) { return t.kind == TaskKind::Broadcast && large(t); });
+         std::any_of(c->tasks.colls.begin(), c->tasks.colls.end(), [&](const Task& t) {
+           return (t.kind == TaskKind::Broadcast && large(t)) ||
+                  (t.kind == TaskKind::AllReduce && taskBytes(t) >= set.allReduceMinBytes);
+         });
 }
 
 // A communicator that may take part: path on, no profiler (its events follow
 // the kernels), a task large enough, one stream, not capturing.
 bool eligible(ncclComm* c, gpu::Stream* stream) {
-  if (c->copyEngineOff || c->profiler != nullptr || !hasLargeTask(c, settings().minBytes)) return false;
+  if (c->copyEngineOff || c->profiler != nullptr || !hasLargeTask(c, settings())) return false;
   if (!singleStream(c, stream)) return false;
   gpu::CaptureInfo cap;
   if (gpu::streamGetCaptureInfo(*stream, &cap) != ncclSuccess) return false;
@@ -95,6 +100,7 @@ ncclResult_t ensureResources(ncclComm* c) {
   if (c->ceStream == nullptr) UCHECK(gpu::streamCreate(&c->ceStream));
   if (c->ceEntry == nullptr) UCHECK(gpu::eventCreate(&c->ceEntry));
   if (c->ceExit == nullptr) UCHECK(gpu::eventCreate(&c->ceExit));
+  if (c->ceKernelsDone == nullptr) UCHECK(gpu::eventCreate(&c->ceKernelsDone));
   return ncclSuccess;
 }
 
@@ -140,8 +146,8 @@ void CopyEngineGroup::findMessages() {
   }
 }
 
-void CopyEngineGroup::findBroadcasts() {
-  const size_t minBytes = settings().minBytes;
+template <typename PairFn>
+void CopyEngineGroup::forEachTwoRankPair(PairFn&& fn) {
   for (size_t ia = 0; ia < sides_.size(); ia++) {
     ncclComm* A = sides_[ia].comm;
     if (A->nRanks != 2 || A->rank != 0) continue;   // each pair once, from rank 0
@@ -151,7 +157,18 @@ void CopyEngineGroup::findBroadcasts() {
       ib++;
     if (ib == sides_.size()) continue;
     ncclComm* B = sides_[ib].comm;
+    // Same count of collectives posted so far: the k-th of this group on A
+    // is the k-th on B.
     if (A->collsPosted != B->collsPosted || !directPeers(A, B)) continue;
+    fn(ia, ib);
+  }
+}
+
+void CopyEngineGroup::findBroadcasts() {
+  const size_t minBytes = settings().minBytes;
+  forEachTwoRankPair([&](size_t ia, size_t ib) {
+    ncclComm* A = sides_[ia].comm;
+    ncclComm* B = sides_[ib].comm;
     const size_t n = std::min(A->tasks.colls.size(), B->tasks.colls.size());
     for (size_t k = 0; k < n; k++) {
       const Task& ta = A->tasks.colls[k];
@@ -169,15 +186,52 @@ void CopyEngineGroup::findBroadcasts() {
       takenColls_[ia][k] = true;
       takenColls_[ib][k] = true;
     }
-  }
+  });
+}
+
+// A 2-rank AllReduce becomes a ReduceScatter on the kernels (each rank
+// reduces its half: the SMs do the arithmetic) and a copy of each rank's
+// reduced half into the other's receive buffer after it (the all-gather half
+// moves at the copy engines' rate). The ReduceScatter keeps NCCL's in-place
+// form: recvbuff = sendbuff + rank * half when the AllReduce was in place.
+// The peer's ReduceScatter has read the half it sends before ours can end,
+// so the copy may overwrite an in-place peer's send buffer there.
+void CopyEngineGroup::findAllReduces() {
+  const size_t minBytes = settings().allReduceMinBytes;
+  forEachTwoRankPair([&](size_t ia, size_t ib) {
+    ncclComm* A = sides_[ia].comm;
+    ncclComm* B = sides_[ib].comm;
+    const size_t n = std::min(A->tasks.colls.size(), B->tasks.colls.size());
+    for (size_t k = 0; k < n; k++) {
+      Task& ta = A->tasks.colls[k];
+      Task& tb = B->tasks.colls[k];
+      if (ta.kind != TaskKind::AllReduce || tb.kind != TaskKind::AllReduce || ta.count != tb.count ||
+          ta.dtype != tb.dtype || ta.count % 2 != 0 || taskBytes(ta) < minBytes)
+        continue;   // (an odd count has no equal halves)
+      const size_t half = ta.count / 2;
+      const size_t halfBytes = half * dataTypeSize(ta.dtype);
+      for (Task* t : {&ta, &tb}) {
+        t->kind = TaskKind::ReduceScatter;
+        t->count = half;
+      }
+      // Rank r's half starts at r * halfBytes in both receive buffers.
+      char* recvA = static_cast<char*>(ta.recvbuff);
+      char* recvB = static_cast<char*>(tb.recvbuff);
+      ta.recvbuff = recvA;
+      tb.recvbuff = recvB + halfBytes;
+      afterCopies_.push_back(Copy{A, B, recvA, recvB, halfBytes});
+      afterCopies_.push_back(Copy{B, A, recvB + halfBytes, recvA + halfBytes, halfBytes});
+    }
+  });
 }
 
 // Entry events on the ranks' streams; each sender's side stream waits for
 // its own entry and its receivers' (their buffers are free), copies, and
 // marks its exit. Opposite directions run at once on two side streams.
 bool CopyEngineGroup::hasCopy(const ncclComm* from, const ncclComm* to) const {
-  return std::any_of(copies_.begin(), copies_.end(),
-                     [&](const Copy& x) { return x.from == from && (to == nullptr || x.to == to); });
+  auto match = [&](const Copy& x) { return x.from == from && (to == nullptr || x.to == to); };
+  return std::any_of(copies_.begin(), copies_.end(), match) ||
+         std::any_of(afterCopies_.begin(), afterCopies_.end(), match);
 }
 
 ncclResult_t CopyEngineGroup::issue(const UseDevice& useDevice) {
@@ -251,13 +305,14 @@ ncclResult_t CopyEngineGroup::start(std::vector<ncclComm*>& comms, const UseDevi
     }
     findMessages();
     findBroadcasts();
+    findAllReduces();
   }
   for (ncclComm* c : comms) countPostedTasks(c);
-  if (copies_.empty()) {
+  if (copies_.empty() && afterCopies_.empty()) {
     sides_.clear();
     return ncclSuccess;
   }
-  ncclResult_t res = issue(useDevice);
+  ncclResult_t res = copies_.empty() ? ncclSuccess : issue(useDevice);
   // Queued copies cannot go to the kernels as well; after a failure the
   // counts no longer describe what the peers will see.
   if (res != ncclSuccess)
@@ -266,8 +321,47 @@ ncclResult_t CopyEngineGroup::start(std::vector<ncclComm*>& comms, const UseDevi
   return res;
 }
 
-ncclResult_t CopyEngineGroup::join(const UseDevice& useDevice) {
+// The all-gather halves of AllReduces: each rank's side stream waits until
+// both ranks' kernels of the group ended (its half is reduced, the peer's
+// receive buffer is no longer read), then copies its half across.
+ncclResult_t CopyEngineGroup::issueAfterKernels(const UseDevice& useDevice) {
+  auto involved = [&](const ncclComm* c) {
+    return std::any_of(afterCopies_.begin(), afterCopies_.end(),
+                       [c](const Copy& x) { return x.from == c || x.to == c; });
+  };
+  for (const Side& s : sides_) {
+    if (!involved(s.comm)) continue;
+    UCHECK(useDevice(s.comm->gpuDev));
+    UCHECK(ensureResources(s.comm));
+    UCHECK(gpu::eventRecord(s.comm->ceKernelsDone, s.stream));
+  }
+  for (const Side& s : sides_) {
+    if (!std::any_of(afterCopies_.begin(), afterCopies_.end(), [&](const Copy& x) { return x.from == s.comm; }))
+      continue;
+    UCHECK(useDevice(s.comm->gpuDev));
+    UCHECK(gpu::streamWaitEvent(s.comm->ceStream, s.comm->ceKernelsDone));
+    for (const Copy& x : afterCopies_) {
+      if (x.from != s.comm) continue;
+      UCHECK(gpu::streamWaitEvent(s.comm->ceStream, x.to->ceKernelsDone));
+      UCHECK(gpu::memcpyAsync(x.dst, x.src, x.bytes, s.comm->ceStream));
+      gTransfers.fetch_add(1, std::memory_order_relaxed);
+      TRACE(kSubsysColl, "rank %d -> %d: AllReduce half of %zu bytes by copy engine", x.from->rank, x.to->rank,
+            x.bytes);
+    }
+    UCHECK(gpu::eventRecord(s.comm->ceExit, s.comm->ceStream));
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t CopyEngineGroup::join(const UseDevice& useDevice, bool launched) {
   ncclResult_t res = ncclSuccess;
+  // After a failed launch the halves were never reduced: nothing to copy.
+  if (!launched) afterCopies_.clear();
+  if (!afterCopies_.empty()) {
+    res = issueAfterKernels(useDevice);
+    if (res != ncclSuccess)
+      for (const Side& s : sides_) disableCopyEngine(s.comm);
+  }
   // Receivers wait for their senders' copies; senders for their own (their
   // source buffers are read until then).
   for (const Side& r : sides_) {
@@ -282,6 +376,7 @@ ncclResult_t CopyEngineGroup::join(const UseDevice& useDevice) {
   sides_.clear();
   copies_.clear();
   localCopies_.clear();
+  afterCopies_.clear();
   return res;
 }
 

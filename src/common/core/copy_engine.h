@@ -14,7 +14,10 @@
 //     itself too: measured faster by the kernels);
 //   - a Broadcast of a 2-rank communicator whose two ranks are both in the
 //     group (with more ranks the root's links would carry every copy: the
-//     ring stays better).
+//     ring stays better);
+//   - the all-gather half of a 2-rank AllReduce with an even count (both
+//     ranks in the group): the kernels run a ReduceScatter, then each rank's
+//     reduced half is copied into the other's receive buffer.
 // Each communicator counts the messages and collectives it ever posted; a
 // transfer is taken only when the counts of its ranks agree before the group,
 // so the k-th task of the group on one rank meets the k-th on the other.
@@ -25,7 +28,9 @@
 // kernels are queued, both ranks' streams wait for the copies.
 //
 // UNICCL_COPY_ENGINE (default 1) turns the path on, UNICCL_COPY_ENGINE_MIN_BYTES
-// (default 8 MiB) is the smallest transfer it takes. Tasks over other
+// (default 8 MiB) is the smallest transfer it takes,
+// UNICCL_COPY_ENGINE_ALLREDUCE_MIN_BYTES (default 512 MiB) the smallest
+// AllReduce. Tasks over other
 // transports, on capturing streams (copies cannot join two graphs), of
 // communicators with a profiler plugin or with several streams in the group,
 // and sends whose two ends differ in size stay with the kernels.
@@ -52,9 +57,11 @@ class CopyEngineGroup {
   // task lists, queues their copies, and counts every task of the group.
   // Called once per group, before the kernels.
   ncclResult_t start(std::vector<ncclComm*>& comms, const UseDevice& useDevice);
-  // After the group's kernels are queued: the ranks' streams wait for the
-  // copies. Also after a failed launch (the copies are queued already).
-  ncclResult_t join(const UseDevice& useDevice);
+  // After the group's kernels are queued (launched: all of them were):
+  // queues the copies that follow the kernels, then the ranks' streams wait
+  // for the copies. Also after a failed launch (the copies before the
+  // kernels are queued already).
+  ncclResult_t join(const UseDevice& useDevice, bool launched);
 
  private:
   struct Side {
@@ -69,8 +76,14 @@ class CopyEngineGroup {
     size_t bytes;
   };
   void findMessages();
+  // Calls fn(ia, ib) for each 2-rank communicator with both ranks in the
+  // group (ia: rank 0's side, ib: rank 1's) whose collective counts agree.
+  template <typename PairFn>
+  void forEachTwoRankPair(PairFn&& fn);
   void findBroadcasts();
+  void findAllReduces();
   ncclResult_t issue(const UseDevice& useDevice);
+  ncclResult_t issueAfterKernels(const UseDevice& useDevice);
   // A copy from `from` to `to` (nullptr: to anyone) is queued in this group.
   bool hasCopy(const ncclComm* from, const ncclComm* to) const;
   void removeTaken();
@@ -79,6 +92,7 @@ class CopyEngineGroup {
   std::vector<Side> sides_;
   std::vector<Copy> copies_;       // over NVLink, on the `from` side stream
   std::vector<Copy> localCopies_;  // root's own out-of-place Broadcast, on its stream
+  std::vector<Copy> afterCopies_;  // AllReduce halves, on the `from` side stream after the kernels
   std::vector<std::vector<bool>> takenColls_, takenP2p_;   // [side][task]
 };
 

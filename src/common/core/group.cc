@@ -115,9 +115,9 @@ ncclResult_t launchGroup(GroupState& g) {
     UCHECK_GOTO(launchTasksProfiled(c), res, fail);  // [profiler] Group + Coll/P2p events around launchTasks
   }
   g.comms.clear();
-  return copies.join(useDevice);
+  return copies.join(useDevice, /*launched=*/true);
 fail:
-  (void)copies.join(useDevice);   // queued copies still order the streams
+  (void)copies.join(useDevice, /*launched=*/false);   // queued copies still order the streams
   dropTasks(g.comms);
   return res;
 }

@@ -246,6 +246,7 @@ void commFree(ncclComm* comm, bool abort) {
     gpu::streamDestroy(comm->ceStream);
   }
   if (comm->ceExit != nullptr) gpu::eventDestroy(comm->ceExit);
+  if (comm->ceKernelsDone != nullptr) gpu::eventDestroy(comm->ceKernelsDone);
   if (comm->ceEntry != nullptr) gpu::eventDestroy(comm->ceEntry);
   if (comm->abortFlagHost != nullptr) gpu::hostFree(const_cast<uint32_t*>(comm->abortFlagHost));
   comm->bootstrap.reset();
