@@ -74,6 +74,7 @@ struct ncclComm {
   // Enqueue machinery (driven by one thread at a time, as in NCCL).
   uniccl::EventPool donePool;                         // done events, recycled by the callback queue
   uniccl::EventCallbackQueue callbacks{&donePool};
+  uint32_t launchesWithoutDoneEvent = 0;              // since the last done event (launch.cc)
   uniccl::WorkFifo workFifo;
   uniccl::gpu::Stream lastStream = nullptr;   // stream of the previous launch (ordering across streams)
   bool haveLastStream = false;

@@ -224,7 +224,7 @@ void commFree(ncclComm* comm, bool abort) {
   }
   // Launches end (normally or through the abort flag); their callbacks free
   // FIFO space and return events to the pool before the pool goes.
-  if (comm->callbacks.drain() != ncclSuccess) {
+  if (drainLaunches(comm) != ncclSuccess) {
     WARN("Rank %d: a kernel of this communicator failed; releasing its resources anyway", comm->rank);
   }
   reclaimGraphBuffers();
@@ -476,7 +476,7 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   int saved = -1;
   gpu::getDevice(&saved);
   gpu::setDevice(comm->gpuDev);
-  ncclResult_t res = comm->callbacks.drain();
+  ncclResult_t res = drainLaunches(comm);
   if (saved >= 0) gpu::setDevice(saved);
   UCHECK(res);
   comm->state.store(CommState::Finalized, std::memory_order_release);

@@ -29,6 +29,11 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
 // Orders the group's other streams after its launches.
 ncclResult_t finishStreams(ncclComm* comm, const LaunchStreams& streams);
 
+// Waits until every launch of the communicator ended and ran its callbacks:
+// those with a done event through the callback queue, the others through
+// the watchdog's progress words (ncclCommFinalize, destroy, abort).
+ncclResult_t drainLaunches(ncclComm* comm);
+
 // Frees persistent work buffers of destroyed graphs (graph user objects only
 // queue them: their destructors may not call the GPU runtime).
 void reclaimGraphBuffers();

@@ -262,6 +262,34 @@ void watchLaunchEnd(ncclComm* comm, const dev::Work* works, int n, unsigned grid
   comm->watch->eager.launched(w->eagerId, grid, d);
 }
 
+ncclResult_t watchWaitEagerLaunches(ncclComm* comm) {
+  if (!comm->watch) return ncclSuccess;
+  CommWatch& w = *comm->watch;
+  if (w.eager.inFlight() == 0) return ncclSuccess;
+  // A kernel that faulted never reports its end, but the fault is sticky:
+  // creating and querying an event fails from then on.
+  gpu::Event probe = nullptr;
+  UCHECK(gpu::eventCreate(&probe));
+  ncclResult_t res = ncclSuccess;
+  for (;;) {
+    // The thread may poll this comm at the same time (ncclCommFinalize):
+    // the tracker locks, and only one of the two fires.
+    TrackerCheck c;
+    {
+      std::lock_guard<std::mutex> lock(wd().mu);
+      c = w.eager.check(watchdogNowMs(), w.fired ? 0 : w.timeoutMs);
+      // Past the timeout the launches are stopped (abort flag) and still waited for.
+      if (c.timedOut) fire(comm, c);
+    }
+    if (w.eager.inFlight() == 0) break;
+    res = gpu::eventQuery(probe);
+    if (res != ncclSuccess) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  gpu::eventDestroy(probe);
+  return res;
+}
+
 void watchdogPollOnce(int64_t nowMs) {
   std::lock_guard<std::mutex> lock(wd().mu);
   pollLocked(nowMs);

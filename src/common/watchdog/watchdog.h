@@ -44,6 +44,13 @@ ncclResult_t watchLaunchBegin(ncclComm* comm, const LaunchStreams& s, const dev:
                               LaunchWatch* w);
 void watchLaunchEnd(ncclComm* comm, const dev::Work* works, int n, unsigned grid, LaunchWatch* w);
 
+// Waits until the comm's eager launches the tracker queued have all
+// reported their end (launch.cc gives most launches no done event of their
+// own). A launch running past UNICCL_TIMEOUT aborts the comm as the thread
+// would (its kernels then stop and report); a fault on the GPU ends the wait
+// with its error. Nothing to wait for without a timeout (no tracker).
+ncclResult_t watchWaitEagerLaunches(ncclComm* comm);
+
 // Describes a launch of `n` work items for the timeout message.
 void describeLaunch(const ncclComm* comm, const dev::Work* works, int n, WorkDesc* d);
 
