@@ -78,7 +78,9 @@ ncclResult_t collectStreams(ncclComm* comm, LaunchStreams* s) {
   for (const Task& t : comm->tasks.colls) note(t.stream);
   for (const Task& t : comm->tasks.p2p) note(t.stream);
 
-  UCHECK(gpu::streamGetCaptureInfo(s->launch, &s->capture));
+  // The launch stream is the first task's (checkTaskStreams may have asked already).
+  if (comm->tasks.captureKnown) s->capture = comm->tasks.capture;
+  else UCHECK(gpu::streamGetCaptureInfo(s->launch, &s->capture));
   s->captured = s->capture.status == gpu::CaptureStatus::Active;
   if (comm->orderEvent == nullptr) UCHECK(gpu::eventCreate(&comm->orderEvent));
   // Kernels of one communicator run in issue order even across streams

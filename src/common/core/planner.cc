@@ -149,6 +149,8 @@ ncclResult_t checkTaskStreams(ncclComm* comm) {
       first = t.stream;
       firstCap = cap;
       haveFirst = true;
+      comm->tasks.capture = cap;
+      comm->tasks.captureKnown = true;
       return ncclSuccess;
     }
     bool capA = firstCap.status == gpu::CaptureStatus::Active, capB = cap.status == gpu::CaptureStatus::Active;

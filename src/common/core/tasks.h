@@ -37,8 +37,16 @@ struct Task {
 struct TaskList {
   std::vector<Task> colls;
   std::vector<Task> p2p;
+  // Capture state of the first task's stream, once the group end asked
+  // (checkTaskStreams): the launch does not ask the runtime again.
+  bool captureKnown = false;
+  gpu::CaptureInfo capture{};
   bool empty() const { return colls.empty() && p2p.empty(); }
-  void clear() { colls.clear(); p2p.clear(); }
+  void clear() {
+    colls.clear();
+    p2p.clear();
+    captureKnown = false;
+  }
 };
 
 }  // namespace uniccl
