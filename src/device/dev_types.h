@@ -80,6 +80,7 @@ struct SendConn {
   uint64_t* head;             // our own counter the receiver bumps when it freed a slot
   uint64_t step;              // persistent: next step to fill (kernel loads at start, stores at end)
   ConnSlot* fifo;             // network connections: the conn FIFO's slots; nullptr for P2P/SHM
+  uint64_t headSeen;          // persistent: a value `head` had (it only grows), so most steps need not load it
 };
 
 // Receiver side of a connection from one peer.
@@ -220,6 +221,7 @@ static_assert(sizeof(Work) == 64, "Work must stay 64 bytes (FIFO wrap, inline ar
 // arguments themselves (works == nullptr, nWorks <= kMaxInlineWorks).
 struct KernelArgs {
   DevComm* comm;
+  Channel* channels;          // comm->channels, passed along so a block finds its channel without loading comm first
   const Work* works;
   uint32_t workOffset;
   uint32_t workMask;

@@ -56,7 +56,7 @@ UDEV void runWorks(const KernelArgs& args, BlockShared& sh) {
     if (block >= w.channelLo && block <= w.channelHi) {
       CollCtx c;
       c.comm = comm;
-      c.channel = &comm->channels[block];
+      c.channel = &args.channels[block];
       c.chIndex = block - w.channelLo;
       c.nch = w.channelHi - w.channelLo + 1;
       if (w.coll == kCollP2p) {

@@ -233,6 +233,8 @@ class Prims {
       sendHead_ = sc->head;
       sendStep_ = *reinterpret_cast<volatile uint64_t*>(&sc->step);
       sendFifo_ = sc->fifo;
+      headStart_ = *reinterpret_cast<volatile uint64_t*>(&sc->headSeen);
+      sendHeadSeen_ = headStart_;
     }
   }
 
@@ -242,14 +244,28 @@ class Prims {
   template <bool Src, bool Recv, bool Dst, bool Send, bool Pre, bool Post>
   UDEV bool step(const S* src, S* dst, int64_t n) {
     const uint64_t rs = recvStep_, ss = sendStep_;
+    bool presync = true;
     if constexpr (Recv && Proto == kProtoSimple) {
       if (g_.tid == 0) waitRecvTail(rs);
     }
     if constexpr (Send) {
-      if (g_.tid == sendPoller_) waitSendHead(ss);
+      // While the head this Prims started with (the same in every thread)
+      // frees the slot, nobody waits, so the barrier that would pass on the
+      // poller's wait is not needed (small collectives: no head load, no
+      // barrier before the first line goes out). After the first step that
+      // needs a fresher head, every send step waits as the poller says.
+      if (headStartValid_ && headStart_ + kSteps > ss) {
+        if constexpr (!(Recv && Proto == kProtoSimple)) presync = false;
+      } else {
+        headStartValid_ = false;
+        if (g_.tid == sendPoller_) waitSendHead(ss);
+      }
     }
-    g_.sync();
-    if (*g_.abortA) return false;
+    if (presync) {
+      g_.sync();
+      synced_ = true;
+      if (*g_.abortA) return false;
+    }
     if constexpr (Proto == kProtoSimple) {
       const S* rslot = Recv ? reinterpret_cast<const S*>(recvBuf_ + (rs % kSteps) * slotBytes_) : nullptr;
       S* sslot = Send ? reinterpret_cast<S*>(sendBuf_ + (ss % kSteps) * slotBytes_) : nullptr;
@@ -263,6 +279,7 @@ class Prims {
     // LL sends need no barrier before moving on: the flags publish the data.
     if constexpr (Recv || Proto == kProtoSimple) {
       g_.sync();
+      synced_ = true;
       if (*g_.abortB) return false;
     }
     if constexpr (Send && Proto == kProtoSimple) {
@@ -298,10 +315,16 @@ class Prims {
   // Stores the advanced steps for the next work / kernel. The end-of-work
   // block barrier orders this before anyone reads them again.
   UDEV void finish() {
+    // Every thread loaded the conn's counters in the constructor; with no
+    // barrier since (send steps that skipped theirs), one now, before they
+    // change under a thread that has yet to load them.
+    if (!synced_) g_.sync();
     if (g_.tid == 0) {
       if (rc_) *reinterpret_cast<volatile uint64_t*>(&rc_->step) = recvStep_;
       if (sc_) *reinterpret_cast<volatile uint64_t*>(&sc_->step) = sendStep_;
     }
+    // The poller holds the freshest head it read.
+    if (sc_ && g_.tid == sendPoller_) *reinterpret_cast<volatile uint64_t*>(&sc_->headSeen) = sendHeadSeen_;
   }
 
  private:
@@ -348,6 +371,9 @@ class Prims {
   uint64_t* sendHead_ = nullptr;
   uint64_t sendStep_ = 0;
   uint64_t sendHeadSeen_ = 0;     // sender poller only: the last head value read
+  uint64_t headStart_ = 0;        // every thread: conn->headSeen when this Prims began
+  bool headStartValid_ = true;    // every thread alike: no step has needed a fresher head yet
+  bool synced_ = false;           // every thread alike: a step passed a group barrier
   ConnSlot* recvFifo_ = nullptr;  // network connections only
   ConnSlot* sendFifo_ = nullptr;
 };

@@ -134,6 +134,7 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
   }
   dev::KernelArgs args;
   args.comm = comm->devComm;
+  args.channels = comm->channelsDev;
   args.nWorks = (uint32_t)n;
   args.pad = 0;
   args.launchId = 0;

@@ -119,6 +119,7 @@ struct Fabric {
   int nRanks = 0;
   std::vector<int> devOf;                // rank -> device
   std::vector<DevComm*> dComm;           // device copies
+  std::vector<Channel*> dChannels;       // their channel arrays
   std::vector<gpu::Stream> streams;
   std::vector<gpu::Event> events;
   std::vector<void*> allocs;             // device allocations to free
@@ -174,6 +175,7 @@ struct Fabric {
           rp.recv.tail = tail; rp.recv.remoteHead = head; rp.recv.step = 0; rp.connected = 1;
         }
     dComm.resize(R);
+    dChannels.resize(R);
     streams.resize(R);
     events.resize(R);
     for (int r = 0; r < R; r++) {
@@ -201,6 +203,7 @@ struct Fabric {
       dc.rank = r; dc.nRanks = R; dc.nChannels = kGrid;
       dc.buffBytes[kProtoLL] = kLLBuff; dc.buffBytes[kProtoSimple] = kSimpleBuff;
       dc.abortFlag = abortDev; dc.channels = chd;
+      dChannels[r] = chd;
       dComm[r] = (DevComm*)devAlloc(devOf[r], sizeof(DevComm));
       HCHECK(gpu::memcpy(dComm[r], &dc, sizeof(DevComm)));
     }
@@ -540,6 +543,7 @@ int main(int argc, char** argv) {
           KernelArgs a;
           memset(&a, 0, sizeof(a));
           a.comm = fab.dComm[r];
+          a.channels = fab.dChannels[r];
           a.nWorks = (uint32_t)k;
           if (mode == 0) {
             for (size_t i = 0; i < k; i++) a.inlineWorks[i] = works[r][at + i];
@@ -646,6 +650,7 @@ int main(int argc, char** argv) {
     KernelArgs a;
     memset(&a, 0, sizeof(a));
     a.comm = fab.dComm[0];
+    a.channels = fab.dChannels[0];
     a.nWorks = 1;
     Work& w = a.inlineWorks[0];
     w.coll = kCollP2p; w.proto = kProtoSimple; w.channelLo = 0; w.channelHi = kGrid - 1;
