@@ -50,7 +50,9 @@ bool listHas(const std::string& list, const char* name) {
 TuningEnv readEnv() {
   TuningEnv e;
   e.llThreshold = (size_t)std::max<int64_t>(0, paramInt("UNICCL_LL_THRESHOLD", 0));
-  e.p2pLLThreshold = (size_t)std::max<int64_t>(0, paramInt("NCCL_P2P_LL_THRESHOLD", 16 << 10));
+  // LL up to 512 KiB per message (NCCL: 16 KiB): on 2 H200 LL was faster at every size up to 512 KiB,
+  // SendRecv 32 KiB graph 4.6 vs 8.5 us by Simple, 1 MiB Simple again (session 6 sweep).
+  e.p2pLLThreshold = (size_t)std::max<int64_t>(0, paramInt("NCCL_P2P_LL_THRESHOLD", 512 << 10));
   e.simpleChannelBytes = (size_t)std::max<int64_t>(1, paramInt("UNICCL_SIMPLE_CHANNEL_BYTES", 64 << 10));
   // A channel per 4 KiB of LL: 32-64 KiB ran 1.05-1.25x faster than with one per 16 KiB (session 4 sweep).
   e.llChannelBytes = (size_t)std::max<int64_t>(1, paramInt("UNICCL_LL_CHANNEL_BYTES", 4 << 10));
