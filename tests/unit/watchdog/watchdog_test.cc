@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <cstdlib>
@@ -523,6 +524,65 @@ TEST_F(WatchdogThread, NoFalseTimeoutWhenWorkCompletesInTime) {
   EXPECT_EQ(comm->hostAbort.load(), 0u);
   EXPECT_EQ(__atomic_load_n(&abortWord, __ATOMIC_ACQUIRE), 0u);
   EXPECT_EQ(fake::pendingEventCount(), 0u);         // eager tracking records no events
+}
+
+// Launches with no done event of their own (launch.cc): finalize/destroy
+// wait for their progress words.
+TEST_F(WatchdogThread, DrainWaitsForTheProgressWords) {
+  setenv("UNICCL_WATCHDOG_POLL_MS", "1000000", 1);    // the thread stays asleep
+  ASSERT_EQ(watchdogRegister(comm.get(), 10000), ncclSuccess);
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 3; i++) {
+    ASSERT_EQ(launch(i), ncclSuccess);
+    ids.push_back(lastId);
+  }
+  std::atomic<bool> ended{false};
+  std::thread gpu([&] {
+    for (uint64_t id : ids) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      kernelStarts(id);
+      kernelEnds(id);
+    }
+    ended.store(true);
+  });
+  EXPECT_EQ(watchWaitEagerLaunches(comm.get()), ncclSuccess);
+  EXPECT_TRUE(ended.load());                        // not before the last launch reported
+  gpu.join();
+  EXPECT_EQ(watchdogStatsForTesting().eagerInFlight, 0u);
+  EXPECT_EQ(comm->asyncError.load(), ncclSuccess);
+  EXPECT_EQ(fake::live().events, 0u);               // the probe event is gone
+}
+
+TEST_F(WatchdogThread, DrainAbortsALaunchPastTheTimeoutAndWaitsForItToStop) {
+  setenv("UNICCL_WATCHDOG_POLL_MS", "1000000", 1);    // the wait itself must time it
+  ASSERT_EQ(watchdogRegister(comm.get(), 50), ncclSuccess);
+  ASSERT_EQ(launch(7), ncclSuccess);
+  kernelStarts(lastId);                             // stuck until the abort flag rises
+  const uint64_t id = lastId;
+  std::thread gpu([&] {
+    while (__atomic_load_n(&abortWord, __ATOMIC_ACQUIRE) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    kernelEnds(id);                                 // the blocks stop on the flag and report
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(watchWaitEagerLaunches(comm.get()), ncclSuccess);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  gpu.join();
+  EXPECT_GE(ms, 45.0);
+  EXPECT_EQ(comm->asyncError.load(), ncclRemoteError);
+  EXPECT_EQ(comm->hostAbort.load(), 1u);
+  EXPECT_EQ(watchdogStatsForTesting().eagerInFlight, 0u);
+}
+
+TEST_F(WatchdogThread, DrainStopsAtAFaultOnTheGpu) {
+  setenv("UNICCL_WATCHDOG_POLL_MS", "1000000", 1);
+  ASSERT_EQ(watchdogRegister(comm.get(), 10000), ncclSuccess);
+  ASSERT_EQ(launch(9), ncclSuccess);
+  kernelStarts(lastId);                             // faulted: never reports its end
+  fake::failNext("eventQuery", ncclUnhandledCudaError, 1000000);   // the fault is sticky
+  EXPECT_EQ(watchWaitEagerLaunches(comm.get()), ncclUnhandledCudaError);
+  fake::failNext("eventQuery", ncclUnhandledCudaError, 0);
+  EXPECT_EQ(comm->asyncError.load(), ncclSuccess);  // no timeout fired
+  EXPECT_EQ(fake::live().events, 0u);
 }
 
 TEST_F(WatchdogThread, FakeClockPollAndQueuedWork) {
