@@ -147,7 +147,7 @@ void CopyEngineGroup::findMessages() {
 }
 
 template <typename PairFn>
-void CopyEngineGroup::forEachTwoRankPair(PairFn&& fn) {
+void CopyEngineGroup::forEachPairedCollective(PairFn&& fn) {
   for (size_t ia = 0; ia < sides_.size(); ia++) {
     ncclComm* A = sides_[ia].comm;
     if (A->nRanks != 2 || A->rank != 0) continue;   // each pair once, from rank 0
@@ -160,32 +160,28 @@ void CopyEngineGroup::forEachTwoRankPair(PairFn&& fn) {
     // Same count of collectives posted so far: the k-th of this group on A
     // is the k-th on B.
     if (A->collsPosted != B->collsPosted || !directPeers(A, B)) continue;
-    fn(ia, ib);
+    const size_t n = std::min(A->tasks.colls.size(), B->tasks.colls.size());
+    for (size_t k = 0; k < n; k++) fn(ia, ib, k, A->tasks.colls[k], B->tasks.colls[k]);
   }
 }
 
 void CopyEngineGroup::findBroadcasts() {
   const size_t minBytes = settings().minBytes;
-  forEachTwoRankPair([&](size_t ia, size_t ib) {
+  forEachPairedCollective([&](size_t ia, size_t ib, size_t k, const Task& ta, const Task& tb) {
+    if (ta.kind != TaskKind::Broadcast || tb.kind != TaskKind::Broadcast || ta.root != tb.root ||
+        taskBytes(ta) != taskBytes(tb) || taskBytes(ta) < minBytes)
+      return;   // (validation keeps the root in 0..1)
     ncclComm* A = sides_[ia].comm;
     ncclComm* B = sides_[ib].comm;
-    const size_t n = std::min(A->tasks.colls.size(), B->tasks.colls.size());
-    for (size_t k = 0; k < n; k++) {
-      const Task& ta = A->tasks.colls[k];
-      const Task& tb = B->tasks.colls[k];
-      if (ta.kind != TaskKind::Broadcast || tb.kind != TaskKind::Broadcast || ta.root != tb.root ||
-          taskBytes(ta) != taskBytes(tb) || taskBytes(ta) < minBytes)
-        continue;   // (validation keeps the root in 0..1)
-      const Task& root = ta.root == 0 ? ta : tb;
-      const Task& other = ta.root == 0 ? tb : ta;
-      ncclComm* rootComm = ta.root == 0 ? A : B;
-      ncclComm* otherComm = ta.root == 0 ? B : A;
-      copies_.push_back(Copy{rootComm, otherComm, root.sendbuff, other.recvbuff, taskBytes(root)});
-      if (root.sendbuff != root.recvbuff)
-        localCopies_.push_back(Copy{rootComm, rootComm, root.sendbuff, root.recvbuff, taskBytes(root)});
-      takenColls_[ia][k] = true;
-      takenColls_[ib][k] = true;
-    }
+    const Task& root = ta.root == 0 ? ta : tb;
+    const Task& other = ta.root == 0 ? tb : ta;
+    ncclComm* rootComm = ta.root == 0 ? A : B;
+    ncclComm* otherComm = ta.root == 0 ? B : A;
+    copies_.push_back(Copy{rootComm, otherComm, root.sendbuff, other.recvbuff, taskBytes(root)});
+    if (root.sendbuff != root.recvbuff)
+      localCopies_.push_back(Copy{rootComm, rootComm, root.sendbuff, root.recvbuff, taskBytes(root)});
+    takenColls_[ia][k] = true;
+    takenColls_[ib][k] = true;
   });
 }
 
@@ -194,35 +190,41 @@ void CopyEngineGroup::findBroadcasts() {
 // reduced half into the other's receive buffer after it (the all-gather half
 // moves at the copy engines' rate). The ReduceScatter keeps NCCL's in-place
 // form: recvbuff = sendbuff + rank * half when the AllReduce was in place.
-// The peer's ReduceScatter has read the half it sends before ours can end,
-// so the copy may overwrite an in-place peer's send buffer there.
+// The copies wait for both ranks' kernels (issueAfterKernels), so an
+// in-place peer has read the half of its send buffer they overwrite.
 void CopyEngineGroup::findAllReduces() {
   const size_t minBytes = settings().allReduceMinBytes;
-  forEachTwoRankPair([&](size_t ia, size_t ib) {
+  forEachPairedCollective([&](size_t ia, size_t ib, size_t, Task& ta, Task& tb) {
+    if (ta.kind != TaskKind::AllReduce || tb.kind != TaskKind::AllReduce || ta.count != tb.count ||
+        ta.dtype != tb.dtype || ta.count % 2 != 0 || taskBytes(ta) < minBytes)
+      return;   // (an odd count has no equal halves)
     ncclComm* A = sides_[ia].comm;
     ncclComm* B = sides_[ib].comm;
-    const size_t n = std::min(A->tasks.colls.size(), B->tasks.colls.size());
-    for (size_t k = 0; k < n; k++) {
-      Task& ta = A->tasks.colls[k];
-      Task& tb = B->tasks.colls[k];
-      if (ta.kind != TaskKind::AllReduce || tb.kind != TaskKind::AllReduce || ta.count != tb.count ||
-          ta.dtype != tb.dtype || ta.count % 2 != 0 || taskBytes(ta) < minBytes)
-        continue;   // (an odd count has no equal halves)
-      const size_t half = ta.count / 2;
-      const size_t halfBytes = half * dataTypeSize(ta.dtype);
-      for (Task* t : {&ta, &tb}) {
-        t->kind = TaskKind::ReduceScatter;
-        t->count = half;
-      }
-      // Rank r's half starts at r * halfBytes in both receive buffers.
-      char* recvA = static_cast<char*>(ta.recvbuff);
-      char* recvB = static_cast<char*>(tb.recvbuff);
-      ta.recvbuff = recvA;
-      tb.recvbuff = recvB + halfBytes;
-      afterCopies_.push_back(Copy{A, B, recvA, recvB, halfBytes});
-      afterCopies_.push_back(Copy{B, A, recvB + halfBytes, recvA + halfBytes, halfBytes});
+    const size_t half = ta.count / 2;
+    const size_t halfBytes = half * dataTypeSize(ta.dtype);
+    for (Task* t : {&ta, &tb}) {
+      t->kind = TaskKind::ReduceScatter;
+      t->count = half;
     }
+    // Rank r's half starts at r * halfBytes in both receive buffers.
+    char* recvA = static_cast<char*>(ta.recvbuff);
+    char* recvB = static_cast<char*>(tb.recvbuff);
+    tb.recvbuff = recvB + halfBytes;   // rank 0's half starts at its buffer
+    afterCopies_.push_back(Copy{A, B, recvA, recvB, halfBytes});
+    afterCopies_.push_back(Copy{B, A, recvB + halfBytes, recvA + halfBytes, halfBytes});
   });
+}
+
+template <typename Involved>
+ncclResult_t CopyEngineGroup::markStreams(const UseDevice& useDevice, Involved&& involved,
+                                          gpu::Event ncclComm::*event) {
+  for (const Side& s : sides_) {
+    if (!involved(s.comm)) continue;
+    UCHECK(useDevice(s.comm->gpuDev));
+    UCHECK(ensureResources(s.comm));
+    UCHECK(gpu::eventRecord(s.comm->*event, s.stream));
+  }
+  return ncclSuccess;
 }
 
 // Entry events on the ranks' streams; each sender's side stream waits for
@@ -240,12 +242,7 @@ ncclResult_t CopyEngineGroup::issue(const UseDevice& useDevice) {
     return std::any_of(copies_.begin(), copies_.end(), touches) ||
            std::any_of(localCopies_.begin(), localCopies_.end(), touches);
   };
-  for (const Side& s : sides_) {
-    if (!involved(s.comm)) continue;
-    UCHECK(useDevice(s.comm->gpuDev));
-    UCHECK(ensureResources(s.comm));
-    UCHECK(gpu::eventRecord(s.comm->ceEntry, s.stream));
-  }
+  UCHECK(markStreams(useDevice, involved, &ncclComm::ceEntry));
   for (const Side& s : sides_) {
     if (!hasCopy(s.comm, nullptr)) continue;
     UCHECK(useDevice(s.comm->gpuDev));
@@ -329,12 +326,7 @@ ncclResult_t CopyEngineGroup::issueAfterKernels(const UseDevice& useDevice) {
     return std::any_of(afterCopies_.begin(), afterCopies_.end(),
                        [c](const Copy& x) { return x.from == c || x.to == c; });
   };
-  for (const Side& s : sides_) {
-    if (!involved(s.comm)) continue;
-    UCHECK(useDevice(s.comm->gpuDev));
-    UCHECK(ensureResources(s.comm));
-    UCHECK(gpu::eventRecord(s.comm->ceKernelsDone, s.stream));
-  }
+  UCHECK(markStreams(useDevice, involved, &ncclComm::ceKernelsDone));
   for (const Side& s : sides_) {
     if (!std::any_of(afterCopies_.begin(), afterCopies_.end(), [&](const Copy& x) { return x.from == s.comm; }))
       continue;

@@ -76,14 +76,19 @@ class CopyEngineGroup {
     size_t bytes;
   };
   void findMessages();
-  // Calls fn(ia, ib) for each 2-rank communicator with both ranks in the
-  // group (ia: rank 0's side, ib: rank 1's) whose collective counts agree.
+  // Calls fn(ia, ib, k, taskA, taskB) for the k-th collective of each
+  // 2-rank communicator with both ranks in the group (ia: rank 0's side, ib:
+  // rank 1's) whose counts of posted collectives agree.
   template <typename PairFn>
-  void forEachTwoRankPair(PairFn&& fn);
+  void forEachPairedCollective(PairFn&& fn);
   void findBroadcasts();
   void findAllReduces();
   ncclResult_t issue(const UseDevice& useDevice);
   ncclResult_t issueAfterKernels(const UseDevice& useDevice);
+  // Records each involved side's `event` on its stream (creating the side
+  // stream and events first).
+  template <typename Involved>
+  ncclResult_t markStreams(const UseDevice& useDevice, Involved&& involved, gpu::Event ncclComm::*event);
   // A copy from `from` to `to` (nullptr: to anyone) is queued in this group.
   bool hasCopy(const ncclComm* from, const ncclComm* to) const;
   void removeTaken();
