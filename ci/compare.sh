@@ -5,8 +5,9 @@
 #
 # Builds the benchmarks twice from the same sources (bench/*_perf against
 # uniccl, bench/*_perf_nccl against the vendor library), runs both for
-# all_reduce, all_gather, reduce_scatter, broadcast, sendrecv and alltoall in
-# eager and graph (-G) mode over 8 B .. 1 GiB, and writes into OUT_DIR:
+# all_reduce, all_gather, reduce_scatter, broadcast, reduce, sendrecv and
+# alltoall in eager and graph (-G) mode over 8 B .. 1 GiB, and writes into
+# OUT_DIR:
 #   raw/<coll>_<mode>_<lib>.log   the benchmarks' own output
 #   results.csv                   every parsed row (out-of-place columns)
 #   compare.csv, compare.md       the ratio table: busbw uniccl/NCCL for sizes
@@ -18,7 +19,7 @@
 #
 # Environment (defaults): NCCL_HOME (the nvidia-nccl-cu13 wheel, else
 # /usr/local/cuda), BUILD_DIR (build-bench), NGPUS (visible GPUs),
-# COMPARE_COLLS (the six above), COMPARE_MIN_BYTES (8), COMPARE_MAX_BYTES (1G),
+# COMPARE_COLLS (the seven above), COMPARE_MIN_BYTES (8), COMPARE_MAX_BYTES (1G),
 # COMPARE_FACTOR (2, size step), COMPARE_ITERS (20), COMPARE_WARMUP (5), COMPARE_GRAPH_LAUNCHES (5),
 # COMPARE_CHECK (1), COMPARE_TIMEOUT (seconds per run, 1200),
 # COMPARE_SKIP_BUILD (0; 1 = use the tools already in BUILD_DIR).
@@ -28,7 +29,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${1:-./compare-out}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-bench}
 export BUILD_DIR
-COLLS=${COMPARE_COLLS:-all_reduce all_gather reduce_scatter broadcast sendrecv alltoall}
+COLLS=${COMPARE_COLLS:-all_reduce all_gather reduce_scatter broadcast reduce sendrecv alltoall}
 MIN_BYTES=${COMPARE_MIN_BYTES:-8}
 MAX_BYTES=${COMPARE_MAX_BYTES:-1G}
 FACTOR=${COMPARE_FACTOR:-2}
