@@ -227,21 +227,21 @@ ncclResult_t CopyEngineGroup::markStreams(const UseDevice& useDevice, Involved&&
   return ncclSuccess;
 }
 
-// Entry events on the ranks' streams; each sender's side stream waits for
-// its own entry and its receivers' (their buffers are free), copies, and
-// marks its exit. Opposite directions run at once on two side streams.
+bool CopyEngineGroup::touches(const std::vector<Copy>& copies, const ncclComm* c) {
+  return std::any_of(copies.begin(), copies.end(), [c](const Copy& x) { return x.from == c || x.to == c; });
+}
+
 bool CopyEngineGroup::hasCopy(const ncclComm* from, const ncclComm* to) const {
   auto match = [&](const Copy& x) { return x.from == from && (to == nullptr || x.to == to); };
   return std::any_of(copies_.begin(), copies_.end(), match) ||
          std::any_of(afterCopies_.begin(), afterCopies_.end(), match);
 }
 
+// Entry events on the ranks' streams; each sender's side stream waits for
+// its own entry and its receivers' (their buffers are free), copies, and
+// marks its exit. Opposite directions run at once on two side streams.
 ncclResult_t CopyEngineGroup::issue(const UseDevice& useDevice) {
-  auto involved = [&](const ncclComm* c) {
-    auto touches = [c](const Copy& x) { return x.from == c || x.to == c; };
-    return std::any_of(copies_.begin(), copies_.end(), touches) ||
-           std::any_of(localCopies_.begin(), localCopies_.end(), touches);
-  };
+  auto involved = [&](const ncclComm* c) { return touches(copies_, c) || touches(localCopies_, c); };
   UCHECK(markStreams(useDevice, involved, &ncclComm::ceEntry));
   for (const Side& s : sides_) {
     if (!hasCopy(s.comm, nullptr)) continue;
@@ -322,11 +322,8 @@ ncclResult_t CopyEngineGroup::start(std::vector<ncclComm*>& comms, const UseDevi
 // both ranks' kernels of the group ended (its half is reduced, the peer's
 // receive buffer is no longer read), then copies its half across.
 ncclResult_t CopyEngineGroup::issueAfterKernels(const UseDevice& useDevice) {
-  auto involved = [&](const ncclComm* c) {
-    return std::any_of(afterCopies_.begin(), afterCopies_.end(),
-                       [c](const Copy& x) { return x.from == c || x.to == c; });
-  };
-  UCHECK(markStreams(useDevice, involved, &ncclComm::ceKernelsDone));
+  UCHECK(markStreams(useDevice, [&](const ncclComm* c) { return touches(afterCopies_, c); },
+                     &ncclComm::ceKernelsDone));
   for (const Side& s : sides_) {
     if (!std::any_of(afterCopies_.begin(), afterCopies_.end(), [&](const Copy& x) { return x.from == s.comm; }))
       continue;
@@ -340,6 +337,7 @@ ncclResult_t CopyEngineGroup::issueAfterKernels(const UseDevice& useDevice) {
       TRACE(kSubsysColl, "rank %d -> %d: AllReduce half of %zu bytes by copy engine", x.from->rank, x.to->rank,
             x.bytes);
     }
+    // (Behind any copy issue() queued on this side stream: one exit for all.)
     UCHECK(gpu::eventRecord(s.comm->ceExit, s.comm->ceStream));
   }
   return ncclSuccess;

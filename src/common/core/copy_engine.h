@@ -89,6 +89,8 @@ class CopyEngineGroup {
   // stream and events first).
   template <typename Involved>
   ncclResult_t markStreams(const UseDevice& useDevice, Involved&& involved, gpu::Event ncclComm::*event);
+  // One of `copies` goes from or to c.
+  static bool touches(const std::vector<Copy>& copies, const ncclComm* c);
   // A copy from `from` to `to` (nullptr: to anyone) is queued in this group.
   bool hasCopy(const ncclComm* from, const ncclComm* to) const;
   void removeTaken();

@@ -272,14 +272,12 @@ ncclResult_t watchWaitEagerLaunches(ncclComm* comm) {
   UCHECK(gpu::eventCreate(&probe));
   ncclResult_t res = ncclSuccess;
   for (;;) {
-    // The thread may poll this comm at the same time (ncclCommFinalize):
-    // the tracker locks, and only one of the two fires.
-    TrackerCheck c;
     {
+      // The thread's poll, under its lock (ncclCommFinalize: the thread may
+      // poll this comm too; only one of the two fires). Past the timeout the
+      // launches are stopped (abort flag) and still waited for.
       std::lock_guard<std::mutex> lock(wd().mu);
-      c = w.eager.check(watchdogNowMs(), w.fired ? 0 : w.timeoutMs);
-      // Past the timeout the launches are stopped (abort flag) and still waited for.
-      if (c.timedOut) fire(comm, c);
+      pollComm(comm, watchdogNowMs());
     }
     if (w.eager.inFlight() == 0) break;
     res = gpu::eventQuery(probe);
