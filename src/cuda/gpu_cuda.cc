@@ -150,6 +150,7 @@ ncclResult_t deviceSynchronize() {
 
 // ------------------------------------------------------------------ streams
 ncclResult_t streamCreate(Stream* s) {
+  RelaxedCapture relaxed;  // may come during a capture (copy_engine's side stream)
   cudaStream_t st;
   CUDA_TRY(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   *s = st;
@@ -193,6 +194,7 @@ ncclResult_t streamGetCaptureInfo(Stream s, CaptureInfo* info) {
 
 // ------------------------------------------------------------------- events
 ncclResult_t eventCreate(Event* e, unsigned flags) {
+  RelaxedCapture relaxed;
   unsigned f = cudaEventDefault;
   if (flags & kEventDisableTiming) f |= cudaEventDisableTiming;
   if (flags & kEventInterprocess) f |= cudaEventInterprocess;

@@ -165,6 +165,7 @@ ncclResult_t deviceSynchronize() {
 
 // ------------------------------------------------------------------ streams
 ncclResult_t streamCreate(Stream* s) {
+  RelaxedCapture relaxed;  // may come during a capture (copy_engine's side stream)
   hipStream_t st;
   HIP_TRY(hipStreamCreateWithFlags(&st, hipStreamNonBlocking));
   *s = st;
@@ -213,6 +214,7 @@ ncclResult_t streamGetCaptureInfo(Stream s, CaptureInfo* info) {
 
 // ------------------------------------------------------------------- events
 ncclResult_t eventCreate(Event* e, unsigned flags) {
+  RelaxedCapture relaxed;
   unsigned f = hipEventDefault;
   if (flags & kEventDisableTiming) f |= hipEventDisableTiming;
   if (flags & kEventInterprocess) f |= hipEventInterprocess;

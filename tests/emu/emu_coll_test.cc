@@ -352,6 +352,62 @@ void runAllReduceCe(std::vector<Rank>& ranks, bool expectCe) {
   expectMoved(before, 4, "AllReduceCe/two-in-group");
 }
 
+// A large message from rank 0 to itself in one group with other work for
+// rank 0's kernels: a small message to rank 1 (withColl false) or an
+// AllReduce on every rank (true). expectCe: the self message, and only it,
+// went by copy engine.
+void selfWithOtherWork(std::vector<Rank>& ranks, size_t big, bool withColl, bool expectCe) {
+  const int n = (int)ranks.size();
+  Rank& A = ranks[0];
+  Rank& B = ranks[1];
+  const size_t small = 1000;
+  const std::string what = std::string("P2pOrder/self-with-") + (withColl ? "allreduce" : "message");
+  std::vector<float> self = randomData(big), msg = randomData(small);
+  std::vector<std::vector<float>> ar(n);
+  upload(A, A.send, self);
+  upload(A, A.recv, randomData(big));
+  upload(A, A.send + big * gElem, msg);
+  upload(B, B.recv + big * gElem, randomData(small));
+  for (int r = 0; r < n; r++) {
+    ar[r] = randomData(small);
+    upload(ranks[r], ranks[r].send + (big + small) * gElem, ar[r]);
+  }
+  const uint64_t before = copyEngineTransfers();
+  EXPECT_OK(ncclGroupStart());
+  EXPECT_OK(ncclSend(A.send, big, gType, 0, A.comm, A.stream));
+  if (withColl) {
+    for (Rank& R : ranks) {
+      char* x = R.send + (big + small) * gElem;
+      EXPECT_OK(ncclAllReduce(x, x, small, gType, ncclSum, R.comm, R.stream));
+    }
+  } else {
+    EXPECT_OK(ncclSend(A.send + big * gElem, small, gType, 1, A.comm, A.stream));
+    EXPECT_OK(ncclRecv(B.recv + big * gElem, small, gType, 0, B.comm, B.stream));
+  }
+  EXPECT_OK(ncclRecv(A.recv, big, gType, 0, A.comm, A.stream));
+  EXPECT_OK(ncclGroupEnd());
+  syncAll(ranks);
+  check(what + "/self", download(A, A.recv, big), self);
+  if (withColl) {
+    std::vector<float> sum(small);
+    for (size_t i = 0; i < small; i++) {
+      sum[i] = ar[0][i];
+      for (int r = 1; r < n; r++) sum[i] = reduce(ncclSum, sum[i], ar[r][i]);
+    }
+    for (int r = 0; r < n; r++)
+      check(what + "/allreduce/rank" + std::to_string(r),
+            download(ranks[r], ranks[r].send + (big + small) * gElem, small), sum);
+  } else {
+    check(what + "/message", download(B, B.recv + big * gElem, small), msg);
+  }
+  const uint64_t moved = copyEngineTransfers() - before;
+  if (expectCe && moved != 1) {
+    gFailures++;
+    fprintf(stderr, "FAIL %s: %llu transfers by copy engine, expected 1 (the message to itself)\n", what.c_str(),
+            (unsigned long long)moved);
+  }
+}
+
 // Message order between ranks 0 and 1 (NCCL: the k-th send from a to b
 // meets the k-th recv at b from a), with some messages large enough for the
 // copy-engine path (core/copy_engine.h) and some not:
@@ -360,10 +416,12 @@ void runAllReduceCe(std::vector<Rank>& ranks, bool expectCe) {
 //     send and both recvs: the counts disagree, so no copy engine, and the
 //     kernels match them in order;
 //  3. one more large message: the counts agree again;
-//  4. a large message from rank 0 to itself (never by copy engine);
+//  4. a large message from rank 0 to itself: alone by the kernels, with
+//     other work for them in the group by its copy engine;
 //  5. a large Broadcast from rank 1, out of place (2 ranks: by copy engine);
 //  6. (3+ ranks) rank 0 sends to two ranks in one group (never by copy engine).
-// expectCe: the large transfers of 1, 3 and 5 (only those) went by copy engine.
+// expectCe: the large transfers of 1, 3, 4 with other work and 5 (only
+// those) went by copy engine.
 void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
   Rank& A = ranks[0];
   Rank& B = ranks[1];
@@ -418,6 +476,11 @@ void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
   // 4. A large message to itself (AlltoAll's own block) stays with the
   //    kernels (measured faster, docs/performance.md).
   messageCase(ranks, 0, 0, big, "P2pOrder/self", 0);
+  // 4b. The same message with other work for rank 0's kernels in the group
+  //     (a small message to rank 1, then an AllReduce): its own GPU's copy
+  //     engine copies it meanwhile.
+  selfWithOtherWork(ranks, big, false, expectCe);
+  selfWithOtherWork(ranks, big, true, expectCe);
 
   // 5. A large Broadcast from rank 1 (2 ranks: by copy engine).
   const int n = (int)ranks.size();

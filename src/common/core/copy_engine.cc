@@ -18,13 +18,15 @@ struct Settings {
   bool enabled;
   size_t minBytes;
   size_t allReduceMinBytes;
+  int selfStreams;    // side streams a message to itself is spread over (copy engines working at once)
 };
 
 const Settings& settings() {
   static const Settings s{
       paramInt("UNICCL_COPY_ENGINE", 1) != 0,
       (size_t)std::max<int64_t>(1, paramInt("UNICCL_COPY_ENGINE_MIN_BYTES", 8 << 20)),
-      (size_t)std::max<int64_t>(1, paramInt("UNICCL_COPY_ENGINE_ALLREDUCE_MIN_BYTES", 512 << 20))};
+      (size_t)std::max<int64_t>(1, paramInt("UNICCL_COPY_ENGINE_ALLREDUCE_MIN_BYTES", 512 << 20)),
+      (int)std::clamp<int64_t>(paramInt("UNICCL_COPY_ENGINE_SELF_STREAMS", 2), 1, 1 + kExtraSideStreams)};
   return s;
 }
 
@@ -101,6 +103,22 @@ ncclResult_t ensureResources(ncclComm* c) {
   if (c->ceEntry == nullptr) UCHECK(gpu::eventCreate(&c->ceEntry));
   if (c->ceExit == nullptr) UCHECK(gpu::eventCreate(&c->ceExit));
   if (c->ceKernelsDone == nullptr) UCHECK(gpu::eventCreate(&c->ceKernelsDone));
+  return ncclSuccess;
+}
+
+// Side stream i of the comm (0: ceStream) and the event marking its end.
+ncclResult_t sideStream(ncclComm* c, int i, gpu::Stream* s, gpu::Event* exit) {
+  if (i == 0) {
+    *s = c->ceStream;
+    *exit = c->ceExit;
+    return ncclSuccess;
+  }
+  gpu::Stream& st = c->ceExtraStreams[i - 1];
+  gpu::Event& ev = c->ceExtraExits[i - 1];
+  if (st == nullptr) UCHECK(gpu::streamCreate(&st));
+  if (ev == nullptr) UCHECK(gpu::eventCreate(&ev));
+  *s = st;
+  *exit = ev;
   return ncclSuccess;
 }
 
@@ -285,6 +303,7 @@ ncclResult_t CopyEngineGroup::start(std::vector<ncclComm*>& comms, const UseDevi
   sides_.clear();
   copies_.clear();
   localCopies_.clear();
+  selfSides_.clear();
   if (settings().enabled && comms.size() > 1) {
     for (ncclComm* c : comms) {
       gpu::Stream st = nullptr;
@@ -307,7 +326,7 @@ ncclResult_t CopyEngineGroup::start(std::vector<ncclComm*>& comms, const UseDevi
   for (ncclComm* c : comms) countPostedTasks(c);
   if (copies_.empty() && afterCopies_.empty()) {
     sides_.clear();
-    return ncclSuccess;
+    return startSelfCopies(comms, useDevice);
   }
   ncclResult_t res = copies_.empty() ? ncclSuccess : issue(useDevice);
   // Queued copies cannot go to the kernels as well; after a failure the
@@ -315,7 +334,86 @@ ncclResult_t CopyEngineGroup::start(std::vector<ncclComm*>& comms, const UseDevi
   if (res != ncclSuccess)
     for (const Side& s : sides_) disableCopyEngine(s.comm);
   removeTaken();
-  return res;
+  if (res != ncclSuccess) return res;
+  return startSelfCopies(comms, useDevice);
+}
+
+ncclResult_t CopyEngineGroup::startSelfCopies(std::vector<ncclComm*>& comms, const UseDevice& useDevice) {
+  if (!settings().enabled) return ncclSuccess;
+  for (ncclComm* c : comms) {
+    // A comm with transfers to or from peers on its side stream this group
+    // keeps its self messages with the kernels (the AlltoAll of one thread
+    // for both GPUs: the kernels copy the own block while the copy engines
+    // move the peer's).
+    if (c->copyEngineOff || c->profiler != nullptr || touches(copies_, c) || touches(localCopies_, c) ||
+        touches(afterCopies_, c))
+      continue;
+    gpu::Stream st = nullptr;
+    if (!singleStream(c, &st)) continue;
+    UCHECK(takeSelfCopies(c, st, useDevice));
+  }
+  return ncclSuccess;
+}
+
+// The k-th send to itself meets the k-th recv from itself (the planner's
+// pairing); pairs of equal, large sizes are copied when some other task of
+// the comm keeps its kernels busy meanwhile. Captured streams too: the side
+// stream joins the capture through the entry event and leaves it through
+// the exit event the launch stream waits for (join()).
+ncclResult_t CopyEngineGroup::takeSelfCopies(ncclComm* c, gpu::Stream stream, const UseDevice& useDevice) {
+  std::vector<Task>& ts = c->tasks.p2p;
+  selfSends_.clear();
+  selfRecvs_.clear();
+  for (size_t i = 0; i < ts.size(); i++) {
+    if (ts[i].root != c->rank) continue;
+    (ts[i].kind == TaskKind::Send ? selfSends_ : selfRecvs_).push_back(i);
+  }
+  const size_t pairs = std::min(selfSends_.size(), selfRecvs_.size());
+  size_t taken = 0, largest = 0;
+  for (size_t k = 0; k < pairs; k++) {
+    const size_t bytes = taskBytes(ts[selfSends_[k]]);
+    const bool take = bytes >= settings().minBytes && bytes == taskBytes(ts[selfRecvs_[k]]);
+    if (!take) selfSends_[k] = selfRecvs_[k] = SIZE_MAX;   // (a size mismatch: the planner reports it)
+    taken += take;
+    if (take) largest = std::max(largest, bytes);
+  }
+  const bool otherWork = !c->tasks.colls.empty() || ts.size() > selfSends_.size() + selfRecvs_.size();
+  if (taken == 0 || !otherWork) return ncclSuccess;   // nothing large, or nothing else for the kernels
+  // Each message is cut into one part per side stream (4 KiB multiples:
+  // whole elements of every type), each copied on its own stream.
+  const int nStreams = (int)std::clamp<size_t>(largest / settings().minBytes, 1, (size_t)settings().selfStreams);
+  UCHECK(useDevice(c->gpuDev));
+  UCHECK(ensureResources(c));
+  UCHECK(gpu::eventRecord(c->ceEntry, stream));
+  gpu::Stream streams[1 + kExtraSideStreams];
+  gpu::Event exits[1 + kExtraSideStreams];
+  for (int i = 0; i < nStreams; i++) {
+    UCHECK(sideStream(c, i, &streams[i], &exits[i]));
+    UCHECK(gpu::streamWaitEvent(streams[i], c->ceEntry));
+  }
+  std::vector<bool>& drop = selfTaken_;
+  drop.assign(ts.size(), false);
+  for (size_t k = 0; k < pairs; k++) {
+    if (selfSends_[k] == SIZE_MAX) continue;
+    const Task& s = ts[selfSends_[k]];
+    const size_t bytes = taskBytes(s);
+    const size_t part = ((bytes + nStreams - 1) / nStreams + 4095) & ~(size_t)4095;
+    for (int i = 0; i < nStreams && (size_t)i * part < bytes; i++) {
+      const size_t off = (size_t)i * part;
+      UCHECK(gpu::memcpyAsync(static_cast<char*>(ts[selfRecvs_[k]].recvbuff) + off,
+                              static_cast<const char*>(s.sendbuff) + off, std::min(part, bytes - off), streams[i]));
+    }
+    gTransfers.fetch_add(1, std::memory_order_relaxed);
+    TRACE(kSubsysP2p, "rank %d: %zu bytes to itself by copy engine (%d streams)", c->rank, bytes, nStreams);
+    drop[selfSends_[k]] = drop[selfRecvs_[k]] = true;
+  }
+  for (int i = 0; i < nStreams; i++) UCHECK(gpu::eventRecord(exits[i], streams[i]));
+  selfSides_.push_back(SelfSide{c, stream, nStreams});
+  size_t w = 0;
+  for (size_t i = 0; i < ts.size(); i++)
+    if (!drop[i]) ts[w++] = ts[i];
+  ts.resize(w);
+  return ncclSuccess;
 }
 
 // The all-gather halves of AllReduces: each rank's side stream waits until
@@ -363,10 +461,20 @@ ncclResult_t CopyEngineGroup::join(const UseDevice& useDevice, bool launched) {
       if (r2 != ncclSuccess && res == ncclSuccess) res = r2;
     }
   }
+  // Launch streams wait for the copies of their messages to themselves.
+  for (const SelfSide& s : selfSides_) {
+    for (int i = 0; i < s.streams; i++) {
+      ncclResult_t r2 = useDevice(s.comm->gpuDev);
+      if (r2 == ncclSuccess)
+        r2 = gpu::streamWaitEvent(s.stream, i == 0 ? s.comm->ceExit : s.comm->ceExtraExits[i - 1]);
+      if (r2 != ncclSuccess && res == ncclSuccess) res = r2;
+    }
+  }
   sides_.clear();
   copies_.clear();
   localCopies_.clear();
   afterCopies_.clear();
+  selfSides_.clear();
   return res;
 }
 
