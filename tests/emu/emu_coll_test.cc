@@ -354,8 +354,8 @@ void runAllReduceCe(std::vector<Rank>& ranks, bool expectCe) {
 
 // A large message from rank 0 to itself in one group with other work for
 // rank 0's kernels: a small message to rank 1 (withColl false) or an
-// AllReduce on every rank (true). expectCe: the self message, and only it,
-// went by copy engine.
+// AllReduce on every rank (true). expectCe: the self message went by a
+// side-stream kernel, nothing by copy engine.
 void selfWithOtherWork(std::vector<Rank>& ranks, size_t big, bool withColl, bool expectCe) {
   const int n = (int)ranks.size();
   Rank& A = ranks[0];
@@ -372,7 +372,7 @@ void selfWithOtherWork(std::vector<Rank>& ranks, size_t big, bool withColl, bool
     ar[r] = randomData(small);
     upload(ranks[r], ranks[r].send + (big + small) * gElem, ar[r]);
   }
-  const uint64_t before = copyEngineTransfers();
+  const uint64_t before = copyEngineTransfers(), selfBefore = selfCopyLaunches();
   EXPECT_OK(ncclGroupStart());
   EXPECT_OK(ncclSend(A.send, big, gType, 0, A.comm, A.stream));
   if (withColl) {
@@ -400,11 +400,11 @@ void selfWithOtherWork(std::vector<Rank>& ranks, size_t big, bool withColl, bool
   } else {
     check(what + "/message", download(B, B.recv + big * gElem, small), msg);
   }
-  const uint64_t moved = copyEngineTransfers() - before;
-  if (expectCe && moved != 1) {
+  const uint64_t moved = copyEngineTransfers() - before, selfMoved = selfCopyLaunches() - selfBefore;
+  if (expectCe && (moved != 0 || selfMoved != 1)) {
     gFailures++;
-    fprintf(stderr, "FAIL %s: %llu transfers by copy engine, expected 1 (the message to itself)\n", what.c_str(),
-            (unsigned long long)moved);
+    fprintf(stderr, "FAIL %s: %llu transfers by copy engine, %llu by a side-stream kernel, expected 0 and 1\n",
+            what.c_str(), (unsigned long long)moved, (unsigned long long)selfMoved);
   }
 }
 
@@ -416,12 +416,12 @@ void selfWithOtherWork(std::vector<Rank>& ranks, size_t big, bool withColl, bool
 //     send and both recvs: the counts disagree, so no copy engine, and the
 //     kernels match them in order;
 //  3. one more large message: the counts agree again;
-//  4. a large message from rank 0 to itself: alone by the kernels, with
-//     other work for them in the group by its copy engine;
+//  4. a large message from rank 0 to itself: alone by the group's kernel,
+//     with other work for it in the group by a side-stream kernel;
 //  5. a large Broadcast from rank 1, out of place (2 ranks: by copy engine);
 //  6. (3+ ranks) rank 0 sends to two ranks in one group (never by copy engine).
-// expectCe: the large transfers of 1, 3, 4 with other work and 5 (only
-// those) went by copy engine.
+// expectCe: the large transfers of 1, 3 and 5 (only those) went by copy
+// engine, 4 with other work by a side-stream kernel.
 void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
   Rank& A = ranks[0];
   Rank& B = ranks[1];
@@ -477,8 +477,8 @@ void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
   //    kernels (measured faster, docs/performance.md).
   messageCase(ranks, 0, 0, big, "P2pOrder/self", 0);
   // 4b. The same message with other work for rank 0's kernels in the group
-  //     (a small message to rank 1, then an AllReduce): its own GPU's copy
-  //     engine copies it meanwhile.
+  //     (a small message to rank 1, then an AllReduce): a kernel on the
+  //     side stream copies it meanwhile.
   selfWithOtherWork(ranks, big, false, expectCe);
   selfWithOtherWork(ranks, big, true, expectCe);
 

@@ -12,7 +12,6 @@
 
 #include "common/bootstrap/bootstrap.h"
 #include "common/core/config.h"
-#include "common/core/copy_engine.h"
 #include "common/core/peer_info.h"
 #include "common/core/redop.h"
 #include "common/core/registry.h"
@@ -92,10 +91,6 @@ struct ncclComm {
   uniccl::gpu::Event ceEntry = nullptr;
   uniccl::gpu::Event ceExit = nullptr;
   uniccl::gpu::Event ceKernelsDone = nullptr;   // the group's kernels ended (AllReduce halves follow)
-  // More side streams for messages to itself spread over several copy
-  // engines (UNICCL_COPY_ENGINE_SELF_STREAMS), and their end events.
-  uniccl::gpu::Stream ceExtraStreams[uniccl::kExtraSideStreams] = {};
-  uniccl::gpu::Event ceExtraExits[uniccl::kExtraSideStreams] = {};
   // Timeout tracking of this comm's launches (common/watchdog; nullptr when
   // UNICCL_TIMEOUT=0). Declared after donePool/callbacks so it goes first.
   std::unique_ptr<uniccl::CommWatch> watch;

@@ -2,23 +2,28 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/util/debug.h"
 #include "common/util/param.h"
+#include "device/dev_types.h"
+#include "device/kernels.h"
 
 namespace uniccl {
 
 namespace {
 
 std::atomic<uint64_t> gTransfers{0};
+std::atomic<uint64_t> gSelfCopies{0};
 
 struct Settings {
   bool enabled;
   size_t minBytes;
   size_t allReduceMinBytes;
-  int selfStreams;    // side streams a message to itself is spread over (copy engines working at once)
+  int selfBlocks;     // blocks of the side-stream kernel copying a rank's messages to itself (0: none)
+  size_t selfMinBytes;  // the smallest message to itself it takes
 };
 
 const Settings& settings() {
@@ -26,7 +31,8 @@ const Settings& settings() {
       paramInt("UNICCL_COPY_ENGINE", 1) != 0,
       (size_t)std::max<int64_t>(1, paramInt("UNICCL_COPY_ENGINE_MIN_BYTES", 8 << 20)),
       (size_t)std::max<int64_t>(1, paramInt("UNICCL_COPY_ENGINE_ALLREDUCE_MIN_BYTES", 512 << 20)),
-      (int)std::clamp<int64_t>(paramInt("UNICCL_COPY_ENGINE_SELF_STREAMS", 2), 1, 1 + kExtraSideStreams)};
+      (int)std::clamp<int64_t>(paramInt("UNICCL_SELF_COPY_BLOCKS", 64), 0, dev::kMaxChannels),
+      (size_t)std::max<int64_t>(1, paramInt("UNICCL_SELF_COPY_MIN_BYTES", 8 << 20))};
   return s;
 }
 
@@ -106,20 +112,34 @@ ncclResult_t ensureResources(ncclComm* c) {
   return ncclSuccess;
 }
 
-// Side stream i of the comm (0: ceStream) and the event marking its end.
-ncclResult_t sideStream(ncclComm* c, int i, gpu::Stream* s, gpu::Event* exit) {
-  if (i == 0) {
-    *s = c->ceStream;
-    *exit = c->ceExit;
-    return ncclSuccess;
-  }
-  gpu::Stream& st = c->ceExtraStreams[i - 1];
-  gpu::Event& ev = c->ceExtraExits[i - 1];
-  if (st == nullptr) UCHECK(gpu::streamCreate(&st));
-  if (ev == nullptr) UCHECK(gpu::eventCreate(&ev));
-  *s = st;
-  *exit = ev;
-  return ncclSuccess;
+// A kernel of UNICCL_SELF_COPY_BLOCKS blocks copying `bytes` on `stream`:
+// the p2p kernel with one local-copy item in its arguments. It has no
+// connection and no peer and waits for nothing, so it always ends: the
+// watchdog needs no progress words from it, and blocks of the group's
+// kernel that find no free SM start when its blocks finish.
+ncclResult_t launchLocalCopy(ncclComm* c, void* dst, const void* src, size_t bytes, gpu::Stream stream) {
+  dev::KernelArgs args;
+  memset(&args, 0, sizeof(args));
+  args.comm = c->devComm;
+  args.channels = c->channelsDev;
+  args.nWorks = 1;
+  dev::Work& w = args.inlineWorks[0];
+  w.coll = dev::kCollP2p;
+  w.proto = dev::kProtoSimple;
+  w.channelLo = 0;
+  w.channelHi = (uint8_t)(settings().selfBlocks - 1);
+  w.p.sendPeer = c->rank;
+  w.p.recvPeer = c->rank;
+  w.p.sendBuff = src;
+  w.p.recvBuff = dst;
+  w.p.sendBytes = bytes;
+  w.p.recvBytes = bytes;
+  gpu::LaunchConfig cfg;
+  cfg.gridX = (unsigned)settings().selfBlocks;
+  cfg.blockX = dev::kThreadsPerBlock;
+  cfg.stream = stream;
+  void* argv[] = {&args};
+  return gpu::launchWithDoneEvent(dev::p2pKernel(), cfg, argv, nullptr);
 }
 
 }  // namespace
@@ -339,14 +359,14 @@ ncclResult_t CopyEngineGroup::start(std::vector<ncclComm*>& comms, const UseDevi
 }
 
 ncclResult_t CopyEngineGroup::startSelfCopies(std::vector<ncclComm*>& comms, const UseDevice& useDevice) {
-  if (!settings().enabled) return ncclSuccess;
+  if (settings().selfBlocks == 0) return ncclSuccess;
   for (ncclComm* c : comms) {
     // A comm with transfers to or from peers on its side stream this group
-    // keeps its self messages with the kernels (the AlltoAll of one thread
-    // for both GPUs: the kernels copy the own block while the copy engines
-    // move the peer's).
-    if (c->copyEngineOff || c->profiler != nullptr || touches(copies_, c) || touches(localCopies_, c) ||
-        touches(afterCopies_, c))
+    // keeps its self messages with the group's kernel (the AlltoAll of one
+    // thread for both GPUs: the kernel copies the own block while the copy
+    // engines move the peer's). Profiled comms too: their events follow the
+    // group's kernel.
+    if (c->profiler != nullptr || touches(copies_, c) || touches(localCopies_, c) || touches(afterCopies_, c))
       continue;
     gpu::Stream st = nullptr;
     if (!singleStream(c, &st)) continue;
@@ -369,46 +389,31 @@ ncclResult_t CopyEngineGroup::takeSelfCopies(ncclComm* c, gpu::Stream stream, co
     (ts[i].kind == TaskKind::Send ? selfSends_ : selfRecvs_).push_back(i);
   }
   const size_t pairs = std::min(selfSends_.size(), selfRecvs_.size());
-  size_t taken = 0, largest = 0;
+  size_t taken = 0;
   for (size_t k = 0; k < pairs; k++) {
     const size_t bytes = taskBytes(ts[selfSends_[k]]);
-    const bool take = bytes >= settings().minBytes && bytes == taskBytes(ts[selfRecvs_[k]]);
+    const bool take = bytes >= settings().selfMinBytes && bytes == taskBytes(ts[selfRecvs_[k]]);
     if (!take) selfSends_[k] = selfRecvs_[k] = SIZE_MAX;   // (a size mismatch: the planner reports it)
     taken += take;
-    if (take) largest = std::max(largest, bytes);
   }
   const bool otherWork = !c->tasks.colls.empty() || ts.size() > selfSends_.size() + selfRecvs_.size();
   if (taken == 0 || !otherWork) return ncclSuccess;   // nothing large, or nothing else for the kernels
-  // Each message is cut into one part per side stream (4 KiB multiples:
-  // whole elements of every type), each copied on its own stream.
-  const int nStreams = (int)std::clamp<size_t>(largest / settings().minBytes, 1, (size_t)settings().selfStreams);
   UCHECK(useDevice(c->gpuDev));
   UCHECK(ensureResources(c));
   UCHECK(gpu::eventRecord(c->ceEntry, stream));
-  gpu::Stream streams[1 + kExtraSideStreams];
-  gpu::Event exits[1 + kExtraSideStreams];
-  for (int i = 0; i < nStreams; i++) {
-    UCHECK(sideStream(c, i, &streams[i], &exits[i]));
-    UCHECK(gpu::streamWaitEvent(streams[i], c->ceEntry));
-  }
+  UCHECK(gpu::streamWaitEvent(c->ceStream, c->ceEntry));
   std::vector<bool>& drop = selfTaken_;
   drop.assign(ts.size(), false);
   for (size_t k = 0; k < pairs; k++) {
     if (selfSends_[k] == SIZE_MAX) continue;
     const Task& s = ts[selfSends_[k]];
-    const size_t bytes = taskBytes(s);
-    const size_t part = ((bytes + nStreams - 1) / nStreams + 4095) & ~(size_t)4095;
-    for (int i = 0; i < nStreams && (size_t)i * part < bytes; i++) {
-      const size_t off = (size_t)i * part;
-      UCHECK(gpu::memcpyAsync(static_cast<char*>(ts[selfRecvs_[k]].recvbuff) + off,
-                              static_cast<const char*>(s.sendbuff) + off, std::min(part, bytes - off), streams[i]));
-    }
-    gTransfers.fetch_add(1, std::memory_order_relaxed);
-    TRACE(kSubsysP2p, "rank %d: %zu bytes to itself by copy engine (%d streams)", c->rank, bytes, nStreams);
+    UCHECK(launchLocalCopy(c, ts[selfRecvs_[k]].recvbuff, s.sendbuff, taskBytes(s), c->ceStream));
+    gSelfCopies.fetch_add(1, std::memory_order_relaxed);
+    TRACE(kSubsysP2p, "rank %d: %zu bytes to itself by a side-stream kernel", c->rank, taskBytes(s));
     drop[selfSends_[k]] = drop[selfRecvs_[k]] = true;
   }
-  for (int i = 0; i < nStreams; i++) UCHECK(gpu::eventRecord(exits[i], streams[i]));
-  selfSides_.push_back(SelfSide{c, stream, nStreams});
+  UCHECK(gpu::eventRecord(c->ceExit, c->ceStream));
+  selfSides_.push_back(Side{c, stream});
   size_t w = 0;
   for (size_t i = 0; i < ts.size(); i++)
     if (!drop[i]) ts[w++] = ts[i];
@@ -462,13 +467,10 @@ ncclResult_t CopyEngineGroup::join(const UseDevice& useDevice, bool launched) {
     }
   }
   // Launch streams wait for the copies of their messages to themselves.
-  for (const SelfSide& s : selfSides_) {
-    for (int i = 0; i < s.streams; i++) {
-      ncclResult_t r2 = useDevice(s.comm->gpuDev);
-      if (r2 == ncclSuccess)
-        r2 = gpu::streamWaitEvent(s.stream, i == 0 ? s.comm->ceExit : s.comm->ceExtraExits[i - 1]);
-      if (r2 != ncclSuccess && res == ncclSuccess) res = r2;
-    }
+  for (const Side& s : selfSides_) {
+    ncclResult_t r2 = useDevice(s.comm->gpuDev);
+    if (r2 == ncclSuccess) r2 = gpu::streamWaitEvent(s.stream, s.comm->ceExit);
+    if (r2 != ncclSuccess && res == ncclSuccess) res = r2;
   }
   sides_.clear();
   copies_.clear();
@@ -492,5 +494,7 @@ void countPostedTasks(ncclComm* c) {
 void disableCopyEngine(ncclComm* comm) { comm->copyEngineOff = true; }
 
 uint64_t copyEngineTransfers() { return gTransfers.load(std::memory_order_relaxed); }
+
+uint64_t selfCopyLaunches() { return gSelfCopies.load(std::memory_order_relaxed); }
 
 }  // namespace uniccl

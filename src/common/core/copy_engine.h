@@ -18,18 +18,17 @@
 //   - the all-gather half of a 2-rank AllReduce with an even count (both
 //     ranks in the group): the kernels run a ReduceScatter, then each rank's
 //     reduced half is copied into the other's receive buffer.
-// And one kind that needs no peer in the group: a rank's message to itself
-// (AlltoAll's own block) goes to its own GPU's copy engine when the kernels
+// And one transfer that needs no peer in the group and no copy engine: a
+// rank's large message to itself (AlltoAll's own block), when the kernels
 // also move other data in the group (AlltoAll whose remote parts stay with
 // the kernels: in graph capture, one process per GPU, fan-out on 4+ ranks).
-// The kernels would copy it before or after the remote parts, one after the
-// other in every block; the copy engines copy it meanwhile, in
-// UNICCL_COPY_ENGINE_SELF_STREAMS parts on as many side streams (default 2:
-// one copy engine copies about 280 GB/s on its own GPU's memory, H200, less
-// than the kernels move to the peer). This path also runs under graph
-// capture: the side streams fork from and join the captured stream inside
-// the same graph. A self message alone stays with the kernels (measured
-// faster).
+// The group's kernel would copy it before the remote parts in every block,
+// one after the other; a kernel of UNICCL_SELF_COPY_BLOCKS blocks (default
+// 64) on the side stream copies it on other SMs meanwhile (a copy engine
+// moves only about 280 GB/s within an H200's memory, less than the kernels
+// send to the peer: measured slower). This also runs under graph capture:
+// the side stream forks from and joins the captured stream inside the same
+// graph. A self message alone stays with the group's kernel.
 // Each communicator counts the messages and collectives it ever posted; a
 // transfer is taken only when the counts of its ranks agree before the group,
 // so the k-th task of the group on one rank meets the k-th on the other.
@@ -46,7 +45,7 @@
 // transports, on capturing streams (copies cannot join two graphs; messages
 // to itself excepted), of communicators with a profiler plugin or with
 // several streams in the group, and sends whose two ends differ in size stay
-// with the kernels.
+// with the group's kernels.
 #pragma once
 
 #include <cstdint>
@@ -59,10 +58,6 @@
 struct ncclComm;
 
 namespace uniccl {
-
-// Side streams beyond the first that a communicator may use for its
-// messages to itself (UNICCL_COPY_ENGINE_SELF_STREAMS - 1 at most).
-constexpr int kExtraSideStreams = 3;
 
 // Switches the calling thread to a device (the group's device guard).
 using UseDevice = std::function<ncclResult_t(int dev)>;
@@ -113,8 +108,9 @@ class CopyEngineGroup {
   void removeTaken();
   const Side* sideOf(const ncclComm* c) const;
   // Takes each comm's large messages to itself off its task list when its
-  // kernels have other work, and queues them on its side streams (after the
-  // peer transfers are settled: a comm with those keeps its self messages).
+  // kernels have other work, and launches their copy on its side stream
+  // (after the peer transfers are settled: a comm with those keeps its self
+  // messages).
   ncclResult_t startSelfCopies(std::vector<ncclComm*>& comms, const UseDevice& useDevice);
   ncclResult_t takeSelfCopies(ncclComm* c, gpu::Stream stream, const UseDevice& useDevice);
 
@@ -122,12 +118,7 @@ class CopyEngineGroup {
   std::vector<Copy> copies_;       // over NVLink, on the `from` side stream
   std::vector<Copy> localCopies_;  // root's own out-of-place Broadcast, on its stream
   std::vector<Copy> afterCopies_;  // AllReduce halves, on the `from` side stream after the kernels
-  struct SelfSide {
-    ncclComm* comm;
-    gpu::Stream stream;   // the launch stream, which waits for the copies
-    int streams;          // side streams the copies went on
-  };
-  std::vector<SelfSide> selfSides_;   // comms whose messages to themselves their side streams copy
+  std::vector<Side> selfSides_;    // comms whose side streams copy their messages to themselves
   std::vector<size_t> selfSends_, selfRecvs_;   // scratch: indices of one comm's self messages
   std::vector<bool> selfTaken_;                 // scratch: [task] of that comm, copied by its side stream
   std::vector<std::vector<bool>> takenColls_, takenP2p_;   // [side][task]
@@ -146,5 +137,8 @@ void disableCopyEngine(ncclComm* comm);
 
 // Transfers this process moved by copy engine so far (tests, logs).
 uint64_t copyEngineTransfers();
+
+// Messages to itself this process copied with a side-stream kernel so far.
+uint64_t selfCopyLaunches();
 
 }  // namespace uniccl

@@ -245,13 +245,6 @@ void commFree(ncclComm* comm, bool abort) {
     gpu::streamSynchronize(comm->ceStream);
     gpu::streamDestroy(comm->ceStream);
   }
-  for (int i = 0; i < kExtraSideStreams; i++) {
-    if (comm->ceExtraStreams[i] != nullptr) {
-      gpu::streamSynchronize(comm->ceExtraStreams[i]);
-      gpu::streamDestroy(comm->ceExtraStreams[i]);
-    }
-    if (comm->ceExtraExits[i] != nullptr) gpu::eventDestroy(comm->ceExtraExits[i]);
-  }
   if (comm->ceExit != nullptr) gpu::eventDestroy(comm->ceExit);
   if (comm->ceKernelsDone != nullptr) gpu::eventDestroy(comm->ceKernelsDone);
   if (comm->ceEntry != nullptr) gpu::eventDestroy(comm->ceEntry);
