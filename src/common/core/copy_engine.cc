@@ -23,7 +23,8 @@ struct Settings {
   size_t minBytes;
   size_t allReduceMinBytes;
   int selfBlocks;     // blocks of the side-stream kernel copying a rank's messages to itself (0: none)
-  size_t selfMinBytes;  // the smallest message to itself it takes
+  size_t selfMinBytes;  // the smallest message to itself it takes (eager)
+  size_t selfGraphMinBytes;  // ... in graph capture (no launch or event cost on the host per replay)
 };
 
 const Settings& settings() {
@@ -32,7 +33,8 @@ const Settings& settings() {
       (size_t)std::max<int64_t>(1, paramInt("UNICCL_COPY_ENGINE_MIN_BYTES", 8 << 20)),
       (size_t)std::max<int64_t>(1, paramInt("UNICCL_COPY_ENGINE_ALLREDUCE_MIN_BYTES", 512 << 20)),
       (int)std::clamp<int64_t>(paramInt("UNICCL_SELF_COPY_BLOCKS", 64), 0, dev::kMaxChannels),
-      (size_t)std::max<int64_t>(1, paramInt("UNICCL_SELF_COPY_MIN_BYTES", 8 << 20))};
+      (size_t)std::max<int64_t>(1, paramInt("UNICCL_SELF_COPY_MIN_BYTES", 8 << 20)),
+      (size_t)std::max<int64_t>(1, paramInt("UNICCL_SELF_COPY_GRAPH_MIN_BYTES", 64 << 10))};
   return s;
 }
 
@@ -389,10 +391,17 @@ ncclResult_t CopyEngineGroup::takeSelfCopies(ncclComm* c, gpu::Stream stream, co
     (ts[i].kind == TaskKind::Send ? selfSends_ : selfRecvs_).push_back(i);
   }
   const size_t pairs = std::min(selfSends_.size(), selfRecvs_.size());
+  if (pairs == 0) return ncclSuccess;
+  // Eager, the side kernel costs a launch and two event calls on the host
+  // (2-3 us: slower below about 1 MiB); in a graph only a node.
+  gpu::CaptureInfo cap = c->tasks.capture;
+  if (!c->tasks.captureKnown) UCHECK(gpu::streamGetCaptureInfo(stream, &cap));
+  const size_t minBytes =
+      cap.status == gpu::CaptureStatus::Active ? settings().selfGraphMinBytes : settings().selfMinBytes;
   size_t taken = 0;
   for (size_t k = 0; k < pairs; k++) {
     const size_t bytes = taskBytes(ts[selfSends_[k]]);
-    const bool take = bytes >= settings().selfMinBytes && bytes == taskBytes(ts[selfRecvs_[k]]);
+    const bool take = bytes >= minBytes && bytes == taskBytes(ts[selfRecvs_[k]]);
     if (!take) selfSends_[k] = selfRecvs_[k] = SIZE_MAX;   // (a size mismatch: the planner reports it)
     taken += take;
   }

@@ -41,8 +41,9 @@
 // UNICCL_COPY_ENGINE (default 1) turns the path on, UNICCL_COPY_ENGINE_MIN_BYTES
 // (default 8 MiB) is the smallest transfer it takes,
 // UNICCL_COPY_ENGINE_ALLREDUCE_MIN_BYTES (default 512 MiB) the smallest
-// AllReduce; UNICCL_SELF_COPY_BLOCKS (64; 0: off) and
-// UNICCL_SELF_COPY_MIN_BYTES (8 MiB) shape the self copies. Tasks over other
+// AllReduce; UNICCL_SELF_COPY_BLOCKS (64; 0: off), UNICCL_SELF_COPY_MIN_BYTES
+// (8 MiB) and UNICCL_SELF_COPY_GRAPH_MIN_BYTES (64 KiB, in graph capture)
+// shape the self copies. Tasks over other
 // transports, on capturing streams (copies cannot join two graphs; messages
 // to itself excepted), of communicators with a profiler plugin or with
 // several streams in the group, and sends whose two ends differ in size stay
