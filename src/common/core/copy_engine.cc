@@ -363,6 +363,8 @@ ncclResult_t CopyEngineGroup::start(std::vector<ncclComm*>& comms, const UseDevi
 ncclResult_t CopyEngineGroup::startSelfCopies(std::vector<ncclComm*>& comms, const UseDevice& useDevice) {
   if (settings().selfBlocks == 0) return ncclSuccess;
   for (ncclComm* c : comms) {
+    // Groups of collectives only (the small-message hot path) stop here.
+    if (c->tasks.p2p.empty()) continue;
     // A comm with transfers to or from peers on its side stream this group
     // keeps its self messages with the group's kernel (the AlltoAll of one
     // thread for both GPUs: the kernel copies the own block while the copy
