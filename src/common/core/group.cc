@@ -8,6 +8,7 @@
 #include "common/core/comm.h"
 #include "common/core/copy_engine.h"
 #include "common/core/launch.h"
+#include "common/core/launch_helpers.h"
 #include "common/core/planner.h"
 #include "common/profiler/comm_hooks.h"
 #include "common/util/debug.h"
@@ -16,12 +17,26 @@ namespace uniccl {
 
 namespace {
 
+class DeviceGuard;
+
+// A group's launches as one job per device (core/launch_helpers.h): the
+// comms of one device launch in group order on one thread, different
+// devices' jobs may run at the same time on launch helper threads.
+struct DeviceLaunches {
+  std::vector<ncclComm*> comms;   // the group's comms, grouped by device
+  std::vector<int> begin;         // job j: comms[begin[j]] .. comms[begin[j + 1] - 1]
+  DeviceGuard* callerDevice = nullptr;
+  std::thread::id caller;
+  int jobs() const { return (int)begin.size() - 1; }
+};
+
 struct GroupState {
   int depth = 0;
   ncclResult_t error = ncclSuccess;   // first failure of a call inside the open group
   std::vector<ncclComm*> comms;                          // with tasks, in first-use order
   std::vector<std::function<ncclResult_t()>> initJobs;
   std::vector<int> peerScratch;
+  DeviceLaunches launches;
 };
 
 thread_local GroupState tGroup;
@@ -62,6 +77,43 @@ ncclResult_t runInitJobs(std::vector<std::function<ncclResult_t()>>& jobs) {
   jobs.clear();
   for (ncclResult_t r : results)
     if (r != ncclSuccess) return r;
+  return ncclSuccess;
+}
+
+// Splits the group's launches by device when helper threads may issue some
+// of them: eager groups over two or more devices, without a profiler (its
+// group events are the calling thread's). False: launch on this thread.
+bool planDeviceLaunches(const std::vector<ncclComm*>& comms, DeviceLaunches* d) {
+  d->comms.clear();
+  d->begin.clear();
+  if (comms.size() < 2) return false;
+  for (const ncclComm* c : comms) {
+    if (c->profiler != nullptr || c->kernelCh != nullptr) return false;
+    if (!c->tasks.captureKnown || c->tasks.capture.status != gpu::CaptureStatus::None) return false;
+  }
+  for (ncclComm* c : comms) {
+    bool seen = false;
+    for (size_t j = 0; j < d->begin.size() && !seen; j++) seen = d->comms[(size_t)d->begin[j]]->gpuDev == c->gpuDev;
+    if (seen) continue;
+    d->begin.push_back((int)d->comms.size());
+    for (ncclComm* o : comms)
+      if (o->gpuDev == c->gpuDev) d->comms.push_back(o);
+  }
+  d->begin.push_back((int)d->comms.size());
+  return d->jobs() >= 2;
+}
+
+ncclResult_t launchDeviceJob(void* ctx, int job) {
+  DeviceLaunches& d = *static_cast<DeviceLaunches*>(ctx);
+  const int dev = d.comms[(size_t)d.begin[(size_t)job]]->gpuDev;
+  if (std::this_thread::get_id() == d.caller) {
+    UCHECK(d.callerDevice->use(dev));
+  } else {
+    int current = -1;
+    UCHECK(gpu::getDevice(&current));   // a helper thread keeps the device of its last job
+    if (current != dev) UCHECK(gpu::setDevice(dev));
+  }
+  for (int k = d.begin[(size_t)job]; k < d.begin[(size_t)job + 1]; k++) UCHECK(launchTasks(d.comms[(size_t)k]));
   return ncclSuccess;
 }
 
@@ -109,10 +161,17 @@ ncclResult_t launchGroup(GroupState& g) {
     UCHECK_GOTO(device.use(c->gpuDev), res, fail);
     for (int p : g.peerScratch) UCHECK_GOTO(c->transports.complete(c, p), res, fail);
   }
-  for (ncclComm* c : g.comms) {
-    UCHECK_GOTO(device.use(c->gpuDev), res, fail);
-    c->inGroupList = false;
-    UCHECK_GOTO(launchTasksProfiled(c), res, fail);  // [profiler] Group + Coll/P2p events around launchTasks
+  if (planDeviceLaunches(g.comms, &g.launches)) {
+    for (ncclComm* c : g.comms) c->inGroupList = false;
+    g.launches.callerDevice = &device;
+    g.launches.caller = std::this_thread::get_id();
+    UCHECK_GOTO(runOnLaunchHelpers(g.launches.jobs(), launchDeviceJob, &g.launches), res, fail);
+  } else {
+    for (ncclComm* c : g.comms) {
+      UCHECK_GOTO(device.use(c->gpuDev), res, fail);
+      c->inGroupList = false;
+      UCHECK_GOTO(launchTasksProfiled(c), res, fail);  // [profiler] Group + Coll/P2p events around launchTasks
+    }
   }
   g.comms.clear();
   return copies.join(useDevice, /*launched=*/true);

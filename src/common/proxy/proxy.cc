@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "common/profiler/profiler.h"
+#include "common/util/cpu_relax.h"
 #include "common/util/debug.h"
 #include "common/util/param.h"
 
@@ -23,14 +24,6 @@ namespace uniccl {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
 
 inline bool aborted(const ProxyConnection* c) {
   return c->abortFlag != nullptr && __atomic_load_n(c->abortFlag, __ATOMIC_ACQUIRE) != 0;

@@ -128,6 +128,10 @@ const char* lastErrorMessage() { return tLastError; }
 
 void clearLastError() { tLastError[0] = '\0'; }
 
+void setLastErrorMessage(const char* message) {
+  snprintf(tLastError, sizeof(tLastError), "%s", message);
+}
+
 int logLevel() {
   initOnce();
   return gLevel.load(std::memory_order_relaxed);

@@ -61,6 +61,9 @@ void setLogDevice(int dev);
 // The calling thread's last WARN message ("" when none).
 const char* lastErrorMessage();
 void clearLastError();
+// Makes `message` the calling thread's last error, as if it had logged it
+// (a failure on a helper thread reported to the thread that called the API).
+void setLastErrorMessage(const char* message);
 
 // Prints "NCCL version 2.28.9+uniccl-0.1.0" once per process when NCCL_DEBUG
 // is VERSION or more verbose; called at the first communicator init.

@@ -1,0 +1,166 @@
+// Launch helper threads (core/launch_helpers.h): every job runs exactly once
+// per call, a posted job really runs on another thread at the same time as
+// the caller's, a sleeping helper costs the caller nothing but its own jobs
+// and is awake for the next group, failures come back by lowest index with
+// their message, and callers on several threads share the helpers safely.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/core/launch_helpers.h"
+#include "common/util/debug.h"
+
+namespace uniccl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Waits until `flag` is set, at most `limit`; true if it was.
+bool waitFor(const std::atomic<bool>& flag, std::chrono::milliseconds limit) {
+  const auto end = Clock::now() + limit;
+  while (!flag.load(std::memory_order_acquire))
+    if (Clock::now() > end) return false;
+  return true;
+}
+
+struct CountingJobs {
+  std::vector<std::atomic<int>> runs;
+  explicit CountingJobs(int n) : runs(n) {}
+  static ncclResult_t run(void* ctx, int i) {
+    static_cast<CountingJobs*>(ctx)->runs[i].fetch_add(1);
+    return ncclSuccess;
+  }
+};
+
+TEST(LaunchHelpers, EveryJobRunsOnce) {
+  for (int n = 0; n <= 9; n++) {
+    for (int rep = 0; rep < 50; rep++) {
+      CountingJobs jobs(n);
+      ASSERT_EQ(runOnLaunchHelpers(n, CountingJobs::run, &jobs), ncclSuccess);
+      for (int i = 0; i < n; i++) ASSERT_EQ(jobs.runs[i].load(), 1) << "n=" << n << " job " << i;
+    }
+  }
+}
+
+// Job 0 must start while the caller's job (the last) is still running: it
+// can only pass if a helper thread runs job 0.
+struct OverlapJobs {
+  std::thread::id caller;
+  std::atomic<bool> helperStarted{false};
+  std::thread::id ranOn[2];
+  bool overlapped = false;
+  static ncclResult_t run(void* ctx, int i) {
+    auto* o = static_cast<OverlapJobs*>(ctx);
+    o->ranOn[i] = std::this_thread::get_id();
+    if (i == 0) {
+      o->helperStarted.store(true, std::memory_order_release);
+    } else {
+      o->overlapped = waitFor(o->helperStarted, std::chrono::milliseconds(5000));
+    }
+    return ncclSuccess;
+  }
+};
+
+TEST(LaunchHelpers, PostedJobRunsOnAnotherThreadAtTheSameTime) {
+  OverlapJobs o;
+  const uint64_t before = launchHelperJobs();
+  ASSERT_EQ(runOnLaunchHelpers(2, OverlapJobs::run, &o), ncclSuccess);
+  EXPECT_TRUE(o.overlapped);
+  EXPECT_NE(o.ranOn[0], std::this_thread::get_id());
+  EXPECT_EQ(o.ranOn[1], std::this_thread::get_id());
+  EXPECT_EQ(launchHelperJobs(), before + 1);
+}
+
+TEST(LaunchHelpers, SleepingHelperLeavesTheJobToTheCallerAndWakesForTheNextGroup) {
+  CountingJobs warm(2);
+  ASSERT_EQ(runOnLaunchHelpers(2, CountingJobs::run, &warm), ncclSuccess);
+  // Well past UNICCL_LAUNCH_HELPER_SPIN_US (1000 us by default): asleep.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  struct Where {
+    std::thread::id ranOn[2];
+    static ncclResult_t run(void* ctx, int i) {
+      static_cast<Where*>(ctx)->ranOn[i] = std::this_thread::get_id();
+      return ncclSuccess;
+    }
+  } where;
+  ASSERT_EQ(runOnLaunchHelpers(2, Where::run, &where), ncclSuccess);
+  EXPECT_EQ(where.ranOn[0], std::this_thread::get_id()) << "a sleeping helper must not be waited for";
+  // The caller woke it after the group: the next group's job 0 goes to it.
+  OverlapJobs o;
+  ASSERT_EQ(runOnLaunchHelpers(2, OverlapJobs::run, &o), ncclSuccess);
+  EXPECT_TRUE(o.overlapped);
+  EXPECT_NE(o.ranOn[0], std::this_thread::get_id());
+}
+
+struct FailingJobs {
+  std::vector<ncclResult_t> results;
+  static ncclResult_t run(void* ctx, int i) {
+    auto* f = static_cast<FailingJobs*>(ctx);
+    if (f->results[i] != ncclSuccess) WARN("job %d failed on purpose", i);
+    return f->results[i];
+  }
+};
+
+TEST(LaunchHelpers, FirstFailureByIndexWithItsMessage) {
+  for (int rep = 0; rep < 20; rep++) {
+    FailingJobs f{{ncclSuccess, ncclInvalidArgument, ncclSuccess, ncclSystemError}};
+    clearLastError();
+    EXPECT_EQ(runOnLaunchHelpers(4, FailingJobs::run, &f), ncclInvalidArgument);
+    EXPECT_NE(strstr(lastErrorMessage(), "job 1 failed on purpose"), nullptr) << lastErrorMessage();
+    // Only the caller's own job fails.
+    FailingJobs last{{ncclSuccess, ncclSuccess, ncclInternalError}};
+    clearLastError();
+    EXPECT_EQ(runOnLaunchHelpers(3, FailingJobs::run, &last), ncclInternalError);
+    EXPECT_NE(strstr(lastErrorMessage(), "job 2 failed on purpose"), nullptr) << lastErrorMessage();
+    FailingJobs none{{ncclSuccess, ncclSuccess}};
+    EXPECT_EQ(runOnLaunchHelpers(2, FailingJobs::run, &none), ncclSuccess);
+  }
+}
+
+TEST(LaunchHelpers, SeveralCallingThreadsShareTheHelpers) {
+  constexpr int kThreads = 4, kCalls = 2000;
+  std::atomic<int> bad{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < kThreads; t++) {
+    callers.emplace_back([&, t] {
+      for (int k = 0; k < kCalls; k++) {
+        const int n = 2 + (k + t) % 4;
+        CountingJobs jobs(n);
+        if (runOnLaunchHelpers(n, CountingJobs::run, &jobs) != ncclSuccess) bad++;
+        for (int i = 0; i < n; i++)
+          if (jobs.runs[i].load() != 1) bad++;
+      }
+    });
+  }
+  for (std::thread& c : callers) c.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+// A forked child has none of the parent's helper threads: it must neither
+// wait for them nor lose jobs, and it gets helpers of its own.
+TEST(LaunchHelpers, ForkedChildStartsItsOwnHelpers) {
+  CountingJobs warm(2);
+  ASSERT_EQ(runOnLaunchHelpers(2, CountingJobs::run, &warm), ncclSuccess);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    OverlapJobs o;
+    const bool ok = runOnLaunchHelpers(2, OverlapJobs::run, &o) == ncclSuccess && o.overlapped &&
+                    o.ranOn[0] != std::this_thread::get_id();
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace uniccl
