@@ -51,7 +51,7 @@ UDEV void runWorks(const KernelArgs& args, BlockShared& sh) {
     loadWork(args, i, sh);
     barrierBlock();
     const Work& w = sh.work;
-    const bool stamp = comm->profRings != nullptr && ((w.profMask >> block) & 1ull) != 0;
+    const bool stamp = comm->profRings != nullptr && block < kMaxProfiledChannels && ((w.profMask >> block) & 1ull) != 0;
     if (stamp && tid == 0) profStamp(comm, block, /*stop=*/false);
     if (block >= w.channelLo && block <= w.channelHi) {
       CollCtx c;

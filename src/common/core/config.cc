@@ -138,9 +138,9 @@ ncclResult_t validate(const ncclConfig_t& c) {
     return r;
   if ((r = checkBool("shrinkShare", c.shrinkShare)) != ncclSuccess) return r;
   if ((r = checkRange("nvlsCTAs", c.nvlsCTAs, 1, INT_MAX, "values >= 1")) != ncclSuccess) return r;
-  static_assert(kMaxCTAs == 64, "update the nChannelsPerNetPeer message below");
+  static_assert(kMaxCTAs == 128, "update the nChannelsPerNetPeer message below");
   if ((r = checkRange("nChannelsPerNetPeer", c.nChannelsPerNetPeer, 1, kMaxCTAs,
-                      "1 to 64")) != ncclSuccess)
+                      "1 to 128")) != ncclSuccess)
     return r;
   if ((r = checkBool("nvlinkCentricSched", c.nvlinkCentricSched)) != ncclSuccess) return r;
   return ncclSuccess;

@@ -10,8 +10,9 @@
 namespace uniccl {
 
 // Upper bound of channels (GPU blocks) per collective; min/maxCTAs and
-// nChannelsPerNetPeer are capped to it (NCCL's MAXCHANNELS).
-constexpr int kMaxCTAs = 64;
+// nChannelsPerNetPeer are capped to it (NCCL's MAXCHANNELS is 64; uniccl
+// launches up to dev::kMaxChannels, 128).
+constexpr int kMaxCTAs = 128;
 // Largest thread-block cluster accepted for cgaClusterSize (NVIDIA sm_90+).
 constexpr int kMaxCgaClusterSize = 8;
 // An option left to the library's automatic choice at run time.

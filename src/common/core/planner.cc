@@ -118,7 +118,8 @@ void markProfiledWorks(ncclComm* comm, std::vector<dev::Work>& works, size_t nCo
     const size_t task = i < nColl ? i : comm->tasks.colls.size() + (size_t)p2pTaskOfWork[i - nColl];
     void* parent = task < events.size() ? events[task] : nullptr;
     dev::Work& w = works[i];
-    for (int c = w.channelLo; c <= w.channelHi; c++)
+    // Channels from kMaxProfiledChannels on run unstamped (a 64-bit mask).
+    for (int c = w.channelLo; c <= w.channelHi && c < dev::kMaxProfiledChannels; c++)
       if (comm->kernelCh->expect(c, parent) != 0) w.profMask |= 1ull << c;
   }
 }

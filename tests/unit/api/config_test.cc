@@ -329,7 +329,7 @@ TEST_F(ConfigTest, AbsentFieldsAreNotValidated) {
 
 TEST_F(ConfigTest, LargeChannelCountsAreCapped) {
   ncclConfig_t user = NCCL_CONFIG_INITIALIZER;
-  user.minCTAs = 100;
+  user.minCTAs = kMaxCTAs + 36;
   CommConfig c;
   ASSERT_EQ(readConfig(&user, &c), ncclSuccess) << lastErrorMessage();
   EXPECT_EQ(c.minCTAs, kMaxCTAs);
