@@ -16,9 +16,9 @@
 namespace uniccl::dev {
 
 // Blocks of one launch. NVLink needs >32 x 512 threads to fill; one-way SM
-// stores reach 352 GB/s on 64 blocks and 367-369 on 132+ (anchors). The
-// default channel counts stay at 64 (UNICCL_P2P_NCHANNELS); KernelCh
-// profiling stamps channels 0-63 only (Work::profMask).
+// stores reach 352 GB/s on 64 blocks and 367-369 on 132+ (anchors). P2P
+// communicators use 128 where every GPU has 128+ SMs (core/tuning.cc);
+// KernelCh profiling stamps channels 0-63 only (Work::profMask).
 constexpr int kMaxChannels = 128;
 constexpr int kMaxProfiledChannels = 64;
 constexpr int kSteps = 8;               // slots per connection (NCCL_STEPS)

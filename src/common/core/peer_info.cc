@@ -51,6 +51,7 @@ ncclResult_t fillLocalPeerInfo(int gpuDev, PeerInfo* info) {
   snprintf(info->busId, sizeof(info->busId), "%s", props.busId);
   info->busIdNum = ((int64_t)props.pciDomain << 32) | ((int64_t)props.pciBus << 8) | props.pciDevice;
   info->memCapacity = props.totalGlobalMem;
+  info->smCount = props.multiProcessorCount;
   return ncclSuccess;
 }
 

@@ -16,6 +16,8 @@ struct PeerInfo {
   int64_t busIdNum;       // PCI bus id as a number (dup-GPU detection)
   char busId[32];         // "0000:3b:00.0"
   uint64_t memCapacity;   // device memory, for diagnostics
+  int32_t smCount;        // multiprocessors: the default channel count needs one per channel on every GPU
+  int32_t pad;
 };
 
 // Fills the caller's own entry.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -185,8 +186,19 @@ uint64_t tuningDecisions(TaskKind kind, int algo) {
 
 void loadTuningEnv() { (void)tuningEnv(); }
 
+// Channels over P2P links: 128 where every GPU of the communicator has a
+// multiprocessor for each (H100/H200: 132), else 64. On two H200s 128 blocks
+// move one-way transfers at 367-371 GB/s where 64 stop at 352-362 (the SM
+// store ceiling, docs/performance.md). Every rank computes the same count
+// from the same allgathered peer info.
+static int defaultP2pChannels(const ncclComm* comm) {
+  int minSms = INT_MAX;
+  for (const PeerInfo& p : comm->peers) minSms = std::min(minSms, (int)p.smCount);
+  return minSms >= dev::kMaxChannels ? dev::kMaxChannels : 64;
+}
+
 int defaultChannelCount(const ncclComm* comm) {
-  int n = comm->allP2p                       ? (int)paramInt("UNICCL_P2P_NCHANNELS", 64)
+  int n = comm->allP2p                       ? (int)paramInt("UNICCL_P2P_NCHANNELS", defaultP2pChannels(comm))
           : comm->transports.ringUsesNet() ? (int)paramInt("UNICCL_NET_NCHANNELS", 2)
                                            : (int)paramInt("UNICCL_SHM_NCHANNELS", 2);
   int lo = (int)paramInt("NCCL_MIN_NCHANNELS", 1);
