@@ -272,9 +272,11 @@ bool testNoFalseTimeout() {
 // total (seconds) never counts, only one replay's collective (ms) does.
 bool testLongCollectivesInReplays() {
   std::vector<Rank> ranks;
-  const size_t big = 256u << 20;   // floats: 1 GiB, ~3.3 ms per AllReduce on 2 H200
-  const double timeoutMs = 6.0;
-  setenv("UNICCL_TIMEOUT_MS", "6", 1);
+  // floats: 2 GiB, ~5.9 ms per graph AllReduce on 2 H200 (365 GB/s; NVLink's
+  // SM ceiling keeps it above 5 ms), against a 10 ms timeout.
+  const size_t big = (size_t)512 << 20;
+  const double timeoutMs = 10.0;
+  setenv("UNICCL_TIMEOUT_MS", "10", 1);
   setenv("UNICCL_WATCHDOG_POLL_MS", "1", 1);
   bool ok = setup(&ranks, big);
   unsetenv("UNICCL_TIMEOUT_MS");
