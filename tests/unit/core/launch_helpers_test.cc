@@ -146,6 +146,13 @@ TEST(LaunchHelpers, SeveralCallingThreadsShareTheHelpers) {
 // A forked child has none of the parent's helper threads: it must neither
 // wait for them nor lose jobs, and it gets helpers of its own.
 TEST(LaunchHelpers, ForkedChildStartsItsOwnHelpers) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "ThreadSanitizer does not support starting threads after a multi-threaded fork";
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  GTEST_SKIP() << "ThreadSanitizer does not support starting threads after a multi-threaded fork";
+#endif
+#endif
   CountingJobs warm(2);
   ASSERT_EQ(runOnLaunchHelpers(2, CountingJobs::run, &warm), ncclSuccess);
   pid_t pid = fork();
