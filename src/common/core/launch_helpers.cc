@@ -170,11 +170,12 @@ ncclResult_t finishPosted(Helper* h, HelperJob job, void* ctx, int index, char* 
   return res;
 }
 
-// The lowest-index failure of a group of jobs and its message.
+// The lowest-index failure of a group of jobs and its message (filled only
+// on a failure: nothing to clear on the launch path).
 struct FirstFailure {
   int index = -1;
   ncclResult_t result = ncclSuccess;
-  char error[kErrorBytes] = "";
+  char error[kErrorBytes];
   void note(int i, ncclResult_t r, const char* message) {
     if (r == ncclSuccess || (index >= 0 && index < i)) return;
     index = i;
@@ -187,7 +188,6 @@ struct FirstFailure {
 
 ncclResult_t runOnLaunchHelpers(int n, HelperJob job, void* ctx) {
   const int nHelped = std::min(n - 1, settings().maxHelpers);
-  FirstFailure failure;
   if (nHelped <= 0) {
     for (int i = 0; i < n; i++) {
       const ncclResult_t r = job(ctx, i);
@@ -196,11 +196,12 @@ ncclResult_t runOnLaunchHelpers(int n, HelperJob job, void* ctx) {
     return ncclSuccess;
   }
   Pool* p = pool();
-  Helper* posted[kMaxHelpers] = {};
-  Helper* asleep[kMaxHelpers] = {};
+  Helper* posted[kMaxHelpers];
+  Helper* asleep[kMaxHelpers];
   for (int i = 0; i < nHelped; i++) {
+    posted[i] = asleep[i] = nullptr;
     Helper* h = helperAt(p, i);
-    if (h == nullptr) break;
+    if (h == nullptr) continue;   // could not be started: the caller runs job i
     int idle = kIdle;
     if (h->state.compare_exchange_strong(idle, kClaimed, std::memory_order_acquire)) {
       h->job = job;
@@ -214,6 +215,7 @@ ncclResult_t runOnLaunchHelpers(int n, HelperJob job, void* ctx) {
   }
   // The caller's part first: the jobs past the helpers' share, then those no
   // helper took; then it collects (or takes back) the posted ones.
+  FirstFailure failure;
   for (int i = nHelped; i < n; i++) failure.note(i, job(ctx, i), lastErrorMessage());
   for (int i = 0; i < nHelped; i++) {
     if (posted[i]) continue;

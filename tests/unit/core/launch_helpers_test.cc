@@ -52,7 +52,6 @@ TEST(LaunchHelpers, EveryJobRunsOnce) {
 // Job 0 must start while the caller's job (the last) is still running: it
 // can only pass if a helper thread runs job 0.
 struct OverlapJobs {
-  std::thread::id caller;
   std::atomic<bool> helperStarted{false};
   std::thread::id ranOn[2];
   bool overlapped = false;
@@ -69,6 +68,11 @@ struct OverlapJobs {
 };
 
 TEST(LaunchHelpers, PostedJobRunsOnAnotherThreadAtTheSameTime) {
+  // The helper may have gone to sleep since the previous test (its spin
+  // window is 1 ms; sanitizer builds are slow): a first group wakes it, the
+  // next one finds it free.
+  CountingJobs wake(2);
+  ASSERT_EQ(runOnLaunchHelpers(2, CountingJobs::run, &wake), ncclSuccess);
   OverlapJobs o;
   const uint64_t before = launchHelperJobs();
   ASSERT_EQ(runOnLaunchHelpers(2, OverlapJobs::run, &o), ncclSuccess);
