@@ -42,12 +42,6 @@ UDEV Fn makeFn(const Work& w) {
   return fn;
 }
 
-UDEV int ringPosOf(const Channel* ch, int nRanks, int rank) {
-  for (int p = 0; p < nRanks; p++)
-    if (ch->ringRanks[p] == rank) return p;
-  return 0;
-}
-
 template <typename Fn, int Proto>
 UDEV_NOINLINE bool ringAllReduce(const Work& w, const CollCtx& c, const Group& g, const Fn& fn) {
   using S = typename Fn::S;
@@ -118,11 +112,10 @@ UDEV_NOINLINE bool exchangeAllReduce(const Work& w, const CollCtx& c, const Grou
 template <typename Fn, int Proto>
 UDEV_NOINLINE bool ringBroadcast(const Work& w, const CollCtx& c, const Group& g, const Fn& fn) {
   using S = typename Fn::S;
-  const int n = c.comm->nRanks;
-  const int idx = c.channel->ringIndex;
-  const int rootPos = ringPosOf(c.channel, n, w.c.root);
-  const bool isRoot = idx == rootPos;
-  const bool isLast = (idx + 1) % n == rootPos;
+  // Roles from the ring neighbours (no lookup of the root's ring position):
+  // the last rank is the one whose successor is the root.
+  const bool isRoot = c.comm->rank == w.c.root;
+  const bool isLast = c.channel->ringNext == w.c.root;
   const S* src = static_cast<const S*>(w.c.sendbuff);
   S* dst = static_cast<S*>(w.c.recvbuff);
   int64_t chOff, chN;
@@ -150,11 +143,9 @@ UDEV_NOINLINE bool ringBroadcast(const Work& w, const CollCtx& c, const Group& g
 template <typename Fn, int Proto>
 UDEV_NOINLINE bool ringReduce(const Work& w, const CollCtx& c, const Group& g, const Fn& fn) {
   using S = typename Fn::S;
-  const int n = c.comm->nRanks;
-  const int idx = c.channel->ringIndex;
-  const int rootPos = ringPosOf(c.channel, n, w.c.root);
-  const bool isRoot = idx == rootPos;
-  const bool isFirst = idx == (rootPos + 1) % n;
+  // The first rank is the one whose predecessor is the root.
+  const bool isRoot = c.comm->rank == w.c.root;
+  const bool isFirst = c.channel->ringPrev == w.c.root;
   const S* src = static_cast<const S*>(w.c.sendbuff);
   S* dst = static_cast<S*>(w.c.recvbuff);
   int64_t chOff, chN;
@@ -200,7 +191,7 @@ UDEV_NOINLINE bool ringAllGather(const Work& w, const CollCtx& c, const Group& g
       const int64_t b = (int64_t)ringRanks[(idx + n - k) % n] * count;
       if (!p.template step<false, true, true, true, false, false>(nullptr, dst + b + o, len)) return false;
     }
-    const int64_t b = (int64_t)ringRanks[(idx + 1) % n] * count;
+    const int64_t b = (int64_t)c.channel->ringNext * count;  // ringRanks[(idx + 1) % n]
     if (!p.template step<false, true, true, false, false, false>(nullptr, dst + b + o, len)) return false;
   }
   p.finish();
@@ -224,7 +215,7 @@ UDEV_NOINLINE bool ringReduceScatter(const Work& w, const CollCtx& c, const Grou
   const int64_t mine = (int64_t)c.comm->rank * count;
   for (int64_t off = 0; off < chN; off += slice) {
     const int64_t o = chOff + off, len = imin(slice, chN - off);
-    int64_t b = (int64_t)ringRanks[(idx + n - 1) % n] * count;
+    int64_t b = (int64_t)c.channel->ringPrev * count;  // ringRanks[(idx + n - 1) % n]
     if (!p.template step<true, false, false, true, true, false>(src + b + o, nullptr, len)) return false;
     for (int k = 2; k < n; k++) {
       b = (int64_t)ringRanks[(idx + n - k) % n] * count;
