@@ -117,6 +117,10 @@ struct LaunchConfig {
   unsigned blockX = 1;
   size_t sharedMemBytes = 0;
   Stream stream = nullptr;
+  // Programmatic dependent launch: the kernel may start while the previous
+  // kernel of the stream still runs, up to its waitPriorGrids() (device/port.h).
+  // Only for kernels that call it first; ignored where unsupported (HIP).
+  bool programmatic = false;
 };
 // Launches `kernel` (a pointer to a __global__ function) with `args` (array
 // of pointers to each argument, as cudaLaunchKernel takes them) and makes
@@ -129,6 +133,10 @@ ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, vo
 // spin on this GPU's progress; both wait for them, which can deadlock:
 // communicators preload every kernel.
 ncclResult_t preloadKernel(const void* kernel);
+// Whether `kernel` can be launched programmatically on the current device:
+// the device supports it and the kernel's code was built for an architecture
+// where waitPriorGrids() really waits (CUDA: sm_90+ on both counts).
+ncclResult_t programmaticLaunchSupported(const void* kernel, bool* supported);
 // Raises the dynamic shared-memory limit of a kernel.
 ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes);
 // Enqueues fn(arg) on the stream (runs on a runtime thread; must not call the GPU API).

@@ -377,8 +377,22 @@ ncclResult_t ipcCloseMemHandle(void* devPtr) {
 
 // ------------------------------------------------------------------ kernels
 ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
-  CUDA_TRY(cudaLaunchKernel(kernel, dim3(cfg.gridX), dim3(cfg.blockX), args, cfg.sharedMemBytes,
-                            (cudaStream_t)cfg.stream));
+  if (cfg.programmatic) {
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t lc = {};
+    lc.gridDim = dim3(cfg.gridX);
+    lc.blockDim = dim3(cfg.blockX);
+    lc.dynamicSmemBytes = cfg.sharedMemBytes;
+    lc.stream = (cudaStream_t)cfg.stream;
+    lc.attrs = attr;
+    lc.numAttrs = 1;
+    CUDA_TRY(cudaLaunchKernelExC(&lc, kernel, args));
+  } else {
+    CUDA_TRY(cudaLaunchKernel(kernel, dim3(cfg.gridX), dim3(cfg.blockX), args, cfg.sharedMemBytes,
+                              (cudaStream_t)cfg.stream));
+  }
   if (done != nullptr) CUDA_TRY(cudaEventRecord((cudaEvent_t)done, (cudaStream_t)cfg.stream));
   return ncclSuccess;
 }
@@ -395,6 +409,18 @@ ncclResult_t preloadKernel(const void* kernel) {
   size_t stack = 0;
   CUDA_TRY(cudaDeviceGetLimit(&stack, cudaLimitStackSize));
   if (attr.localSizeBytes > stack) CUDA_TRY(cudaDeviceSetLimit(cudaLimitStackSize, attr.localSizeBytes));
+  return ncclSuccess;
+}
+ncclResult_t programmaticLaunchSupported(const void* kernel, bool* supported) {
+  *supported = false;
+  int dev = 0, major = 0;
+  CUDA_TRY(cudaGetDevice(&dev));
+  CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  cudaFuncAttributes attr;
+  CUDA_TRY(cudaFuncGetAttributes(&attr, kernel));
+  // ptxVersion: the virtual architecture the kernel was compiled from (a
+  // kernel JIT-compiled from compute_80 PTX has no griddepcontrol.wait).
+  *supported = major >= 9 && attr.ptxVersion >= 90;
   return ncclSuccess;
 }
 ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes) {

@@ -30,6 +30,15 @@ UDEV void loadWork(const KernelArgs& args, uint32_t i, BlockShared& sh) {
   }
 }
 
+// Thread `lane` (0 <= lane < sizeof(T) / 8) copies 8-byte word `lane` of
+// *src; other lanes do nothing. The words of one struct load in parallel.
+template <typename T>
+UDEV void copyWord(T* dst, const T* src, int lane) {
+  static_assert(sizeof(T) % 8 == 0 && alignof(T) >= 8, "whole 8-byte words");
+  if (lane >= 0 && lane < (int)(sizeof(T) / 8))
+    reinterpret_cast<uint64_t*>(dst)[lane] = reinterpret_cast<const uint64_t*>(src)[lane];
+}
+
 // KernelCh profiling: thread 0 of a block stamps the start / stop of a
 // profiled item (the host counts the same items per channel, in order).
 UDEV void profStamp(const DevComm* comm, int block, bool stop) {
@@ -41,22 +50,25 @@ UDEV void profStamp(const DevComm* comm, int block, bool stop) {
   storeStampPair(&s->counter, c, globalTimer());
 }
 
-// Runs the launch's work items in order; returns early when one aborted.
+// Runs the launch's work items in order (item 0 is already in shared
+// memory); returns early when one aborted.
 template <typename Tag, bool Colls>
 UDEV void runWorks(const KernelArgs& args, BlockShared& sh) {
   const int tid = threadIdx.x;
-  const DevComm* comm = args.comm;
+  const DevComm* comm = &sh.comm;
   const int block = blockIdx.x;
   for (uint32_t i = 0; i < args.nWorks; i++) {
-    loadWork(args, i, sh);
-    barrierBlock();
+    if (i > 0) {
+      loadWork(args, i, sh);
+      barrierBlock();
+    }
     const Work& w = sh.work;
     const bool stamp = comm->profRings != nullptr && block < kMaxProfiledChannels && ((w.profMask >> block) & 1ull) != 0;
     if (stamp && tid == 0) profStamp(comm, block, /*stop=*/false);
     if (block >= w.channelLo && block <= w.channelHi) {
       CollCtx c;
       c.comm = comm;
-      c.channel = &args.channels[block];
+      c.channel = &sh.channel;
       c.chIndex = block - w.channelLo;
       c.nch = w.channelHi - w.channelLo + 1;
       if (w.coll == kCollP2p) {
@@ -88,9 +100,21 @@ UDEV void runKernel(const KernelArgs& args) {
     sh.bars[tid].generation = 0;
   }
   const int block = blockIdx.x;
+  // Before waitPriorGrids() the block reads only what the host wrote before
+  // this launch: its arguments, its work items (the FIFO slots are not
+  // reused before the launch that read them ended) and the communicator's
+  // and channel's fields fixed at setup. Launched programmatically (PDL),
+  // this part and the launch itself overlap the previous kernel.
+  if (args.nWorks > 0) loadWork(args, 0, sh);
+  copyWord(&sh.comm, args.comm, tid - 8);
+  copyWord(&sh.channel, &args.channels[block], tid - 16);
+  barrierBlock();
+  // From here on, what earlier kernels wrote (connection steps, user
+  // buffers, graph replay counters) is visible; the next launch may start
+  // its own preamble.
+  waitPriorGrids();
+  releaseDependentGrids();
   // Watchdog: this launch is running (posted stores; nobody waits for them).
-  // Warp 1 reports, so a captured launch's counter load overlaps warp 0
-  // loading the first work item.
   uint64_t id = args.launchId;
   const GraphTrack& gt = args.graph;
   if (tid == kProgressThread) {
@@ -101,14 +125,14 @@ UDEV void runKernel(const KernelArgs& args) {
       id = (replay << kGraphIndexBits) | gt.index;
       storeVolatileU64(&gt.words->started[block], id);
     } else if (id != 0 && block == 0) {
-      storeVolatileU64(&args.comm->progress->started, id);
+      storeVolatileU64(&sh.comm.progress->started, id);
     }
   }
   runWorks<Tag, Colls>(args, sh);
   // ... and this block is done with it (also when it stopped on abort).
   if (tid == kProgressThread) {
     if (gt.words != nullptr) storeVolatileU64(&gt.words->done[block], id);
-    else if (id != 0) storeVolatileU64(&args.comm->progress->done[block], id);
+    else if (id != 0) storeVolatileU64(&sh.comm.progress->done[block], id);
   }
 }
 

@@ -11,10 +11,17 @@
 
 namespace uniccl::dev {
 
-// Shared memory of a block: the current work item, sub-group barriers and
-// the per-group abort flags (group 0: whole block, 1: send half, 2: recv half).
+// Shared memory of a block: the current work item, copies of the
+// communicator and of the block's channel, sub-group barriers and the
+// per-group abort flags (group 0: whole block, 1: send half, 2: recv half).
+// The copies are taken at kernel entry (kernel.h): the algorithms find ranks,
+// ring neighbours and connection pointers there without a dependent load
+// from device memory. Only fields the host fixed before the launch are read
+// from them; Channel::profCount is not (profiling stamps use the global one).
 struct BlockShared {
   Work work;
+  DevComm comm;
+  Channel channel;
   SubBarrierState bars[3];
   uint32_t abortA[3];
   uint32_t abortB[3];

@@ -254,6 +254,24 @@ UDEV void barrierSub(int id, int nthreads, SubBarrierState* st) {
 #endif
 }
 
+// ------------------------------------------- programmatic dependent launch
+// A kernel launched programmatically (CUDA PDL, sm_90+) may start while the
+// previous kernel of its stream still runs. waitPriorGrids() returns once
+// that kernel has ended and its memory is visible: nothing it (or any earlier
+// work) wrote may be read before. releaseDependentGrids() lets the next
+// programmatic launch start early. Both do nothing on a plain launch, on
+// older GPUs and on HIP (which has no such launch).
+UDEV void waitPriorGrids() {
+#if defined(UNICCL_DEV_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+UDEV void releaseDependentGrids() {
+#if defined(UNICCL_DEV_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // ------------------------------------------------------- sleep / timer
 UDEV void sleepBrief() {
 #if defined(UNICCL_DEV_HIP)

@@ -122,6 +122,10 @@ struct SubBarrierState {
 };
 UDEV void barrierSub(int id, int nthreads, SubBarrierState*) { emuBarrier(id, nthreads); }
 
+// Emulated launches run one after the other: nothing to wait for.
+UDEV void waitPriorGrids() {}
+UDEV void releaseDependentGrids() {}
+
 UDEV void sleepBrief() { sched_yield(); }
 
 UDEV uint64_t globalTimer() {

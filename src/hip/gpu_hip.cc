@@ -411,6 +411,12 @@ ncclResult_t preloadKernel(const void* kernel) {
 #endif
   return ncclSuccess;
 }
+// HIP has no programmatic dependent launch: kernels always start after the
+// previous kernel of their stream ended (LaunchConfig::programmatic ignored).
+ncclResult_t programmaticLaunchSupported(const void*, bool* supported) {
+  *supported = false;
+  return ncclSuccess;
+}
 ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes) {
   HIP_TRY(hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
   return ncclSuccess;

@@ -847,6 +847,13 @@ ncclResult_t preloadKernel(const void* kernel) {
   return ncclSuccess;
 }
 
+// Emulated launches of a stream run one after the other (no early start).
+ncclResult_t programmaticLaunchSupported(const void* kernel, bool* supported) {
+  *supported = false;
+  if (kernel == nullptr) return fail(ncclUnhandledCudaError, "programmaticLaunchSupported failed: invalid device function");
+  return ncclSuccess;
+}
+
 ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes) {
   if (kernel == nullptr || bytes > kMaxDynShared)
     return fail(ncclUnhandledCudaError, "setKernelMaxDynamicShared(%zu) failed: invalid argument (limit %zu bytes)", bytes,

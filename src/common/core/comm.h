@@ -69,6 +69,7 @@ struct ncclComm {
   int nChannels = 0;           // channels wired (ring + p2p)
   int p2pChannels = 0;         // channels a p2p transfer is spread over
   bool allP2p = false;         // every ring neighbour is reached through P2P (tuning)
+  bool programmaticLaunch = false;  // kernels launch with PDL (UNICCL_PDL, sm_90+; launch.cc)
   uniccl::Transports transports;  // connection resources per peer/channel
 
   // Enqueue machinery (driven by one thread at a time, as in NCCL).

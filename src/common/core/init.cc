@@ -118,6 +118,15 @@ ncclResult_t setupDevice(ncclComm* comm) {
   d.nRanks = n;
   d.nChannels = comm->nChannels;
   d.simpleScFence = paramInt("UNICCL_SIMPLE_SC_FENCE", 0) != 0;
+  // Kernels launched programmatically (PDL) start while the previous kernel
+  // of their stream still runs and wait for it only after their preamble
+  // (device/kernel.h): in a graph of small collectives the launch gap
+  // overlaps the previous kernel. All kernels share one build, so the p2p
+  // kernel stands for them.
+  bool pdl = false;
+  if (paramInt("UNICCL_PDL", 1) != 0) UCHECK(gpu::programmaticLaunchSupported(dev::p2pKernel(), &pdl));
+  comm->programmaticLaunch = pdl;
+  INFO(kSubsysInit, "rank %d: programmatic dependent launch %s", comm->rank, pdl ? "on" : "off");
   d.buffBytes[dev::kProtoLL] = (int)comm->transports.layout().llBytes;
   d.buffBytes[dev::kProtoSimple] = (int)comm->transports.layout().simpleBytes;
   d.abortFlag = comm->abortFlagDev;

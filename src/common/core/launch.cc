@@ -146,6 +146,7 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
   cfg.gridX = grid;
   cfg.blockX = dev::kThreadsPerBlock;
   cfg.stream = s.launch;
+  cfg.programmatic = comm->programmaticLaunch;
   void* argv[] = {&args};
 
   bool inlined = n <= dev::kMaxInlineWorks;

@@ -2,7 +2,8 @@
 // one graph per GPU holding a group of 9 operations (more than the 4 that fit
 // in kernel arguments, so the graph-owned work buffer is used), replayed many
 // times with fresh inputs copied in before each replay, every output checked
-// exactly. Also: a group mixing captured and uncaptured streams is refused.
+// exactly. Also: a group mixing captured and uncaptured streams is refused,
+// and chains of dependent collectives (chain.cc) stay exact.
 // All visible GPUs (up to 4) in one process; exit 77 without a GPU.
 #include <cstdio>
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "../coll/rt.h"
+#include "chain.h"
 #include "nccl.h"
 
 namespace rt = colltest::rt;
@@ -198,6 +200,7 @@ int main() {
   }
   if (n > 4) n = 4;
   bool ok = run(n);
+  ok = runDependentChains(n) && ok;
   printf("capture_test: %s\n", ok && gFails == 0 ? "PASS" : "FAIL");
   return ok && gFails == 0 ? 0 : 1;
 }

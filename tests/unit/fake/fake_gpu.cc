@@ -493,6 +493,10 @@ ncclResult_t deviceGetByBusId(const char* busId, int* dev) {
 }
 
 ncclResult_t preloadKernel(const void* kernel) { return kernel ? ncclSuccess : ncclInvalidArgument; }
+ncclResult_t programmaticLaunchSupported(const void* kernel, bool* supported) {
+  *supported = false;
+  return kernel ? ncclSuccess : ncclInvalidArgument;
+}
 
 ncclResult_t eventQuery(Event e) {
   FAKE_ENTER("eventQuery");
