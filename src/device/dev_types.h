@@ -231,7 +231,7 @@ struct KernelArgs {
   uint32_t workOffset;
   uint32_t workMask;
   uint32_t nWorks;
-  uint32_t pad;
+  uint32_t releaseEarly;      // 1: the next programmatic launch may start once this one passed its wait (kernel.h)
   uint64_t launchId;          // reported in DevComm::progress (0: not tracked, e.g. captured launches)
   GraphTrack graph;           // captured launches: where they report (words == nullptr: nowhere)
   Work inlineWorks[kMaxInlineWorks];

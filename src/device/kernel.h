@@ -110,10 +110,14 @@ UDEV void runKernel(const KernelArgs& args) {
   copyWord(&sh.channel, &args.channels[block], tid - 16);
   barrierBlock();
   // From here on, what earlier kernels wrote (connection steps, user
-  // buffers, graph replay counters) is visible; the next launch may start
-  // its own preamble.
+  // buffers, graph replay counters) is visible.
   waitPriorGrids();
-  releaseDependentGrids();
+  // A short launch lets the next one start its preamble now; its blocks
+  // then wait on SMs until this launch ends. A long one (many channels)
+  // does not: waiting blocks would hold SMs for its whole run that other
+  // kernels use meanwhile (a side-stream copy, the user's compute); the
+  // next launch starts when this one's blocks exit.
+  if (args.releaseEarly) releaseDependentGrids();
   // Watchdog: this launch is running (posted stores; nobody waits for them).
   uint64_t id = args.launchId;
   const GraphTrack& gt = args.graph;

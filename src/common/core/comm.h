@@ -92,6 +92,9 @@ struct ncclComm {
   uniccl::gpu::Event ceEntry = nullptr;
   uniccl::gpu::Event ceExit = nullptr;
   uniccl::gpu::Event ceKernelsDone = nullptr;   // the group's kernels ended (AllReduce halves follow)
+  // This group forked a kernel onto ceStream (a message to itself): the
+  // group's own kernels launch plainly (no PDL) so both start together.
+  bool sideKernelForked = false;
   // Timeout tracking of this comm's launches (common/watchdog; nullptr when
   // UNICCL_TIMEOUT=0). Declared after donePool/callbacks so it goes first.
   std::unique_ptr<uniccl::CommWatch> watch;

@@ -26,6 +26,9 @@ struct LaunchStreams {
 ncclResult_t collectStreams(ncclComm* comm, LaunchStreams* streams);
 ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const void* kernel,
                          const LaunchStreams& streams);
+// Whether a launch of `grid` blocks lets the next programmatic launch of its
+// stream start once it passed its own wait (KernelArgs::releaseEarly).
+bool releaseEarly(const ncclComm* comm, unsigned grid);
 // Orders the group's other streams after its launches.
 ncclResult_t finishStreams(ncclComm* comm, const LaunchStreams& streams);
 

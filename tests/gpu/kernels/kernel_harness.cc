@@ -559,7 +559,15 @@ int main(int argc, char** argv) {
           gpu::LaunchConfig cfg;
           cfg.gridX = kGrid; cfg.blockX = kThreadsPerBlock; cfg.stream = fab.streams[r];
           HCHECK(gpu::setDevice(fab.devOf[r]));
-          HCHECK(gpu::launchWithDoneEvent(kernel, cfg, args, fab.events[r]));
+          // Programmatic launches (where supported) and early releases at
+          // random: a kernel must read nothing an earlier one wrote before its wait.
+          bool pdl = false;
+          HCHECK(gpu::programmaticLaunchSupported(kernel, &pdl));
+          cfg.programmatic = pdl && rng.range(2) == 0;
+          a.releaseEarly = (uint32_t)rng.range(2);
+          // Only the last launch records the event waitAll() polls (an event
+          // record between two kernels may keep the second from starting early).
+          HCHECK(gpu::launchWithDoneEvent(kernel, cfg, args, at + k == nItems ? fab.events[r] : nullptr));
         }
         at += k;
       }
