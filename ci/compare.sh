@@ -20,7 +20,7 @@
 # Environment (defaults): NCCL_HOME (the nvidia-nccl-cu13 wheel, else
 # /usr/local/cuda), BUILD_DIR (build-bench), NGPUS (visible GPUs),
 # COMPARE_COLLS (the seven above), COMPARE_MIN_BYTES (8), COMPARE_MAX_BYTES (1G),
-# COMPARE_FACTOR (2, size step), COMPARE_ITERS (20), COMPARE_WARMUP (5), COMPARE_GRAPH_LAUNCHES (5),
+# COMPARE_FACTOR (2, size step), COMPARE_ITERS (20), COMPARE_WARMUP (20: the first size of each process otherwise carries one-time GPU slowness, docs/performance.md), COMPARE_GRAPH_LAUNCHES (5),
 # COMPARE_CHECK (1), COMPARE_TIMEOUT (seconds per run, 1200),
 # COMPARE_SKIP_BUILD (0; 1 = use the tools already in BUILD_DIR).
 set -uo pipefail
@@ -34,7 +34,7 @@ MIN_BYTES=${COMPARE_MIN_BYTES:-8}
 MAX_BYTES=${COMPARE_MAX_BYTES:-1G}
 FACTOR=${COMPARE_FACTOR:-2}
 ITERS=${COMPARE_ITERS:-20}
-WARMUP=${COMPARE_WARMUP:-5}
+WARMUP=${COMPARE_WARMUP:-20}
 GRAPH_LAUNCHES=${COMPARE_GRAPH_LAUNCHES:-5}
 CHECK=${COMPARE_CHECK:-1}
 TIMEOUT=${COMPARE_TIMEOUT:-1200}
