@@ -13,29 +13,13 @@
 
 #include "../coll/rt.h"
 #include "chain.h"
+#include "check.h"
+#include "graphs.h"
 #include "nccl.h"
 
 namespace rt = colltest::rt;
 
 namespace {
-
-int gFails = 0;
-#define CHECK(cond, ...)                 \
-  do {                                   \
-    if (!(cond)) {                       \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);      \
-      fprintf(stderr, "\n");             \
-      gFails++;                          \
-      return false;                      \
-    }                                    \
-  } while (0)
-#define RT(call) CHECK((call) == nullptr, "%s", #call)
-#define NC(call)                                                                              \
-  do {                                                                                        \
-    ncclResult_t r_ = (call);                                                                 \
-    CHECK(r_ == ncclSuccess, "%s -> %s (%s)", #call, ncclGetErrorString(r_), ncclGetLastError(nullptr)); \
-  } while (0)
 
 constexpr size_t kCount = 1000 + 3;  // per-rank elements; odd on purpose
 enum Buf { kAllReduce, kBcast, kReduce, kAllGather, kReduceScatter, kSendRecv, kAlltoAll, kGather, kScatter, kNumBufs };
@@ -119,23 +103,13 @@ bool run(int n) {
     RT(rt::malloc((void**)&r.in, (size_t)n * kCount * sizeof(float)));
     for (float*& o : r.out) RT(rt::malloc((void**)&o, (size_t)n * kCount * sizeof(float)));
   }
-  // Capture one graph per GPU (all captures end before any instantiation).
-  std::vector<rtGraph> graphs(n);
-  std::vector<rtGraphExec> execs(n);
+  // One graph per GPU holding the group of nine operations.
+  GpuGraphs g;
   for (Rank& r : ranks) {
-    RT(rt::setDevice(r.dev));
-    RT(rt::err(COLLTEST_RT(StreamBeginCapture)(r.stream, COLLTEST_RT_CAPTURE_GLOBAL)));
+    g.devs.push_back(r.dev);
+    g.streams.push_back(r.stream);
   }
-  bool recorded = record(ranks, n);
-  for (int i = 0; i < n; i++) {
-    RT(rt::setDevice(ranks[i].dev));
-    RT(rt::err(COLLTEST_RT(StreamEndCapture)(ranks[i].stream, &graphs[i])));
-  }
-  if (!recorded) return false;
-  for (int i = 0; i < n; i++) {
-    RT(rt::setDevice(ranks[i].dev));
-    RT(rt::graphInstantiate(&execs[i], graphs[i]));
-  }
+  if (!g.capture([&] { return record(ranks, n); })) return false;
   const int kReplays = 50;
   std::vector<float> host((size_t)n * kCount);
   for (int rep = 0; rep < kReplays; rep++) {
@@ -145,11 +119,7 @@ bool run(int n) {
       for (float* o : ranks[i].out) RT(rt::memset(o, 0xA5, host.size() * sizeof(float)));
       RT(rt::toDevice(ranks[i].in, host.data(), host.size() * sizeof(float)));
     }
-    for (int i = 0; i < n; i++) {
-      RT(rt::setDevice(ranks[i].dev));
-      RT(rt::err(COLLTEST_RT(GraphLaunch)(execs[i], ranks[i].stream)));
-    }
-    for (Rank& r : ranks) RT(rt::streamSync(r.stream));
+    if (!g.launchAndWait()) return false;
     if (!check(ranks, n, rep)) return false;
   }
   printf("  %d ranks: 9 operations per graph, %d replays with fresh inputs: all exact\n", n, kReplays);
@@ -175,11 +145,7 @@ bool run(int n) {
     RT(rt::streamDestroy(other));
     printf("  a group mixing captured and uncaptured streams: ncclInvalidUsage, \"%s\"\n", ncclGetLastError(nullptr));
   }
-  for (int i = 0; i < n; i++) {
-    RT(rt::setDevice(ranks[i].dev));
-    COLLTEST_RT(GraphExecDestroy)(execs[i]);
-    COLLTEST_RT(GraphDestroy)(graphs[i]);
-  }
+  g.destroy();
   for (Rank& r : ranks) {
     RT(rt::setDevice(r.dev));
     RT(rt::free(r.in));
@@ -201,6 +167,6 @@ int main() {
   if (n > 4) n = 4;
   bool ok = run(n);
   ok = runDependentChains(n) && ok;
-  printf("capture_test: %s\n", ok && gFails == 0 ? "PASS" : "FAIL");
-  return ok && gFails == 0 ? 0 : 1;
+  printf("capture_test: %s\n", ok && gCaptureFails == 0 ? "PASS" : "FAIL");
+  return ok && gCaptureFails == 0 ? 0 : 1;
 }

@@ -12,27 +12,13 @@
 #include <vector>
 
 #include "../coll/rt.h"
+#include "check.h"
+#include "graphs.h"
 #include "nccl.h"
 
 namespace rt = colltest::rt;
 
 namespace {
-
-#define CHAIN_CHECK(cond, ...)                              \
-  do {                                                      \
-    if (!(cond)) {                                          \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);  \
-      fprintf(stderr, __VA_ARGS__);                         \
-      fprintf(stderr, "\n");                                \
-      return false;                                         \
-    }                                                       \
-  } while (0)
-#define CHAIN_RT(call) CHAIN_CHECK((call) == nullptr, "%s", #call)
-#define CHAIN_NC(call)                                                                         \
-  do {                                                                                         \
-    ncclResult_t r_ = (call);                                                                  \
-    CHAIN_CHECK(r_ == ncclSuccess, "%s -> %s (%s)", #call, ncclGetErrorString(r_), ncclGetLastError(nullptr)); \
-  } while (0)
 
 constexpr int kSteps = 24;
 
@@ -51,14 +37,14 @@ int rootOf(int step, int n) { return (step / 2) % n; }
 bool enqueueChain(std::vector<ChainRank>& ranks, size_t count) {
   const int n = (int)ranks.size();
   for (int k = 0; k < kSteps; k++) {
-    CHAIN_NC(ncclGroupStart());
+    NC(ncclGroupStart());
     for (ChainRank& r : ranks) {
       if (k % 2 == 0)
-        CHAIN_NC(ncclAllReduce(r.bufs[k], r.bufs[k + 1], count, ncclUint32, ncclSum, r.comm, r.stream));
+        NC(ncclAllReduce(r.bufs[k], r.bufs[k + 1], count, ncclUint32, ncclSum, r.comm, r.stream));
       else
-        CHAIN_NC(ncclBroadcast(r.bufs[k], r.bufs[k + 1], count, ncclUint32, rootOf(k, n), r.comm, r.stream));
+        NC(ncclBroadcast(r.bufs[k], r.bufs[k + 1], count, ncclUint32, rootOf(k, n), r.comm, r.stream));
     }
-    CHAIN_NC(ncclGroupEnd());
+    NC(ncclGroupEnd());
   }
   return true;
 }
@@ -69,9 +55,9 @@ bool prepare(std::vector<ChainRank>& ranks, size_t count, int run) {
   for (int me = 0; me < (int)ranks.size(); me++) {
     ChainRank& r = ranks[me];
     for (size_t i = 0; i < count; i++) host[i] = inputValue(run, me, i);
-    CHAIN_RT(rt::setDevice(r.dev));
-    CHAIN_RT(rt::toDevice(r.bufs[0], host.data(), count * sizeof(uint32_t)));
-    for (int k = 1; k <= kSteps; k++) CHAIN_RT(rt::memset(r.bufs[k], 0xA5, count * sizeof(uint32_t)));
+    RT(rt::setDevice(r.dev));
+    RT(rt::toDevice(r.bufs[0], host.data(), count * sizeof(uint32_t)));
+    for (int k = 1; k <= kSteps; k++) RT(rt::memset(r.bufs[k], 0xA5, count * sizeof(uint32_t)));
   }
   return true;
 }
@@ -96,70 +82,53 @@ bool check(std::vector<ChainRank>& ranks, size_t count, int run, const char* mod
     }
     for (int r = 0; r < n; r++) {
       model[r] = next;
-      CHAIN_RT(rt::setDevice(ranks[r].dev));
-      CHAIN_RT(rt::toHost(got.data(), ranks[r].bufs[k + 1], count * sizeof(uint32_t)));
+      RT(rt::setDevice(ranks[r].dev));
+      RT(rt::toHost(got.data(), ranks[r].bufs[k + 1], count * sizeof(uint32_t)));
       for (size_t i = 0; i < count; i++)
-        CHAIN_CHECK(got[i] == next[i], "%s chain, %zu elements, run %d, rank %d, after step %d (%s) [%zu]: %u, want %u",
+        CHECK(got[i] == next[i], "%s chain, %zu elements, run %d, rank %d, after step %d (%s) [%zu]: %u, want %u",
                     mode, count, run, r, k, k % 2 == 0 ? "AllReduce" : "Broadcast", i, got[i], next[i]);
     }
   }
   return true;
 }
 
+constexpr int kReplays = 10, kEagerRuns = 5;
+
 bool runOneSize(std::vector<ChainRank>& ranks, size_t count) {
   for (ChainRank& r : ranks) {
-    CHAIN_RT(rt::setDevice(r.dev));
+    RT(rt::setDevice(r.dev));
     r.bufs.assign(kSteps + 1, nullptr);
-    for (uint32_t*& b : r.bufs) CHAIN_RT(rt::malloc((void**)&b, count * sizeof(uint32_t)));
+    for (uint32_t*& b : r.bufs) RT(rt::malloc((void**)&b, count * sizeof(uint32_t)));
   }
   // Captured: one graph per GPU holding the whole chain, replayed with fresh inputs.
-  const int n = (int)ranks.size();
-  std::vector<rtGraph> graphs(n, nullptr);
-  std::vector<rtGraphExec> execs(n, nullptr);
-  for (ChainRank& r : ranks) {
-    CHAIN_RT(rt::setDevice(r.dev));
-    CHAIN_RT(rt::err(COLLTEST_RT(StreamBeginCapture)(r.stream, COLLTEST_RT_CAPTURE_GLOBAL)));
-  }
-  const bool recorded = enqueueChain(ranks, count);
-  for (int i = 0; i < n; i++) {
-    CHAIN_RT(rt::setDevice(ranks[i].dev));
-    CHAIN_RT(rt::err(COLLTEST_RT(StreamEndCapture)(ranks[i].stream, &graphs[i])));
-  }
-  if (!recorded) return false;
-  for (int i = 0; i < n; i++) {
-    CHAIN_RT(rt::setDevice(ranks[i].dev));
-    CHAIN_RT(rt::graphInstantiate(&execs[i], graphs[i]));
-  }
-  const int kReplays = 10, kEagerRuns = 5;
-  for (int run = 0; run < kReplays; run++) {
-    if (!prepare(ranks, count, run)) return false;
-    for (int i = 0; i < n; i++) {
-      CHAIN_RT(rt::setDevice(ranks[i].dev));
-      CHAIN_RT(rt::err(COLLTEST_RT(GraphLaunch)(execs[i], ranks[i].stream)));
+  {
+    GpuGraphs g;
+    for (ChainRank& r : ranks) {
+      g.devs.push_back(r.dev);
+      g.streams.push_back(r.stream);
     }
-    for (ChainRank& r : ranks) CHAIN_RT(rt::streamSync(r.stream));
-    if (!check(ranks, count, run, "graph")) return false;
-  }
-  for (int i = 0; i < n; i++) {
-    CHAIN_RT(rt::setDevice(ranks[i].dev));
-    COLLTEST_RT(GraphExecDestroy)(execs[i]);
-    COLLTEST_RT(GraphDestroy)(graphs[i]);
+    if (!g.capture([&] { return enqueueChain(ranks, count); })) return false;
+    for (int run = 0; run < kReplays; run++) {
+      if (!prepare(ranks, count, run)) return false;
+      if (!g.launchAndWait()) return false;
+      if (!check(ranks, count, run, "graph")) return false;
+    }
   }
   for (int run = kReplays; run < kReplays + kEagerRuns; run++) {
     if (!prepare(ranks, count, run)) return false;
     for (ChainRank& r : ranks) {
-      CHAIN_RT(rt::setDevice(r.dev));
-      CHAIN_RT(rt::deviceSync());   // the inputs are in place before the first step starts
+      RT(rt::setDevice(r.dev));
+      RT(rt::deviceSync());   // the inputs are in place before the first step starts
     }
     if (!enqueueChain(ranks, count)) return false;
-    for (ChainRank& r : ranks) CHAIN_RT(rt::streamSync(r.stream));
+    for (ChainRank& r : ranks) RT(rt::streamSync(r.stream));
     if (!check(ranks, count, run, "eager")) return false;
   }
   printf("  %d ranks, %zu elements: %d dependent AllReduce/Broadcast steps, %d graph replays and %d eager runs: "
-         "every step exact\n", n, count, kSteps, kReplays, kEagerRuns);
+         "every step exact\n", (int)ranks.size(), count, kSteps, kReplays, kEagerRuns);
   for (ChainRank& r : ranks) {
-    CHAIN_RT(rt::setDevice(r.dev));
-    for (uint32_t* b : r.bufs) CHAIN_RT(rt::free(b));
+    RT(rt::setDevice(r.dev));
+    for (uint32_t* b : r.bufs) RT(rt::free(b));
   }
   return true;
 }
@@ -171,19 +140,19 @@ bool runDependentChains(int n) {
   std::vector<int> devs(n);
   for (int i = 0; i < n; i++) devs[i] = ranks[i].dev = i;
   std::vector<ncclComm_t> comms(n);
-  CHAIN_NC(ncclCommInitAll(comms.data(), n, devs.data()));
+  NC(ncclCommInitAll(comms.data(), n, devs.data()));
   bool ok = true;
   for (int i = 0; i < n; i++) {
     ranks[i].comm = comms[i];
-    CHAIN_RT(rt::setDevice(ranks[i].dev));
-    CHAIN_RT(rt::streamCreate(&ranks[i].stream));
+    RT(rt::setDevice(ranks[i].dev));
+    RT(rt::streamCreate(&ranks[i].stream));
   }
   // 1003: one channel, the LL protocol; 1 Mi + 5: many channels, Simple.
   for (size_t count : {(size_t)1003, (size_t)(1 << 20) + 5}) ok = ok && runOneSize(ranks, count);
   for (ChainRank& r : ranks) {
-    CHAIN_RT(rt::setDevice(r.dev));
-    CHAIN_RT(rt::streamDestroy(r.stream));
-    CHAIN_NC(ncclCommDestroy(r.comm));
+    RT(rt::setDevice(r.dev));
+    RT(rt::streamDestroy(r.stream));
+    NC(ncclCommDestroy(r.comm));
   }
   return ok;
 }
