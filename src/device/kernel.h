@@ -30,6 +30,15 @@ UDEV void loadWork(const KernelArgs& args, uint32_t i, BlockShared& sh) {
   }
 }
 
+// Threads of the kernel preamble: 0-3 load the first work item (loadWork),
+// the DevComm and the Channel copies start at these lanes, so that every
+// load of the preamble is in flight at once.
+constexpr int kCommCopyLane = 8;
+constexpr int kChannelCopyLane = 16;
+static_assert(sizeof(Work) / 16 <= kCommCopyLane && kCommCopyLane + sizeof(DevComm) / 8 <= kChannelCopyLane &&
+                  kChannelCopyLane + sizeof(Channel) / 8 <= kThreadsPerBlock,
+              "preamble lanes overlap");
+
 // Thread `lane` (0 <= lane < sizeof(T) / 8) copies 8-byte word `lane` of
 // *src; other lanes do nothing. The words of one struct load in parallel.
 template <typename T>
@@ -106,8 +115,8 @@ UDEV void runKernel(const KernelArgs& args) {
   // and channel's fields fixed at setup. Launched programmatically (PDL),
   // this part and the launch itself overlap the previous kernel.
   if (args.nWorks > 0) loadWork(args, 0, sh);
-  copyWord(&sh.comm, args.comm, tid - 8);
-  copyWord(&sh.channel, &args.channels[block], tid - 16);
+  copyWord(&sh.comm, args.comm, tid - kCommCopyLane);
+  copyWord(&sh.channel, &args.channels[block], tid - kChannelCopyLane);
   barrierBlock();
   // From here on, what earlier kernels wrote (connection steps, user
   // buffers, graph replay counters) is visible.

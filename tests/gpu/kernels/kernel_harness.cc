@@ -519,6 +519,8 @@ int main(int argc, char** argv) {
       // inline arguments, a device array, a host-mapped FIFO ring that wraps.
       const bool allP2p = std::all_of(cases.begin(), cases.end(), [](const Case& c) { return c.coll == kCollP2p; });
       const void* kernel = (allP2p || !haveKernel) ? p2pKernel() : collectiveKernel((ncclDataType_t)t);
+      bool pdl = false;   // programmatic launches possible (every GPU of the fabric is alike)
+      HCHECK(gpu::programmaticLaunchSupported(kernel, &pdl));
       const size_t nItems = cases.size();
       std::vector<Work*> devWorks(R);
       std::vector<Work*> ringHost(R), ringDev(R);
@@ -561,8 +563,6 @@ int main(int argc, char** argv) {
           HCHECK(gpu::setDevice(fab.devOf[r]));
           // Programmatic launches (where supported) and early releases at
           // random: a kernel must read nothing an earlier one wrote before its wait.
-          bool pdl = false;
-          HCHECK(gpu::programmaticLaunchSupported(kernel, &pdl));
           cfg.programmatic = pdl && rng.range(2) == 0;
           a.releaseEarly = (uint32_t)rng.range(2);
           // Only the last launch records the event waitAll() polls (an event
