@@ -137,6 +137,26 @@ ncclResult_t preloadKernel(const void* kernel);
 // the device supports it and the kernel's code was built for an architecture
 // where waitPriorGrids() really waits (CUDA: sm_90+ on both counts).
 ncclResult_t programmaticLaunchSupported(const void* kernel, bool* supported);
+// How many blocks of `kernel` (blockThreads threads each, no dynamic shared
+// memory) the current device holds resident at once: the occupancy per
+// multiprocessor times the multiprocessors. Blocks that spin on other blocks
+// (collectives of ranks sharing a GPU) must all fit together.
+ncclResult_t kernelResidentBlocks(const void* kernel, unsigned blockThreads, int* blocks);
+// Work queues between the host and the device that streams are spread over,
+// as configured for this process (CUDA_DEVICE_MAX_CONNECTIONS, default 8;
+// GPU_MAX_HW_QUEUES on HIP, default 4), and the knob's name for messages.
+// Streams that share a queue serialize: a kernel queued behind another
+// rank's waiting kernel never starts.
+struct WorkQueues {
+  int count;
+  const char* knob;
+};
+WorkQueues workQueues();
+// Whether kernels of different processes run at the same time on a device
+// (CUDA: only through an MPS server; without it the GPU time-slices between
+// processes, and kernels that wait for each other across processes crawl or
+// hang). `how` says what was found, for messages.
+ncclResult_t processesShareDevice(bool* concurrent, const char** how);
 // Raises the dynamic shared-memory limit of a kernel.
 ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes);
 // Enqueues fn(arg) on the stream (runs on a runtime thread; must not call the GPU API).

@@ -4,10 +4,14 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <unistd.h>
+
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <string>
 
 #include "common/check.h"
 #include "common/gpu.h"
@@ -421,6 +425,29 @@ ncclResult_t programmaticLaunchSupported(const void* kernel, bool* supported) {
   // ptxVersion: the virtual architecture the kernel was compiled from (a
   // kernel JIT-compiled from compute_80 PTX has no griddepcontrol.wait).
   *supported = major >= 9 && attr.ptxVersion >= 90;
+  return ncclSuccess;
+}
+ncclResult_t kernelResidentBlocks(const void* kernel, unsigned blockThreads, int* blocks) {
+  int dev = 0, perSm = 0, sms = 0;
+  CUDA_TRY(cudaGetDevice(&dev));
+  CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, (int)blockThreads, 0));
+  *blocks = perSm * sms;
+  return ncclSuccess;
+}
+WorkQueues workQueues() {
+  // The runtime reads the variable when it creates the context; 8 is its default.
+  const char* v = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  int n = v != nullptr ? atoi(v) : 8;
+  return WorkQueues{n > 0 ? n : 8, "CUDA_DEVICE_MAX_CONNECTIONS"};
+}
+ncclResult_t processesShareDevice(bool* concurrent, const char** how) {
+  // A client of an MPS server finds the server through its pipe directory;
+  // the control daemon keeps a "control" pipe there while it runs.
+  const char* dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
+  std::string control = std::string(dir != nullptr && *dir ? dir : "/tmp/nvidia-mps") + "/control";
+  *concurrent = access(control.c_str(), F_OK) == 0;
+  *how = *concurrent ? "an MPS control daemon runs" : "no MPS control daemon (CUDA_MPS_PIPE_DIRECTORY/control)";
   return ncclSuccess;
 }
 ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes) {

@@ -7,6 +7,7 @@
 #include <hip/hip_version.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -415,6 +416,27 @@ ncclResult_t preloadKernel(const void* kernel) {
 // previous kernel of their stream ended (LaunchConfig::programmatic ignored).
 ncclResult_t programmaticLaunchSupported(const void*, bool* supported) {
   *supported = false;
+  return ncclSuccess;
+}
+ncclResult_t kernelResidentBlocks(const void* kernel, unsigned blockThreads, int* blocks) {
+  int dev = 0, perCu = 0, cus = 0;
+  HIP_TRY(hipGetDevice(&dev));
+  HIP_TRY(hipDeviceGetAttribute(&cus, hipDeviceAttributeMultiprocessorCount, dev));
+  HIP_TRY(hipOccupancyMaxActiveBlocksPerMultiprocessor(&perCu, kernel, (int)blockThreads, 0));
+  *blocks = perCu * cus;
+  return ncclSuccess;
+}
+WorkQueues workQueues() {
+  // HIP's runtime spreads streams over GPU_MAX_HW_QUEUES hardware queues (default 4).
+  const char* v = getenv("GPU_MAX_HW_QUEUES");
+  int n = v != nullptr ? atoi(v) : 4;
+  return WorkQueues{n > 0 ? n : 4, "GPU_MAX_HW_QUEUES"};
+}
+ncclResult_t processesShareDevice(bool* concurrent, const char** how) {
+  // Not established for ROCm here (no AMD GPU has run uniccl): ranks of
+  // different processes on one GPU are refused rather than risked.
+  *concurrent = false;
+  *how = "not verified on ROCm";
   return ncclSuccess;
 }
 ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes) {

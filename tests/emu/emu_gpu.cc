@@ -854,6 +854,28 @@ ncclResult_t programmaticLaunchSupported(const void* kernel, bool* supported) {
   return ncclSuccess;
 }
 
+// Every block of a launch runs as its own threads, so any number is
+// resident; UNICCL_EMU_RESIDENT_BLOCKS (default 8 multiprocessors x 16)
+// stands for the occupancy limit of a real GPU, which the cap on channels
+// of ranks sharing a GPU is computed from.
+ncclResult_t kernelResidentBlocks(const void* kernel, unsigned blockThreads, int* blocks) {
+  if (kernel == nullptr || blockThreads == 0 || blocks == nullptr)
+    return fail(ncclUnhandledCudaError, "kernelResidentBlocks failed: invalid device function");
+  const char* env = std::getenv("UNICCL_EMU_RESIDENT_BLOCKS");
+  *blocks = env != nullptr ? std::atoi(env) : 8 * 16;
+  return ncclSuccess;
+}
+
+// Streams never serialize each other here (each has its own worker thread).
+WorkQueues workQueues() { return WorkQueues{1 << 20, "UNICCL_EMU_WORK_QUEUES"}; }
+
+// A forked child has a runtime of its own: processes share no emulated GPU.
+ncclResult_t processesShareDevice(bool* concurrent, const char** how) {
+  *concurrent = false;
+  *how = "the CPU emulator runs no GPU across processes";
+  return ncclSuccess;
+}
+
 ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes) {
   if (kernel == nullptr || bytes > kMaxDynShared)
     return fail(ncclUnhandledCudaError, "setKernelMaxDynamicShared(%zu) failed: invalid argument (limit %zu bytes)", bytes,

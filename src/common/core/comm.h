@@ -45,6 +45,9 @@ struct ncclComm {
   int rank = -1;
   int nRanks = 0;
   int gpuDev = -1;
+  int virtualId = -1;          // ncclCommInitRankMulti's id of this rank on its GPU (split children inherit it)
+  bool gpuShared = false;      // some GPU holds several ranks of this comm (core/gpu_sharing.h)
+  int channelFit = 0;          // channels every rank's blocks stay resident with (gpu_sharing.h)
   uint64_t commHash = 0;       // same on every rank of this communicator (derived from the unique id)
   uniccl::CommConfig config;
   std::atomic<uniccl::CommState> state{uniccl::CommState::Initializing};

@@ -71,9 +71,10 @@ bool hasLargeTask(const ncclComm* c, const Settings& set) {
 }
 
 // A communicator that may take part: path on, no profiler (its events follow
-// the kernels), a task large enough, one stream, not capturing.
+// the kernels), no GPU shared by several of its ranks (one stream per rank,
+// gpu_sharing.h), a task large enough, one stream, not capturing.
 bool eligible(ncclComm* c, gpu::Stream* stream) {
-  if (c->copyEngineOff || c->profiler != nullptr || !hasLargeTask(c, settings())) return false;
+  if (c->copyEngineOff || c->gpuShared || c->profiler != nullptr || !hasLargeTask(c, settings())) return false;
   if (!singleStream(c, stream)) return false;
   gpu::CaptureInfo cap;
   if (gpu::streamGetCaptureInfo(*stream, &cap) != ncclSuccess) return false;
@@ -373,7 +374,9 @@ ncclResult_t CopyEngineGroup::startSelfCopies(std::vector<ncclComm*>& comms, con
     // thread for both GPUs: the kernel copies the own block while the copy
     // engines move the peer's). Profiled comms too: their events follow the
     // group's kernel.
-    if (c->profiler != nullptr || touches(copies_, c) || touches(localCopies_, c) || touches(afterCopies_, c))
+    // Ranks sharing a GPU keep one stream each (gpu_sharing.h).
+    if (c->profiler != nullptr || c->gpuShared || touches(copies_, c) || touches(localCopies_, c) ||
+        touches(afterCopies_, c))
       continue;
     gpu::Stream st = nullptr;
     if (!singleStream(c, &st)) continue;

@@ -11,6 +11,7 @@
 #include "common/bootstrap/unique_id.h"
 #include "common/check.h"
 #include "common/core/comm.h"
+#include "common/core/gpu_sharing.h"
 #include "common/core/group.h"
 #include "common/core/launch.h"
 #include "common/core/tree_topo.h"
@@ -45,17 +46,13 @@ ncclResult_t allocDevice(ncclComm* comm, T** out, size_t count) {
   return ncclSuccess;
 }
 
-ncclResult_t checkDuplicateGpus(ncclComm* comm) {
-  const PeerInfo& me = comm->peers[comm->rank];
-  for (int r = 0; r < comm->nRanks; r++) {
-    const PeerInfo& p = comm->peers[r];
-    if (r != comm->rank && p.hostHash == me.hostHash && p.busIdNum == me.busIdNum) {
-      WARN("Duplicate GPU detected: rank %d and rank %d both use GPU %s (device %d); give each rank its own GPU",
-           comm->rank, r, me.busId, me.gpuDev);
-      return ncclInvalidUsage;
-    }
-  }
-  return ncclSuccess;
+// Every kernel a communicator may launch (the datatypes this build has).
+std::vector<const void*> launchedKernels() {
+  std::vector<const void*> ks;
+  for (int t = 0; t < ncclNumTypes; t++)
+    if (const void* k = dev::collectiveKernel((ncclDataType_t)t)) ks.push_back(k);
+  ks.push_back(dev::p2pKernel());
+  return ks;
 }
 
 // Loads every kernel module on `dev` once per process (see gpu::preloadKernel).
@@ -64,11 +61,7 @@ ncclResult_t preloadKernels(int dev) {
   static std::vector<bool> loaded;
   std::lock_guard<std::mutex> lock(mutex);
   if ((size_t)dev < loaded.size() && loaded[dev]) return ncclSuccess;
-  for (int t = 0; t < ncclNumTypes; t++) {
-    const void* k = dev::collectiveKernel((ncclDataType_t)t);
-    if (k != nullptr) UCHECK(gpu::preloadKernel(k));
-  }
-  UCHECK(gpu::preloadKernel(dev::p2pKernel()));
+  for (const void* k : launchedKernels()) UCHECK(gpu::preloadKernel(k));
   if ((size_t)dev >= loaded.size()) loaded.resize(dev + 1, false);
   loaded[dev] = true;
   return ncclSuccess;
@@ -89,7 +82,7 @@ ncclResult_t setupDevice(ncclComm* comm) {
   bool allP2p = n > 1;
   for (int r = 0; r < n; r++) allP2p = allP2p && comm->transports.p2pReachable(r, (r + 1) % n);
   comm->allP2p = allP2p;
-  comm->nChannels = defaultChannelCount(comm);
+  UCHECK(chooseChannelCount(comm, &comm->nChannels));
   comm->p2pChannels = comm->nChannels;
 
   int* ringRanks = nullptr;
@@ -179,14 +172,21 @@ ncclResult_t commInitRank(ncclComm* comm, int nranks, ncclUniqueId id, int rank,
   logVersionOnce();
   loadTuningEnv();
 
+  // Kernels load before the peer info: their occupancy is part of it.
+  UCHECK_GOTO(preloadKernels(gpuDev), res, fail);
   UCHECK_GOTO(fillLocalPeerInfo(gpuDev, &info), res, fail);
+  UCHECK_GOTO(fillSharingInfo(launchedKernels(), dev::kThreadsPerBlock, comm->virtualId, &info), res, fail);
   UCHECK_GOTO(Bootstrap::init(id, rank, nranks, &info, sizeof(info), &comm->bootstrap, &comm->hostAbort), res, fail);
   comm->peers.resize(nranks);
   for (int r = 0; r < nranks; r++) memcpy(&comm->peers[r], comm->bootstrap->peerInfo(r), sizeof(PeerInfo));
-  UCHECK_GOTO(checkDuplicateGpus(comm), res, fail);
+  {
+    GpuSharing sharing;
+    UCHECK_GOTO(checkGpuSharing(comm->peers, rank, &sharing), res, fail);
+    comm->gpuShared = sharing.shared;
+    comm->channelFit = sharing.maxChannels;
+  }
   profilerCommInit(comm);  // [profiler] plugin init for this comm; a failing plugin only disables profiling
   UCHECK_GOTO(comm->transports.init(comm), res, fail);
-  UCHECK_GOTO(preloadKernels(gpuDev), res, fail);
   UCHECK_GOTO(setupDevice(comm), res, fail);
   UCHECK_GOTO(setupKernelCh(comm), res, fail);
   if (nranks > 1) {
@@ -317,11 +317,12 @@ ncclResult_t startInit(ncclComm* comm, int nranks, ncclUniqueId id, int rank, in
 
 using namespace uniccl;
 
-NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
-         ncclConfig_t* config);
-ncclResult_t ncclCommInitRankConfig(ncclComm_t* newcomm, int nranks, ncclUniqueId commId, int rank,
-                                    ncclConfig_t* config) {
-  const char* fn = "ncclCommInitRankConfig";
+namespace {
+
+// InitRank, InitRankConfig and RCCL's InitRankMulti: one rank on the
+// calling thread's current GPU; virtualId >= 0 lets it share that GPU.
+ncclResult_t initRankOnCurrentGpu(const char* fn, ncclComm_t* newcomm, int nranks, ncclUniqueId commId, int rank,
+                                  ncclConfig_t* config, int virtualId) {
   if (newcomm == nullptr) {
     WARN("%s: comm is a NULL pointer", fn);
     return ncclInvalidArgument;
@@ -333,6 +334,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* newcomm, int nranks, ncclUniqueI
   // The config first: a bad config is the caller's error whatever the GPUs.
   ncclComm* comm = nullptr;
   UCHECK(newComm(config, nullptr, &comm));
+  comm->virtualId = virtualId;
   int ndev = 0, dev = -1;
   ncclResult_t res = gpu::getDeviceCount(&ndev);
   if (res == ncclSuccess && ndev < 1) {
@@ -352,6 +354,28 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* newcomm, int nranks, ncclUniqueI
     commFree(comm, true);
   }
   return res;
+}
+
+}  // namespace
+
+NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+         ncclConfig_t* config);
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* newcomm, int nranks, ncclUniqueId commId, int rank,
+                                    ncclConfig_t* config) {
+  return initRankOnCurrentGpu("ncclCommInitRankConfig", newcomm, nranks, commId, rank, config, -1);
+}
+
+// RCCL's multi-rank-per-device init (rccl/rccl.h): like ncclCommInitRank,
+// and the rank may share its GPU with other ranks of the communicator, each
+// with its own virtualId (core/gpu_sharing.h says what must hold).
+NCCL_API(ncclResult_t, ncclCommInitRankMulti, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+         int virtualId);
+ncclResult_t ncclCommInitRankMulti(ncclComm_t* newcomm, int nranks, ncclUniqueId commId, int rank, int virtualId) {
+  if (virtualId < 0) {
+    WARN("ncclCommInitRankMulti: virtualId %d must be >= 0 (one id per rank of a GPU)", virtualId);
+    return ncclInvalidArgument;
+  }
+  return initRankOnCurrentGpu("ncclCommInitRankMulti", newcomm, nranks, commId, rank, nullptr, virtualId);
 }
 
 NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
@@ -433,7 +457,10 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   *newcomm = nullptr;
   ncclComm* child = nullptr;
   if (color != NCCL_SPLIT_NOCOLOR) UCHECK(newComm(config, &comm->config, &child));
-  if (child) *newcomm = child;
+  if (child) {
+    child->virtualId = comm->virtualId;   // ranks made to share a GPU may share it in the child too
+    *newcomm = child;
+  }
   auto job = [comm, color, key, child]() -> ncclResult_t {
     struct Entry { int color, key, rank; };
     std::vector<Entry> all(comm->nRanks);

@@ -60,7 +60,9 @@ bool releaseEarly(const ncclComm* comm, unsigned grid) {
   // collective, which the user's kernels on other streams could use (it
   // costs under 1% of graph-mode busbw at 16-64 MiB on 2x H200).
   static const int64_t maxBlocks = paramInt("UNICCL_PDL_RELEASE_CHANNELS", dev::kMaxChannels / 2);
-  return comm->programmaticLaunch && (int64_t)grid <= maxBlocks;
+  // Ranks sharing a GPU never release early: the next kernel's parked blocks
+  // would hold residency their peers' blocks were counted on (gpu_sharing.h).
+  return comm->programmaticLaunch && !comm->gpuShared && (int64_t)grid <= maxBlocks;
 }
 
 void reclaimGraphBuffers() {

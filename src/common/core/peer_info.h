@@ -17,7 +17,14 @@ struct PeerInfo {
   char busId[32];         // "0000:3b:00.0"
   uint64_t memCapacity;   // device memory, for diagnostics
   int32_t smCount;        // multiprocessors: the default channel count needs one per channel on every GPU
-  int32_t pad;
+  // Several ranks on one GPU (core/gpu_sharing.h): what each rank's process
+  // says about its GPU, so that every rank takes the same decision.
+  int32_t residentBlocks; // collective blocks this GPU holds resident at once (occupancy)
+  int32_t shareLimit;     // ranks this rank accepts on its GPU (1: refuse duplicates)
+  int32_t virtualId;      // ncclCommInitRankMulti's id, -1 otherwise
+  int32_t workQueues;     // host-to-device work queues of its process
+  uint8_t processesShare; // kernels of different processes run at once on its GPU (MPS)
+  uint8_t pad[7];
 };
 
 // Fills the caller's own entry.

@@ -197,7 +197,7 @@ static int defaultP2pChannels(const ncclComm* comm) {
   return minSms >= dev::kMaxChannels ? dev::kMaxChannels : 64;
 }
 
-int defaultChannelCount(const ncclComm* comm) {
+ncclResult_t chooseChannelCount(const ncclComm* comm, int* nChannels) {
   int n = comm->allP2p                       ? (int)paramInt("UNICCL_P2P_NCHANNELS", defaultP2pChannels(comm))
           : comm->transports.ringUsesNet() ? (int)paramInt("UNICCL_NET_NCHANNELS", 2)
                                            : (int)paramInt("UNICCL_SHM_NCHANNELS", 2);
@@ -207,7 +207,20 @@ int defaultChannelCount(const ncclComm* comm) {
   if (comm->config.maxCTAs > 0) hi = std::min(hi, comm->config.maxCTAs);
   n = std::max(n, lo);
   n = std::min(n, hi);
-  return std::clamp(n, 1, (int)dev::kMaxChannels);
+  n = std::clamp(n, 1, (int)dev::kMaxChannels);
+  if (n > comm->channelFit) {
+    if (std::min(lo, (int)dev::kMaxChannels) > comm->channelFit) {
+      WARN("Rank %d: at least %d channels were asked for (NCCL_MIN_NCHANNELS / minCTAs), but only %d fit with "
+           "every rank sharing its GPU resident at once: ask for fewer, or put fewer ranks on a GPU",
+           comm->rank, lo, comm->channelFit);
+      return ncclInvalidUsage;
+    }
+    INFO(kSubsysInit | kSubsysTune, "Rank %d: %d channels capped at %d (ranks sharing a GPU must fit together)",
+         comm->rank, n, comm->channelFit);
+    n = comm->channelFit;
+  }
+  *nChannels = n;
+  return ncclSuccess;
 }
 
 CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {

@@ -43,8 +43,11 @@ bool treeAlgoPossible(int nRanks);
 // Tuning decisions made so far in this process per (collective, algorithm):
 // lets tests assert which algorithm ran (the profiler's query counts too).
 uint64_t tuningDecisions(TaskKind kind, int algo);
-// Number of channels a communicator wires at init.
-int defaultChannelCount(const ncclComm* comm);
+// Number of channels a communicator wires at init: the transport's default
+// or NCCL_MIN/MAX_NCHANNELS and the config's CTA bounds, at most
+// comm->channelFit (every rank's blocks resident together, gpu_sharing.h).
+// ncclInvalidUsage when the minimum asked for does not fit.
+ncclResult_t chooseChannelCount(const ncclComm* comm, int* nChannels);
 CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes);
 uint32_t p2pSliceBytes(const ncclComm* comm);
 // Protocol of one point-to-point message of `bytes` with `peer`: LL up to

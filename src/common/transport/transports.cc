@@ -71,8 +71,11 @@ ncclResult_t Transports::init(ncclComm* comm) {
     } else if (gpu::deviceGetByBusId(p.busId, &peerDev) != ncclSuccess) {
       continue;   // that GPU is not visible in this process
     }
-    bool can = false;
-    if (gpu::canAccessPeer(comm->gpuDev, peerDev, &can) == ncclSuccess && can) row[j] = 1;
+    // Ranks sharing this GPU (gpu_sharing.h) address each other's memory as
+    // their own; the runtime answers "no peer access" for a device and itself.
+    bool can = p.busIdNum == me.busIdNum;
+    if (!can && gpu::canAccessPeer(comm->gpuDev, peerDev, &can) != ncclSuccess) can = false;
+    if (can) row[j] = 1;
   }
   p2pReach_.assign((size_t)nRanks_ * nRanks_, 0);
   memcpy(&p2pReach_[(size_t)comm->rank * nRanks_], row.data(), nRanks_);
@@ -233,7 +236,7 @@ ncclResult_t Transports::offerP2p(ncclComm* comm, int peer, PeerLink& link, Conn
 ncclResult_t Transports::acceptP2p(ncclComm* comm, int peer, PeerLink& link, const ConnectOffer& msg) {
   const PeerInfo& p = comm->peers[peer];
   if (p.processHash == comm->peers[comm->rank].processHash) {
-    UCHECK(gpu::enablePeerAccess(p.gpuDev));
+    if (p.gpuDev != comm->gpuDev) UCHECK(gpu::enablePeerAccess(p.gpuDev));   // not for a GPU and itself
     link.peerBlock = reinterpret_cast<void*>(msg.blockPtr);
   } else {
     UCHECK(gpu::ipcOpenMemHandle(&link.peerBlock, msg.ipc));

@@ -57,6 +57,9 @@ struct State {
   std::condition_variable cv;
   int deviceCount = 1;
   bool peerAccess = true;
+  int residentBlocks = 256;
+  int workQueues = 8;
+  bool processesShare = false;
   int currentDevice = 0;
   std::map<FakeEvent*, std::unique_ptr<FakeEvent>> events;
   std::map<FakeStream*, std::unique_ptr<FakeStream>> streams;
@@ -182,6 +185,9 @@ void reset() {
   s.ipcOpens.clear();
   s.deviceCount = 1;
   s.peerAccess = true;
+  s.residentBlocks = 256;
+  s.workQueues = 8;
+  s.processesShare = false;
   s.currentDevice = 0;
   s.serial = 0;
   s.nextGraphId = 1;
@@ -199,6 +205,9 @@ void reset() {
 
 void setDeviceCount(int n) { std::lock_guard<std::mutex> lk(st().mu); st().deviceCount = n; }
 void setPeerAccess(bool can) { std::lock_guard<std::mutex> lk(st().mu); st().peerAccess = can; }
+void setResidentBlocks(int n) { std::lock_guard<std::mutex> lk(st().mu); st().residentBlocks = n; }
+void setWorkQueues(int n) { std::lock_guard<std::mutex> lk(st().mu); st().workQueues = n; }
+void setProcessesShareDevice(bool on) { std::lock_guard<std::mutex> lk(st().mu); st().processesShare = on; }
 
 EventState eventState(gpu::Event e) {
   std::lock_guard<std::mutex> lk(st().mu);
@@ -496,6 +505,23 @@ ncclResult_t preloadKernel(const void* kernel) { return kernel ? ncclSuccess : n
 ncclResult_t programmaticLaunchSupported(const void* kernel, bool* supported) {
   *supported = false;
   return kernel ? ncclSuccess : ncclInvalidArgument;
+}
+
+ncclResult_t kernelResidentBlocks(const void* kernel, unsigned blockThreads, int* blocks) {
+  FAKE_ENTER("kernelResidentBlocks");
+  if (kernel == nullptr || blockThreads == 0) return bad(s, "invalid device function");
+  *blocks = s.residentBlocks;
+  return ncclSuccess;
+}
+WorkQueues workQueues() {
+  std::lock_guard<std::mutex> lk(st().mu);
+  return WorkQueues{st().workQueues, "FAKE_WORK_QUEUES"};
+}
+ncclResult_t processesShareDevice(bool* concurrent, const char** how) {
+  FAKE_ENTER("processesShareDevice");
+  *concurrent = s.processesShare;
+  *how = s.processesShare ? "the fake says so" : "the fake says no";
+  return ncclSuccess;
 }
 
 ncclResult_t eventQuery(Event e) {

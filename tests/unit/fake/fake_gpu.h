@@ -29,6 +29,9 @@ void reset();
 // ------------------------------------------------------------------ devices
 void setDeviceCount(int n);                 // getDeviceCount answers n (0: "no GPU")
 void setPeerAccess(bool canAccess);         // canAccessPeer answer for dev != peer
+void setResidentBlocks(int n);              // kernelResidentBlocks answer (default 256)
+void setWorkQueues(int n);                  // workQueues().count (default 8)
+void setProcessesShareDevice(bool on);      // processesShareDevice answer (default no)
 
 // ------------------------------------------------------------------- events
 enum class EventState {
