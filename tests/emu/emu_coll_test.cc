@@ -20,6 +20,13 @@
 //                 engine where the order cases say so, AllReduces of 70000
 //                 on 2 ranks too (run with UNICCL_COPY_ENGINE_MIN_BYTES and
 //                 UNICCL_COPY_ENGINE_ALLREDUCE_MIN_BYTES below 70000 elements)
+//                 [--ranks-per-gpu=K]: rank r on emulated device r / K (several
+//                 ranks per GPU: ncclCommInitAll with UNICCL_RANKS_PER_GPU=K,
+//                 or ncclCommInitRankMulti with --group-init)
+//                 [--small]: counts 0, 1, 7 and 1000 only
+//                 [--expect-init-error=TEXT]: the communicators must NOT come
+//                 up: init answers ncclInvalidUsage with TEXT in
+//                 ncclGetLastError (refusals of GPU sharing); exits there
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -35,6 +42,7 @@
 #include "common/gpu.h"
 #include "emu_runtime.h"
 #include "nccl.h"
+#include "rccl/rccl.h"   // ncclCommInitRankMulti
 
 using namespace uniccl;
 
@@ -631,6 +639,9 @@ int main(int argc, char** argv) {
   bool groupInit = false;   // --group-init: ncclCommInitRank per device inside a group (not ncclCommInitAll)
   bool ceOnly = false;      // --copy-engine: AlltoAll, Broadcast, send/recv and the task-order cases
   bool expectCe = false;    // --expect-ce: the order cases' large transfers must go by copy engine
+  int ranksPerGpu = 1;      // --ranks-per-gpu=K: rank r on device r / K
+  bool smallCounts = false; // --small: counts up to 1000 only (many ranks: CI time)
+  std::string expectInitError;  // --expect-init-error=TEXT: init must be refused with TEXT
   for (int i = 1; i < argc; i++) {
     if (!strncmp(argv[i], "--ranks=", 8)) nranks = atoi(argv[i] + 8);
     if (!strcmp(argv[i], "--profile")) profile = true;
@@ -643,39 +654,58 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--group-init")) groupInit = true;
     if (!strcmp(argv[i], "--copy-engine")) ceOnly = true;
     if (!strcmp(argv[i], "--expect-ce")) expectCe = true;
+    if (!strncmp(argv[i], "--ranks-per-gpu=", 16)) ranksPerGpu = atoi(argv[i] + 16);
+    if (!strcmp(argv[i], "--small")) smallCounts = true;
+    if (!strncmp(argv[i], "--expect-init-error=", 20)) expectInitError = argv[i] + 20;
+  }
+  if (ranksPerGpu < 1) {
+    fprintf(stderr, "emu_coll_test: --ranks-per-gpu must be >= 1\n");
+    return 2;
   }
   emu::installCpuKernelRunner();
   int ndev = 0;
   EXPECT_OK(gpu::getDeviceCount(&ndev));
-  if (ndev < nranks) {
-    fprintf(stderr, "emu_coll_test: %d emulated devices, %d ranks requested (set UNICCL_EMU_DEVICES)\n", ndev, nranks);
+  if (ndev * ranksPerGpu < nranks) {
+    fprintf(stderr, "emu_coll_test: %d emulated devices x %d ranks per GPU, %d ranks requested (set UNICCL_EMU_DEVICES)\n",
+            ndev, ranksPerGpu, nranks);
     return 2;
   }
   std::vector<int> devs(nranks);
-  for (int i = 0; i < nranks; i++) devs[i] = i;
+  for (int i = 0; i < nranks; i++) devs[i] = i / ranksPerGpu;
   std::vector<ncclComm_t> comms(nranks);
+  ncclResult_t initRes = ncclSuccess;
   if (groupInit) {
     ncclUniqueId id;
     EXPECT_OK(ncclGetUniqueId(&id));
     EXPECT_OK(ncclGroupStart());
     for (int i = 0; i < nranks; i++) {
-      EXPECT_OK(gpu::setDevice(i));
-      EXPECT_OK(ncclCommInitRank(&comms[i], nranks, id, i));
+      EXPECT_OK(gpu::setDevice(devs[i]));
+      if (ranksPerGpu > 1) EXPECT_OK(ncclCommInitRankMulti(&comms[i], nranks, id, i, i % ranksPerGpu));
+      else EXPECT_OK(ncclCommInitRank(&comms[i], nranks, id, i));
     }
-    EXPECT_OK(ncclGroupEnd());
+    initRes = ncclGroupEnd();
   } else {
-    EXPECT_OK(ncclCommInitAll(comms.data(), nranks, devs.data()));
+    initRes = ncclCommInitAll(comms.data(), nranks, devs.data());
   }
+  if (!expectInitError.empty()) {
+    const std::string msg = ncclGetLastError(nullptr);
+    const bool ok = initRes == ncclInvalidUsage && msg.find(expectInitError) != std::string::npos;
+    printf("emu_coll_test: init of %d ranks, %d per GPU: %s (%s) - %s\n", nranks, ranksPerGpu,
+           ncclGetErrorString(initRes), msg.c_str(), ok ? "refused as expected" : "FAILED: expected a refusal");
+    return ok ? 0 : 1;
+  }
+  EXPECT_OK(initRes);
 
-  const std::vector<size_t> counts = {0, 1, 7, 1000, 4099, 70001};
+  const std::vector<size_t> counts =
+      smallCounts ? std::vector<size_t>{0, 1, 7, 1000} : std::vector<size_t>{0, 1, 7, 1000, 4099, 70001};
   size_t maxCount = 0;
   for (size_t c : counts) maxCount = std::max(maxCount, c);
   std::vector<Rank> ranks(nranks);
   for (int r = 0; r < nranks; r++) {
     Rank& R = ranks[r];
-    R.dev = r;
+    R.dev = devs[r];
     R.comm = comms[r];
-    EXPECT_OK(gpu::setDevice(r));
+    EXPECT_OK(gpu::setDevice(R.dev));
     gpu::Stream st = nullptr;
     EXPECT_OK(gpu::streamCreate(&st));
     R.stream = static_cast<uniccl_stream_t>(st);

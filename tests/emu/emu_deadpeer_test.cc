@@ -24,7 +24,18 @@
 //                     element, and destroys 0.5 s after rank 1 exited. Rank 0
 //                     must see no async error, no WARN in its log (the closed
 //                     connections are not a failure), and a successful destroy.
-//   --ranks=N         (allreduce only; default 2) rank 1 is the victim.
+//   --case=shrink     as allreduce, then each survivor shrinks the communicator
+//                     around the dead rank 1 (ncclCommShrink with
+//                     NCCL_SHRINK_ABORT), runs checked AllReduces on the new
+//                     one (nranks - 1 ranks, renumbered), destroys it and
+//                     aborts the parent.
+//   --case=revoke     no kill: every rank keeps AllReduces in flight, then
+//                     revokes (ncclCommRevoke): it must return within 5 s with
+//                     the stream drained and no async error, a collective on
+//                     the revoked communicator must fail with ncclInvalidUsage,
+//                     and a shrink that excludes nobody must give a working
+//                     communicator (checked AllReduces) of the same ranks.
+//   --ranks=N         (allreduce, shrink, revoke; default 2) rank 1 is the victim.
 //
 // Every wait is bounded: a stuck case fails (the parent's alarm kills the
 // children), it never hangs.
@@ -110,7 +121,7 @@ std::vector<float> rankData(unsigned seed, int k, int rank, size_t count) {
   return v;
 }
 
-enum class Case { AllReduce, Recv, Orderly };
+enum class Case { AllReduce, Recv, Orderly, Shrink, Revoke };
 
 // What each surviving rank tells the parent at the end.
 struct Report {
@@ -266,6 +277,55 @@ bool abortAndDrain(ncclComm_t& comm, Side& s, Report* rep) {
   return true;
 }
 
+// Shrinks `comm` without the ranks in `excluded`, checks AllReduces on the
+// new communicator (this rank's place among the remaining ranks), destroys
+// it. The parent stays for the caller to abort or destroy.
+bool shrinkAndCheck(ncclComm_t comm, Side& s, int rank, int nranks, const std::vector<int>& excluded, int flags,
+                    unsigned seed, Report* rep) {
+  const Clock::time_point t0 = Clock::now();
+  ncclComm_t child = nullptr;
+  std::vector<int> list = excluded;
+  NCCL_OK(ncclCommShrink(comm, list.data(), (int)list.size(), &child, nullptr, flags));
+  rep->abortSec = secondsSince(t0);   // the shrink, including stopping the parent's work
+  REQUIRE(child != nullptr, "ncclCommShrink succeeded without a communicator");
+  int count = 0, newRank = -1;
+  NCCL_OK(ncclCommCount(child, &count));
+  NCCL_OK(ncclCommUserRank(child, &newRank));
+  int expectRank = rank;
+  for (int r : excluded) expectRank -= r < rank ? 1 : 0;
+  REQUIRE(count == nranks - (int)excluded.size() && newRank == expectRank,
+          "the shrunk communicator has %d ranks with this one as %d (expected %d, %d)", count, newRank,
+          nranks - (int)excluded.size(), expectRank);
+  const bool ok = checkedAllReduces(child, s, newRank, count, seed + 1);
+  NCCL_OK(ncclCommDestroy(child));
+  return ok;
+}
+
+// Every rank: AllReduces in flight, then a revoke (bounded, drained, no
+// async error); the revoked comm refuses collectives and shrinks.
+bool revokeAndCheck(ncclComm_t comm, Side& s, int rank, int nranks, unsigned seed, Report* rep) {
+  for (int i = 0; i < 3; i++)
+    NCCL_OK(ncclAllReduce(s.bufs[2], s.bufs[2], kBigCount, ncclFloat32, ncclMax, comm, s.api()));
+  const Clock::time_point t0 = Clock::now();
+  NCCL_OK(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT));
+  rep->abortSec = secondsSince(t0);
+  REQUIRE(rep->abortSec < kAbortLimitSec, "ncclCommRevoke took %.2f s", rep->abortSec);
+  int st;
+  while ((st = s.state()) == 0 && secondsSince(t0) < 10) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  rep->drainSec = secondsSince(t0);
+  REQUIRE(st == 1, "after ncclCommRevoke the stream %s", st == 0 ? "is still busy after 10 s" : "failed");
+  ncclResult_t async = ncclInProgress;
+  NCCL_OK(ncclCommGetAsyncError(comm, &async));
+  rep->asyncErr = async;
+  REQUIRE(async == ncclSuccess, "async error %s after the revoke returned", ncclGetErrorString(async));
+  ncclResult_t r = ncclAllReduce(s.bufs[2], s.bufs[2], kBigCount, ncclFloat32, ncclMax, comm, s.api());
+  REQUIRE(r == ncclInvalidUsage && strstr(ncclGetLastError(nullptr), "revoked") != nullptr,
+          "a collective on the revoked communicator -> %s (%s), expected ncclInvalidUsage naming the revoke",
+          ncclGetErrorString(r), ncclGetLastError(nullptr));
+  REQUIRE(ncclCommRevoke(comm, 1) == ncclInvalidArgument, "ncclCommRevoke with flags 1 was accepted");
+  return shrinkAndCheck(comm, s, rank, nranks, {}, NCCL_SHRINK_DEFAULT, seed, rep);
+}
+
 // Rank 0 of the orderly case logs to a file, so that it can count WARN lines.
 struct LogCapture {
   int saved = -1;
@@ -322,6 +382,15 @@ int childMain(Case c, int rank, int nranks, ncclUniqueId id, unsigned seed, int 
     ncclComm_t& comm = guard.comm;
     NCCL_OK(ncclCommInitRank(&comm, nranks, id, rank));
     rep.threadsComm = countThreads();
+    if (c == Case::Revoke) {
+      if (!checkedAllReduces(comm, s, rank, nranks, seed)) return false;
+      REQUIRE(writeAll(toParent, "R", 1), "cannot tell the parent it is ready");
+      if (!revokeAndCheck(comm, s, rank, nranks, seed, &rep)) return false;
+      NCCL_OK(ncclCommDestroy(comm));
+      comm = nullptr;
+      s.release();
+      return true;
+    }
     if (c == Case::Recv) {
       if (!checkedSendRecv(comm, s, rank, seed)) return false;
     } else {
@@ -374,6 +443,12 @@ int childMain(Case c, int rank, int nranks, ncclUniqueId id, unsigned seed, int 
       for (;;) pause();
     } else {
       if (!survive(c, comm, s, &rep)) return false;
+      if (c == Case::Shrink) {
+        Report shrink;
+        if (!shrinkAndCheck(comm, s, rank, nranks, {1}, NCCL_SHRINK_ABORT, seed, &shrink)) return false;
+        printf("  rank %d: shrunk around rank 1 in %.3f s, checked AllReduces on %d ranks passed\n", rank,
+               shrink.abortSec, nranks - 1);
+      }
       if (!abortAndDrain(comm, s, &rep)) return false;
     }
     s.release();   // the stream's worker thread goes too: the count below is exact
@@ -500,6 +575,23 @@ bool runCase(Case c, int nranks, int timeoutMs) {
     return ok;
   }
 
+  if (c == Case::Revoke) {
+    bool ok = true;
+    for (int r = 0; r < nranks; r++) {
+      Report rep;
+      REQUIRE(readUntil(kids.from[r], &rep, sizeof(rep), Clock::now() + std::chrono::seconds(30)) == sizeof(rep),
+              "no report from rank %d (see its messages above)", r);
+      printf("  rank %d: revoke %.3f s, stream idle %.3f s after it began, async error %s after it\n", r,
+             rep.abortSec, rep.drainSec, ncclGetErrorString((ncclResult_t)rep.asyncErr));
+      ok &= checkThreads(r, rep);
+      REQUIRE(rep.ok, "rank %d reported a failure (see its messages above)", r);
+      REQUIRE(waitExit(kids.pid[r], Clock::now() + std::chrono::seconds(10), &status), "rank %d did not exit", r);
+      kids.pid[r] = gKids[r] = -1;
+      REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0, "rank %d ended with status 0x%x", r, status);
+    }
+    return ok;
+  }
+
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const long long killNs = nowNs();
   REQUIRE(kill(kids.pid[1], SIGKILL) == 0, "kill -9 of rank 1 failed");
@@ -554,25 +646,30 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--case=allreduce")) c = Case::AllReduce;
     else if (!strcmp(argv[i], "--case=recv")) c = Case::Recv;
     else if (!strcmp(argv[i], "--case=orderly")) c = Case::Orderly;
+    else if (!strcmp(argv[i], "--case=shrink")) c = Case::Shrink;
+    else if (!strcmp(argv[i], "--case=revoke")) c = Case::Revoke;
     else {
-      fprintf(stderr, "usage: %s [--case=allreduce|recv|orderly] [--ranks=N]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--case=allreduce|recv|orderly|shrink|revoke] [--ranks=N]\n", argv[0]);
       return 2;
     }
   }
-  if (nranks < 2 || nranks > kMaxRanks || (c != Case::AllReduce && nranks != 2)) {
-    fprintf(stderr, "emu_deadpeer_test: --ranks must be 2..%d (2 for --case=recv and --case=orderly)\n", kMaxRanks);
+  const bool anyRanks = c == Case::AllReduce || c == Case::Shrink || c == Case::Revoke;
+  if (nranks < 2 || nranks > kMaxRanks || (!anyRanks && nranks != 2) || (c == Case::Shrink && nranks < 3)) {
+    fprintf(stderr, "emu_deadpeer_test: --ranks must be 2..%d (2 for --case=recv and --case=orderly, 3+ for "
+            "--case=shrink)\n", kMaxRanks);
     return 2;
   }
   const char* tms = getenv("UNICCL_TIMEOUT_MS");
   const int timeoutMs = tms != nullptr ? atoi(tms) : 0;
-  if (c != Case::Orderly && timeoutMs <= 0) {
+  if (c != Case::Orderly && c != Case::Revoke && timeoutMs <= 0) {
     fprintf(stderr, "emu_deadpeer_test: set UNICCL_TIMEOUT_MS (the bound on detecting the dead peer)\n");
     return 2;
   }
   const char* transport = getenv("NCCL_SHM_DISABLE") != nullptr && getenv("NCCL_P2P_DISABLE") != nullptr ? "NET"
                           : getenv("NCCL_P2P_DISABLE") != nullptr                                        ? "SHM"
                                                                                                          : "P2P";
-  const char* name = c == Case::AllReduce ? "allreduce" : c == Case::Recv ? "recv" : "orderly";
+  const char* name = c == Case::AllReduce ? "allreduce" : c == Case::Recv ? "recv" : c == Case::Orderly ? "orderly"
+                     : c == Case::Shrink ? "shrink" : "revoke";
   printf("emu_deadpeer_test: case %s, %d ranks, %s\n", name, nranks, transport);
   for (int r = 0; r < kMaxRanks; r++) gKids[r] = -1;
   signal(SIGALRM, onAlarm);

@@ -36,6 +36,7 @@ enum class CommState : int {
   Failed,         // init failed; only destroy/abort allowed
   Finalized,
   Aborted,
+  Revoked,        // ncclCommRevoke (or a shrink with NCCL_SHRINK_ABORT): no more operations; split, shrink, destroy
 };
 
 }  // namespace uniccl

@@ -1,5 +1,6 @@
 #include "common/core/group.h"
 
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -63,23 +64,6 @@ class DeviceGuard {
   bool switched_ = false;
 };
 
-ncclResult_t runInitJobs(std::vector<std::function<ncclResult_t()>>& jobs) {
-  if (jobs.empty()) return ncclSuccess;
-  std::vector<ncclResult_t> results(jobs.size(), ncclSuccess);
-  if (jobs.size() == 1) {
-    results[0] = jobs[0]();
-  } else {
-    std::vector<std::thread> threads;
-    threads.reserve(jobs.size());
-    for (size_t i = 0; i < jobs.size(); i++) threads.emplace_back([&, i] { results[i] = jobs[i](); });
-    for (std::thread& t : threads) t.join();
-  }
-  jobs.clear();
-  for (ncclResult_t r : results)
-    if (r != ncclSuccess) return r;
-  return ncclSuccess;
-}
-
 // Splits the group's launches by device when helper threads may issue some
 // of them: eager groups over two or more devices, without a profiler (its
 // group events are the calling thread's). False: launch on this thread.
@@ -128,7 +112,7 @@ void dropTasks(std::vector<ncclComm*>& comms) {
 }
 
 ncclResult_t launchGroup(GroupState& g) {
-  ncclResult_t res = runInitJobs(g.initJobs);
+  ncclResult_t res = runConcurrently(g.initJobs);
   if (res != ncclSuccess) {
     dropTasks(g.comms);
     return res;
@@ -193,6 +177,31 @@ ncclResult_t groupErrCheck(ncclResult_t result) {
 
 void deferToGroupEnd(std::function<ncclResult_t()> job) { tGroup.initJobs.push_back(std::move(job)); }
 
+ncclResult_t runConcurrently(std::vector<std::function<ncclResult_t()>>& jobs) {
+  if (jobs.empty()) return ncclSuccess;
+  std::vector<ncclResult_t> results(jobs.size(), ncclSuccess);
+  std::vector<std::string> messages(jobs.size());
+  if (jobs.size() == 1) {
+    results[0] = jobs[0]();
+  } else {
+    std::vector<std::thread> threads;
+    threads.reserve(jobs.size());
+    for (size_t i = 0; i < jobs.size(); i++)
+      threads.emplace_back([&, i] {
+        results[i] = jobs[i]();
+        if (results[i] != ncclSuccess) messages[i] = lastErrorMessage();   // thread-local: hand it over
+      });
+    for (std::thread& t : threads) t.join();
+  }
+  jobs.clear();
+  for (size_t i = 0; i < results.size(); i++) {
+    if (results[i] == ncclSuccess) continue;
+    if (!messages[i].empty()) setLastErrorMessage(messages[i].c_str());
+    return results[i];
+  }
+  return ncclSuccess;
+}
+
 ncclResult_t enqueueTask(ncclComm* comm, const Task& task) {
   TaskList& list = comm->tasks;
   GroupState& g = tGroup;
@@ -256,7 +265,7 @@ ncclResult_t ncclGroupEnd() {
     WARN("ncclGroupEnd: a call inside the group failed (%s); none of the group's operations were launched",
          ncclGetErrorString(err));
     dropTasks(g.comms);
-    ncclResult_t initRes = runInitJobs(g.initJobs);
+    ncclResult_t initRes = runConcurrently(g.initJobs);
     (void)initRes;   // their outcome is each communicator's async error
     return err;
   }

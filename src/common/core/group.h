@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include "common/core/tasks.h"
 #include "uniccl.h"
@@ -23,5 +24,9 @@ ncclResult_t enqueueTask(ncclComm* comm, const Task& task);
 // Defers a communicator initialization to the end of the open group, where
 // all deferred inits run concurrently (one thread drives several GPUs).
 void deferToGroupEnd(std::function<ncclResult_t()> job);
+// Runs the jobs at once, each on a thread of its own (a single job on this
+// thread), and returns the first failure by index with its ncclGetLastError
+// text copied to the calling thread (the text is per thread).
+ncclResult_t runConcurrently(std::vector<std::function<ncclResult_t()>>& jobs);
 
 }  // namespace uniccl

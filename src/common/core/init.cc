@@ -1,9 +1,11 @@
 // Communicator lifecycle: init (blocking, non-blocking, in a group, InitAll,
 // Split), finalize, destroy, abort, and the small queries.
 #include <algorithm>
+#include <functional>
 #include <cstring>
 #include <random>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "common/api_export.h"
@@ -11,6 +13,7 @@
 #include "common/bootstrap/unique_id.h"
 #include "common/check.h"
 #include "common/core/comm.h"
+#include "common/core/comm_init.h"
 #include "common/core/gpu_sharing.h"
 #include "common/core/group.h"
 #include "common/core/launch.h"
@@ -167,6 +170,7 @@ ncclResult_t commInitRank(ncclComm* comm, int nranks, ncclUniqueId id, int rank,
   comm->nRanks = nranks;
   comm->gpuDev = gpuDev;
   comm->commHash = hashBytes(&id, sizeof(id));
+  clearLastError();   // what init logs from here on says why it failed
   UCHECK_GOTO(gpu::setDevice(gpuDev), res, fail);
   setLogDevice(gpuDev);
   logVersionOnce();
@@ -209,7 +213,13 @@ ncclResult_t commInitRank(ncclComm* comm, int nranks, ncclUniqueId id, int rank,
   comm->asyncError.store(ncclSuccess, std::memory_order_release);
   return ncclSuccess;
 fail:
-  WARN("Initialization of rank %d/%d on GPU %d failed: %s", rank, nranks, gpuDev, ncclGetErrorString(res));
+  {
+    // The cause was logged where it was found: keep it in the last error the
+    // caller reads (ncclGetLastError), after this line's summary.
+    const std::string cause = lastErrorMessage();
+    WARN("Initialization of rank %d/%d on GPU %d failed: %s%s%s", rank, nranks, gpuDev, ncclGetErrorString(res),
+         cause.empty() ? "" : ": ", cause.c_str());
+  }
   comm->state.store(CommState::Failed, std::memory_order_release);
   comm->asyncError.store(res, std::memory_order_release);
   return res;
@@ -298,6 +308,42 @@ ncclResult_t newComm(const ncclConfig_t* config, const CommConfig* inherit, nccl
 }
 
 // Blocking, non-blocking or deferred-to-group-end init of a fresh comm.
+ncclResult_t initChildComm(ncclComm* parent, ncclComm* child, const std::vector<int>& members, uint32_t tag) {
+  int newRank = 0;
+  while (newRank < (int)members.size() && members[newRank] != parent->rank) newRank++;
+  ncclUniqueId id;
+  ncclResult_t res = ncclSuccess;
+  if (newRank == (int)members.size()) {
+    WARN("Rank %d is not a member of the communicator it derives", parent->rank);
+    res = ncclInternalError;
+  } else if (newRank == 0) {
+    res = freshUniqueId(&id);
+    for (size_t i = 1; i < members.size() && res == ncclSuccess; i++)
+      res = parent->bootstrap->send(members[i], tag, &id, sizeof(id));
+  } else {
+    res = parent->bootstrap->recv(members[0], tag, &id, sizeof(id));
+  }
+  if (res != ncclSuccess) {
+    child->asyncError.store(res);
+    child->state.store(CommState::Failed);
+    return res;
+  }
+  return commInitRank(child, (int)members.size(), id, newRank, parent->gpuDev);
+}
+
+ncclResult_t runDerivation(std::function<ncclResult_t()> job, ncclComm* child, ncclComm** newcomm) {
+  if (inGroup()) {
+    deferToGroupEnd(std::move(job));
+    return ncclSuccess;
+  }
+  ncclResult_t res = job();
+  if (res != ncclSuccess && child) {
+    *newcomm = nullptr;
+    commFree(child, true);
+  }
+  return res;
+}
+
 ncclResult_t startInit(ncclComm* comm, int nranks, ncclUniqueId id, int rank, int dev) {
   comm->rank = rank;
   comm->nRanks = nranks;
@@ -424,18 +470,19 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
     }
     created[i]->config.blocking = true;
   }
-  std::vector<ncclResult_t> results(ndev, ncclSuccess);
-  std::vector<std::thread> threads;
+  std::vector<std::function<ncclResult_t()>> jobs;
   for (int i = 0; i < ndev; i++) {
     int d = devlist ? devlist[i] : i;
-    threads.emplace_back([&, i, d] { results[i] = commInitRank(created[i], ndev, id, i, d); });
+    jobs.push_back([&, i, d] { return commInitRank(created[i], ndev, id, i, d); });
   }
-  for (std::thread& t : threads) t.join();
-  for (int i = 0; i < ndev; i++) {
-    if (results[i] != ncclSuccess) {
-      for (ncclComm* c : created) commFree(c, true);
-      return results[i];
-    }
+  // A single job runs on this thread and switches its device: switch back.
+  int saved = -1;
+  gpu::getDevice(&saved);
+  ncclResult_t res = runConcurrently(jobs);
+  if (saved >= 0) gpu::setDevice(saved);
+  if (res != ncclSuccess) {
+    for (ncclComm* c : created) commFree(c, true);
+    return res;
   }
   for (int i = 0; i < ndev; i++) comms[i] = created[i];
   return ncclSuccess;
@@ -445,7 +492,7 @@ NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
          ncclConfig_t* config);
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   const char* fn = "ncclCommSplit";
-  UCHECK(checkCommUsable(comm, fn));
+  UCHECK(checkCommManageable(comm, fn));
   if (newcomm == nullptr) {
     WARN("%s: newcomm is a NULL pointer", fn);
     return ncclInvalidArgument;
@@ -476,34 +523,11 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
       if (e.color == color) members.push_back(e);
     std::stable_sort(members.begin(), members.end(),
                      [](const Entry& a, const Entry& b) { return a.key != b.key ? a.key < b.key : a.rank < b.rank; });
-    int newRank = 0;
-    while (members[newRank].rank != comm->rank) newRank++;
-    const uint32_t tag = 0x53504c00u ^ (uint32_t)color;   // "SPL"
-    ncclUniqueId id;
-    if (newRank == 0) {
-      res = freshUniqueId(&id);
-      for (size_t i = 1; i < members.size() && res == ncclSuccess; i++)
-        res = comm->bootstrap->send(members[i].rank, tag, &id, sizeof(id));
-    } else {
-      res = comm->bootstrap->recv(members[0].rank, tag, &id, sizeof(id));
-    }
-    if (res != ncclSuccess) {
-      child->asyncError.store(res);
-      child->state.store(CommState::Failed);
-      return res;
-    }
-    return commInitRank(child, (int)members.size(), id, newRank, comm->gpuDev);
+    std::vector<int> ranks;
+    for (const Entry& e : members) ranks.push_back(e.rank);
+    return initChildComm(comm, child, ranks, 0x53504c00u ^ (uint32_t)color);   // "SPL"
   };
-  if (inGroup()) {
-    deferToGroupEnd(job);
-    return ncclSuccess;
-  }
-  ncclResult_t res = job();
-  if (res != ncclSuccess && child) {
-    *newcomm = nullptr;
-    commFree(child, true);
-  }
-  return res;
+  return runDerivation(job, child, newcomm);
 }
 
 NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm);
@@ -534,24 +558,6 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   comm->state.store(CommState::Aborted, std::memory_order_release);
   commFree(comm, true);
   return ncclSuccess;
-}
-
-NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags);
-ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
-  UCHECK(checkCommHandle(comm, "ncclCommRevoke"));
-  WARN("ncclCommRevoke is not supported by this uniccl version (see README, status table): "
-       "use ncclCommAbort to stop in-flight operations");
-  return ncclInvalidUsage;
-}
-
-NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
-         ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
-ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
-                            ncclConfig_t* config, int shrinkFlags) {
-  UCHECK(checkCommHandle(comm, "ncclCommShrink"));
-  WARN("ncclCommShrink is not supported by this uniccl version (see README, status table): "
-       "use ncclCommSplit with NCCL_SPLIT_NOCOLOR on the excluded ranks while they are alive");
-  return ncclInvalidUsage;
 }
 
 NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError);

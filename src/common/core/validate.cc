@@ -42,6 +42,10 @@ ncclResult_t checkCommUsable(ncclComm* comm, const char* fn) {
     case CommState::Aborted:
       WARN("%s: communicator %p was aborted", fn, (void*)comm);
       return ncclInvalidUsage;
+    case CommState::Revoked:
+      WARN("%s: communicator %p was revoked (ncclCommRevoke or ncclCommShrink with NCCL_SHRINK_ABORT): only "
+           "ncclCommSplit, ncclCommShrink, ncclCommDestroy and ncclCommAbort are allowed", fn, (void*)comm);
+      return ncclInvalidUsage;
   }
   int err = comm->asyncError.load(std::memory_order_acquire);
   if (err != ncclSuccess) {
@@ -50,6 +54,14 @@ ncclResult_t checkCommUsable(ncclComm* comm, const char* fn) {
     return (ncclResult_t)err;
   }
   return ncclSuccess;
+}
+
+ncclResult_t checkCommManageable(ncclComm* comm, const char* fn) {
+  UCHECK(checkCommHandle(comm, fn));
+  // A revoked communicator is quiescent (ncclCommRevoke returned): its
+  // bootstrap still reaches the live ranks, which is all split and shrink use.
+  if (comm->state.load(std::memory_order_acquire) == CommState::Revoked) return ncclSuccess;
+  return checkCommUsable(comm, fn);
 }
 
 ncclResult_t checkDataType(ncclDataType_t dtype, const char* fn) {

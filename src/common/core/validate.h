@@ -15,6 +15,8 @@ namespace uniccl {
 ncclResult_t checkCommUsable(ncclComm* comm, const char* fn);
 // comm non-null and not destroyed (for queries and destroy/abort).
 ncclResult_t checkCommHandle(const ncclComm* comm, const char* fn);
+// checkCommUsable, or revoked (split and shrink may start from one).
+ncclResult_t checkCommManageable(ncclComm* comm, const char* fn);
 ncclResult_t checkDataType(ncclDataType_t dtype, const char* fn);
 ncclResult_t checkRank(const ncclComm* comm, int rank, const char* what, const char* fn);
 // count * elemSize * factor without overflow.
