@@ -4,6 +4,7 @@
 #include <cstring>
 #include <random>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "common/api_export.h"
@@ -425,15 +426,22 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
     created[i]->config.blocking = true;
   }
   std::vector<ncclResult_t> results(ndev, ncclSuccess);
+  // The last error is per thread: each init thread's message is carried back
+  // so that the caller's ncclGetLastError says why init failed.
+  std::vector<std::string> errors(ndev);
   std::vector<std::thread> threads;
   for (int i = 0; i < ndev; i++) {
     int d = devlist ? devlist[i] : i;
-    threads.emplace_back([&, i, d] { results[i] = commInitRank(created[i], ndev, id, i, d); });
+    threads.emplace_back([&, i, d] {
+      results[i] = commInitRank(created[i], ndev, id, i, d);
+      if (results[i] != ncclSuccess) errors[i] = lastErrorMessage();
+    });
   }
   for (std::thread& t : threads) t.join();
   for (int i = 0; i < ndev; i++) {
     if (results[i] != ncclSuccess) {
       for (ncclComm* c : created) commFree(c, true);
+      setLastErrorMessage(errors[i].c_str());
       return results[i];
     }
   }
