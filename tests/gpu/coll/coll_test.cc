@@ -529,16 +529,18 @@ int main(int argc, char** argv) {
     // rank's waiting kernel never starts): before the first runtime call,
     // which the GPU probe below makes in a child that inherits it.
     rt::raiseWorkQueues();
-    if (!o.build.quick && (o.build.huge || o.build.perf))
-      printf("coll_test: %d ranks per GPU: skipping the 64 Mi-element cases and the 1 GiB Perf case (%d ranks' "
-             "buffers share each GPU's memory)\n", k, k);
-    o.build.huge = false;
-    o.build.perf = false;
   }
   int ngpus = o.list && o.ngpus > 0 ? o.ngpus : probeGpus();
   if (ngpus == 0) {
     printf("coll_test: no GPU visible: skipped\n");
     return 77;
+  }
+  if (k > 1) {
+    if (!o.build.quick && (o.build.huge || o.build.perf))
+      printf("coll_test: %d ranks per GPU: skipping the 64 Mi-element cases and the 1 GiB Perf case (%d ranks' "
+             "buffers share each GPU's memory)\n", k, k);
+    o.build.huge = false;
+    o.build.perf = false;
   }
   if (o.ngpus > 0) ngpus = std::min(ngpus, o.ngpus);
 
