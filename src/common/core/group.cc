@@ -1,5 +1,6 @@
 #include "common/core/group.h"
 
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -68,15 +69,27 @@ ncclResult_t runInitJobs(std::vector<std::function<ncclResult_t()>>& jobs) {
   std::vector<ncclResult_t> results(jobs.size(), ncclSuccess);
   if (jobs.size() == 1) {
     results[0] = jobs[0]();
-  } else {
-    std::vector<std::thread> threads;
-    threads.reserve(jobs.size());
-    for (size_t i = 0; i < jobs.size(); i++) threads.emplace_back([&, i] { results[i] = jobs[i](); });
-    for (std::thread& t : threads) t.join();
+    jobs.clear();
+    return results[0];
   }
+  // The last error is per thread: a failed init's message is carried back
+  // so that the caller's ncclGetLastError says why ncclGroupEnd failed.
+  std::vector<std::string> errors(jobs.size());
+  std::vector<std::thread> threads;
+  threads.reserve(jobs.size());
+  for (size_t i = 0; i < jobs.size(); i++)
+    threads.emplace_back([&, i] {
+      results[i] = jobs[i]();
+      if (results[i] != ncclSuccess) errors[i] = lastErrorMessage();
+    });
+  for (std::thread& t : threads) t.join();
   jobs.clear();
-  for (ncclResult_t r : results)
-    if (r != ncclSuccess) return r;
+  for (size_t i = 0; i < results.size(); i++) {
+    if (results[i] != ncclSuccess) {
+      setLastErrorMessage(errors[i].c_str());
+      return results[i];
+    }
+  }
   return ncclSuccess;
 }
 

@@ -168,6 +168,7 @@ ncclResult_t commInitRank(ncclComm* comm, int nranks, ncclUniqueId id, int rank,
   comm->nRanks = nranks;
   comm->gpuDev = gpuDev;
   comm->commHash = hashBytes(&id, sizeof(id));
+  clearLastError();   // a failure's cause (below) must come from this init
   UCHECK_GOTO(gpu::setDevice(gpuDev), res, fail);
   setLogDevice(gpuDev);
   logVersionOnce();
@@ -210,7 +211,13 @@ ncclResult_t commInitRank(ncclComm* comm, int nranks, ncclUniqueId id, int rank,
   comm->asyncError.store(ncclSuccess, std::memory_order_release);
   return ncclSuccess;
 fail:
-  WARN("Initialization of rank %d/%d on GPU %d failed: %s", rank, nranks, gpuDev, ncclGetErrorString(res));
+  {
+    // This WARN becomes the last error: it carries the cause (e.g. the GPU
+    // sharing refusal), which it would otherwise replace.
+    const std::string cause = lastErrorMessage();
+    WARN("Initialization of rank %d/%d on GPU %d failed: %s%s%s", rank, nranks, gpuDev, ncclGetErrorString(res),
+         cause.empty() ? "" : ": ", cause.c_str());
+  }
   comm->state.store(CommState::Failed, std::memory_order_release);
   comm->asyncError.store(res, std::memory_order_release);
   return res;
