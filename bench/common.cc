@@ -95,7 +95,8 @@ using Clock = std::chrono::steady_clock;
 struct World {
   Mode mode = Mode::Single;
   int nprocs = 1, proc = 0, localProc = 0, localProcs = 1;
-  int nThreads = 1, nGpus = 1, nranks = 1;
+  int nThreads = 1, nGpus = 1, nranks = 1;  // nGpus: ranks per thread (-g x -P)
+  int ranksPerGpu = 1;                       // -P: consecutive ranks of a process share a GPU
   ncclUniqueId id;
 };
 
@@ -221,7 +222,9 @@ void setupUniqueId(World* w) {
   }
 }
 
-int deviceOf(const World& w, int t, int g) { return w.localProc * w.nThreads * w.nGpus + t * w.nGpus + g; }
+int deviceOf(const World& w, int t, int g) {
+  return (w.localProc * w.nThreads * w.nGpus + t * w.nGpus + g) / w.ranksPerGpu;
+}
 int rankOf(const World& w, int t, int g) { return w.proc * w.nThreads * w.nGpus + t * w.nGpus + g; }
 
 std::vector<std::string> localDeviceLines(const World& w) {
@@ -745,7 +748,14 @@ void printHeader(const World& w, const Args& a, const std::vector<std::string>& 
   const char* mode = w.mode == Mode::Mpi ? "mpi" : w.mode == Mode::Env ? "env" : "single";
   printf("# %s: %s, library version code %d, %s runtime, launch %s\n", gColl->tool, gColl->name, version,
          BENCH_RT_NAME, mode);
-  printf("# nranks %d = %d process(es) x nThread %d x nGpus %d\n", w.nranks, w.nprocs, w.nThreads, w.nGpus);
+  if (w.ranksPerGpu > 1) {
+    printf("# nranks %d = %d process(es) x nThread %d x nGpus %d x %d ranks per GPU (-P)\n", w.nranks, w.nprocs,
+           w.nThreads, w.nGpus / w.ranksPerGpu, w.ranksPerGpu);
+    printf("# NOTE: %d ranks share each GPU (UNICCL_RANKS_PER_GPU): the bandwidth below is that of ranks moving data "
+           "through one GPU's memory and SMs, not of NVLink or any link between GPUs\n", w.ranksPerGpu);
+  } else {
+    printf("# nranks %d = %d process(es) x nThread %d x nGpus %d\n", w.nranks, w.nprocs, w.nThreads, w.nGpus);
+  }
   printf("# minBytes %zu maxBytes %zu step: %s warmup iters: %d iters: %d agg iters: %d validation: %d "
          "graph: %d blocking: %d average: %d\n",
          a.minBytes, a.maxBytes,
@@ -771,18 +781,33 @@ int benchMain(int argc, char** argv, const CollSpec& coll) {
   gArgs = &args;
   if (const char* s = getenv("UNICCL_BENCH_SEED")) gBaseSeed = strtoull(s, nullptr, 0);
 
+  if (args.ranksPerGpu > 1) {
+#if defined(UNICCL_VERSION_CODE)
+    // uniccl's opt-in for ranks sharing a GPU, and a host-to-GPU work queue
+    // per rank (a kernel queued behind another rank's waiting kernel never
+    // starts): both before the first runtime call.
+    setenv("UNICCL_RANKS_PER_GPU", std::to_string(args.ranksPerGpu).c_str(), 1);
+    setenv(BENCH_RT_QUEUES_ENV, "32", 0);
+#else
+    fatal("-P %d: several ranks on one GPU is a uniccl feature (UNICCL_RANKS_PER_GPU); this build uses NCCL/RCCL, "
+          "which refuses two ranks on one GPU (duplicate GPU)", args.ranksPerGpu);
+#endif
+  }
+
   World w;
   setupWorld(&argc, &argv, &w);
   w.nThreads = args.nThreads;
-  w.nGpus = args.nGpus;
+  w.ranksPerGpu = args.ranksPerGpu;
+  w.nGpus = args.nGpus * args.ranksPerGpu;
   w.nranks = w.nprocs * w.nThreads * w.nGpus;
   gWorld = &w;
   int visible = 0;
   RTCHECK(benchGetDeviceCount(&visible));
-  const int needed = (w.localProc + 1) * w.nThreads * w.nGpus;
+  const int needed = deviceOf(w, w.nThreads - 1, w.nGpus - 1) + 1;
+  const int first = deviceOf(w, 0, 0);
   if (needed > visible)
-    fatal("local process %d needs GPUs %d..%d (-t %d x -g %d) but only %d are visible", w.localProc,
-          needed - w.nThreads * w.nGpus, needed - 1, w.nThreads, w.nGpus, visible);
+    fatal("local process %d needs GPUs %d..%d (-t %d x -g %d) but only %d are visible", w.localProc, first,
+          needed - 1, w.nThreads, args.nGpus, visible);
   setHostWorkers(int(std::max(1u, std::thread::hardware_concurrency())) / std::max(1, w.localProcs * w.nThreads));
   const std::vector<std::string> devices = allDeviceLines(w);
   setupUniqueId(&w);

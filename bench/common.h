@@ -105,6 +105,7 @@ struct Args {
   size_t stepBytes = 1024 * 1024;
   double stepFactor = 1.0;
   int nGpus = 1, nThreads = 1;
+  int ranksPerGpu = 1;  // -P: ranks sharing each GPU (uniccl only)
   int iters = 20, warmup = 5, aggIters = 1;
   int check = 1;
   std::vector<Op> ops{Op::Sum};

@@ -12,11 +12,13 @@
 #include <hip/hip_runtime.h>
 #define BENCH_RT(name) hip##name
 #define BENCH_RT_NAME "HIP"
+#define BENCH_RT_QUEUES_ENV "GPU_MAX_HW_QUEUES"  // host-to-GPU work queues, read at context creation
 using benchDeviceProp_t = hipDeviceProp_t;
 #else
 #include <cuda_runtime.h>
 #define BENCH_RT(name) cuda##name
 #define BENCH_RT_NAME "CUDA"
+#define BENCH_RT_QUEUES_ENV "CUDA_DEVICE_MAX_CONNECTIONS"  // host-to-GPU work queues, read at context creation
 using benchDeviceProp_t = cudaDeviceProp;
 #endif
 

@@ -5,7 +5,16 @@
 // exactly. Also: a group mixing captured and uncaptured streams is refused,
 // and chains of dependent collectives (chain.cc) stay exact.
 // All visible GPUs (up to 4) in one process; exit 77 without a GPU.
+//
+//   capture_test [--ranks-per-gpu=K]
+//
+// With K > 1 every GPU holds K ranks (rank r on GPU r / K, through
+// UNICCL_RANKS_PER_GPU and a device list that repeats each GPU), so the
+// multi-rank graphs also run on one GPU; "one graph per GPU" then reads
+// "one graph per rank" (each rank captures its own stream).
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <algorithm>
 #include <cstring>
 #include <random>
@@ -89,10 +98,10 @@ bool check(std::vector<Rank>& ranks, int n, int replay) {
   return true;
 }
 
-bool run(int n) {
+bool run(const std::vector<int>& devs) {
+  const int n = (int)devs.size();
   std::vector<Rank> ranks(n);
-  std::vector<int> devs(n);
-  for (int i = 0; i < n; i++) devs[i] = ranks[i].dev = i;
+  for (int i = 0; i < n; i++) ranks[i].dev = devs[i];
   std::vector<ncclComm_t> comms(n);
   NC(ncclCommInitAll(comms.data(), n, devs.data()));
   for (int i = 0; i < n; i++) {
@@ -103,7 +112,7 @@ bool run(int n) {
     RT(rt::malloc((void**)&r.in, (size_t)n * kCount * sizeof(float)));
     for (float*& o : r.out) RT(rt::malloc((void**)&o, (size_t)n * kCount * sizeof(float)));
   }
-  // One graph per GPU holding the group of nine operations.
+  // One graph per rank (per GPU unless ranks share one) holding the group of nine operations.
   GpuGraphs g;
   for (Rank& r : ranks) {
     g.devs.push_back(r.dev);
@@ -158,15 +167,31 @@ bool run(int n) {
 
 }  // namespace
 
-int main() {
-  int n = rt::deviceCount();
-  if (n < 1) {
+int main(int argc, char** argv) {
+  int k = 1;
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    if (a.rfind("--ranks-per-gpu=", 0) == 0 && (k = atoi(a.c_str() + 16)) >= 1 && k <= 32) continue;
+    fprintf(stderr, "usage: capture_test [--ranks-per-gpu=K]\n");
+    return 2;
+  }
+  if (k > 1) {
+    // Before the first runtime call: one work queue per rank of a GPU, and
+    // the library's opt-in for ranks sharing a GPU.
+    rt::raiseWorkQueues();
+    setenv("UNICCL_RANKS_PER_GPU", std::to_string(k).c_str(), 1);
+  }
+  int ngpus = rt::deviceCount();
+  if (ngpus < 1) {
     printf("capture_test: no GPU; skipped\n");
     return 77;
   }
-  if (n > 4) n = 4;
-  bool ok = run(n);
-  ok = runDependentChains(n) && ok;
+  if (ngpus > 4) ngpus = 4;
+  std::vector<int> devs;
+  for (int r = 0; r < ngpus * k; r++) devs.push_back(r / k);
+  printf("capture_test: %d ranks on %d GPU(s), %d per GPU\n", ngpus * k, ngpus, k);
+  bool ok = run(devs);
+  ok = runDependentChains(devs) && ok;
   printf("capture_test: %s\n", ok && gCaptureFails == 0 ? "PASS" : "FAIL");
   return ok && gCaptureFails == 0 ? 0 : 1;
 }

@@ -100,7 +100,8 @@ bool runOneSize(std::vector<ChainRank>& ranks, size_t count) {
     r.bufs.assign(kSteps + 1, nullptr);
     for (uint32_t*& b : r.bufs) RT(rt::malloc((void**)&b, count * sizeof(uint32_t)));
   }
-  // Captured: one graph per GPU holding the whole chain, replayed with fresh inputs.
+  // Captured: one graph per rank (per GPU unless ranks share one) holding the
+  // whole chain, replayed with fresh inputs.
   {
     GpuGraphs g;
     for (ChainRank& r : ranks) {
@@ -135,10 +136,10 @@ bool runOneSize(std::vector<ChainRank>& ranks, size_t count) {
 
 }  // namespace
 
-bool runDependentChains(int n) {
+bool runDependentChains(const std::vector<int>& devs) {
+  const int n = (int)devs.size();
   std::vector<ChainRank> ranks(n);
-  std::vector<int> devs(n);
-  for (int i = 0; i < n; i++) devs[i] = ranks[i].dev = i;
+  for (int i = 0; i < n; i++) ranks[i].dev = devs[i];
   std::vector<ncclComm_t> comms(n);
   NC(ncclCommInitAll(comms.data(), n, devs.data()));
   bool ok = true;

@@ -4,7 +4,10 @@
 // up here as a wrong value.
 #pragma once
 
-// Runs the chains on n GPUs (one communicator each, this thread drives all):
+#include <vector>
+
+// Runs the chains on the ranks of `devs` (rank r on GPU devs[r]; a GPU may
+// repeat when ranks share it), one communicator each, this thread drives all:
 // in a captured graph replayed with fresh inputs, and eagerly. Prints one
 // line per mode; false on the first wrong value or failed call.
-bool runDependentChains(int n);
+bool runDependentChains(const std::vector<int>& devs);

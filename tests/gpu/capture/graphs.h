@@ -1,5 +1,5 @@
-// One graph per GPU for capture_test's parts: capture what `record` enqueues
-// on every GPU's stream (all captures end before any instantiation), launch
+// One graph per rank's stream for capture_test's parts (one per GPU unless
+// ranks share a GPU): capture what `record` enqueues on every stream (all captures end before any instantiation), launch
 // the graphs on their streams and wait, destroy them.
 #pragma once
 

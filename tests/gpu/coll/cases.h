@@ -52,7 +52,9 @@ enum class Bad {
 };
 const char* badName(Bad b);
 
-enum class Kind { Ops, BadInput, Perf };
+// InitRefused: no operation; the communicator init itself must be refused
+// (mode B with ranks of several processes on one GPU and no MPS server).
+enum class Kind { Ops, BadInput, Perf, InitRefused };
 
 struct Case {
   std::string name;   // full name: mode/transport/...
@@ -69,7 +71,7 @@ struct BuildOptions {
   std::string mode;       // "A-all", "A-group", "B"
   std::string transport;  // label: "p2p" or "shm"
   int nranks = 1;
-  int nLocalGpus = 1;     // GPUs this process drives (wrong-GPU check needs 2)
+  int nLocalGpus = 1;     // distinct GPUs this process drives (wrong-GPU check needs 2)
   bool quick = false;     // no 1 Mi / 64 Mi / 1 GiB counts
   bool huge = true;       // 64 Mi element cases
   bool full = false;      // every type x op x count x placement x root

@@ -2,7 +2,7 @@
 //
 //   coll_test [--mode=A-all,A-group,B] [--transport=env|p2p|shm|net|both]
 //             [--filter=PAT[,PAT...]] [--quick] [--full] [--no-huge] [--no-perf]
-//             [--ngpus=K] [--timeout=SECONDS] [--list] [--verbose]
+//             [--ngpus=N] [--ranks-per-gpu=K] [--timeout=SECONDS] [--list] [--verbose]
 //
 // Modes: A-all   one process drives every GPU (ncclCommInitAll), ops grouped
 //                across the communicators;
@@ -10,6 +10,16 @@
 //                ncclGroupEnd (a representative slice of the cases);
 //        B       one process per GPU (fork), ncclGetUniqueId in a process
 //                that never touched the GPU runtime, ncclCommInitRank.
+// Ranks per GPU (--ranks-per-gpu=K, default 1): N*K ranks, rank r on GPU
+// r/K, so the multi-rank matrix runs on fewer GPUs (even one). A-all sets
+// UNICCL_RANKS_PER_GPU=K and passes ncclCommInitAll a device list that
+// repeats each GPU K times; A-group opts in through RCCL's
+// ncclCommInitRankMulti (virtualId r%K) instead, with the variable unset; B
+// puts K processes on a GPU, which needs an MPS server: without one (no
+// control pipe in $CUDA_MPS_PIPE_DIRECTORY or /tmp/nvidia-mps) mode B checks
+// that init is refused with ncclInvalidUsage and a message naming MPS, and
+// runs no cases. With K > 1 the 64 Mi-element cases and the 1 GiB Perf case
+// are left out (K arenas share one GPU's memory) and the run says so.
 // Transport: "env" (default) labels the run from NCCL_P2P_DISABLE and
 // NCCL_SHM_DISABLE; "p2p" / "shm" / "net" set them for the test processes
 // (net: the socket transport on NCCL_SOCKET_IFNAME, default lo); "both" runs
@@ -42,6 +52,7 @@
 #include "cases.h"
 #include "check.h"
 #include "nccl.h"
+#include "rccl/rccl.h"  // ncclCommInitRankMulti (uniccl implements RCCL's multi-rank-per-GPU init)
 #include "rt.h"
 #include "runner.h"
 
@@ -57,6 +68,7 @@ struct Options {
   std::string transport = "env";
   BuildOptions build;
   int ngpus = 0;
+  int ranksPerGpu = 1;  // K ranks on each GPU: rank r on GPU r / K
   bool list = false;
   bool verbose = false;
 };
@@ -70,6 +82,8 @@ struct Shared {
 struct ModeRun {
   std::string mode, transport;
   int nranks = 1;
+  int ranksPerGpu = 1;
+  bool expectRefusal = false;  // mode B, several processes per GPU, no MPS: init must be refused
   std::vector<Case> cases;
   size_t arenaBytes = 0;
   Shared* shared = nullptr;
@@ -101,7 +115,8 @@ void addFilters(Options& o, const std::string& list) {
 void usage() {
   fprintf(stderr,
           "usage: coll_test [--mode=A-all,A-group,B] [--transport=env|p2p|shm|net|both] [--filter=PAT[,PAT...]]\n"
-          "                 [--quick] [--full] [--no-huge] [--no-perf] [--ngpus=K] [--timeout=S] [--list] [--verbose]\n");
+          "                 [--quick] [--full] [--no-huge] [--no-perf] [--ngpus=N] [--ranks-per-gpu=K] [--timeout=S]\n"
+          "                 [--list] [--verbose]\n");
 }
 
 bool parse(int argc, char** argv, Options& o) {
@@ -126,6 +141,9 @@ bool parse(int argc, char** argv, Options& o) {
       addFilters(o, v);
     } else if (const char* v = val("--ngpus=")) {
       o.ngpus = atoi(v);
+    } else if (const char* v = val("--ranks-per-gpu=")) {
+      o.ranksPerGpu = atoi(v);
+      if (o.ranksPerGpu < 1 || o.ranksPerGpu > 64) return false;
     } else if (const char* v = val("--timeout=")) {
       o.build.timeoutS = atof(v);
     } else if (a == "--quick") {
@@ -159,6 +177,23 @@ int probeGpus() {
   int st = 0;
   if (pid < 0 || waitpid(pid, &st, 0) < 0) return 0;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+}
+
+// Whether an MPS control daemon runs for this process: the same pipe the
+// library looks for (CUDA_MPS_PIPE_DIRECTORY, default /tmp/nvidia-mps).
+std::string mpsControlPipe() {
+  const char* dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
+  return std::string(dir != nullptr && *dir ? dir : "/tmp/nvidia-mps") + "/control";
+}
+bool mpsRunning() { return access(mpsControlPipe().c_str(), F_OK) == 0; }
+
+// The opt-in a mode uses for ranks sharing a GPU: the environment switch for
+// A-all and B (plain NCCL programs), RCCL's ncclCommInitRankMulti alone for
+// A-group (so that it is shown to work without the switch).
+void setSharingEnv(const ModeRun& m) {
+  if (m.ranksPerGpu <= 1) return;  // today's behaviour: the environment is left as it is
+  if (m.mode == "A-group") unsetenv("UNICCL_RANKS_PER_GPU");
+  else setenv("UNICCL_RANKS_PER_GPU", std::to_string(m.ranksPerGpu).c_str(), 1);
 }
 
 // ---------------------------------------------------------------- test processes
@@ -222,12 +257,13 @@ bool checkCommInfo(const World& w, const LocalRank& lr) {
   w.verbose = o.verbose;
   watchdog::start(w.who);
   watchdog::arm("communicator init", o.build.timeoutS + 60);
-  const int n = m.nranks;
+  setSharingEnv(m);
+  const int n = m.nranks, k = m.ranksPerGpu;
   std::vector<ncclComm_t> comms(n, nullptr);
   ncclResult_t r;
   if (m.mode == "A-all") {
     std::vector<int> devs(n);
-    for (int i = 0; i < n; i++) devs[i] = i;
+    for (int i = 0; i < n; i++) devs[i] = i / k;  // each GPU K times when ranks share GPUs
     r = ncclCommInitAll(comms.data(), n, devs.data());
   } else {
     ncclUniqueId id;
@@ -235,12 +271,14 @@ bool checkCommInfo(const World& w, const LocalRank& lr) {
     if (r == ncclSuccess) {
       ncclGroupStart();
       for (int i = 0; i < n && r == ncclSuccess; i++) {
-        const char* e = rt::setDevice(i);
+        const char* e = rt::setDevice(i / k);
         if (e) {
-          fprintf(stderr, "[%s] cannot select GPU %d: %s\n", w.who.c_str(), i, e);
+          fprintf(stderr, "[%s] cannot select GPU %d: %s\n", w.who.c_str(), i / k, e);
           finish(kExitSetup);
         }
-        r = ncclCommInitRank(&comms[i], n, id, i);
+        // Inside the group every rank's init waits for the others only at
+        // ncclGroupEnd, so one thread can make all K ranks of a GPU.
+        r = k > 1 ? ncclCommInitRankMulti(&comms[i], n, id, i, i % k) : ncclCommInitRank(&comms[i], n, id, i);
       }
       ncclResult_t e = ncclGroupEnd();
       if (r == ncclSuccess) r = e;
@@ -256,7 +294,7 @@ bool checkCommInfo(const World& w, const LocalRank& lr) {
   for (int i = 0; i < n; i++) {
     LocalRank lr;
     lr.rank = i;
-    lr.dev = i;
+    lr.dev = i / k;
     lr.comm = comms[i];
     w.locals.push_back(lr);
     infoOk &= checkCommInfo(w, lr);
@@ -272,16 +310,36 @@ bool checkCommInfo(const World& w, const LocalRank& lr) {
   w.verbose = o.verbose && rank == 0;
   watchdog::start(w.who);
   watchdog::arm("communicator init", o.build.timeoutS + 60);
-  const char* e = rt::setDevice(rank);
+  setSharingEnv(m);
+  const int dev = rank / m.ranksPerGpu;
+  const char* e = rt::setDevice(dev);
   if (e) {
-    fprintf(stderr, "[%s] cannot select GPU %d: %s\n", w.who.c_str(), rank, e);
+    fprintf(stderr, "[%s] cannot select GPU %d: %s\n", w.who.c_str(), dev, e);
     finish(kExitSetup);
   }
   LocalRank lr;
   lr.rank = rank;
-  lr.dev = rank;
+  lr.dev = dev;
   ncclResult_t r = ncclCommInitRank(&lr.comm, m.nranks, id, rank);
   watchdog::disarm();
+  if (m.expectRefusal) {
+    // Every rank sees the same peer info, so every rank must be refused (a
+    // rank let through would wait forever for its peers' kernels).
+    const char* msg = ncclGetLastError(nullptr);
+    const bool ok = r == ncclInvalidUsage && msg != nullptr && strstr(msg, "MPS") != nullptr;
+    if (ok) {
+      if (rank == 0)
+        printf("[%s] EXPECTED REFUSAL (counted as a pass): %d processes share GPU %d without MPS; "
+               "ncclCommInitRank -> ncclInvalidUsage: %s\n", w.who.c_str(), m.ranksPerGpu, dev, msg);
+    } else {
+      fprintf(stderr, "[%s] ncclCommInitRank with %d processes on GPU %d and no MPS returned %s (%s); expected "
+              "ncclInvalidUsage and a message naming MPS\n", w.who.c_str(), m.ranksPerGpu, dev,
+              ncclGetErrorString(r), msg ? msg : "");
+      if (r == ncclSuccess) ncclCommAbort(lr.comm);  // its peers may never run: do not wait for them
+    }
+    m.shared->status[rank * m.cases.size()] = (uint8_t)(ok ? Status::Pass : Status::Fail);
+    finish(ok ? kExitOk : kExitFailures);
+  }
   if (r != ncclSuccess) {
     fprintf(stderr, "[%s] ncclCommInitRank failed: %s: %s\n", w.who.c_str(), ncclGetErrorString(r),
             ncclGetLastError(nullptr));
@@ -365,8 +423,8 @@ void runMode(ModeRun& m, const Options& o) {
   }
   m.shared = static_cast<Shared*>(p);
   memset(p, 0, m.sharedBytes);
-  printf("== %s/%s: %zu cases, %d rank%s, %zu MiB of buffers per GPU ==\n", m.mode.c_str(), m.transport.c_str(),
-         m.cases.size(), m.nranks, m.nranks > 1 ? "s" : "", m.arenaBytes >> 20);
+  printf("== %s/%s: %zu cases, %d rank%s, %d per GPU, %zu MiB of buffers per rank ==\n", m.mode.c_str(),
+         m.transport.c_str(), m.cases.size(), m.nranks, m.nranks > 1 ? "s" : "", m.ranksPerGpu, m.arenaBytes >> 20);
   fflush(nullptr);
   auto t0 = std::chrono::steady_clock::now();
   pid_t pid = fork();
@@ -436,7 +494,8 @@ int summarize(const std::vector<ModeRun>& runs) {
     missing += r.notRun;
   }
   for (const ModeRun& m : runs) {
-    printf("%s/%s: %d rank%s, %.1f s%s%s\n", m.mode.c_str(), m.transport.c_str(), m.nranks, m.nranks > 1 ? "s" : "",
+    printf("%s/%s: %d rank%s (%d per GPU)%s, %.1f s%s%s\n", m.mode.c_str(), m.transport.c_str(), m.nranks,
+           m.nranks > 1 ? "s" : "", m.ranksPerGpu, m.expectRefusal ? ", init refusal checked (no MPS)" : "",
            m.seconds, m.crash.empty() ? "" : ", test processes ended abnormally: ", m.crash.c_str());
     if (m.shared->perf.valid)
       printf("  1 GiB float AllReduce (%s/%s, %d GPUs): %.2f ms, algbw %.1f GB/s, busbw %.1f GB/s "
@@ -464,10 +523,24 @@ int main(int argc, char** argv) {
     usage();
     return 2;
   }
+  const int k = o.ranksPerGpu;
+  if (k > 1) {
+    // One work queue per rank of a GPU (a kernel queued behind another
+    // rank's waiting kernel never starts): before the first runtime call,
+    // which the GPU probe below makes in a child that inherits it.
+    rt::raiseWorkQueues();
+  }
   int ngpus = o.list && o.ngpus > 0 ? o.ngpus : probeGpus();
   if (ngpus == 0) {
     printf("coll_test: no GPU visible: skipped\n");
     return 77;
+  }
+  if (k > 1) {
+    if (!o.build.quick && (o.build.huge || o.build.perf))
+      printf("coll_test: %d ranks per GPU: skipping the 64 Mi-element cases and the 1 GiB Perf case (%d ranks' "
+             "buffers share each GPU's memory)\n", k, k);
+    o.build.huge = false;
+    o.build.perf = false;
   }
   if (o.ngpus > 0) ngpus = std::min(ngpus, o.ngpus);
 
@@ -501,14 +574,30 @@ int main(int argc, char** argv) {
       ModeRun m;
       m.mode = mode;
       m.transport = label;
-      m.nranks = ngpus;  // mode B: one process per GPU; two ranks on one GPU are not allowed
+      m.ranksPerGpu = k;
+      m.nranks = ngpus * k;  // mode B: one process per rank, K of them on a GPU
       BuildOptions b = o.build;
       b.mode = mode;
       b.transport = label;
-      b.nranks = ngpus;
+      b.nranks = m.nranks;
       b.nLocalGpus = mode == "B" ? 1 : ngpus;
       m.cases = buildCases(b);
-      for (const Case& c : m.cases) m.arenaBytes = std::max(m.arenaBytes, layoutCase(c, ngpus).bytes);
+      if (mode == "B" && k > 1 && !mpsRunning() && !m.cases.empty()) {
+        // Kernels of different processes do not run at the same time on a
+        // GPU without MPS: the library must refuse such a communicator.
+        if (!o.list)
+          printf("coll_test: B/%s: %d processes per GPU need an MPS server and none runs (no %s): checking that "
+                 "init is refused (ncclInvalidUsage, message naming MPS) instead of running %zu cases\n",
+                 label.c_str(), k, mpsControlPipe().c_str(), m.cases.size());
+        Case c;
+        c.name = "B/" + label + "/InitRefused/" + std::to_string(k) + "-processes-per-gpu-without-mps";
+        c.label = "InitRefused";
+        c.kind = Kind::InitRefused;
+        c.timeoutS = o.build.timeoutS;
+        m.cases.assign(1, c);
+        m.expectRefusal = true;
+      }
+      for (const Case& c : m.cases) m.arenaBytes = std::max(m.arenaBytes, layoutCase(c, m.nranks).bytes);
       if (o.list) {
         for (const Case& c : m.cases) printf("%s\n", c.name.c_str());
         continue;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdlib>
 
 #if defined(UNICCL_GPU_BACKEND_HIP) || defined(__HIP_PLATFORM_AMD__)
 #include <hip/hip_runtime.h>
@@ -18,6 +19,7 @@ using rtGraphExec = hipGraphExec_t;
 #define COLLTEST_RT_H2D hipMemcpyHostToDevice
 #define COLLTEST_RT_D2H hipMemcpyDeviceToHost
 #define COLLTEST_RT_BACKEND "hip"
+#define COLLTEST_RT_QUEUES_ENV "GPU_MAX_HW_QUEUES"
 #else
 #include <cuda_runtime.h>
 #define COLLTEST_RT(name) cuda##name
@@ -30,9 +32,16 @@ using rtGraphExec = cudaGraphExec_t;
 #define COLLTEST_RT_H2D cudaMemcpyHostToDevice
 #define COLLTEST_RT_D2H cudaMemcpyDeviceToHost
 #define COLLTEST_RT_BACKEND "cuda"
+#define COLLTEST_RT_QUEUES_ENV "CUDA_DEVICE_MAX_CONNECTIONS"
 #endif
 
 namespace colltest::rt {
+
+// Several ranks on one GPU in one process each need a host-to-GPU work queue
+// of their own (a kernel queued behind another rank's waiting kernel never
+// starts). The runtime reads the count when it creates the context, so this
+// must run before the first runtime call; a value already set wins.
+inline void raiseWorkQueues() { setenv(COLLTEST_RT_QUEUES_ENV, "32", 0); }
 
 // Every wrapper returns nullptr on success, else the runtime's error text.
 inline const char* err(rtError e) {

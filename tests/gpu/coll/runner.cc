@@ -514,7 +514,16 @@ class CaseRun {
           break;
         }
         case Bad::WrongGpu: {
-          const LocalRank& other = w_.locals[(li + 1) % w_.locals.size()];
+          // The next local rank on another GPU (ranks may share a GPU, and
+          // a buffer on the rank's own GPU is no error).
+          size_t oi = (li + 1) % w_.locals.size();
+          while (oi != li && w_.locals[oi].dev == lr.dev) oi = (oi + 1) % w_.locals.size();
+          if (oi == li) {
+            rep_.line("rank %d: no local rank on another GPU for the wrong-GPU check", lr.rank);
+            ok = false;
+            break;
+          }
+          const LocalRank& other = w_.locals[oi];
           ok &= expectRc(lr, cm, ncclAllReduce(sendPtr(other, 0), R, cnt, ncclFloat32, ncclSum, cm, st), inval,
                          "ncclAllReduce(sendbuff on another GPU)");
           break;

@@ -3,6 +3,10 @@
 // finalize/destroy/abort, registration, PreMulSum, the documented unsupported
 // calls, and a leak check over repeated init. Data is random integer-valued
 // floats, so every correct reduction order gives the exact host reference.
+// Ranks sharing one GPU (issue 22), always on GPU 0 alone: refused without
+// the opt-in, working with UNICCL_RANKS_PER_GPU and ncclCommInitRankMulti,
+// and refused with a message (not hung) when the ranks' blocks cannot all be
+// resident.
 // Prints one line per test and "N passed, M failed"; exits 0, 1, or 77 (no GPU).
 #include <dirent.h>
 
@@ -21,6 +25,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "rccl/rccl.h"  // ncclCommInitRankMulti
 #include "../coll/rt.h"
 
 namespace {
@@ -439,9 +444,122 @@ bool testAbortInFlight() {
   return true;
 }
 
+// ---- ranks sharing GPU 0 ----
+
+// Sets (value) or unsets (nullptr) an environment variable for one scope;
+// the library reads its knobs at every init.
+struct ScopedEnv {
+  std::string name, old;
+  bool had = false;
+  ScopedEnv(const char* n, const char* value) : name(n) {
+    const char* o = getenv(n);
+    had = o != nullptr;
+    if (had) old = o;
+    if (value) setenv(n, value, 1);
+    else unsetenv(n);
+  }
+  ~ScopedEnv() {
+    if (had) setenv(name.c_str(), old.c_str(), 1);
+    else unsetenv(name.c_str());
+  }
+};
+
+// k ranks on GPU 0 through RCCL's ncclCommInitRankMulti in one group (one
+// thread makes them all: the inits meet only at ncclGroupEnd).
+ncclResult_t initMultiOnGpu0(Comms& c, int k, int sameVirtualId) {
+  ncclUniqueId id;
+  ncclResult_t r = ncclGetUniqueId(&id);
+  if (r != ncclSuccess) return r;
+  if (rt::setDevice(0) != nullptr) return ncclUnhandledCudaError;
+  ncclGroupStart();
+  for (int i = 0; i < k && r == ncclSuccess; i++)
+    r = ncclCommInitRankMulti(&c[i], k, id, i, sameVirtualId >= 0 ? sameVirtualId : i);
+  ncclResult_t e = ncclGroupEnd();
+  return r != ncclSuccess ? r : e;
+}
+
+// Without the opt-in two ranks on one GPU are refused, in every init flavour.
+bool testShareRefused() {
+  ScopedEnv off("UNICCL_RANKS_PER_GPU", nullptr);
+  {
+    Comms c(2);
+    int devs[2] = {0, 0};
+    EXPECT_ERR(ncclCommInitAll(c.data(), 2, devs), ncclInvalidUsage, "Duplicate GPU detected");
+    EXPECT(c[0] == nullptr && c[1] == nullptr, "a refused ncclCommInitAll wrote communicators");
+  }
+  {
+    Comms c(2);   // whatever the failed group init left is aborted on the way out
+    ncclUniqueId id;
+    NCCL_OK(ncclGetUniqueId(&id));
+    RT_OK(rt::setDevice(0));
+    NCCL_OK(ncclGroupStart());
+    for (int i = 0; i < 2; i++) GROUPED_OK(ncclCommInitRank(&c[i], 2, id, i));
+    EXPECT_ERR(ncclGroupEnd(), ncclInvalidUsage, "Duplicate GPU detected");
+  }
+  {
+    Comms c(2);   // RCCL's opt-in needs a different virtualId per rank of a GPU
+    EXPECT_ERR(initMultiOnGpu0(c, 2, 7), ncclInvalidUsage, "virtualId");
+  }
+  {
+    Comms c(1);
+    RT_OK(rt::setDevice(0));
+    ncclUniqueId id;
+    NCCL_OK(ncclGetUniqueId(&id));
+    EXPECT_ERR(ncclCommInitRankMulti(&c[0], 1, id, 0, -1), ncclInvalidArgument, "virtualId");
+  }
+  return true;
+}
+
+// The opt-in: k ranks on GPU 0 through UNICCL_RANKS_PER_GPU (ncclCommInitAll
+// with a device list repeating GPU 0) and through ncclCommInitRankMulti
+// without the variable; each communicator checked with an AllReduce.
+bool testShareOptIn() {
+  for (int k : {2, 3, 8}) {
+    step("share-opt-in, " + std::to_string(k) + " ranks on GPU 0");
+    {
+      ScopedEnv on("UNICCL_RANKS_PER_GPU", std::to_string(k).c_str());
+      Comms c(k);
+      std::vector<int> devs(k, 0);
+      NCCL_OK(ncclCommInitAll(c.data(), k, devs.data()));
+      for (int i = 0; i < k; i++)
+        if (!checkIdentity(c[i], i, k, 0)) return false;
+      if (!allReduceCheck(c) || !c.destroyAll()) return false;
+    }
+    {
+      ScopedEnv off("UNICCL_RANKS_PER_GPU", nullptr);
+      Comms c(k);
+      ncclResult_t r = initMultiOnGpu0(c, k, -1);
+      REQUIRE(r == ncclSuccess, "ncclCommInitRankMulti x %d on GPU 0 -> %s: %s", k, ncclGetErrorString(r), lastError());
+      for (int i = 0; i < k; i++)
+        if (!checkIdentity(c[i], i, k, 0)) return false;
+      if (!allReduceCheck(c) || !c.destroyAll()) return false;
+    }
+  }
+  return true;
+}
+
+// Ranks whose blocks cannot all be resident would wait for each other
+// forever: 8 ranks on GPU 0 that each ask for at least 128 channels must be
+// refused at init with a message about the channels.
+bool testShareNoFit() {
+  ScopedEnv on("UNICCL_RANKS_PER_GPU", "8");
+  ScopedEnv channels("NCCL_MIN_NCHANNELS", "128");
+  Comms c(8);
+  std::vector<int> devs(8, 0);
+  auto t0 = Clock::now();
+  EXPECT_ERR(ncclCommInitAll(c.data(), 8, devs.data()), ncclInvalidUsage, "channels");
+  double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT(s < 30.0, "the refusal took %.1f s", s);
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before the first runtime call: one host-to-GPU work queue per rank of the
+  // share tests' 8 ranks on GPU 0 (a kernel queued behind another rank's
+  // waiting kernel never starts).
+  rt::raiseWorkQueues();
   int ngpus = rt::deviceCount();
   if (ngpus < 1) {
     printf("comm_api_test: no GPU visible; skipping\n");
@@ -465,6 +583,9 @@ int main(int argc, char** argv) {
       {"premulsum", testPreMulSum},
       {"unsupported+simulate", testUnsupportedAndSimulate},
       {"repeated-init", testRepeatedInit},
+      {"share-refused", testShareRefused},
+      {"share-opt-in", testShareOptIn},
+      {"share-no-fit", testShareNoFit},
       {"abort-inflight", testAbortInFlight},
   };
   int passed = 0, failed = 0;

@@ -11,7 +11,16 @@
 // Usage: kernel_harness [--types f32,bf16] [--colls ar,bc,red,ag,rs,p2p]
 //        [--ranks 1,2,3,4] [--protos ll,simple] [--big 0|1] [--gpus N]
 //        [--seed S] [--verbose]
-// Exit: 0 all passed, 1 mismatch/hang, 77 no GPU.
+// Ranks wrap over the GPUs (rank r on GPU r % N), so `--ranks 2,3,4,8` on
+// one GPU is the multi-rank matrix with every rank sharing it. Ranks that
+// share a GPU spin on each other, so two things must hold for a ring not to
+// hang: all their blocks are resident at once (a rank set whose blocks,
+// doubled for programmatic launches that park the next kernel's blocks,
+// exceed the kernels' occupancy is skipped with a message), and each rank's
+// stream has a host-to-GPU work queue of its own (the queue count is raised
+// to 32 before the first runtime call unless set; a rank set needing more
+// queues than the process has is skipped).
+// Exit: 0 all passed, 1 mismatch/hang, 77 no GPU (or every rank set skipped).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -355,6 +364,9 @@ int main(int argc, char** argv) {
     else if (a == "--verbose") gVerbose = true;
     else { fprintf(stderr, "usage: %s [--types f32,..] [--colls ar,bc,red,ag,rs,p2p] [--ranks 1,2,3,4] [--protos ll,simple] [--big 0|1] [--gpus N] [--seed S] [--verbose]\n", argv[0]); return 2; }
   }
+  // Before the first runtime call (the runtime reads it when it creates the
+  // context): a queue per stream of the ranks that share a GPU.
+  setenv(gpu::workQueues().knob, "32", 0);
   int nDev = 0;
   if (gpu::getDeviceCount(&nDev) != ncclSuccess || nDev == 0) { printf("no GPU: skipped\n"); return 77; }
   gpus = std::max(1, std::min(gpus, nDev));
@@ -364,7 +376,7 @@ int main(int argc, char** argv) {
   if (types.empty()) types = typesBuilt;
   printf("kernel harness: seed %llu, gpus %d, ranks", (unsigned long long)seed, gpus);
   for (int r : ranks) printf(" %d", r);
-  printf("\n");
+  printf(" (rank r on GPU r %% %d)\n", gpus);
 
   // Conversion spot checks (the reference uses the same conversions).
   {
@@ -380,11 +392,46 @@ int main(int argc, char** argv) {
     }
   }
 
+  // Blocks that fit on a GPU at once: the fewest over the kernels the cases
+  // may launch (every GPU of the fabric is alike).
+  int resident = 1 << 30;
+  {
+    HCHECK(gpu::setDevice(0));
+    std::vector<const void*> ks = {p2pKernel()};
+    for (int t : types)
+      if (const void* k = collectiveKernel((ncclDataType_t)t)) ks.push_back(k);
+    for (const void* k : ks) {
+      int b = 0;
+      HCHECK(gpu::kernelResidentBlocks(k, kThreadsPerBlock, &b));
+      resident = std::min(resident, b);
+    }
+  }
+  const gpu::WorkQueues queues = gpu::workQueues();
+
   Rng rng{seed * 2654435761u + 1};
   const auto tStart = std::chrono::steady_clock::now();
-  int hangs = 0;
+  int hangs = 0, rankSetsRun = 0;
   for (int R : ranks) {
-    if (R < 1 || R > 8) continue;
+    if (R < 1 || R > 8) {
+      printf("R=%d: SKIPPED (the harness wires 1 to 8 ranks)\n", R);
+      continue;
+    }
+    const int perGpu = (R + gpus - 1) / gpus;
+    // x2: with programmatic launches a kernel's successor may park its blocks
+    // on the GPU before the kernel ends.
+    const int needBlocks = perGpu * kGrid * 2;
+    if (needBlocks > resident) {
+      printf("R=%d: SKIPPED: %d ranks per GPU x %d blocks (x2 for programmatic launches) = %d blocks, but only %d "
+             "fit on the GPU at once; ranks sharing a GPU spin on each other and would hang\n",
+             R, perGpu, kGrid, needBlocks, resident);
+      continue;
+    }
+    if (perGpu > queues.count) {
+      printf("R=%d: SKIPPED: %d ranks per GPU need as many work queues, the process has %d (%s)\n", R, perGpu,
+             queues.count, queues.knob);
+      continue;
+    }
+    rankSetsRun++;
     Fabric fab;
     fab.init(R, gpus, rng);
     for (int t : types) {
@@ -699,5 +746,6 @@ int main(int argc, char** argv) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - tStart).count();
   printf("%d cases passed, %d failed, abort test %s, %.1f s (seed %llu)\n", totalPass, totalFail,
          abortOk ? "ok" : "FAILED", secs, (unsigned long long)seed);
-  return (totalFail || hangs || !abortOk) ? 1 : 0;
+  if (totalFail || hangs || !abortOk) return 1;
+  return rankSetsRun == 0 ? 77 : 0;
 }

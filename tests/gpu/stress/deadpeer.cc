@@ -5,6 +5,13 @@
 // its stream must drain, no thread of the library may be left, and the
 // process must exit 0 promptly.
 //
+// With K ranks per GPU (stress_test --ranks-per-gpu=K, K >= 2) both ranks sit
+// on GPU 0 (UNICCL_RANKS_PER_GPU=K). Ranks of two processes on one GPU need
+// an MPS server (kernels of different processes do not run together without
+// one): with MPS the case runs as above; without it the case checks instead
+// that both ranks' ncclCommInitRank is refused with ncclInvalidUsage and a
+// message naming MPS (a communicator let through would hang), and says so.
+//
 // The parent never touches the GPU runtime (a CUDA context does not survive
 // fork): it only makes the unique id (which starts the bootstrap root thread
 // here) and referees through pipes. Times cross processes as CLOCK_MONOTONIC
@@ -16,6 +23,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <thread>
 
 #include "pipe_io.h"
@@ -102,22 +111,65 @@ bool survive(ncclComm_t& comm, GpuSide& g, Report* rep) {
   return true;
 }
 
-int childMain(int rank, ncclUniqueId id, unsigned seed, DeadPeerTransport transport, int fd) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);   // never outlive the parent (e.g. its watchdog fired)
-  alarm(90);
-  setFailPrefix("rank " + std::to_string(rank) + " (pid " + std::to_string(getpid()) + "): ");
-  setenv("UNICCL_TIMEOUT_MS", std::to_string(kTimeoutMs).c_str(), 1);
-  setenv("UNICCL_WATCHDOG_POLL_MS", "50", 1);
+void setTransportEnv(DeadPeerTransport transport) {
   if (transport != DeadPeerTransport::P2p) setenv("NCCL_P2P_DISABLE", "1", 1);
   if (transport == DeadPeerTransport::Net) {
     setenv("NCCL_SHM_DISABLE", "1", 1);   // the socket transport on loopback between the local GPUs
     setenv("NCCL_SOCKET_IFNAME", "lo", 0);
     setenv("NCCL_IB_DISABLE", "1", 1);
   }
+}
+
+// GPU of a rank: r / K (both ranks on GPU 0 once K >= 2), with the opt-in
+// for ranks sharing a GPU set before the first runtime call.
+int rankDevice(int rank, int ranksPerGpu) {
+  if (ranksPerGpu > 1) setenv("UNICCL_RANKS_PER_GPU", std::to_string(ranksPerGpu).c_str(), 1);
+  return rank / ranksPerGpu;
+}
+
+bool mpsRunning() {
+  const char* dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
+  return access((std::string(dir != nullptr && *dir ? dir : "/tmp/nvidia-mps") + "/control").c_str(), F_OK) == 0;
+}
+
+// A rank of the refusal check: init must fail with ncclInvalidUsage and a
+// message naming MPS. Tells the parent 'Y' or 'N' and the message.
+int refusalChildMain(int rank, ncclUniqueId id, DeadPeerTransport transport, int ranksPerGpu, int fd) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  alarm(60);
+  setTransportEnv(transport);
+  const int dev = rankDevice(rank, ranksPerGpu);
+  char msg[512] = "";
+  bool ok = false;
+  if (const char* e = rt::setDevice(dev)) {
+    snprintf(msg, sizeof(msg), "cannot select GPU %d: %s", dev, e);
+  } else {
+    ncclComm_t comm = nullptr;
+    ncclResult_t r = ncclCommInitRank(&comm, 2, id, rank);
+    const char* last = lastError();
+    ok = r == ncclInvalidUsage && strstr(last, "MPS") != nullptr;
+    snprintf(msg, sizeof(msg), "ncclCommInitRank -> %s: %s", ncclGetErrorString(r), last);
+    if (r == ncclSuccess) ncclCommAbort(comm);   // its peer may never run: do not wait for it
+  }
+  char verdict = ok ? 'Y' : 'N';
+  writeAll(fd, &verdict, 1);
+  writeAll(fd, msg, sizeof(msg));
+  close(fd);
+  return ok ? 0 : 1;
+}
+
+int childMain(int rank, ncclUniqueId id, unsigned seed, DeadPeerTransport transport, int ranksPerGpu, int fd) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);   // never outlive the parent (e.g. its watchdog fired)
+  alarm(90);
+  setFailPrefix("rank " + std::to_string(rank) + " (pid " + std::to_string(getpid()) + "): ");
+  const int dev = rankDevice(rank, ranksPerGpu);
+  setenv("UNICCL_TIMEOUT_MS", std::to_string(kTimeoutMs).c_str(), 1);
+  setenv("UNICCL_WATCHDOG_POLL_MS", "50", 1);
+  setTransportEnv(transport);
   Report rep;
   auto body = [&]() -> bool {
     GpuSide g;
-    if (!g.init(rank, {kCheckCount, kCheckCount, kBigCount})) return false;
+    if (!g.init(dev, {kCheckCount, kCheckCount, kBigCount})) return false;
     std::vector<float> big = rankData(seed, 999, rank, kBigCount);
     RT_OK(copyIn(g.bufs[2], big.data(), kBigCount * sizeof(float), g.stream));
     RT_OK(rt::streamSync(g.stream));
@@ -161,9 +213,52 @@ bool waitExit(pid_t pid, Clock::time_point deadline, int* status) {
   return false;
 }
 
+// Both ranks on one GPU in two processes without MPS: both inits refused.
+bool refusedWithoutMps(DeadPeerTransport transport, int ranksPerGpu) {
+  ncclUniqueId id;
+  NCCL_OK(ncclGetUniqueId(&id));
+  pid_t pid[2] = {-1, -1};
+  int fd[2] = {-1, -1};
+  fflush(stdout);
+  fflush(stderr);
+  for (int r = 0; r < 2; r++) {
+    int p[2];
+    REQUIRE(pipe(p) == 0, "pipe failed");
+    fd[r] = p[0];
+    pid[r] = fork();
+    REQUIRE(pid[r] >= 0, "fork failed");
+    if (pid[r] == 0) {
+      for (int q = 0; q <= r; q++) close(fd[q]);
+      exit(refusalChildMain(r, id, transport, ranksPerGpu, p[1]));
+    }
+    close(p[1]);
+  }
+  bool ok = true;
+  std::string first;
+  Clock::time_point deadline = Clock::now() + std::chrono::seconds(60);
+  for (int r = 0; r < 2; r++) {
+    char verdict = 0;
+    char msg[512] = "";
+    bool got = readUntil(fd[r], &verdict, 1, deadline) == 1 && readUntil(fd[r], msg, sizeof(msg), deadline) == sizeof(msg);
+    msg[sizeof(msg) - 1] = '\0';
+    if (!got || verdict != 'Y') {
+      fail("rank %d: %s; expected ncclInvalidUsage and a message naming MPS", r, got ? msg : "no answer within 60 s");
+      ok = false;
+    } else if (first.empty()) {
+      first = msg;
+    }
+    if (!got) kill(pid[r], SIGKILL);
+    waitpid(pid[r], nullptr, 0);
+    close(fd[r]);
+  }
+  if (ok) note("EXPECTED REFUSAL (no MPS; counted as a pass): both ranks on GPU 0 in 2 processes: %s", first.c_str());
+  return ok;
+}
+
 }  // namespace
 
-bool deadPeer(DeadPeerTransport transport) {
+bool deadPeer(DeadPeerTransport transport, int ranksPerGpu) {
+  if (ranksPerGpu > 1 && !mpsRunning()) return refusedWithoutMps(transport, ranksPerGpu);
   ncclUniqueId id;
   NCCL_OK(ncclGetUniqueId(&id));
   unsigned seed = std::random_device{}();
@@ -192,7 +287,7 @@ bool deadPeer(DeadPeerTransport transport) {
     REQUIRE(kids.pid[r] >= 0, "fork failed");
     if (kids.pid[r] == 0) {
       for (int q = 0; q <= r; q++) close(kids.fd[q]);
-      exit(childMain(r, id, seed, transport, p[1]));
+      exit(childMain(r, id, seed, transport, ranksPerGpu, p[1]));
     }
     close(p[1]);
   }

@@ -1,11 +1,13 @@
 // Stress, dead-peer and leak tests on the visible GPUs (up to 8), through the
-// public NCCL API. Usage: stress_test [case...] (default: all, in the order
+// public NCCL API. Usage: stress_test [--ranks-per-gpu=K] [case...] (default: all, in the order
 // below; the forked dead-peer cases always run first because the parent must
 // not have touched the GPU runtime when it forks).
 //
 //   deadpeer-p2p   2 processes, kill -9 of rank 1 mid-AllReduce (P2P transport)
 //   deadpeer-shm   the same with NCCL_P2P_DISABLE=1 (SHM transport)
 //   deadpeer-net   the same with P2P and SHM disabled (socket transport on lo)
+//                  (--ranks-per-gpu=K, K >= 2: both ranks on GPU 0, which
+//                  needs MPS; without it the refusal of init is checked)
 //   cycles-init    1000 x (ncclCommInitAll + checked AllReduce + destroy), 60 s cap
 //   cycles-abort   100 x (init + AllReduce + ncclCommAbort), half aborted in flight
 //   load-million   1M small AllReduces, then 100k groups of 8 (work FIFO)
@@ -27,7 +29,7 @@
 #include "stress.h"
 
 namespace stress {
-bool deadPeer(DeadPeerTransport transport);
+bool deadPeer(DeadPeerTransport transport, int ranksPerGpu);
 bool cyclesInit(int n);
 bool cyclesAbort(int n);
 bool loadMillion(int n);
@@ -40,6 +42,7 @@ namespace {
 using namespace stress;
 
 std::atomic<const char*> gCurrent{"startup"};
+int gRanksPerGpu = 1;   // --ranks-per-gpu: dead-peer ranks per GPU
 
 void watchdog(int seconds) {
   std::this_thread::sleep_for(std::chrono::seconds(seconds));
@@ -73,9 +76,10 @@ struct Case {
 };
 
 const Case kCases[] = {
-    {"deadpeer-p2p", 2, [](int) { return deadPeer(DeadPeerTransport::P2p); }},
-    {"deadpeer-shm", 2, [](int) { return deadPeer(DeadPeerTransport::Shm); }},
-    {"deadpeer-net", 2, [](int) { return deadPeer(DeadPeerTransport::Net); }},
+    // minGpus 2: two ranks on two GPUs, unless --ranks-per-gpu puts them on one (see main).
+    {"deadpeer-p2p", 2, [](int) { return deadPeer(DeadPeerTransport::P2p, gRanksPerGpu); }},
+    {"deadpeer-shm", 2, [](int) { return deadPeer(DeadPeerTransport::Shm, gRanksPerGpu); }},
+    {"deadpeer-net", 2, [](int) { return deadPeer(DeadPeerTransport::Net, gRanksPerGpu); }},
     {"cycles-init", 1, cyclesInit},
     {"cycles-abort", 1, cyclesAbort},
     {"load-million", 1, loadMillion},
@@ -86,8 +90,18 @@ const Case kCases[] = {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<bool> selected(std::size(kCases), argc == 1);
+  int nCaseArgs = 0;
+  for (int a = 1; a < argc; a++) nCaseArgs += strncmp(argv[a], "--", 2) != 0;
+  std::vector<bool> selected(std::size(kCases), nCaseArgs == 0);
   for (int a = 1; a < argc; a++) {
+    if (strncmp(argv[a], "--ranks-per-gpu=", 16) == 0) {
+      gRanksPerGpu = atoi(argv[a] + 16);
+      if (gRanksPerGpu < 1 || gRanksPerGpu > 64) {
+        fprintf(stderr, "stress_test: --ranks-per-gpu must be 1..64\n");
+        return 2;
+      }
+      continue;
+    }
     size_t i = 0;
     while (i < std::size(kCases) && strcmp(argv[a], kCases[i].name) != 0) i++;
     if (i == std::size(kCases)) {
@@ -106,7 +120,8 @@ int main(int argc, char** argv) {
   int n = std::min(ngpus, 8);
   const char* limit = getenv("STRESS_TIMEOUT_S");
   int limitSec = limit ? atoi(limit) : 150;
-  printf("stress_test: %d GPU(s) visible (%s), using %d; watchdog %d s\n", ngpus, COLLTEST_RT_BACKEND, n, limitSec);
+  printf("stress_test: %d GPU(s) visible (%s), using %d; dead-peer ranks per GPU %d; watchdog %d s\n", ngpus,
+         COLLTEST_RT_BACKEND, n, gRanksPerGpu, limitSec);
   fflush(stdout);
   std::thread(watchdog, limitSec).detach();
 
@@ -114,8 +129,11 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < std::size(kCases); i++) {
     if (!selected[i]) continue;
     const Case& c = kCases[i];
-    if (ngpus < c.minGpus) {
-      printf("  %-16s SKIP  needs %d GPUs, %d visible\n", c.name, c.minGpus, ngpus);
+    // Dead-peer ranks sharing a GPU: K ranks per GPU need ceil(2 / K) GPUs.
+    const int minGpus = c.minGpus == 2 && gRanksPerGpu > 1 ? 1 : c.minGpus;
+    if (ngpus < minGpus) {
+      printf("  %-16s SKIP  needs %d GPUs, %d visible (--ranks-per-gpu=2 puts both ranks on one)\n", c.name,
+             minGpus, ngpus);
       skipped++;
       continue;
     }

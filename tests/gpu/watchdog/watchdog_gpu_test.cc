@@ -1,5 +1,9 @@
 // Collective timeouts on real GPUs (suite 'gpu'; exits 77 without 2 GPUs).
-// Two GPUs driven from one process (ncclCommInitAll), UNICCL_TIMEOUT=2 s:
+// Two GPUs driven from one process (ncclCommInitAll), UNICCL_TIMEOUT=2 s.
+// `watchdog_gpu_test --ranks=N` runs N ranks wrapped over the visible GPUs
+// (rank r on GPU r % GPUs, UNICCL_RANKS_PER_GPU set when ranks share one),
+// so the same cases run on one GPU; "rank 1" below then means every rank
+// but rank 0:
 //   (a) eager: only rank 0 calls AllReduce -> its comm gets ncclRemoteError
 //       within timeout + a poll or two, the log names the collective, the
 //       kernel exits (stream completes) and ncclCommAbort returns promptly;
@@ -38,6 +42,15 @@ constexpr int kTimeoutSec = 2;
 constexpr int kPollMs = 50;
 int gFails = 0, gPassed = 0;
 std::string gLogPath;
+std::vector<int> gDevs = {0, 1};   // rank -> GPU (a GPU repeats when ranks share it)
+bool gShared = false;              // some GPU holds several ranks
+int nRanks() { return (int)gDevs.size(); }
+std::vector<int> distinctDevs() {
+  std::vector<int> d = gDevs;
+  std::sort(d.begin(), d.end());
+  d.erase(std::unique(d.begin(), d.end()), d.end());
+  return d;
+}
 
 double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -68,14 +81,14 @@ struct Rank {
 };
 
 bool setup(std::vector<Rank>* ranks, size_t floats) {
-  ranks->assign(2, Rank{});
-  std::vector<ncclComm_t> comms(2);
-  int devs[2] = {0, 1};
-  NCCLOK(ncclCommInitAll(comms.data(), 2, devs));
-  for (int r = 0; r < 2; r++) {
+  const int n = nRanks();
+  ranks->assign(n, Rank{});
+  std::vector<ncclComm_t> comms(n);
+  NCCLOK(ncclCommInitAll(comms.data(), n, gDevs.data()));
+  for (int r = 0; r < n; r++) {
     Rank& k = (*ranks)[r];
     k.comm = comms[r];
-    RTOK(COLLTEST_RT(SetDevice)(r));
+    RTOK(COLLTEST_RT(SetDevice)(gDevs[r]));
     RTOK(COLLTEST_RT(StreamCreateWithFlags)(&k.stream, 1 /* non-blocking */));
     RTOK(COLLTEST_RT(Malloc)((void**)&k.buf, floats * sizeof(float)));
     std::vector<float> h(floats);
@@ -85,16 +98,16 @@ bool setup(std::vector<Rank>* ranks, size_t floats) {
   return true;
 }
 
-// Aborts both comms (each within a bound) and frees buffers and streams.
+// Aborts every comm (each within a bound) and frees buffers and streams.
 bool teardown(std::vector<Rank>* ranks, bool abort) {
-  for (int r = 0; r < 2; r++) {
+  for (int r = 0; r < nRanks(); r++) {
     Rank& k = (*ranks)[r];
     Clock::time_point t0 = Clock::now();
     if (abort) NCCLOK(ncclCommAbort(k.comm));
     else NCCLOK(ncclCommDestroy(k.comm));
     CHECK(secondsSince(t0) < 10, "rank %d: %s took %.1f s", r, abort ? "ncclCommAbort" : "ncclCommDestroy",
           secondsSince(t0));
-    RTOK(COLLTEST_RT(SetDevice)(r));
+    RTOK(COLLTEST_RT(SetDevice)(gDevs[r]));
     RTOK(COLLTEST_RT(StreamDestroy)(k.stream));
     RTOK(COLLTEST_RT(Free)(k.buf));
   }
@@ -143,9 +156,11 @@ bool checkTimeoutFired(const std::vector<Rank>& ranks, Clock::time_point issued,
   // Timeout + up to two polls (first sighting, then the one past the limit) + launch latency.
   CHECK(sinceIssue <= kTimeoutSec + 2.0 * kPollMs / 1000 + 1.0, "fired only after %.2f s", sinceIssue);
   printf("  timeout fired %.2f s after the launch\n", sinceIssue);
-  ncclResult_t other = ncclSuccess;
-  NCCLOK(ncclCommGetAsyncError(ranks[1].comm, &other));
-  CHECK(other == ncclSuccess, "rank 1 (no work) has async error %s", ncclGetErrorString(other));
+  for (int r = 1; r < nRanks(); r++) {
+    ncclResult_t other = ncclSuccess;
+    NCCLOK(ncclCommGetAsyncError(ranks[r].comm, &other));
+    CHECK(other == ncclSuccess, "rank %d (no work) has async error %s", r, ncclGetErrorString(other));
+  }
   CHECK(streamFinishes(ranks[0].stream, 10), "rank 0's stream did not finish after the abort flag");
   std::string log = logText().substr(logBefore);
   CHECK(log.find("AllReduce(float, count 65536, seq 0") != std::string::npos, "log does not name the collective:\n%s",
@@ -161,7 +176,7 @@ bool testEager() {
   std::vector<Rank> ranks;
   if (!setup(&ranks, 65536)) return false;
   size_t logBefore = logText().size();
-  RTOK(COLLTEST_RT(SetDevice)(0));
+  RTOK(COLLTEST_RT(SetDevice)(gDevs[0]));
   Clock::time_point issued = Clock::now();
   NCCLOK(ncclAllReduce(ranks[0].buf, ranks[0].buf, 65536, ncclFloat32, ncclSum, ranks[0].comm, ranks[0].stream));
   bool ok = checkTimeoutFired(ranks, issued, logBefore, false);
@@ -172,7 +187,7 @@ bool testGraph() {
   std::vector<Rank> ranks;
   if (!setup(&ranks, 65536)) return false;
   size_t logBefore = logText().size();
-  RTOK(COLLTEST_RT(SetDevice)(0));
+  RTOK(COLLTEST_RT(SetDevice)(gDevs[0]));
   rtGraph g = nullptr;
   rtGraphExec exec = nullptr;
   RTOK(COLLTEST_RT(StreamBeginCapture)(ranks[0].stream, COLLTEST_RT_CAPTURE_GLOBAL));
@@ -190,31 +205,45 @@ bool testGraph() {
 }
 
 // Captures `perGraph` AllReduces of `floats` on each rank (one graph per rank).
-bool captureBoth(std::vector<Rank>& ranks, size_t floats, int perGraph, rtGraph g[2], rtGraphExec exec[2]) {
-  for (int r = 0; r < 2; r++) {
-    RTOK(COLLTEST_RT(SetDevice)(r));
+bool captureAll(std::vector<Rank>& ranks, size_t floats, int perGraph, std::vector<rtGraph>& g,
+                std::vector<rtGraphExec>& exec) {
+  const int n = nRanks();
+  g.assign(n, nullptr);
+  exec.assign(n, nullptr);
+  for (int r = 0; r < n; r++) {
+    RTOK(COLLTEST_RT(SetDevice)(gDevs[r]));
     RTOK(COLLTEST_RT(StreamBeginCapture)(ranks[r].stream, COLLTEST_RT_CAPTURE_GLOBAL));
   }
   NCCLOK(ncclGroupStart());
   for (int i = 0; i < perGraph; i++)
-    for (int r = 0; r < 2; r++)
+    for (int r = 0; r < n; r++)
       NCCLOK(ncclAllReduce(ranks[r].buf, ranks[r].buf, floats, ncclFloat32, ncclMax, ranks[r].comm, ranks[r].stream));
   NCCLOK(ncclGroupEnd());
   // Every capture ends before any instantiation: global capture mode forbids
   // instantiating while another stream of the process is still capturing.
-  for (int r = 0; r < 2; r++) {
-    RTOK(COLLTEST_RT(SetDevice)(r));
+  for (int r = 0; r < n; r++) {
+    RTOK(COLLTEST_RT(SetDevice)(gDevs[r]));
     RTOK(COLLTEST_RT(StreamEndCapture)(ranks[r].stream, &g[r]));
   }
-  for (int r = 0; r < 2; r++) {
-    RTOK(COLLTEST_RT(SetDevice)(r));
+  for (int r = 0; r < n; r++) {
+    RTOK(COLLTEST_RT(SetDevice)(gDevs[r]));
     RTOK(COLLTEST_RT(GraphInstantiateWithFlags)(&exec[r], g[r], 0));
   }
   return true;
 }
 
+void destroyGraphs(std::vector<rtGraph>& g, std::vector<rtGraphExec>& exec) {
+  for (size_t r = 0; r < g.size(); r++) {
+    COLLTEST_RT(SetDevice)(gDevs[r]);
+    if (exec[r]) COLLTEST_RT(GraphExecDestroy)(exec[r]);
+    if (g[r]) COLLTEST_RT(GraphDestroy)(g[r]);
+  }
+  g.clear();
+  exec.clear();
+}
+
 bool noAsyncError(const std::vector<Rank>& ranks) {
-  for (int r = 0; r < 2; r++) {
+  for (int r = 0; r < nRanks(); r++) {
     ncclResult_t e = ncclSuccess;
     NCCLOK(ncclCommGetAsyncError(ranks[r].comm, &e));
     CHECK(e == ncclSuccess, "rank %d has async error %s", r, ncclGetErrorString(e));
@@ -226,13 +255,14 @@ bool testNoFalseTimeout() {
   std::vector<Rank> ranks;
   const size_t big = 64u << 20;   // floats: 256 MB
   if (!setup(&ranks, big)) return false;
-  rtGraph g[2];
-  rtGraphExec exec[2];
-  if (!captureBoth(ranks, 4096, 4, g, exec)) return false;
+  const int n = nRanks();
+  std::vector<rtGraph> g;
+  std::vector<rtGraphExec> exec;
+  if (!captureAll(ranks, 4096, 4, g, exec)) return false;
   Clock::time_point t0 = Clock::now();
   for (int i = 0; i < 1000; i++)
-    for (int r = 0; r < 2; r++) RTOK(COLLTEST_RT(GraphLaunch)(exec[r], ranks[r].stream));
-  for (int r = 0; r < 2; r++) RTOK(COLLTEST_RT(StreamSynchronize)(ranks[r].stream));
+    for (int r = 0; r < n; r++) RTOK(COLLTEST_RT(GraphLaunch)(exec[r], ranks[r].stream));
+  for (int r = 0; r < n; r++) RTOK(COLLTEST_RT(StreamSynchronize)(ranks[r].stream));
   printf("  1000 replays of 4 AllReduces in %.2f s\n", secondsSince(t0));
   std::this_thread::sleep_for(std::chrono::milliseconds(3 * kPollMs));
   if (!noAsyncError(ranks)) return false;
@@ -241,29 +271,25 @@ bool testNoFalseTimeout() {
   // the GPUs busy for ~1.5x the timeout: each is short, the queue is long.
   auto eager = [&]() -> bool {
     NCCLOK(ncclGroupStart());
-    for (int r = 0; r < 2; r++)
+    for (int r = 0; r < n; r++)
       NCCLOK(ncclAllReduce(ranks[r].buf, ranks[r].buf, big, ncclFloat32, ncclMax, ranks[r].comm, ranks[r].stream));
     NCCLOK(ncclGroupEnd());
     return true;
   };
   t0 = Clock::now();
   if (!eager()) return false;
-  for (int r = 0; r < 2; r++) RTOK(COLLTEST_RT(StreamSynchronize)(ranks[r].stream));
+  for (int r = 0; r < n; r++) RTOK(COLLTEST_RT(StreamSynchronize)(ranks[r].stream));
   double one = secondsSince(t0);
-  int n = (int)std::min(4000.0, std::max(4.0, 1.5 * kTimeoutSec / std::max(one, 1e-4)));
+  int queued = (int)std::min(4000.0, std::max(4.0, 1.5 * kTimeoutSec / std::max(one, 1e-4)));
   t0 = Clock::now();
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < queued; i++)
     if (!eager()) return false;
-  for (int r = 0; r < 2; r++) RTOK(COLLTEST_RT(StreamSynchronize)(ranks[r].stream));
+  for (int r = 0; r < n; r++) RTOK(COLLTEST_RT(StreamSynchronize)(ranks[r].stream));
   double total = secondsSince(t0);
-  printf("  %d eager 256 MB AllReduces queued back to back ran %.2f s (one: %.3f s)\n", n, total, one);
+  printf("  %d eager 256 MB AllReduces queued back to back ran %.2f s (one: %.3f s)\n", queued, total, one);
   std::this_thread::sleep_for(std::chrono::milliseconds(3 * kPollMs));
   if (!noAsyncError(ranks)) return false;
-  for (int r = 0; r < 2; r++) {
-    RTOK(COLLTEST_RT(SetDevice)(r));
-    RTOK(COLLTEST_RT(GraphExecDestroy)(exec[r]));
-    RTOK(COLLTEST_RT(GraphDestroy)(g[r]));
-  }
+  destroyGraphs(g, exec);
   return teardown(&ranks, false);
 }
 
@@ -272,32 +298,53 @@ bool testNoFalseTimeout() {
 // total (seconds) never counts, only one replay's collective (ms) does.
 bool testLongCollectivesInReplays() {
   std::vector<Rank> ranks;
+  const int n = nRanks();
   // floats: 2 GiB, ~5.9 ms per graph AllReduce on 2 H200 (365 GB/s; NVLink's
   // SM ceiling keeps it above 5 ms), against a 10 ms timeout.
-  const size_t big = (size_t)512 << 20;
-  const double timeoutMs = 10.0;
+  size_t big = (size_t)512 << 20;
+  const double timeoutMs = 10.0, targetMs = 7.0;
+  if (gShared) {
+    // Ranks sharing a GPU move data through its memory at a speed that
+    // depends on how many share it: size the collective from a measured
+    // replay (under the default timeout) so that it lands near 7 ms.
+    const size_t probe = (size_t)64 << 20;   // 256 MB
+    if (!setup(&ranks, probe)) return false;
+    std::vector<rtGraph> g;
+    std::vector<rtGraphExec> exec;
+    if (!captureAll(ranks, probe, 1, g, exec)) return false;
+    for (int r = 0; r < n; r++) RTOK(COLLTEST_RT(GraphLaunch)(exec[r], ranks[r].stream));   // warm-up
+    for (int r = 0; r < n; r++) RTOK(COLLTEST_RT(StreamSynchronize)(ranks[r].stream));
+    Clock::time_point t0 = Clock::now();
+    const int kProbeReplays = 10;
+    for (int i = 0; i < kProbeReplays; i++)
+      for (int r = 0; r < n; r++) RTOK(COLLTEST_RT(GraphLaunch)(exec[r], ranks[r].stream));
+    for (int r = 0; r < n; r++) RTOK(COLLTEST_RT(StreamSynchronize)(ranks[r].stream));
+    const double probeMs = secondsSince(t0) * 1e3 / kProbeReplays;
+    destroyGraphs(g, exec);
+    if (!teardown(&ranks, false)) return false;
+    big = std::min(big, std::max<size_t>(1u << 20, (size_t)((double)probe * targetMs / std::max(probeMs, 1e-3))));
+    big &= ~(size_t)1023;
+    printf("  %d ranks share GPUs: 256 MB AllReduce replays take %.2f ms, so %zu MB for ~%.0f ms\n", n, probeMs,
+           big * sizeof(float) >> 20, targetMs);
+  }
   setenv("UNICCL_TIMEOUT_MS", "10", 1);
   setenv("UNICCL_WATCHDOG_POLL_MS", "1", 1);
   bool ok = setup(&ranks, big);
   unsetenv("UNICCL_TIMEOUT_MS");
   setenv("UNICCL_WATCHDOG_POLL_MS", "50", 1);
   if (!ok) return false;
-  rtGraph g[2];
-  rtGraphExec exec[2];
-  if (!captureBoth(ranks, big, 1, g, exec)) return false;
+  std::vector<rtGraph> g;
+  std::vector<rtGraphExec> exec;
+  if (!captureAll(ranks, big, 1, g, exec)) return false;
   Clock::time_point t0 = Clock::now();
   for (int i = 0; i < 1000 && ok; i++)
-    for (int r = 0; r < 2; r++) ok = ok && COLLTEST_RT(GraphLaunch)(exec[r], ranks[r].stream) == COLLTEST_RT_SUCCESS;
-  for (int r = 0; r < 2; r++) ok = ok && COLLTEST_RT(StreamSynchronize)(ranks[r].stream) == COLLTEST_RT_SUCCESS;
+    for (int r = 0; r < n; r++) ok = ok && COLLTEST_RT(GraphLaunch)(exec[r], ranks[r].stream) == COLLTEST_RT_SUCCESS;
+  for (int r = 0; r < n; r++) ok = ok && COLLTEST_RT(StreamSynchronize)(ranks[r].stream) == COLLTEST_RT_SUCCESS;
   double perReplayMs = secondsSince(t0) * 1e3 / 1000;
   printf("  1000 replays, %.2f ms each (timeout %.0f ms)\n", perReplayMs, timeoutMs);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ok = ok && noAsyncError(ranks);
-  for (int r = 0; r < 2; r++) {
-    COLLTEST_RT(SetDevice)(r);
-    COLLTEST_RT(GraphExecDestroy)(exec[r]);
-    COLLTEST_RT(GraphDestroy)(g[r]);
-  }
+  destroyGraphs(g, exec);
   ok = teardown(&ranks, false) && ok;
   CHECK(ok, "graph launches, synchronisation or the async-error check failed (see above)");
   CHECK(perReplayMs > timeoutMs / 2, "each collective ran %.2f ms, not longer than half the timeout", perReplayMs);
@@ -307,28 +354,30 @@ bool testLongCollectivesInReplays() {
 bool testCaptureDestroyCycles() {
   std::vector<Rank> ranks;
   if (!setup(&ranks, 4096)) return false;
+  const int n = nRanks();
+  const std::vector<int> devs = distinctDevs();
   // Warm up once (first capture may allocate runtime state), then measure.
-  rtGraph g[2];
-  rtGraphExec exec[2];
-  size_t freeBefore[2], freeAfter[2], total;
+  std::vector<rtGraph> g;
+  std::vector<rtGraphExec> exec;
+  std::vector<size_t> freeBefore(devs.size()), freeAfter(devs.size());
+  size_t total;
   uniccl::WatchdogStats before{}, after{};
   for (int cycle = -1; cycle < 300; cycle++) {
     if (cycle == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(3 * kPollMs));
       before = uniccl::watchdogStatsForTesting();
-      for (int r = 0; r < 2; r++) {
-        RTOK(COLLTEST_RT(SetDevice)(r));
-        RTOK(COLLTEST_RT(MemGetInfo)(&freeBefore[r], &total));
+      for (size_t d = 0; d < devs.size(); d++) {
+        RTOK(COLLTEST_RT(SetDevice)(devs[d]));
+        RTOK(COLLTEST_RT(MemGetInfo)(&freeBefore[d], &total));
       }
     }
-    if (!captureBoth(ranks, 4096, 1 + (cycle & 1), g, exec)) return false;
-    for (int r = 0; r < 2; r++) RTOK(COLLTEST_RT(GraphLaunch)(exec[r], ranks[r].stream));
-    for (int r = 0; r < 2; r++) {
-      RTOK(COLLTEST_RT(SetDevice)(r));
+    if (!captureAll(ranks, 4096, 1 + (cycle & 1), g, exec)) return false;
+    for (int r = 0; r < n; r++) RTOK(COLLTEST_RT(GraphLaunch)(exec[r], ranks[r].stream));
+    for (int r = 0; r < n; r++) {
+      RTOK(COLLTEST_RT(SetDevice)(gDevs[r]));
       RTOK(COLLTEST_RT(StreamSynchronize)(ranks[r].stream));
-      RTOK(COLLTEST_RT(GraphExecDestroy)(exec[r]));
-      RTOK(COLLTEST_RT(GraphDestroy)(g[r]));
     }
+    destroyGraphs(g, exec);
   }
   // User-object destructors run asynchronously; the next polls clean up.
   Clock::time_point t0 = Clock::now();
@@ -343,12 +392,12 @@ bool testCaptureDestroyCycles() {
   CHECK(after.graphReleaseFlags <= before.graphReleaseFlags, "graph release hooks grew %zu -> %zu",
         before.graphReleaseFlags, after.graphReleaseFlags);
   CHECK(after.eagerInFlight == 0, "%zu eager launches never seen complete", after.eagerInFlight);
-  for (int r = 0; r < 2; r++) {
-    RTOK(COLLTEST_RT(SetDevice)(r));
-    RTOK(COLLTEST_RT(MemGetInfo)(&freeAfter[r], &total));
-    long long grew = (long long)freeBefore[r] - (long long)freeAfter[r];
-    printf("  GPU %d: device memory in use grew by %lld bytes\n", r, grew);
-    CHECK(grew <= (16ll << 20), "GPU %d: %lld bytes more device memory in use after 300 cycles", r, grew);
+  for (size_t d = 0; d < devs.size(); d++) {
+    RTOK(COLLTEST_RT(SetDevice)(devs[d]));
+    RTOK(COLLTEST_RT(MemGetInfo)(&freeAfter[d], &total));
+    long long grew = (long long)freeBefore[d] - (long long)freeAfter[d];
+    printf("  GPU %d: device memory in use grew by %lld bytes\n", devs[d], grew);
+    CHECK(grew <= (16ll << 20), "GPU %d: %lld bytes more device memory in use after 300 cycles", devs[d], grew);
   }
   if (!noAsyncError(ranks)) return false;
   return teardown(&ranks, false);
@@ -366,11 +415,34 @@ void run(const char* name, bool (*fn)()) {
 
 }  // namespace
 
-int main() {
-  if (rt::deviceCount() < 2) {
-    printf("watchdog_gpu_test: needs 2 GPUs; skipped\n");
+int main(int argc, char** argv) {
+  int want = 0;   // --ranks=N; 0: two ranks on two GPUs (the default)
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    if (a.rfind("--ranks=", 0) == 0 && (want = atoi(a.c_str() + 8)) >= 2 && want <= 64) continue;
+    fprintf(stderr, "usage: watchdog_gpu_test [--ranks=N]   (N >= 2 ranks wrapped over the visible GPUs)\n");
+    return 2;
+  }
+  if (want > 0) rt::raiseWorkQueues();   // before the first runtime call
+  const int ngpus = rt::deviceCount();
+  if (want == 0 && ngpus < 2) {
+    printf("watchdog_gpu_test: needs 2 GPUs (or --ranks=N to share fewer); skipped\n");
     return 77;
   }
+  if (ngpus < 1) {
+    printf("watchdog_gpu_test: no GPU; skipped\n");
+    return 77;
+  }
+  if (want > 0) {
+    gDevs.clear();
+    for (int r = 0; r < want; r++) gDevs.push_back(r % ngpus);
+    const int perGpu = (want + ngpus - 1) / ngpus;
+    gShared = perGpu > 1;
+    // Ranks sharing a GPU are opt-in: the switch goes in before the first init.
+    if (gShared) setenv("UNICCL_RANKS_PER_GPU", std::to_string(perGpu).c_str(), 1);
+  }
+  printf("watchdog_gpu_test: %d ranks on %zu GPU(s)%s\n", nRanks(), distinctDevs().size(),
+         gShared ? " (ranks share GPUs)" : "");
   // Before the first API call: small timeout, frequent polls, the log in a file we read.
   char path[128];
   snprintf(path, sizeof(path), "/tmp/uniccl_watchdog_test_%d.log", (int)getpid());
@@ -379,10 +451,12 @@ int main() {
   setenv("UNICCL_WATCHDOG_POLL_MS", "50", 1);
   setenv("NCCL_DEBUG", "WARN", 1);
   setenv("NCCL_DEBUG_FILE", path, 1);
-  // A hang in the library must fail the run, not stall CI.
-  std::thread([] {
-    std::this_thread::sleep_for(std::chrono::seconds(85));
-    fprintf(stderr, "watchdog_gpu_test: still running after 85 s; aborting\n");
+  // A hang in the library must fail the run, not stall CI (more ranks: more
+  // inits and more data through one GPU's memory).
+  const int limitSec = 85 + 10 * std::max(0, nRanks() - 2);
+  std::thread([limitSec] {
+    std::this_thread::sleep_for(std::chrono::seconds(limitSec));
+    fprintf(stderr, "watchdog_gpu_test: still running after %d s; aborting\n", limitSec);
     std::_Exit(1);
   }).detach();
   run("eager: a collective one rank never joins times out", testEager);
