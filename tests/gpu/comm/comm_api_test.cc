@@ -358,12 +358,6 @@ bool testPreMulSum() {
 bool testUnsupportedAndSimulate() {
   Comms c(gN);
   NCCL_OK(ncclCommInitAll(c.data(), gN, nullptr));
-  EXPECT_ERR(ncclCommRevoke(c[0], NCCL_REVOKE_DEFAULT), ncclInvalidUsage, "ncclCommRevoke");
-  int exclude = 0;
-  ncclComm_t shrunk = nullptr;
-  EXPECT_ERR(ncclCommShrink(c[0], &exclude, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidUsage,
-             "ncclCommShrink");
-  EXPECT(shrunk == nullptr, "ncclCommShrink failed but set *newcomm");
   RT_OK(rt::setDevice(0));
   void* buf = nullptr;
   NCCL_OK(ncclMemAlloc(&buf, 1 << 16));
@@ -538,6 +532,58 @@ bool testShareOptIn() {
   return true;
 }
 
+// ncclCommRevoke with AllReduces in flight, then ncclCommShrink around rank
+// 1 (3 ranks sharing the visible GPUs): the revoked comms refuse
+// collectives, the shrunk one computes, bad arguments are refused.
+bool testRevokeShrink() {
+  const int n = 3;
+  const int ngpus = rt::deviceCount();
+  ScopedEnv share("UNICCL_RANKS_PER_GPU", "3");
+  Comms c(n);
+  std::vector<int> devs(n);
+  for (int i = 0; i < n; i++) devs[i] = i % ngpus;
+  NCCL_OK(ncclCommInitAll(c.data(), n, devs.data()));
+  if (!allReduceCheck(c)) return false;
+  std::vector<std::unique_ptr<RankIo>> io;
+  const size_t count = 16u << 20;
+  for (int r = 0; r < n; r++) {
+    io.push_back(std::make_unique<RankIo>());
+    RankIo& x = *io.back();
+    x.dev = devs[r];
+    RT_OK(rt::setDevice(x.dev));
+    RT_OK(rt::streamCreate(&x.stream));
+    RT_OK(rt::malloc((void**)&x.send, count * sizeof(float)));
+  }
+  NCCL_OK(ncclGroupStart());
+  for (int k = 0; k < 4; k++)
+    for (int r = 0; r < n; r++)
+      NCCL_OK(ncclAllReduce(io[r]->send, io[r]->send, count, ncclFloat32, ncclSum, c[r], io[r]->stream));
+  NCCL_OK(ncclGroupEnd());
+  for (int r = 0; r < n; r++) NCCL_OK(ncclCommRevoke(c[r], NCCL_REVOKE_DEFAULT));
+  for (int r = 0; r < n; r++) {
+    ncclResult_t async = ncclInProgress;
+    NCCL_OK(ncclCommGetAsyncError(c[r], &async));
+    EXPECT(async == ncclSuccess, "rank %d: async error %s after the revoke", r, ncclGetErrorString(async));
+    RT_OK(rt::setDevice(devs[r]));
+    RT_OK(rt::streamSync(io[r]->stream));   // the revoked kernels ended
+  }
+  EXPECT_ERR(ncclAllReduce(io[0]->send, io[0]->send, 16, ncclFloat32, ncclSum, c[0], io[0]->stream), ncclInvalidUsage,
+             "revoked");
+  EXPECT_ERR(ncclCommRevoke(c[0], 7), ncclInvalidArgument, "revokeFlags");
+  int self = 0, one = 1;
+  ncclComm_t bad = nullptr;
+  EXPECT_ERR(ncclCommShrink(c[0], &self, 1, &bad, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument, "exclude list");
+  EXPECT_ERR(ncclCommShrink(c[0], &one, 1, &bad, nullptr, 9), ncclInvalidArgument, "shrinkFlags");
+  EXPECT(bad == nullptr, "a refused ncclCommShrink set *newcomm");
+  Comms s(2);
+  NCCL_OK(ncclGroupStart());
+  NCCL_OK(ncclCommShrink(c[0], &one, 1, &s[0], nullptr, NCCL_SHRINK_DEFAULT));
+  NCCL_OK(ncclCommShrink(c[2], &one, 1, &s[1], nullptr, NCCL_SHRINK_DEFAULT));
+  NCCL_OK(ncclGroupEnd());
+  if (!checkIdentity(s[0], 0, 2, devs[0]) || !checkIdentity(s[1], 1, 2, devs[2])) return false;
+  return allReduceCheck(s) && s.destroyAll() && c.destroyAll();
+}
+
 // Ranks whose blocks cannot all be resident would wait for each other
 // forever: 8 ranks on GPU 0 that each ask for at least 128 channels must be
 // refused at init with a message about the channels.
@@ -581,6 +627,7 @@ int main(int argc, char** argv) {
       {"finalize-abort", testFinalizeAbort},
       {"mem-register", testMemory},
       {"premulsum", testPreMulSum},
+      {"revoke-shrink", testRevokeShrink},
       {"unsupported+simulate", testUnsupportedAndSimulate},
       {"repeated-init", testRepeatedInit},
       {"share-refused", testShareRefused},
