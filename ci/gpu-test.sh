@@ -5,7 +5,7 @@
 #
 #   bash ci/gpu-test.sh                    # build in build-gpu, tests + benchmarks
 #   bash ci/gpu-test.sh --prebuilt DIR     # DIR/lib, DIR/tests, DIR/bench from ci/pack-prebuilt.sh
-#   GPU_TESTS="backend kernels coll net stress profiler" BENCH=quick|full|none BENCH_NET=1 bash ci/gpu-test.sh
+#   GPU_TESTS="backend kernels coll rccl net stress profiler" BENCH=quick|full|none BENCH_NET=1 bash ci/gpu-test.sh
 #
 # Writes logs to ${OUT:-./gpu-test-out}. NVLink multicast stays off
 # (NCCL_NVLS_ENABLE=0) for NCCL and is never used by uniccl.
@@ -16,7 +16,7 @@ OUTDIR=${OUT:-$ROOT/gpu-test-out}
 mkdir -p "$OUTDIR"
 prebuilt=""
 if [[ ${1:-} == --prebuilt ]]; then prebuilt=$(cd "$2" && pwd); fi
-TESTS=${GPU_TESTS:-backend comm watchdog capture kernels coll net}
+TESTS=${GPU_TESTS:-backend comm watchdog capture kernels coll rccl net}
 BENCH=${BENCH:-quick}
 table=()
 
@@ -62,6 +62,8 @@ for t in $TESTS; do
         run_test coll-p2p 600 "$e" ${COLL_ARGS:-}
         NCCL_P2P_DISABLE=1 run_test coll-shm 600 "$e" ${COLL_SHM_ARGS:-${COLL_ARGS:-}}
       fi ;;
+    rccl)  # RCCL's names: ncclAllToAllv (uneven, zero counts, gaps) and ncclAllToAll on every GPU
+      e=$(find_exe rccl_api_test); [[ -n $e ]] && run_test rccl-api 300 "$e" ;;
     stress)  # dead peers (P2P, SHM, socket), leak cycles, load, many comms, thread per comm
       e=$(find_exe stress_test); [[ -n $e ]] && run_test stress 420 "$e" ${STRESS_CASES:-} ;;
     profiler)  # the trace plugin on real runs: traces checked; overhead at 1 MiB (issue 7)
