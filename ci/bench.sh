@@ -15,6 +15,12 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# Install what is missing (README: both commands do). A CUDA machine needs no
+# hipcc: do not ask apt for it there (GPU machines have no network anyway).
+if [[ ${GPU_BACKEND:-} != hip ]] && { command -v nvcc > /dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; }; then
+  export UNICCL_SKIP_HIP=${UNICCL_SKIP_HIP:-1}
+fi
+source "$ROOT/ci/setup.sh"   # never ends this script, leaves its options alone
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-bench}
 ALL=0
 BUILD_ONLY=0

@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # The test command (README): sets up, builds gpu_backend=cuda and
 # gpu_backend=hip, runs the host unit tests of both, again under ASan+UBSan
-# and under TSan (and the GPU suite where a GPU is visible), and ends with
-# one line "N passed, N failed".
+# and under TSan (and the GPU suite where a GPU is visible), installs the
+# CUDA build into a temporary prefix and starts an installed tool, and ends
+# with one line "N passed, N failed".
+#
+# What is not there is skipped with its reason, not failed: the HIP build
+# where hipcc is missing and cannot be installed (GPU machines: no network),
+# the NCCL comparison benchmarks where no NCCL is found (ci/find_nccl.sh:
+# $UNICCL_NCCL_HOME, /usr/local/cuda, the nvidia-nccl-cu13 wheel).
 #
 #   bash ci/test.sh            # everything
 #   UNICCL_SKIP_HIP=1 UNICCL_SKIP_SANITIZERS=1 bash ci/test.sh
@@ -10,7 +16,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-source ci/setup.sh
+source ci/setup.sh   # never ends this script, leaves its options alone
 
 filter=${UNICCL_KERNEL_FILTER:-f32,bf16}
 jobs=${UNICCL_JOBS:-$(nproc)}
@@ -38,11 +44,29 @@ run_suite() {  # label, dir, suite
 rm -f "$root/.test-counts"
 status=0
 
+# The NCCL comparison benchmarks only where an NCCL is found; a named
+# UNICCL_NCCL_HOME without one is an error (find_nccl.sh says why).
+if nccl_home=$(bash ci/find_nccl.sh); then
+  if [ -n "$nccl_home" ]; then echo "comparison benchmarks against the NCCL in $nccl_home"
+  else echo "comparison benchmarks SKIPPED: no NCCL found (UNICCL_NCCL_HOME, /usr/local/cuda, nvidia-nccl-cu13 wheel)"; fi
+else
+  echo "nccl-home 0 1" >>"$root/.test-counts"; status=1; nccl_home=""
+fi
+
 echo "=== cuda build (kernels: $filter) ==="
-if configure "$build/cuda" -Dgpu_backend=cuda -Dkernel_filter="$filter" -Dnccl_home=/usr/local/cuda \
+if configure "$build/cuda" -Dgpu_backend=cuda -Dkernel_filter="$filter" -Dnccl_home="$nccl_home" \
    && ninja -C "$build/cuda" -j "$jobs"; then
   run_suite cuda-unit "$build/cuda" unit || status=1
   if nvidia-smi -L >/dev/null 2>&1; then run_suite cuda-gpu "$build/cuda" gpu || status=1; fi
+  # The installed tree works on its own: libraries found through the
+  # executables' RUNPATH, not LD_LIBRARY_PATH (ci/check_install.sh).
+  echo "=== install check ==="
+  if bash ci/check_install.sh "$build/cuda" >"$build/cuda/install-check.log" 2>&1; then
+    echo "install-check 1 0" >>"$root/.test-counts"
+  else
+    echo "install-check 0 1" >>"$root/.test-counts"; status=1
+  fi
+  tail -n 5 "$build/cuda/install-check.log"
 else
   echo "cuda build FAILED"; echo "cuda-build 0 1" >>"$root/.test-counts"; status=1
 fi
@@ -73,7 +97,10 @@ if [ "${UNICCL_SKIP_FUZZ:-0}" != 1 ]; then
   else sed -n 's/^fuzz: [0-9]* targets, \([0-9]*\) passed, \([0-9]*\) failed$/fuzz \1 \2 0/p' "$build/fuzz.log" >>"$root/.test-counts"; fi
 fi
 
-if [ "${UNICCL_SKIP_HIP:-0}" != 1 ]; then
+if [ "${UNICCL_SKIP_HIP:-0}" != 1 ] && ! command -v hipcc >/dev/null; then
+  echo "=== hip build SKIPPED: hipcc not found and ci/setup.sh could not install it (no network or no apt-get) ==="
+  echo "hip-build 0 0 1" >>"$root/.test-counts"
+elif [ "${UNICCL_SKIP_HIP:-0}" != 1 ]; then
   echo "=== hip build (kernels: $filter) ==="
   # hipcc asks rocm_agent_enumerator for targets when a link line names none;
   # there is no AMD GPU here, so name it. The HIP build also proves the

@@ -6,7 +6,9 @@ dynamic symbol of the library. As in NCCL (src/common/api_export.h), ncclX
 is a weak symbol, so profilers and interposers can replace it, and pncclX a
 strong one they can call through; a wrong binding is reported as an error.
 
-usage: check_exports.py HEADER LIBRARY [LIBRARY ...]
+usage: check_exports.py HEADER [HEADER ...] LIBRARY [LIBRARY ...]
+(arguments ending in .h are headers; e.g. include/uniccl.h and
+include/rccl/rccl.h for RCCL's extra names)
 exit 0: everything exported; 1: something missing or mis-bound; 2: usage or
 tool failure.
 """
@@ -83,13 +85,18 @@ def main(argv):
     if len(argv) < 3:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    functions = declared_functions(argv[1])
-    # Guard the parser itself: the header declares ~40 functions, each twice.
+    headers = [a for a in argv[1:] if a.endswith(".h")]
+    libs = [a for a in argv[1:] if not a.endswith(".h")]
+    if not headers or not libs:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    functions = sorted(set(f for h in headers for f in declared_functions(h)))
+    # Guard the parser itself: the headers declare ~40 functions, each twice.
     if len(functions) < 80 or any(("p" + f) not in functions for f in functions if f.startswith("nccl")):
-        print(f"check_exports: parsed only {len(functions)} functions from {argv[1]}, "
+        print(f"check_exports: parsed only {len(functions)} functions from {headers}, "
               "or some lack their p-twin: the header parser needs a look", file=sys.stderr)
         return 2
-    ok = all([check(functions, lib) for lib in argv[2:]])
+    ok = all([check(functions, lib) for lib in libs])
     return 0 if ok else 1
 
 

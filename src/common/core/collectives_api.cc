@@ -6,6 +6,7 @@
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/core/group.h"
+#include "common/core/grouped_p2p.h"
 #include "common/core/launch.h"
 #include "common/core/validate.h"
 #include "common/util/debug.h"
@@ -113,31 +114,6 @@ ncclResult_t recordP2p(TaskKind kind, const char* fn, void* buff, size_t count, 
   return enqueueTask(comm, t);
 }
 
-// AlltoAll, Gather and Scatter are grouped point-to-point operations. Their
-// arguments are validated as a whole first, so the inner calls cannot fail
-// half-way through recording.
-// Returns a failed call's result after recording it for the open group.
-#define GCHECK(call)                                   \
-  do {                                                 \
-    ncclResult_t gres_ = (call);                       \
-    if (gres_ != ncclSuccess) return groupErrCheck(gres_); \
-  } while (0)
-
-class ImplicitGroup {
- public:
-  ImplicitGroup() { ncclGroupStart(); }
-  ncclResult_t end() {
-    ended_ = true;
-    return ncclGroupEnd();
-  }
-  ~ImplicitGroup() {
-    if (!ended_) ncclGroupEnd();
-  }
-
- private:
-  bool ended_ = false;
-};
-
 }  // namespace
 
 NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -211,7 +187,11 @@ NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_
          ncclComm_t comm, uniccl_stream_t stream);
 ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                           ncclComm_t comm, uniccl_stream_t stream) {
-  const char* fn = "ncclAlltoAll";
+  return alltoAll("ncclAlltoAll", sendbuff, recvbuff, count, datatype, comm, stream);
+}
+
+ncclResult_t uniccl::alltoAll(const char* fn, const void* sendbuff, void* recvbuff, size_t count,
+                              ncclDataType_t datatype, ncclComm_t comm, uniccl_stream_t stream) {
   GCHECK(checkCommUsable(comm, fn));
   GCHECK(checkDataType(datatype, fn));
   size_t bytes;

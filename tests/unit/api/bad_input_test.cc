@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "uniccl.h"
+#include "rccl/rccl.h"   // uniccl.h plus RCCL's names (ncclAllToAll, ncclAllToAllv)
 
 namespace {
 
@@ -52,6 +52,7 @@ std::vector<Call> callsTakingComm() {
   static ncclResult_t async;
   static int exclude[1] = {0};
   static float scalar = 2.0f;
+  static const size_t counts[1] = {8}, displs[1] = {0};
   return {
       {"ncclAllReduce", [=](ncclComm_t c) { return ncclAllReduce(s, r, 8, ncclFloat32, ncclSum, c, nullptr); }},
       {"ncclBroadcast", [=](ncclComm_t c) { return ncclBroadcast(s, r, 8, ncclFloat32, 0, c, nullptr); }},
@@ -62,6 +63,9 @@ std::vector<Call> callsTakingComm() {
       {"ncclSend", [=](ncclComm_t c) { return ncclSend(s, 8, ncclFloat32, 0, c, nullptr); }},
       {"ncclRecv", [=](ncclComm_t c) { return ncclRecv(r, 8, ncclFloat32, 0, c, nullptr); }},
       {"ncclAlltoAll", [=](ncclComm_t c) { return ncclAlltoAll(s, r, 8, ncclFloat32, c, nullptr); }},
+      {"ncclAllToAll", [=](ncclComm_t c) { return ncclAllToAll(s, r, 8, ncclFloat32, c, nullptr); }},
+      {"ncclAllToAllv",
+       [=](ncclComm_t c) { return ncclAllToAllv(s, counts, displs, r, counts, displs, ncclFloat32, c, nullptr); }},
       {"ncclGather", [=](ncclComm_t c) { return ncclGather(s, r, 8, ncclFloat32, 0, c, nullptr); }},
       {"ncclScatter", [=](ncclComm_t c) { return ncclScatter(s, r, 8, ncclFloat32, 0, c, nullptr); }},
       {"ncclCommFinalize", [](ncclComm_t c) { return ncclCommFinalize(c); }},

@@ -27,6 +27,18 @@ _Static_assert(__builtin_types_compatible_p(
 _Static_assert(__builtin_types_compatible_p(__typeof__(&ncclGroupStart), ncclResult_t (*)(void)),
                "ncclGroupStart");
 
+/* RCCL's header adds its names for C programs too, with RCCL's values. */
+#include <rccl/rccl.h>
+#if !defined(RCCL_BFLOAT16) || !defined(RCCL_FLOAT8) || !defined(RCCL_GATHER_SCATTER) || !defined(RCCL_ALLTOALLV)
+#error "<rccl/rccl.h> lacks RCCL's feature macros"
+#endif
+_Static_assert(ncclFp8E4M3 == 10 && ncclFp8E5M2 == 11, "RCCL's fp8 datatype values");
+_Static_assert(__builtin_types_compatible_p(
+                   __typeof__(&ncclAllToAllv),
+                   ncclResult_t (*)(const void*, const size_t*, const size_t*, void*, const size_t*, const size_t*,
+                                    ncclDataType_t, ncclComm_t, uniccl_stream_t)),
+               "ncclAllToAllv");
+
 int main(void) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
