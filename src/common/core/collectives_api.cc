@@ -69,6 +69,7 @@ ncclResult_t recordColl(TaskKind kind, const char* fn, const void* sendbuff, voi
     t.redOp = lowered.op;
     t.scalarIsPtr = lowered.scalarIsPtr;
     t.scalar = lowered.scalar;
+    t.userRedOp = (int)op >= (int)ncclNumOps;
   }
   if (count == 0) {
     // Every rank passes the same count, so all of them drop the operation (as

@@ -23,6 +23,9 @@ struct Task {
   ncclDataType_t dtype;
   uint8_t redOp;          // dev::RedOp after lowering
   uint8_t scalarIsPtr;
+  // The op is an ncclRedOpCreatePreMulSum op: it scales by the user's scalar,
+  // so even on one rank the result is no copy of the input (core/one_rank.h).
+  uint8_t userRedOp;
   uint64_t scalar;        // raw scalar bits / device pointer (PreMulSum, SumPostDiv)
   const void* sendbuff;
   void* recvbuff;
