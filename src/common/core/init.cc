@@ -12,6 +12,7 @@
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/core/group.h"
+#include "common/core/inplace_stage.h"
 #include "common/core/launch.h"
 #include "common/core/tree_topo.h"
 #include "common/core/tuning.h"
@@ -257,6 +258,7 @@ void commFree(ncclComm* comm, bool abort) {
   if (comm->ceExit != nullptr) gpu::eventDestroy(comm->ceExit);
   if (comm->ceKernelsDone != nullptr) gpu::eventDestroy(comm->ceKernelsDone);
   if (comm->ceEntry != nullptr) gpu::eventDestroy(comm->ceEntry);
+  releaseStaging(comm, abort);
   if (comm->abortFlagHost != nullptr) gpu::hostFree(const_cast<uint32_t*>(comm->abortFlagHost));
   comm->bootstrap.reset();
   comm->magic = 0;
