@@ -3,7 +3,8 @@
 // in kernel arguments, so the graph-owned work buffer is used), replayed many
 // times with fresh inputs copied in before each replay, every output checked
 // exactly. Also: a group mixing captured and uncaptured streams is refused,
-// and chains of dependent collectives (chain.cc) stay exact.
+// chains of dependent collectives (chain.cc) stay exact, and in-place
+// AlltoAll and one-rank communicators work captured and eager (inplace.cc).
 // All visible GPUs (up to 4) in one process; exit 77 without a GPU.
 #include <cstdio>
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "chain.h"
 #include "check.h"
 #include "graphs.h"
+#include "inplace.h"
 #include "nccl.h"
 
 namespace rt = colltest::rt;
@@ -167,6 +169,7 @@ int main() {
   if (n > 4) n = 4;
   bool ok = run(n);
   ok = runDependentChains(n) && ok;
+  ok = runInPlaceAndOneRank(n) && ok;
   printf("capture_test: %s\n", ok && gCaptureFails == 0 ? "PASS" : "FAIL");
   return ok && gCaptureFails == 0 ? 0 : 1;
 }
