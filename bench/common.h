@@ -86,7 +86,7 @@ struct CollSpec {
   const char* name;        // "AllReduce"
   const char* tool;        // "all_reduce_perf"
   bool hasOp, hasRoot;
-  bool inPlaceDefined;     // AlltoAll and SendRecv have no in-place form in nccl.h
+  bool inPlaceDefined;     // SendRecv has no in-place form in nccl.h
   void (*sizes)(size_t bytes, int typeBytes, int nranks, CollSizes* out);
   double (*busbwFactor)(int nranks);
   ncclResult_t (*call)(const CallArgs& a);

@@ -39,7 +39,7 @@ extern "C" {
 
 /* AllToAll: RCCL's name of ncclAlltoAll. Block j (count elements) of rank
  * i's sendbuff lands as block i of rank j's recvbuff. sendbuff == recvbuff
- * is refused (ncclInvalidArgument). */
+ * runs in place (as ncclAlltoAll). */
 ncclResult_t ncclAllToAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                           ncclComm_t comm, uniccl_stream_t stream);
 ncclResult_t pncclAllToAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,

@@ -16,6 +16,8 @@
 //                 [--copy-engine]: only what copy engines may carry
 //                 (core/copy_engine.h): AlltoAll, Broadcast, send/recv,
 //                 the task-order cases and AllReduce
+//                 (--ranks=1: every collective as a copy or nothing,
+//                 core/one_rank.h; PreMulSum by the kernels)
 //                 [--expect-ce]: transfers of 70001 elements must go by copy
 //                 engine where the order cases say so, AllReduces of 70000
 //                 on 2 ranks too (run with UNICCL_COPY_ENGINE_MIN_BYTES and
@@ -38,6 +40,8 @@
 #include <vector>
 
 #include "common/core/copy_engine.h"
+#include "common/core/inplace_stage.h"
+#include "common/core/one_rank.h"
 #include "common/core/tuning.h"
 #include "common/gpu.h"
 #include "emu_runtime.h"
@@ -195,6 +199,7 @@ void runCase(std::vector<Rank>& ranks, const char* coll, size_t count, bool inPl
       upload(R, R.send, in[r]);
     }
   }
+  const uint64_t copiesBefore = oneRankCopies(), stagedBefore = stagedBytes();
   EXPECT_OK(ncclGroupStart());
   for (int r = 0; r < n; r++) {
     Rank& R = ranks[r];
@@ -246,6 +251,90 @@ void runCase(std::vector<Rank>& ranks, const char* coll, size_t count, bool inPl
     if (!strcmp(coll, "AllReduce") && inPlace) want.resize(recvCount);
     check(name + "/rank" + std::to_string(r), download(ranks[r], ranks[r].recv, want.size()), want,
           op == ncclAvg ? (gType == ncclBfloat16 ? 4e-2f : 1e-6f) : 0.0f);
+  }
+  // How the data moved: one rank copies out of place and does nothing in
+  // place (core/one_rank.h); an in-place AlltoAll stages what each rank
+  // sends its peers (core/inplace_stage.h).
+  const uint64_t copies = oneRankCopies() - copiesBefore, staged = stagedBytes() - stagedBefore;
+  const uint64_t wantCopies = n == 1 && !inPlace && count > 0 ? 1 : 0;
+  const uint64_t wantStaged = a2a && inPlace ? (uint64_t)n * (n - 1) * count * gElem : 0;
+  gChecks++;
+  if (copies != wantCopies || staged != wantStaged) {
+    gFailures++;
+    fprintf(stderr, "FAIL %s: %llu one-rank copies (expected %llu), %llu bytes staged (expected %llu)\n",
+            name.c_str(), (unsigned long long)copies, (unsigned long long)wantCopies, (unsigned long long)staged,
+            (unsigned long long)wantStaged);
+  }
+}
+
+// Reductions with an ncclRedOpCreatePreMulSum op (a host scalar of -3 in
+// the element type): each rank's input is scaled before the sum, on every
+// rank count (on one rank too: that is no copy, the kernels run it).
+void runPreMulSum(std::vector<Rank>& ranks, const char* coll, size_t count, bool inPlace) {
+  const int n = (int)ranks.size();
+  const bool rs = !strcmp(coll, "ReduceScatter");
+  const size_t sendCount = rs ? count * n : count;
+  const std::string name = std::string("PreMulSum/") + coll + "/c" + std::to_string(count) + (inPlace ? "/inplace" : "");
+  std::vector<ncclRedOp_t> ops(n);
+  std::vector<std::vector<float>> in(n);
+  const float scalar = -3.0f;
+  const uint16_t scalarBf16 = toBf16(scalar);
+  for (int r = 0; r < n; r++) {
+    Rank& R = ranks[r];
+    EXPECT_OK(gpu::setDevice(R.dev));
+    const void* sp = gType == ncclBfloat16 ? (const void*)&scalarBf16 : (const void*)&scalar;
+    EXPECT_OK(ncclRedOpCreatePreMulSum(&ops[r], const_cast<void*>(sp), gType, ncclScalarHostImmediate, R.comm));
+    in[r] = randomData(sendCount);
+    upload(R, R.recv, randomData(sendCount));
+    upload(R, inPlace ? R.recv : R.send, in[r]);
+  }
+  const uint64_t copiesBefore = oneRankCopies();
+  EXPECT_OK(ncclGroupStart());
+  for (int r = 0; r < n; r++) {
+    Rank& R = ranks[r];
+    const char* s = inPlace ? R.recv : R.send;
+    char* d = rs && inPlace ? R.recv + r * count * gElem : R.recv;
+    if (rs) EXPECT_OK(ncclReduceScatter(s, d, count, gType, ops[r], R.comm, R.stream));
+    else EXPECT_OK(ncclAllReduce(s, d, count, gType, ops[r], R.comm, R.stream));
+  }
+  EXPECT_OK(ncclGroupEnd());
+  syncAll(ranks);
+  for (int r = 0; r < n; r++) {
+    const size_t off = rs ? r * count : 0;
+    std::vector<float> want(count);
+    for (size_t i = 0; i < count; i++) {
+      float v = 0;
+      for (int k = 0; k < n; k++) v += scalar * in[k][off + i];
+      want[i] = v;
+    }
+    const char* at = rs && inPlace ? ranks[r].recv + r * count * gElem : ranks[r].recv;
+    check(name + "/rank" + std::to_string(r), download(ranks[r], at, count), want);
+    EXPECT_OK(ncclRedOpDestroy(ops[r], ranks[r].comm));
+  }
+  gChecks++;
+  if (oneRankCopies() != copiesBefore) {
+    gFailures++;
+    fprintf(stderr, "FAIL %s: went as a one-rank copy (the scalar was not applied)\n", name.c_str());
+  }
+}
+
+// One rank: a message to itself in place moves nothing and costs no copy;
+// out of place it is one copy.
+void runSelfMessagesOneRank(Rank& R, size_t count) {
+  std::vector<float> v = randomData(count);
+  upload(R, R.recv, v);
+  const uint64_t before = oneRankCopies();
+  EXPECT_OK(ncclGroupStart());
+  EXPECT_OK(ncclSend(R.recv, count, gType, 0, R.comm, R.stream));
+  EXPECT_OK(ncclRecv(R.recv, count, gType, 0, R.comm, R.stream));
+  EXPECT_OK(ncclGroupEnd());
+  EXPECT_OK(gpu::streamSynchronize(static_cast<gpu::Stream>(R.stream)));
+  check("SelfInPlace/c" + std::to_string(count), download(R, R.recv, count), v);
+  gChecks++;
+  if (oneRankCopies() != before) {
+    gFailures++;
+    fprintf(stderr, "FAIL SelfInPlace/c%zu: %llu copies for a message in place\n", count,
+            (unsigned long long)(oneRankCopies() - before));
   }
 }
 
@@ -729,7 +818,6 @@ int main(int argc, char** argv) {
     const bool reduces = !strcmp(coll, "AllReduce") || !strcmp(coll, "Reduce") || !strcmp(coll, "ReduceScatter");
     for (size_t count : counts) {
       for (int inPlace = 0; inPlace < 2; inPlace++) {
-        if (!strcmp(coll, "AlltoAll") && inPlace) continue;   // NCCL does not allow in-place AlltoAll either
         if (reduces) {
           for (ncclRedOp_t op : ops) {
             // Every op at the small and odd sizes; the large one with sum only (time).
@@ -745,7 +833,16 @@ int main(int argc, char** argv) {
   }
   if (!profile)
     for (size_t count : counts) runSendRecv(ranks, count);
-  if (!profile) runP2pOrder(ranks, expectCe);
+  if (!profile && !ceOnly) {
+    for (size_t count : {(size_t)1, (size_t)7, (size_t)4099})
+      for (int inPlace = 0; inPlace < 2; inPlace++) {
+        runPreMulSum(ranks, "AllReduce", count, inPlace);
+        runPreMulSum(ranks, "ReduceScatter", count, inPlace);
+      }
+  }
+  if (!profile && nranks == 1)
+    for (size_t count : counts) runSelfMessagesOneRank(ranks[0], count);
+  if (!profile && nranks > 1) runP2pOrder(ranks, expectCe);
   if (ceOnly) runAllReduceCe(ranks, expectCe);
   // Many back-to-back collectives without a sync: work FIFO reuse, slot wrap,
   // persistent step counters (and the proxy's for NET).

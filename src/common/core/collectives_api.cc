@@ -1,6 +1,7 @@
 // The NCCL collective and point-to-point entry points: validate, lower the
 // reduction, record a task (group semantics in group.cc).
 #include <cstring>
+#include <vector>
 
 #include "common/api_export.h"
 #include "common/check.h"
@@ -70,6 +71,7 @@ ncclResult_t recordColl(TaskKind kind, const char* fn, const void* sendbuff, voi
     t.redOp = lowered.op;
     t.scalarIsPtr = lowered.scalarIsPtr;
     t.scalar = lowered.scalar;
+    t.userRedOp = (int)op >= (int)ncclNumOps;
   }
   if (count == 0) {
     // Every rank passes the same count, so all of them drop the operation (as
@@ -89,8 +91,10 @@ ncclResult_t recordColl(TaskKind kind, const char* fn, const void* sendbuff, voi
   return enqueueTask(comm, t);
 }
 
+// stage > 0: a send of an in-place AlltoAll, from its tasks' k-th staged
+// range (core/inplace_stage.h).
 ncclResult_t recordP2p(TaskKind kind, const char* fn, void* buff, size_t count, ncclDataType_t dtype, int peer,
-                       ncclComm_t comm, uniccl_stream_t stream) {
+                       ncclComm_t comm, uniccl_stream_t stream, uint32_t stage = 0) {
   UCHECK(checkCommUsable(comm, fn));
   UCHECK(checkDataType(dtype, fn));
   UCHECK(checkRank(comm, peer, "peer", fn));
@@ -109,9 +113,36 @@ ncclResult_t recordP2p(TaskKind kind, const char* fn, void* buff, size_t count, 
   t.count = count;
   t.root = peer;
   t.stream = stream;
+  t.stage = stage;
   t.seq = comm->opCount++;
   UCHECK(pollCompletions(comm));
   return enqueueTask(comm, t);
+}
+
+
+// In-place AlltoAll: a rank's own block already sits where it belongs (no
+// message to itself); the blocks for its peers are overwritten by what
+// they send, so their sends read a copy the group end takes first. The
+// ranges before and after the own block are staged, once every task is
+// recorded (inside the implicit group AlltoAll opens: a failed call drops
+// the tasks, and leaves no range behind).
+ncclResult_t recordInPlaceAlltoAll(char* buff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
+                                   uniccl_stream_t stream) {
+  const size_t chunk = count * dataTypeSize(datatype);
+  const int n = comm->nRanks, me = comm->rank;
+  std::vector<StagedRange>& staged = comm->tasks.staged;
+  // Task::stage of the blocks below / above the own one (range index + 1).
+  const uint32_t below = me > 0 ? (uint32_t)staged.size() + 1 : 0;
+  const uint32_t above = me < n - 1 ? (uint32_t)staged.size() + 1 + (below != 0) : 0;
+  for (int r = 0; r < n; r++) {
+    if (r == me) continue;
+    char* block = buff + (size_t)r * chunk;
+    GCHECK(recordP2p(TaskKind::Send, "ncclAlltoAll", block, count, datatype, r, comm, stream, r < me ? below : above));
+    GCHECK(recordP2p(TaskKind::Recv, "ncclAlltoAll", block, count, datatype, r, comm, stream));
+  }
+  if (below != 0) staged.push_back(StagedRange{buff, (size_t)me * chunk, stream});
+  if (above != 0) staged.push_back(StagedRange{buff + (size_t)(me + 1) * chunk, (size_t)(n - 1 - me) * chunk, stream});
+  return ncclSuccess;
 }
 
 }  // namespace
@@ -196,15 +227,14 @@ ncclResult_t uniccl::alltoAll(const char* fn, const void* sendbuff, void* recvbu
   GCHECK(checkDataType(datatype, fn));
   size_t bytes;
   GCHECK(checkedBytes(count, dataTypeSize(datatype), comm->nRanks, &bytes, fn));
-  if (bytes > 0 && sendbuff == recvbuff) {
-    WARN("%s: in-place AlltoAll (sendbuff == recvbuff) is not supported: every rank would overwrite data it has "
-         "yet to send; use distinct buffers", fn);
-    return ncclInvalidArgument;
-  }
   GCHECK(checkBuffer(comm, sendbuff, bytes, "sendbuff", fn));
   GCHECK(checkBuffer(comm, recvbuff, bytes, "recvbuff", fn));
   size_t chunk = count * dataTypeSize(datatype);
   ImplicitGroup group;
+  if (bytes > 0 && sendbuff == recvbuff) {
+    GCHECK(recordInPlaceAlltoAll(static_cast<char*>(recvbuff), count, datatype, comm, stream));
+    return group.end();
+  }
   for (int r = 0; r < comm->nRanks; r++) {
     GCHECK(ncclSend(static_cast<const char*>(sendbuff) + r * chunk, count, datatype, r, comm, stream));
     GCHECK(ncclRecv(static_cast<char*>(recvbuff) + r * chunk, count, datatype, r, comm, stream));

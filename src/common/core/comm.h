@@ -99,6 +99,14 @@ struct ncclComm {
   // This group forked a kernel onto ceStream (a message to itself): the
   // group's own kernels launch plainly (no PDL) so both start together.
   bool sideKernelForked = false;
+  // In-place AlltoAll (core/inplace_stage.h): device scratch the sends of
+  // eager groups read from, and the event recorded after the last group
+  // that read it (on stageFreeStream).
+  void* stageBuf = nullptr;
+  size_t stageBytes = 0;
+  uniccl::gpu::Event stageFree = nullptr;
+  uniccl::gpu::Stream stageFreeStream = nullptr;
+  bool stageFreeRecorded = false;
   // Timeout tracking of this comm's launches (common/watchdog; nullptr when
   // UNICCL_TIMEOUT=0). Declared after donePool/callbacks so it goes first.
   std::unique_ptr<uniccl::CommWatch> watch;

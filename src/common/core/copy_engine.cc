@@ -369,6 +369,8 @@ ncclResult_t CopyEngineGroup::startSelfCopies(std::vector<ncclComm*>& comms, con
   for (ncclComm* c : comms) {
     // Groups of collectives only (the small-message hot path) stop here.
     if (c->tasks.p2p.empty()) continue;
+    // One rank: its messages to itself are copies on its stream (one_rank.h).
+    if (c->nRanks == 1) continue;
     // A comm with transfers to or from peers on its side stream this group
     // keeps its self messages with the group's kernel (the AlltoAll of one
     // thread for both GPUs: the kernel copies the own block while the copy

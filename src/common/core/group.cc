@@ -8,6 +8,7 @@
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/core/copy_engine.h"
+#include "common/core/inplace_stage.h"
 #include "common/core/launch.h"
 #include "common/core/launch_helpers.h"
 #include "common/core/planner.h"
@@ -121,7 +122,11 @@ ncclResult_t launchGroup(GroupState& g) {
   DeviceGuard device;
   const UseDevice useDevice = [&device](int dev) { return device.use(dev); };
   CopyEngineGroup& copies = copyEngineGroup();
+  InPlaceStaging& staging = inPlaceStaging();
   for (ncclComm* c : g.comms) UCHECK_GOTO(checkTaskStreams(c), res, fail);
+  // In-place AlltoAll sends read a copy taken before any transfer of the
+  // group is queued (copy-engine copies included).
+  UCHECK_GOTO(staging.start(g.comms, useDevice), res, fail);
   // Transfers with both ends in this group may go by copy engine (and need
   // no connection).
   UCHECK_GOTO(copies.start(g.comms, useDevice), res, fail);
@@ -158,9 +163,14 @@ ncclResult_t launchGroup(GroupState& g) {
     }
   }
   g.comms.clear();
-  return copies.join(useDevice, /*launched=*/true);
+  res = copies.join(useDevice, /*launched=*/true);
+  {
+    ncclResult_t r2 = staging.finish(useDevice);   // after the copies' joins: they read the scratch too
+    return res != ncclSuccess ? res : r2;
+  }
 fail:
   (void)copies.join(useDevice, /*launched=*/false);   // queued copies still order the streams
+  (void)staging.finish(useDevice);
   dropTasks(g.comms);
   return res;
 }

@@ -16,6 +16,7 @@
 #include "common/core/comm_init.h"
 #include "common/core/gpu_sharing.h"
 #include "common/core/group.h"
+#include "common/core/inplace_stage.h"
 #include "common/core/launch.h"
 #include "common/core/tree_topo.h"
 #include "common/core/tuning.h"
@@ -267,6 +268,7 @@ void commFree(ncclComm* comm, bool abort) {
   if (comm->ceExit != nullptr) gpu::eventDestroy(comm->ceExit);
   if (comm->ceKernelsDone != nullptr) gpu::eventDestroy(comm->ceKernelsDone);
   if (comm->ceEntry != nullptr) gpu::eventDestroy(comm->ceEntry);
+  releaseStaging(comm, abort);
   if (comm->abortFlagHost != nullptr) gpu::hostFree(const_cast<uint32_t*>(comm->abortFlagHost));
   comm->bootstrap.reset();
   comm->magic = 0;

@@ -19,7 +19,8 @@ namespace {
 // Persistent work buffers of captured plans, handed back by graph user
 // objects when their graph is destroyed.
 std::mutex gGraveyardMutex;
-std::vector<void*> gGraveyard;
+std::vector<void*> gGraveyard;         // gpu::hostAllocMapped
+std::vector<void*> gDeviceGraveyard;   // gpu::deviceAlloc (in-place AlltoAll staging)
 
 void onGraphBufferReleased(void* hostPtr) {
   std::lock_guard<std::mutex> lock(gGraveyardMutex);
@@ -65,14 +66,21 @@ bool releaseEarly(const ncclComm* comm, unsigned grid) {
   return comm->programmaticLaunch && !comm->gpuShared && (int64_t)grid <= maxBlocks;
 }
 
+void onGraphDeviceBufferReleased(void* devPtr) {
+  std::lock_guard<std::mutex> lock(gGraveyardMutex);
+  gDeviceGraveyard.push_back(devPtr);
+}
+
 void reclaimGraphBuffers() {
-  std::vector<void*> dead;
+  std::vector<void*> dead, deadDevice;
   {
     std::lock_guard<std::mutex> lock(gGraveyardMutex);
-    if (gGraveyard.empty()) return;
+    if (gGraveyard.empty() && gDeviceGraveyard.empty()) return;
     dead.swap(gGraveyard);
+    deadDevice.swap(gDeviceGraveyard);
   }
   for (void* p : dead) gpu::hostFree(p);
+  for (void* p : deadDevice) gpu::deviceFree(p);
 }
 
 ncclResult_t collectStreams(ncclComm* comm, LaunchStreams* s) {

@@ -40,5 +40,8 @@ ncclResult_t drainLaunches(ncclComm* comm);
 // Frees persistent work buffers of destroyed graphs (graph user objects only
 // queue them: their destructors may not call the GPU runtime).
 void reclaimGraphBuffers();
+// A graph user object's destructor for a device buffer (gpu::deviceAlloc)
+// the graph owns: queues it for reclaimGraphBuffers.
+void onGraphDeviceBufferReleased(void* devPtr);
 
 }  // namespace uniccl

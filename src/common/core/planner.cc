@@ -6,6 +6,7 @@
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/core/launch.h"
+#include "common/core/one_rank.h"
 #include "common/core/tuning.h"
 #include "common/util/debug.h"
 #include "device/kernels.h"
@@ -173,6 +174,13 @@ ncclResult_t launchTasks(ncclComm* comm) {
   works.clear();
   ncclResult_t res = ncclSuccess;
 
+  // One rank: copies on the stream instead of a kernel (core/one_rank.h).
+  bool copied = false;
+  res = launchOneRank(comm, &copied);
+  if (res != ncclSuccess || copied) {
+    comm->tasks.clear();
+    return res;
+  }
   for (const Task& t : comm->tasks.colls) works.push_back(collWork(comm, t));
   size_t nColl = works.size();
   {

@@ -23,6 +23,14 @@ struct Task {
   ncclDataType_t dtype;
   uint8_t redOp;          // dev::RedOp after lowering
   uint8_t scalarIsPtr;
+  // The op is an ncclRedOpCreatePreMulSum op: it scales by the user's scalar,
+  // so even on one rank the result is no copy of the input (core/one_rank.h).
+  uint8_t userRedOp;
+  // Send of an in-place AlltoAll: sendbuff points into the user's buffer,
+  // which this group's receives overwrite. k > 0: it lies in the k-th
+  // StagedRange of the TaskList, and the group end reads it from a staged
+  // copy instead (core/inplace_stage.h).
+  uint32_t stage;
   uint64_t scalar;        // raw scalar bits / device pointer (PreMulSum, SumPostDiv)
   const void* sendbuff;
   void* recvbuff;
@@ -32,11 +40,20 @@ struct Task {
   uint64_t seq;           // communicator-wide sequence number, for logs
 };
 
+// A part of a user buffer that the group end copies aside before any of the
+// group's transfers (in-place AlltoAll: the blocks a rank sends to its peers).
+struct StagedRange {
+  const char* src;
+  size_t bytes;
+  gpu::Stream stream;   // the AlltoAll's stream: the copy runs there
+};
+
 // Tasks of one communicator in the open group. Vectors keep their capacity
 // across groups so steady-state enqueue does not allocate.
 struct TaskList {
   std::vector<Task> colls;
   std::vector<Task> p2p;
+  std::vector<StagedRange> staged;   // indexed by Task::stage - 1
   // Capture state of the first task's stream, once the group end asked
   // (checkTaskStreams): the launch does not ask the runtime again.
   bool captureKnown = false;
@@ -45,6 +62,7 @@ struct TaskList {
   void clear() {
     colls.clear();
     p2p.clear();
+    staged.clear();
     captureKnown = false;
   }
 };

@@ -3,7 +3,8 @@
 // in kernel arguments, so the graph-owned work buffer is used), replayed many
 // times with fresh inputs copied in before each replay, every output checked
 // exactly. Also: a group mixing captured and uncaptured streams is refused,
-// and chains of dependent collectives (chain.cc) stay exact.
+// chains of dependent collectives (chain.cc) stay exact, and in-place
+// AlltoAll and one-rank communicators work captured and eager (inplace.cc).
 // All visible GPUs (up to 4) in one process; exit 77 without a GPU.
 //
 //   capture_test [--ranks-per-gpu=K]
@@ -24,6 +25,7 @@
 #include "chain.h"
 #include "check.h"
 #include "graphs.h"
+#include "inplace.h"
 #include "nccl.h"
 
 namespace rt = colltest::rt;
@@ -192,6 +194,7 @@ int main(int argc, char** argv) {
   printf("capture_test: %d ranks on %d GPU(s), %d per GPU\n", ngpus * k, ngpus, k);
   bool ok = run(devs);
   ok = runDependentChains(devs) && ok;
+  ok = runInPlaceAndOneRank(ngpus) && ok;
   printf("capture_test: %s\n", ok && gCaptureFails == 0 ? "PASS" : "FAIL");
   return ok && gCaptureFails == 0 ? 0 : 1;
 }

@@ -1,0 +1,35 @@
+// Communicators of one rank (split groups of one, single-GPU runs of
+// distributed code, PyTorch world size 1): every collective and every
+// message to itself is a copy from the send buffer to the receive buffer,
+// or nothing at all when they are the same buffer. Such a group needs no
+// kernel: the copies go to the GPU's copy path as stream-ordered
+// device-to-device copies (gpu::memcpyAsync) on the group's launch stream,
+// in place costs no GPU work at all (in graph capture as well: a captured
+// copy is a memcpy node, in place captures nothing).
+//
+// Not copies, and left to the kernels: reductions with an
+// ncclRedOpCreatePreMulSum op (they scale by the user's scalar even on one
+// rank; ncclAvg over one rank is a copy). A group with any of them keeps
+// all of its tasks on the kernels, so the order of its tasks on the stream
+// stays what the kernels give.
+#pragma once
+
+#include <cstdint>
+
+#include "uniccl.h"
+
+struct ncclComm;
+
+namespace uniccl {
+
+// When comm has one rank and none of its tasks in this group needs a
+// kernel: queues the tasks' copies and sets *handled (the caller clears the
+// task list). Otherwise leaves everything to the kernels (*handled false);
+// a send to itself without a recv of the same size also stays there, where
+// the planner reports it.
+ncclResult_t launchOneRank(ncclComm* comm, bool* handled);
+
+// Copies this process queued for communicators of one rank (tests, logs).
+uint64_t oneRankCopies();
+
+}  // namespace uniccl

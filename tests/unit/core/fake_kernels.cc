@@ -1,0 +1,15 @@
+// The kernels live in device_lib (compiled by the GPU compiler), which host
+// unit tests do not link. The fake GPU only logs launches: any distinct
+// addresses serve as kernels.
+#include "device/kernels.h"
+
+namespace uniccl::dev {
+namespace {
+char gCollKernels[ncclNumTypes];
+char gP2pKernel;
+}  // namespace
+const void* collectiveKernel(ncclDataType_t type) {
+  return (int)type >= 0 && (int)type < ncclNumTypes ? &gCollKernels[type] : nullptr;
+}
+const void* p2pKernel() { return &gP2pKernel; }
+}  // namespace uniccl::dev
