@@ -26,6 +26,8 @@
 //                 ranks per GPU: ncclCommInitAll with UNICCL_RANKS_PER_GPU=K,
 //                 or ncclCommInitRankMulti with --group-init)
 //                 [--small]: counts 0, 1, 7 and 1000 only
+//                 [--revoke-shrink]: only ncclCommRevoke with work in flight,
+//                 then ncclCommShrink (around rank 1 from 3 ranks on)
 //                 [--expect-init-error=TEXT]: the communicators must NOT come
 //                 up: init answers ncclInvalidUsage with TEXT in
 //                 ncclGetLastError (refusals of GPU sharing); exits there
@@ -624,6 +626,63 @@ void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
 // Batch/group-8-collectives): one kernel per datatype and rank, issued
 // back to back. Checks the float AllReduce and the int8 max AllReduce
 // (in place) against a host reference; every op must complete.
+// ncclCommRevoke with AllReduces in flight on every rank (one thread drives
+// them all), then ncclCommShrink around rank 1 (nobody with 2 ranks) in one
+// group, and checked collectives on the shrunk communicators.
+void runRevokeShrink(std::vector<Rank>& ranks) {
+  const int n = (int)ranks.size();
+  for (int it = 0; it < 3; it++) {
+    EXPECT_OK(ncclGroupStart());
+    for (Rank& R : ranks) EXPECT_OK(ncclAllReduce(R.send, R.recv, 70001, gType, ncclSum, R.comm, R.stream));
+    EXPECT_OK(ncclGroupEnd());
+  }
+  for (Rank& R : ranks) EXPECT_OK(ncclCommRevoke(R.comm, NCCL_REVOKE_DEFAULT));
+  for (Rank& R : ranks) {
+    ncclResult_t async = ncclInProgress;
+    EXPECT_OK(ncclCommGetAsyncError(R.comm, &async));
+    gChecks++;
+    if (async != ncclSuccess) {
+      fprintf(stderr, "FAIL revoke: async error %s after ncclCommRevoke\n", ncclGetErrorString(async));
+      gFailures++;
+    }
+  }
+  syncAll(ranks);
+  gChecks++;
+  if (ncclAllReduce(ranks[0].send, ranks[0].recv, 16, gType, ncclSum, ranks[0].comm, ranks[0].stream) !=
+      ncclInvalidUsage) {
+    fprintf(stderr, "FAIL revoke: a collective on a revoked communicator was not refused\n");
+    gFailures++;
+  }
+  std::vector<int> excluded;
+  if (n >= 3) excluded.push_back(1);
+  std::vector<Rank> rest;
+  EXPECT_OK(ncclGroupStart());
+  for (int r = 0; r < n; r++) {
+    if (std::find(excluded.begin(), excluded.end(), r) != excluded.end()) continue;
+    rest.push_back(ranks[r]);
+    EXPECT_OK(gpu::setDevice(ranks[r].dev));
+    EXPECT_OK(ncclCommShrink(ranks[r].comm, excluded.data(), (int)excluded.size(), &rest.back().comm, nullptr,
+                             NCCL_SHRINK_DEFAULT));
+  }
+  EXPECT_OK(ncclGroupEnd());
+  for (size_t i = 0; i < rest.size(); i++) {
+    int rank = -1, count = 0;
+    EXPECT_OK(ncclCommUserRank(rest[i].comm, &rank));
+    EXPECT_OK(ncclCommCount(rest[i].comm, &count));
+    gChecks++;
+    if (rank != (int)i || count != (int)rest.size()) {
+      fprintf(stderr, "FAIL shrink: rank %d of %d, expected %zu of %zu\n", rank, count, i, rest.size());
+      gFailures++;
+    }
+  }
+  for (size_t count : {(size_t)1, (size_t)4099, (size_t)70001}) {
+    runCase(rest, "AllReduce", count, false, ncclSum, 0);
+    runCase(rest, "AlltoAll", count, true, ncclSum, 0);
+  }
+  for (Rank& R : rest) EXPECT_OK(ncclCommDestroy(R.comm));
+  printf("emu_coll_test: revoke with work in flight on %d ranks, shrink to %zu: done\n", n, rest.size());
+}
+
 void runMixedGroup(std::vector<Rank>& ranks, int rounds) {
   const int n = (int)ranks.size();
   struct Op {
@@ -730,6 +789,7 @@ int main(int argc, char** argv) {
   bool expectCe = false;    // --expect-ce: the order cases' large transfers must go by copy engine
   int ranksPerGpu = 1;      // --ranks-per-gpu=K: rank r on device r / K
   bool smallCounts = false; // --small: counts up to 1000 only (many ranks: CI time)
+  bool revokeShrink = false; // --revoke-shrink: only runRevokeShrink
   std::string expectInitError;  // --expect-init-error=TEXT: init must be refused with TEXT
   for (int i = 1; i < argc; i++) {
     if (!strncmp(argv[i], "--ranks=", 8)) nranks = atoi(argv[i] + 8);
@@ -745,6 +805,7 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--expect-ce")) expectCe = true;
     if (!strncmp(argv[i], "--ranks-per-gpu=", 16)) ranksPerGpu = atoi(argv[i] + 16);
     if (!strcmp(argv[i], "--small")) smallCounts = true;
+    if (!strcmp(argv[i], "--revoke-shrink")) revokeShrink = true;
     if (!strncmp(argv[i], "--expect-init-error=", 20)) expectInitError = argv[i] + 20;
   }
   if (ranksPerGpu < 1) {
@@ -806,6 +867,15 @@ int main(int argc, char** argv) {
     R.recv = static_cast<char*>(p);
   }
 
+  if (revokeShrink) {
+    runRevokeShrink(ranks);
+    for (Rank& R : ranks) {
+      EXPECT_OK(gpu::setDevice(R.dev));
+      EXPECT_OK(ncclCommDestroy(R.comm));
+    }
+    printf("emu_coll_test: %d checks, %d failures\n", gChecks, gFailures);
+    return gFailures == 0 ? 0 : 1;
+  }
   if (mixedGroup) runMixedGroup(ranks, 3);
   if (profile) {
     runCase(ranks, "AllReduce", 4099, false, ncclSum, 0);

@@ -9,6 +9,9 @@
 // resident.
 // Prints one line per test and "N passed, M failed"; exits 0, 1, or 77 (no GPU).
 #include <dirent.h>
+#include <execinfo.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -542,8 +545,10 @@ bool testRevokeShrink() {
   Comms c(n);
   std::vector<int> devs(n);
   for (int i = 0; i < n; i++) devs[i] = i % ngpus;
+  step("revoke-shrink: init");
   NCCL_OK(ncclCommInitAll(c.data(), n, devs.data()));
   if (!allReduceCheck(c)) return false;
+  step("revoke-shrink: work in flight");
   std::vector<std::unique_ptr<RankIo>> io;
   const size_t count = 16u << 20;
   for (int r = 0; r < n; r++) {
@@ -559,6 +564,7 @@ bool testRevokeShrink() {
     for (int r = 0; r < n; r++)
       NCCL_OK(ncclAllReduce(io[r]->send, io[r]->send, count, ncclFloat32, ncclSum, c[r], io[r]->stream));
   NCCL_OK(ncclGroupEnd());
+  step("revoke-shrink: revoke");
   for (int r = 0; r < n; r++) NCCL_OK(ncclCommRevoke(c[r], NCCL_REVOKE_DEFAULT));
   for (int r = 0; r < n; r++) {
     ncclResult_t async = ncclInProgress;
@@ -575,13 +581,17 @@ bool testRevokeShrink() {
   EXPECT_ERR(ncclCommShrink(c[0], &self, 1, &bad, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidArgument, "exclude list");
   EXPECT_ERR(ncclCommShrink(c[0], &one, 1, &bad, nullptr, 9), ncclInvalidArgument, "shrinkFlags");
   EXPECT(bad == nullptr, "a refused ncclCommShrink set *newcomm");
+  step("revoke-shrink: shrink");
   Comms s(2);
   NCCL_OK(ncclGroupStart());
   NCCL_OK(ncclCommShrink(c[0], &one, 1, &s[0], nullptr, NCCL_SHRINK_DEFAULT));
   NCCL_OK(ncclCommShrink(c[2], &one, 1, &s[1], nullptr, NCCL_SHRINK_DEFAULT));
   NCCL_OK(ncclGroupEnd());
   if (!checkIdentity(s[0], 0, 2, devs[0]) || !checkIdentity(s[1], 1, 2, devs[2])) return false;
-  return allReduceCheck(s) && s.destroyAll() && c.destroyAll();
+  step("revoke-shrink: shrunk communicator");
+  if (!allReduceCheck(s)) return false;
+  step("revoke-shrink: destroy");
+  return s.destroyAll() && c.destroyAll();
 }
 
 // Ranks whose blocks cannot all be resident would wait for each other
@@ -601,7 +611,22 @@ bool testShareNoFit() {
 
 }  // namespace
 
+// A crash says in which step it happened, with the raw stack (addresses
+// resolve with addr2line against the build's binaries).
+void onCrash(int sig) {
+  char msg[256];
+  int n = snprintf(msg, sizeof(msg), "comm_api_test: signal %d during step '%s'\n", sig, gStep.c_str());
+  ssize_t w = write(2, msg, n > 0 ? (size_t)n : 0);
+  (void)w;
+  void* frames[48];
+  backtrace_symbols_fd(frames, backtrace(frames, 48), 2);
+  _exit(128 + sig);
+}
+
 int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);   // progress lines reach the log before a crash
+  signal(SIGSEGV, onCrash);
+  signal(SIGABRT, onCrash);
   // Before the first runtime call: one host-to-GPU work queue per rank of the
   // share tests' 8 ranks on GPU 0 (a kernel queued behind another rank's
   // waiting kernel never starts).
