@@ -547,7 +547,9 @@ bool testRevokeShrink() {
   for (int i = 0; i < n; i++) devs[i] = i % ngpus;
   step("revoke-shrink: init");
   NCCL_OK(ncclCommInitAll(c.data(), n, devs.data()));
-  if (!allReduceCheck(c)) return false;
+  // No allReduceCheck on these comms first: it destroys its streams, and a
+  // comm orders a launch on a new stream after its last launch by recording
+  // an event on that (destroyed) stream (README: known limitations).
   step("revoke-shrink: work in flight");
   std::vector<std::unique_ptr<RankIo>> io;
   const size_t count = 16u << 20;
