@@ -151,7 +151,11 @@ typedef struct ncclDevCommRequirements ncclDevCommRequirements_t;
 
 /* NCCL 2.28.9 has no initializer macro (programs zero the struct); later
  * NCCL versions add one under this name, so code written for them builds. */
+#ifdef __cplusplus
+#define NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER {}
+#else
 #define NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER {0}
+#endif
 
 /* ------------------------------------------------------- host API functions */
 /* Not supported yet: ncclInvalidUsage (needs symmetric memory windows). */
