@@ -5,7 +5,8 @@
 #
 #   bash ci/gpu-test.sh                    # build in build-gpu, tests + benchmarks
 #   bash ci/gpu-test.sh --prebuilt DIR     # DIR/lib, DIR/tests, DIR/bench from ci/pack-prebuilt.sh
-#   GPU_TESTS="backend kernels coll net stress profiler" BENCH=quick|full|none BENCH_NET=1 bash ci/gpu-test.sh
+#   GPU_TESTS="backend kernels coll net stress profiler torch" BENCH=quick|full|none BENCH_NET=1 bash ci/gpu-test.sh
+#   TORCH_PYTHON=/path/to/python: the PyTorch the "torch" test runs (default /opt/torch/.venv/bin/python)
 #   GPU_SHARE=auto|none SHARE_KS="2 8" bash ci/gpu-test.sh   # several ranks per GPU (below); default auto
 #
 # Several ranks per GPU (issue 22, GPU_SHARE=auto): on a one-GPU machine the
@@ -26,7 +27,7 @@ OUTDIR=${OUT:-$ROOT/gpu-test-out}
 mkdir -p "$OUTDIR"
 prebuilt=""
 if [[ ${1:-} == --prebuilt ]]; then prebuilt=$(cd "$2" && pwd); fi
-TESTS=${GPU_TESTS:-backend comm watchdog capture kernels coll net}
+TESTS=${GPU_TESTS:-backend comm watchdog capture kernels coll net torch}
 BENCH=${BENCH:-quick}
 table=()
 
@@ -97,6 +98,8 @@ for t in $TESTS; do
           done
         done | tee "$OUTDIR/prof_overhead.txt"
       fi ;;
+    torch)  # PyTorch's "nccl" backend on uniccl's libnccl.so.2 (world size 1; skipped without PyTorch)
+      run_test torch 600 bash "$ROOT/tests/torch/run.sh" "$LIB/libnccl.so.2" ;;
     net)  # every collective over the socket transport (loopback) between the local GPUs
       e=$(find_exe coll_test)
       if [[ -n $e ]]; then
