@@ -36,12 +36,13 @@ def report(verdict, name, detail=""):
 
 
 def mapped_ncclLibs():
-    """Real paths of every libnccl* mapped into this process."""
+    """Real paths of every libnccl.so* mapped into this process (plugins such
+    as libnccl-net.so or libnccl-profiler-*.so are other libraries)."""
     libs = set()
     with open("/proc/self/maps") as f:
         for line in f:
             parts = line.split()
-            if len(parts) >= 6 and "libnccl" in os.path.basename(parts[5]):
+            if len(parts) >= 6 and os.path.basename(parts[5]).startswith("libnccl.so"):
                 libs.add(os.path.realpath(parts[5]))
     return libs
 
