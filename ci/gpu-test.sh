@@ -5,8 +5,9 @@
 #
 #   bash ci/gpu-test.sh                    # build in build-gpu, tests + benchmarks
 #   bash ci/gpu-test.sh --prebuilt DIR     # DIR/lib, DIR/tests, DIR/bench from ci/pack-prebuilt.sh
-#   GPU_TESTS="backend kernels coll onerank rccl net stress profiler" BENCH=quick|full|none BENCH_NET=1 \
+#   GPU_TESTS="backend kernels coll onerank rccl net stress profiler torch" BENCH=quick|full|none BENCH_NET=1 \
 #     BENCH_ONERANK=0|1 bash ci/gpu-test.sh
+#   TORCH_PYTHON=/path/to/python: the PyTorch the "torch" test runs (default /opt/torch/.venv/bin/python)
 #   GPU_SHARE=auto|none SHARE_KS="2 8" bash ci/gpu-test.sh   # several ranks per GPU (below); default auto
 #
 # Several ranks per GPU (issue 22, GPU_SHARE=auto): on a one-GPU machine the
@@ -27,7 +28,7 @@ OUTDIR=${OUT:-$ROOT/gpu-test-out}
 mkdir -p "$OUTDIR"
 prebuilt=""
 if [[ ${1:-} == --prebuilt ]]; then prebuilt=$(cd "$2" && pwd); fi
-TESTS=${GPU_TESTS:-backend comm watchdog capture kernels coll onerank rccl net}
+TESTS=${GPU_TESTS-backend comm watchdog capture kernels coll onerank rccl net torch}
 BENCH=${BENCH:-quick}
 table=()
 
@@ -104,6 +105,8 @@ for t in $TESTS; do
     onerank)  # communicators of one rank (core/one_rank.h): every collective a copy on the stream or nothing
       e=$(find_exe coll_test)
       [[ -n $e ]] && run_test coll-1rank 600 "$e" --ngpus=1 ${COLL_ARGS:-} ;;
+    torch)  # PyTorch's "nccl" backend on uniccl's libnccl.so.2 (world size 1; skipped without PyTorch)
+      run_test torch 600 bash "$ROOT/tests/torch/run.sh" "$LIB/libnccl.so.2" ;;
     net)  # every collective over the socket transport (loopback) between the local GPUs
       e=$(find_exe coll_test)
       if [[ -n $e ]]; then

@@ -111,6 +111,3 @@ ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
   UCHECK(checkCommHandle(comm, "ncclRedOpDestroy"));
   return comm->redOps.destroy(op);
 }
-
-NCCL_API(void, ncclResetDebugInit);
-void ncclResetDebugInit() { resetLoggingForTesting(); }

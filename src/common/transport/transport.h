@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/gpu.h"
@@ -98,6 +99,14 @@ class Transports {
     return p2pReach_[(size_t)a * nRanks_ + b] && p2pReach_[(size_t)b * nRanks_ + a];
   }
   TransportKind kind(int peer) const { return links_[peer].kind; }
+  // init() ran and p2pReachable() may be asked (hand-built test comms lack it).
+  bool reachKnown() const { return nRanks_ > 0 && p2pReach_.size() == (size_t)nRanks_ * nRanks_; }
+  // Sets the reach matrix init() would exchange ([a * nRanks + b]: a can
+  // address b's GPU), for unit tests of what is decided from it.
+  void setReachForTesting(int nRanks, std::vector<uint8_t> reach) {
+    nRanks_ = nRanks;
+    p2pReach_ = std::move(reach);
+  }
 
   // Connection in phases so that one thread can connect several
   // communicators of a group without deadlock (each phase waits only on

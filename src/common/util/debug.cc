@@ -29,7 +29,7 @@ constexpr int kMaxMessage = 1024;
 std::once_flag gConfigOnce;
 std::mutex gOutputMutex;
 std::atomic<int> gLevel{kLogNone};
-uint64_t gSubsysMask = 0;
+std::atomic<uint64_t> gSubsysMask{0};   // atomic: reloadLoggingConfig may run while threads log
 FILE* gFile = nullptr;  // nullptr means stderr
 char gHostname[64] = "";
 
@@ -68,7 +68,7 @@ void applyConfigLocked() {
       fprintf(stderr, "%s:%d NCCL WARN cannot open NCCL_DEBUG_FILE %s (%s); logging to stderr\n", gHostname,
               (int)getpid(), path, strerror(errno));
   }
-  gSubsysMask = subsys;
+  gSubsysMask.store(subsys, std::memory_order_relaxed);
   gLevel.store(level, std::memory_order_relaxed);
   detail::gInfoMask.store(level >= kLogInfo ? subsys : 0, std::memory_order_relaxed);
   detail::gTraceMask.store(level >= kLogTrace ? subsys : 0, std::memory_order_relaxed);
@@ -117,7 +117,7 @@ void logMessage(int level, uint64_t subsys, const char* file, int line, const ch
     }
     return;
   }
-  if ((gSubsysMask & subsys) == 0) return;
+  if ((gSubsysMask.load(std::memory_order_relaxed) & subsys) == 0) return;
   writeLine(level == kLogTrace ? "TRACE" : "INFO", file, line, msg, level == kLogTrace);
 }
 }  // namespace detail
@@ -214,7 +214,7 @@ void expandLogFileName(const char* pattern, char* out, int outBytes) {
   out[o] = '\0';
 }
 
-void resetLoggingForTesting() {
+void reloadLoggingConfig() {
   initOnce();
   std::lock_guard<std::mutex> lock(gOutputMutex);
   applyConfigLocked();

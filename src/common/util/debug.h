@@ -77,9 +77,13 @@ int parseLogLevel(const char* value);          // unset/unknown -> kLogNone
 uint64_t parseLogSubsys(const char* value);    // nullptr -> INIT|BOOTSTRAP|ENV
 void expandLogFileName(const char* pattern, char* out, int outBytes);
 
-// Forgets the configuration so the next log call reads the environment again.
-// For tests only: must not race with other threads that are logging.
-void resetLoggingForTesting();
+// Reads NCCL_DEBUG, NCCL_DEBUG_SUBSYS and NCCL_DEBUG_FILE again (the file is
+// closed and reopened), for programs that change them after logging started
+// (NCCL's ncclResetDebugInitInternal / ncclResetDebugInit). Threads may log
+// meanwhile: lines are written under the same lock, the masks are atomics.
+void reloadLoggingConfig();
+// The same, under the name the unit tests use.
+inline void resetLoggingForTesting() { reloadLoggingConfig(); }
 
 }  // namespace uniccl
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "nccl_device.h"
 #include "rccl/rccl.h"   // uniccl.h plus RCCL's names (ncclAllToAll, ncclAllToAllv)
 
 namespace {
@@ -53,6 +54,10 @@ std::vector<Call> callsTakingComm() {
   static int exclude[1] = {0};
   static float scalar = 2.0f;
   static const size_t counts[1] = {8}, displs[1] = {0};
+  static ncclDevCommRequirements devReqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  static ncclDevComm devComm;
+  static ncclGinBarrierHandle_t ginBar;
+  static ncclDevResourceRequirements_t resReq;
   return {
       {"ncclAllReduce", [=](ncclComm_t c) { return ncclAllReduce(s, r, 8, ncclFloat32, ncclSum, c, nullptr); }},
       {"ncclBroadcast", [=](ncclComm_t c) { return ncclBroadcast(s, r, 8, ncclFloat32, 0, c, nullptr); }},
@@ -83,6 +88,11 @@ std::vector<Call> callsTakingComm() {
       {"ncclRedOpCreatePreMulSum",
        [](ncclComm_t c) { return ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, c); }},
       {"ncclRedOpDestroy", [](ncclComm_t c) { return ncclRedOpDestroy(ncclSum, c); }},
+      // Device API (nccl_device.h)
+      {"ncclDevCommCreate", [](ncclComm_t c) { return ncclDevCommCreate(c, &devReqs, &devComm); }},
+      {"ncclDevCommDestroy", [](ncclComm_t c) { return ncclDevCommDestroy(c, &devComm); }},
+      {"ncclGinBarrierCreateRequirement",
+       [](ncclComm_t c) { return ncclGinBarrierCreateRequirement(c, ncclTeam_t{1, 0, 1}, 1, &ginBar, &resReq); }},
   };
 }
 
@@ -101,6 +111,30 @@ TEST(BadInput, NullAndBogusComm) {
   expectError(ncclCommDestroy(bogusComm()), ncclInvalidArgument, "ncclCommDestroy", "ncclCommDestroy(bogus)");
   resetLastError();
   expectError(ncclCommAbort(bogusComm()), ncclInvalidArgument, "ncclCommAbort", "ncclCommAbort(bogus)");
+}
+
+// The Device API's team functions return a team or a rank, not a result:
+// a bad comm gets the empty team / -1 and a WARN naming the function.
+TEST(BadInput, DeviceApiTeams) {
+  for (ncclComm_t c : {(ncclComm_t) nullptr, bogusComm()}) {
+    const std::string which = c ? "bogus comm" : "NULL comm";
+    using TeamFn = ncclTeam_t (*)(ncclComm_t);
+    const std::pair<const char*, TeamFn> teams[] = {
+        {"ncclTeamWorld", ncclTeamWorld}, {"ncclTeamLsa", ncclTeamLsa}, {"ncclTeamRail", ncclTeamRail}};
+    for (auto [name, fn] : teams) {
+      resetLastError();
+      ncclTeam_t t = fn(c);
+      EXPECT_EQ(t.nRanks, 0) << name << "(" << which << ")";
+      expectError(ncclInvalidArgument, ncclInvalidArgument, name, std::string(name) + "(" + which + ")");
+    }
+    resetLastError();
+    EXPECT_EQ(ncclTeamRankToWorld(c, ncclTeam_t{1, 0, 1}, 0), -1);
+    expectError(ncclInvalidArgument, ncclInvalidArgument, "ncclTeamRankToWorld", "ncclTeamRankToWorld(" + which + ")");
+    resetLastError();
+    EXPECT_EQ(ncclTeamRankToLsa(c, ncclTeam_t{1, 0, 1}, 0), -1);
+    expectError(ncclInvalidArgument, ncclInvalidArgument, "ncclTeamRankToLsa", "ncclTeamRankToLsa(" + which + ")");
+  }
+  for (size_t i = 0; i < sizeof(gBogus); i++) ASSERT_EQ(gBogus[i], 0) << "a call wrote into the bogus comm";
 }
 
 TEST(BadInput, NullOutPointers) {

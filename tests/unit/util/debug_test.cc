@@ -76,6 +76,46 @@ TEST(DebugParse, FileNameExpansion) {
   EXPECT_STREQ(tiny, "abcd");
 }
 
+// NCCL exports these without declaring them in nccl.h (PyTorch links the
+// first): the logging configuration is read again from the environment.
+extern "C" void ncclResetDebugInitInternal();
+extern "C" void ncclResetDebugInit();
+
+TEST_F(LoggingEnv, ResetDebugInitRereadsTheEnvironment) {
+  std::string pid = std::to_string(getpid());
+  std::string first = "/tmp/uniccl_reset_debug_a." + pid + ".log";
+  std::string second = "/tmp/uniccl_reset_debug_b." + pid + ".log";
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "INIT", 1);
+  setenv("NCCL_DEBUG_FILE", first.c_str(), 1);
+  ncclResetDebugInitInternal();
+  INFO(kSubsysInit, "line one");
+  INFO(kSubsysNet, "net line one");   // NET not selected yet
+
+  // New file, new subsystems: the next lines follow them.
+  setenv("NCCL_DEBUG_SUBSYS", "NET", 1);
+  setenv("NCCL_DEBUG_FILE", second.c_str(), 1);
+  ncclResetDebugInitInternal();
+  INFO(kSubsysInit, "init line two");  // INIT no longer selected
+  INFO(kSubsysNet, "net line two");
+
+  // Logging off: nothing more is written anywhere.
+  unsetenv("NCCL_DEBUG");
+  ncclResetDebugInit();   // the deprecated name does the same
+  INFO(kSubsysNet, "net line three");
+  EXPECT_EQ(logLevel(), kLogNone);
+
+  std::string a = readFile(first), b = readFile(second);
+  unlink(first.c_str());
+  unlink(second.c_str());
+  EXPECT_NE(a.find("NCCL INFO line one\n"), std::string::npos) << a;
+  EXPECT_EQ(a.find("net line one"), std::string::npos) << a;
+  EXPECT_EQ(a.find("line two"), std::string::npos) << a;
+  EXPECT_NE(b.find("NCCL INFO net line two\n"), std::string::npos) << b;
+  EXPECT_EQ(b.find("init line two"), std::string::npos) << b;
+  EXPECT_EQ(b.find("line three"), std::string::npos) << b;
+}
+
 TEST_F(LoggingEnv, InfoLinesGoToTheFileInNcclFormat) {
   std::string pattern = "/tmp/uniccl_debug_test.%p.log";
   std::string path = "/tmp/uniccl_debug_test." + std::to_string(getpid()) + ".log";

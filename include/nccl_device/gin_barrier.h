@@ -1,0 +1,13 @@
+/*
+ * uniccl's Device API: GIN (GPU-initiated network) barriers, host part. The
+ * requirement builder says how many GIN signals nBarriers barriers over
+ * `team` need; device-side sessions are not part of this uniccl version.
+ */
+#ifndef UNICCL_NCCL_DEVICE_GIN_BARRIER_H
+#define UNICCL_NCCL_DEVICE_GIN_BARRIER_H
+#include "core.h"
+
+NCCL_EXTERN_C __host__ ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t team, int nBarriers,
+                                                                    ncclGinBarrierHandle_t* outHandle,
+                                                                    ncclDevResourceRequirements_t* outReq);
+#endif
