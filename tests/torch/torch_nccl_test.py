@@ -22,6 +22,7 @@ any failure, 77 when nothing could run (no GPU).
 """
 
 import datetime
+import ctypes
 import os
 import socket
 import sys
@@ -47,6 +48,22 @@ def mapped_ncclLibs():
     return libs
 
 
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+def bound_library(name):
+    """Real path of the library the process-wide lookup of `name` finds."""
+    libc = ctypes.CDLL(None)
+    addr = ctypes.cast(getattr(libc, name), ctypes.c_void_p)
+    info = _DlInfo()
+    libdl = ctypes.CDLL("libc.so.6")
+    if not libdl.dladdr(addr, ctypes.byref(info)) or not info.dli_fname:
+        return None
+    return os.path.realpath(info.dli_fname.decode())
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -67,13 +84,19 @@ def main():
         return 77
 
     # ---- is torch's NCCL uniccl? ----
+    # torch's own libnccl.so.2 (its wheel's RUNPATH) may be mapped too: what
+    # counts is where the process's global lookup of the NCCL API lands,
+    # which LD_PRELOAD puts first.
     mapped = mapped_ncclLibs()
-    if mapped != {ours}:
+    bound = {name: bound_library(name) for name in ("ncclCommInitRankConfig", "ncclAllReduce", "ncclDevCommCreate")}
+    if ours not in mapped or any(path != ours for path in bound.values()):
         report("FAIL", "torch runs on uniccl",
-               f"libnccl mapped: {sorted(mapped) or 'none'}; expected only {ours} (is it in LD_PRELOAD?)")
+               f"libnccl mapped: {sorted(mapped) or 'none'}; the API binds to {bound}; expected {ours} "
+               "(is it in LD_PRELOAD?)")
         print(f"{RESULTS['PASS']} passed, {RESULTS['FAIL']} failed, {RESULTS['SKIP']} skipped")
         return 1
-    report("PASS", "torch runs on uniccl", f"{ours}, torch.cuda.nccl.version() = {torch.cuda.nccl.version()}")
+    report("PASS", "torch runs on uniccl", f"{ours} (also mapped: {sorted(mapped - {ours}) or 'nothing'}), "
+           f"torch.cuda.nccl.version() = {torch.cuda.nccl.version()}")
 
     dev = torch.device("cuda", 0)
     torch.cuda.set_device(dev)
