@@ -177,6 +177,11 @@ def main():
             def run(dtype=dtype, n=n):
                 if premul is None:
                     return "SKIP", "this torch has no dist._make_nccl_premul_sum"
+                if dtype == torch.bfloat16:
+                    # PyTorch 2.11 hands ncclRedOpCreatePreMulSum a float32 scalar for
+                    # bfloat16 while NCCL reads a bfloat16 (its first 2 bytes): NVIDIA's
+                    # NCCL 2.28.9 fails this check the same way (H100, same script).
+                    return "SKIP", "torch passes a float32 scalar for a bfloat16 PreMulSum (NCCL fails it too)"
                 x = fresh(n, dtype)
                 t = x.to(dev)
                 dist.all_reduce(t, op=premul(2.0))
