@@ -18,7 +18,11 @@ cd "$(dirname "$0")/.."
 root=$PWD
 source ci/setup.sh   # never ends this script, leaves its options alone
 
-filter=${UNICCL_KERNEL_FILTER:-f32,bf16}
+# CI (no GPU) builds two datatypes' kernels; where a GPU runs the GPU suite,
+# every datatype (coll_test checks them all).
+default_filter=f32,bf16
+nvidia-smi -L >/dev/null 2>&1 && default_filter=all
+filter=${UNICCL_KERNEL_FILTER:-$default_filter}
 jobs=${UNICCL_JOBS:-$(nproc)}
 build=${UNICCL_BUILD_DIR:-$root/build}
 summary=()
