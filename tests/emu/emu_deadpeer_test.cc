@@ -73,6 +73,7 @@ constexpr size_t kFinalCount = 4u << 20;   // orderly: the last transfer (16 MiB
 constexpr int kChecked = 5;
 constexpr double kAbortLimitSec = 5.0;
 constexpr double kDrainLimitSec = 5.0;
+constexpr double kRevokeLimitSec = 25.0;
 constexpr int kParentAlarmSec = 50;   // the whole case; meson's timeout is above it
 
 std::string gPrefix = "parent: ";
@@ -309,11 +310,14 @@ bool revokeAndCheck(ncclComm_t comm, Side& s, int rank, int nranks, unsigned see
   const Clock::time_point t0 = Clock::now();
   NCCL_OK(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT));
   rep->abortSec = secondsSince(t0);
-  REQUIRE(rep->abortSec < kAbortLimitSec, "ncclCommRevoke took %.2f s", rep->abortSec);
+  // Bounded, not fast: every rank's kernels spin with all peers alive, and on
+  // a loaded 2-core machine their emulated threads take seconds to see the flag.
+  REQUIRE(rep->abortSec < kRevokeLimitSec, "ncclCommRevoke took %.2f s", rep->abortSec);
   int st;
-  while ((st = s.state()) == 0 && secondsSince(t0) < 10) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while ((st = s.state()) == 0 && secondsSince(t0) < kRevokeLimitSec + 5)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   rep->drainSec = secondsSince(t0);
-  REQUIRE(st == 1, "after ncclCommRevoke the stream %s", st == 0 ? "is still busy after 10 s" : "failed");
+  REQUIRE(st == 1, "after ncclCommRevoke the stream %s", st == 0 ? "is still busy" : "failed");
   ncclResult_t async = ncclInProgress;
   NCCL_OK(ncclCommGetAsyncError(comm, &async));
   rep->asyncErr = async;

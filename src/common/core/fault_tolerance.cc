@@ -9,8 +9,12 @@
 // communicator's bootstrap: the live ranks still reach each other through
 // it, which is all a shrink needs (the first remaining rank hands the others
 // a fresh unique id, as a split does). uniccl's revoke returns once the
-// communicator is quiescent, so ncclCommGetAsyncError answers ncclSuccess
-// right after it (NCCL may answer ncclInProgress for a while).
+// launches the watchdog tracks have ended, so ncclCommGetAsyncError answers
+// ncclSuccess right after it (NCCL may answer ncclInProgress for a while);
+// launches still queued behind them on the stream exit at their first abort
+// check when they start (the CPU emulator showed such a stream busy for
+// seconds after the revoke returned). Destroying a revoked communicator
+// takes the abort path: nothing of its stopped operations is left to send.
 #include <algorithm>
 #include <vector>
 

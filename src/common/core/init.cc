@@ -549,7 +549,9 @@ NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm);
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;   // as NCCL: destroying NULL is a no-op
   UCHECK(checkCommHandle(comm, "ncclCommDestroy"));
-  commFree(comm, false);
+  // A revoked communicator's operations were stopped: nothing of theirs is
+  // left to deliver, so its network sends are not waited for (as on abort).
+  commFree(comm, comm->state.load(std::memory_order_acquire) == CommState::Revoked);
   return ncclSuccess;
 }
 
