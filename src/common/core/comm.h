@@ -124,6 +124,9 @@ struct ncclComm {
   std::vector<uniccl::gpu::Stream> streamScratch;  // distinct streams of a group
 
   std::thread initThread;                     // non-blocking init runs here
+  // Non-blocking ncclCommFinalize (config.blocking == 0) waits for the
+  // launches here; ncclCommGetAsyncError answers ncclInProgress meanwhile.
+  std::thread finalizeThread;
 
   uniccl::RedOpTable redOps;                  // ncclRedOpCreatePreMulSum ops of this comm
   uniccl::BufferRegistry registry;            // ncclCommRegister'ed buffers

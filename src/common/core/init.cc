@@ -6,6 +6,7 @@
 #include <random>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include "common/api_export.h"
@@ -232,6 +233,15 @@ void commFree(ncclComm* comm, bool abort) {
   if (comm->initThread.joinable()) {
     if (abort) comm->hostAbort.store(1, std::memory_order_release);
     comm->initThread.join();
+  }
+  if (comm->finalizeThread.joinable()) {
+    // The comm finished its init (finalize needs that): the device abort
+    // flag exists, and raising it ends the launches the thread waits for.
+    if (abort) {
+      comm->hostAbort.store(1, std::memory_order_release);
+      if (comm->abortFlagHost != nullptr) __atomic_store_n(comm->abortFlagHost, 1u, __ATOMIC_RELEASE);
+    }
+    comm->finalizeThread.join();
   }
   // From here on the watchdog thread no longer looks at this comm.
   watchdogUnregister(comm);
@@ -532,15 +542,48 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   return runDerivation(job, child, newcomm);
 }
 
-NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm);
-ncclResult_t ncclCommFinalize(ncclComm_t comm) {
-  UCHECK(checkCommUsable(comm, "ncclCommFinalize"));
+namespace {
+
+// Waits (on the comm's GPU) until every launch of the communicator ended.
+ncclResult_t drainOnCommDevice(ncclComm* comm) {
   int saved = -1;
   gpu::getDevice(&saved);
   gpu::setDevice(comm->gpuDev);
   ncclResult_t res = drainLaunches(comm);
   if (saved >= 0) gpu::setDevice(saved);
-  UCHECK(res);
+  return res;
+}
+
+}  // namespace
+
+// Blocking: returns once the communicator's operations ended. Non-blocking
+// (config.blocking == 0, as NCCL): returns ncclInProgress at once; the wait
+// runs on a thread of the comm and ncclCommGetAsyncError answers
+// ncclInProgress until it ended, then ncclSuccess (or the launches' error).
+// Either way no operation may be issued once finalize was called.
+NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm);
+ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  UCHECK(checkCommUsable(comm, "ncclCommFinalize"));
+  if (!comm->config.blocking) {
+    if (comm->initThread.joinable()) comm->initThread.join();   // its init ended (the comm is usable)
+    comm->asyncError.store(ncclInProgress, std::memory_order_release);
+    comm->state.store(CommState::Finalized, std::memory_order_release);
+    try {
+      comm->finalizeThread = std::thread([comm] {
+        ncclResult_t res = drainOnCommDevice(comm);
+        if (res != ncclSuccess)
+          WARN("ncclCommFinalize: rank %d: waiting for the communicator's operations failed (%s)", comm->rank,
+               ncclGetErrorString(res));
+        comm->asyncError.store(res, std::memory_order_release);
+      });
+    } catch (const std::system_error& e) {
+      WARN("ncclCommFinalize: cannot start the finalize thread (%s)", e.what());
+      comm->asyncError.store(ncclSystemError, std::memory_order_release);
+      return ncclSystemError;
+    }
+    return ncclInProgress;
+  }
+  UCHECK(drainOnCommDevice(comm));
   comm->state.store(CommState::Finalized, std::memory_order_release);
   return ncclSuccess;
 }

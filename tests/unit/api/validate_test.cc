@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <functional>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -764,6 +766,44 @@ TEST_F(ApiValidate, FinalizeThenUse) {
          [&] { return ncclAllReduce(send0, recv0, kCount, ncclFloat32, ncclSum, comm, stream); });
   reject(ncclInvalidUsage, "finalized", "finalize twice", [&] { return ncclCommFinalize(comm); });
   // Destroy after finalize is the normal path (TearDown destroys it).
+}
+
+// Non-blocking finalize (config.blocking = 0, as NCCL): ncclInProgress at
+// once, the async error stays ncclInProgress while a launch is unfinished,
+// then turns ncclSuccess; no new operation is accepted meanwhile.
+TEST_F(ApiValidate, NonBlockingFinalize) {
+  comm->config.blocking = false;
+  fake::setAutoComplete(false);
+  accept("before finalize", [&] { return ncclAllReduce(send0, recv0, kCount, ncclFloat32, ncclSum, comm, stream); });
+  ASSERT_EQ(fake::pendingEventCount(), 1u);
+  ASSERT_EQ(ncclCommFinalize(comm), ncclInProgress);
+  ncclResult_t async = ncclSuccess;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclInProgress) << "finalize ended before the launch did";
+  reject(ncclInvalidUsage, "finalized", "collective during finalize",
+         [&] { return ncclAllReduce(send0, recv0, kCount, ncclFloat32, ncclSum, comm, stream); });
+  reject(ncclInvalidUsage, "finalized", "finalize twice", [&] { return ncclCommFinalize(comm); });
+  fake::completeEventsUpTo(fake::lastSerial());
+  for (int i = 0; i < 5000 && async == ncclInProgress; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  }
+  EXPECT_EQ(async, ncclSuccess);
+  EXPECT_EQ(comm->state.load(), CommState::Finalized);
+}
+
+// Aborting a communicator whose non-blocking finalize still waits for a
+// launch that never ends returns (the fake's synchronize gives up after its
+// timeout, as a real kernel would exit on the abort flag) and frees it.
+TEST_F(ApiValidate, AbortDuringNonBlockingFinalize) {
+  comm->config.blocking = false;
+  fake::setAutoComplete(false);
+  fake::setSyncTimeoutMs(200);
+  accept("before finalize", [&] { return ncclAllReduce(send0, recv0, kCount, ncclFloat32, ncclSum, comm, stream); });
+  ASSERT_EQ(ncclCommFinalize(comm), ncclInProgress);
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  comm = nullptr;   // TearDown has nothing left to destroy
 }
 
 TEST_F(ApiValidate, AbortAndDestroyHandles) {
