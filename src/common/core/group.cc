@@ -8,6 +8,7 @@
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/core/copy_engine.h"
+#include "common/core/cost_model.h"
 #include "common/core/inplace_stage.h"
 #include "common/core/launch.h"
 #include "common/core/launch_helpers.h"
@@ -293,9 +294,9 @@ ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
     WARN("ncclGroupSimulateEnd: simInfo must be initialized with NCCL_SIM_INFO_INITIALIZER");
     return ncclInvalidArgument;
   }
-  // uniccl has no cost model yet: it reports that no estimate is available
-  // (NCCL_UNDEF_FLOAT) and, like NCCL, discards the group without launching it.
-  simInfo->estimatedTime = NCCL_UNDEF_FLOAT;
+  // As NCCL: the estimate of the operations recorded so far (core/cost_model.h),
+  // and the group is discarded without launching anything.
+  simInfo->estimatedTime = (float)estimateGroupUs(g.comms);
   if (--g.depth > 0) return ncclSuccess;
   ProfilerGroupApiScope profilerGroupApi;  // [profiler] the simulated group ends its GroupApi event too
   g.error = ncclSuccess;

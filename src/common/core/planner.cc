@@ -26,13 +26,6 @@ dev::Coll collOf(TaskKind kind) {
   }
 }
 
-// Bytes the tuning looks at: the whole buffer a rank ends up with.
-size_t tuningBytes(const ncclComm* comm, const Task& t) {
-  size_t bytes = t.count * dataTypeSize(t.dtype);
-  if (t.kind == TaskKind::AllGather || t.kind == TaskKind::ReduceScatter) bytes *= comm->nRanks;
-  return bytes;
-}
-
 dev::Work collWork(const ncclComm* comm, const Task& t) {
   dev::Work w;
   memset(&w, 0, sizeof(w));
@@ -126,6 +119,12 @@ void markProfiledWorks(ncclComm* comm, std::vector<dev::Work>& works, size_t nCo
 }
 
 }  // namespace
+
+size_t tuningBytes(const ncclComm* comm, const Task& t) {
+  size_t bytes = t.count * dataTypeSize(t.dtype);
+  if (t.kind == TaskKind::AllGather || t.kind == TaskKind::ReduceScatter) bytes *= comm->nRanks;
+  return bytes;
+}
 
 void peersToConnect(ncclComm* comm, std::vector<int>* peers) {
   peers->clear();

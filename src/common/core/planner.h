@@ -2,13 +2,19 @@
 // work items and kernel launches (see DESIGN.md, "the life of one collective").
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
+#include "common/core/tasks.h"
 #include "uniccl.h"
 
 struct ncclComm;
 
 namespace uniccl {
+
+// Bytes the tuning looks at for a collective task: the whole buffer a rank
+// ends up with (AllGather / ReduceScatter: nRanks times the per-rank count).
+size_t tuningBytes(const ncclComm* comm, const Task& t);
 
 // Peers that comm's p2p tasks need and that are not connected yet.
 void peersToConnect(ncclComm* comm, std::vector<int>* peers);

@@ -745,6 +745,39 @@ TEST_F(ApiValidate, GroupMisuse) {
   EXPECT_TRUE(comm->tasks.empty());
 }
 
+// ncclGroupSimulateEnd reports the cost model's estimate (core/cost_model.h)
+// of what the group holds and launches nothing: 0 for an empty group, more
+// for more bytes and for more operations.
+TEST_F(ApiValidate, GroupSimulateEndEstimates) {
+  auto simulate = [&](const std::function<void()>& record) {
+    ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+    size_t before = fake::launchCount();
+    EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+    record();
+    EXPECT_EQ(ncclGroupSimulateEnd(&sim), ncclSuccess);
+    EXPECT_EQ(fake::launchCount(), before);
+    EXPECT_TRUE(comm->tasks.empty());
+    return sim.estimatedTime;
+  };
+  auto allReduce = [&](size_t count) {
+    EXPECT_EQ(ncclAllReduce(send0, recv0, count, ncclFloat32, ncclSum, comm, stream), ncclSuccess);
+  };
+  EXPECT_EQ(simulate([] {}), 0.0f);
+  const float small = simulate([&] { allReduce(1); });
+  const float large = simulate([&] { allReduce(kCount); });
+  const float two = simulate([&] { allReduce(kCount); allReduce(kCount); });
+  const float p2p = simulate([&] { EXPECT_EQ(ncclSend(send0, kCount, ncclFloat32, 1, comm, stream), ncclSuccess); });
+  EXPECT_GT(small, 0.0f);
+  EXPECT_LT(small, 1e3f);
+  EXPECT_GT(large, small);
+  EXPECT_GT(two, large);
+  EXPECT_GT(p2p, 0.0f);
+  EXPECT_NE(small, NCCL_UNDEF_FLOAT);
+  // The same group launched for real afterwards still works.
+  accept("after simulations",
+         [&] { return ncclAllReduce(send0, recv0, kCount, ncclFloat32, ncclSum, comm, stream); });
+}
+
 // NCCL remembers an error returned by any call inside a group: ncclGroupEnd
 // then returns it and discards the whole group (ncclGroupErrCheck in NCCL's
 // enqueue.cc / group.cc); so does uniccl (groupErrCheck in group.cc).

@@ -1,0 +1,109 @@
+#include "common/core/cost_model.h"
+
+#include <algorithm>
+
+#include "common/core/comm.h"
+#include "common/core/planner.h"
+#include "common/core/redop.h"
+#include "common/core/tuning.h"
+
+namespace uniccl {
+
+namespace {
+
+// One transport's figures (docs/performance.md): latency per hop for each
+// protocol, the bandwidth one channel reaches with Simple and the ceiling
+// of the link. LL carries 4 data bytes per 8-byte line: half the bandwidth.
+struct LinkModel {
+  double hopUsLL;
+  double hopUsSimple;
+  double channelGBs;
+  double linkGBs;
+};
+
+// NVLink between two H200s: 8 B AllReduce in 4-5 us with two LL hops plus
+// the launch; 64 channels reach 352 GB/s, 128 the 370 GB/s store ceiling.
+constexpr LinkModel kP2p{0.7, 1.5, 5.5, 370.0};
+// Through host memory: AllReduce 1 GiB at 20 GB/s busbw on 2 channels.
+constexpr LinkModel kShm{1.5, 3.0, 10.0, 20.0};
+// Sockets (loopback; a real NIC differs): 8 B AllReduce 43-54 us, 1 GiB 6 GB/s busbw.
+constexpr LinkModel kNet{20.0, 20.0, 3.0, 6.0};
+// A launch (eager enqueue and kernel start; graph replays cost less).
+constexpr double kLaunchUs = 5.0;
+// Device-to-device copy of a one-rank communicator (H100: 256 MiB in 180 us).
+constexpr double kCopyGBs = 1500.0;
+
+const LinkModel& linkOf(TransportKind kind) {
+  switch (kind) {
+    case TransportKind::Net: return kNet;
+    case TransportKind::Shm: return kShm;
+    default: return kP2p;
+  }
+}
+
+double transferUs(const LinkModel& link, bool ll, int nChannels, double hops, double busBytes) {
+  double gbs = std::min(link.linkGBs, link.channelGBs * std::max(nChannels, 1));
+  if (ll) gbs *= 0.5;
+  return hops * (ll ? link.hopUsLL : link.hopUsSimple) + busBytes / (gbs * 1e3);
+}
+
+int ceilLog2(int n) {
+  int d = 0;
+  while ((1 << d) < n) d++;
+  return d;
+}
+
+double copyUs(size_t bytes) { return (double)bytes / (kCopyGBs * 1e3); }
+
+}  // namespace
+
+double estimateCollectiveUs(const ncclComm* comm, TaskKind kind, size_t bytes) {
+  const int n = comm->nRanks;
+  if (n == 1) return copyUs(bytes);
+  const CollTuning t = tuneCollective(comm, kind, bytes);
+  const TransportKind transport = comm->transports.ringUsesNet() ? TransportKind::Net
+                                  : comm->allP2p                ? TransportKind::P2p
+                                                                : TransportKind::Shm;
+  double hops = n - 1, bus = (double)bytes;
+  if (t.algo == dev::kAlgoTree) {
+    hops = 2.0 * ceilLog2(n);
+  } else if (kind == TaskKind::AllReduce) {
+    hops = t.exchange ? 1 : 2.0 * (n - 1);
+    bus = t.exchange ? (double)bytes : 2.0 * (n - 1) / n * (double)bytes;
+  } else if (kind == TaskKind::AllGather || kind == TaskKind::ReduceScatter) {
+    bus = (double)(n - 1) / n * (double)bytes;
+  }
+  return transferUs(linkOf(transport), t.proto == dev::kProtoLL, t.nChannels, hops, bus);
+}
+
+double estimateP2pUs(const ncclComm* comm, int peer, size_t bytes) {
+  if (peer == comm->rank) return copyUs(bytes);
+  // Hand-built test communicators have no reach matrix: taken as P2P, Simple.
+  if (!comm->transports.reachKnown()) return transferUs(kP2p, false, comm->p2pChannels, 1, (double)bytes);
+  const TransportKind transport = comm->transports.kindBetween(comm, comm->rank, peer);
+  return transferUs(linkOf(transport), p2pProto(comm, peer, bytes) == dev::kProtoLL, comm->p2pChannels, 1,
+                    (double)bytes);
+}
+
+double estimateGroupUs(const std::vector<ncclComm*>& comms) {
+  double slowest = 0;
+  bool any = false;
+  for (const ncclComm* comm : comms) {
+    if (comm->tasks.empty()) continue;
+    any = true;
+    double colls = 0, p2p = 0;
+    for (const Task& t : comm->tasks.colls) {
+      // One rank in place costs nothing (core/one_rank.h).
+      if (comm->nRanks == 1 && t.sendbuff == t.recvbuff) continue;
+      colls += estimateCollectiveUs(comm, t.kind, tuningBytes(comm, t));
+    }
+    for (const Task& t : comm->tasks.p2p) {
+      if (t.kind == TaskKind::Send && t.root == comm->rank) continue;   // the matching recv copies it
+      p2p = std::max(p2p, estimateP2pUs(comm, t.root, t.count * dataTypeSize(t.dtype)));
+    }
+    slowest = std::max(slowest, colls + p2p);
+  }
+  return any ? kLaunchUs + slowest : 0.0;
+}
+
+}  // namespace uniccl
