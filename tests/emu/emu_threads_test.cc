@@ -5,7 +5,10 @@
 // communicator allocates device memory, which can wait for another clique's
 // kernels), then run checked AllReduces concurrently, then destroy.
 //
-//   emu_threads_test [--threads=N] [--rounds=N]
+// With --scalable=K the cliques come from ncclCommInitRankScalable with K
+// unique ids (a root per id, each serving a block of the ranks) instead.
+//
+//   emu_threads_test [--threads=N] [--rounds=N] [--scalable=K]
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -27,6 +30,7 @@ namespace {
 
 constexpr int kRanks = 2;
 constexpr int kCount = 257;   // odd: a tail on every channel share
+int gScalableIds = 0;         // --scalable=K: ncclCommInitRankScalable with K ids
 
 std::mutex gPrintMu;
 #define FAILF(...)                                   \
@@ -74,7 +78,18 @@ struct Clique {
   bool setup(unsigned seed) {
     int devs[kRanks];
     for (int r = 0; r < kRanks; r++) devs[r] = r;
-    CHECK_OK(ncclCommInitAll(comms, kRanks, devs));
+    if (gScalableIds > 0) {
+      std::vector<ncclUniqueId> ids(gScalableIds);
+      for (ncclUniqueId& id : ids) CHECK_OK(ncclGetUniqueId(&id));
+      CHECK_OK(ncclGroupStart());
+      for (int r = 0; r < kRanks; r++) {
+        CHECK_OK(gpu::setDevice(devs[r]));
+        CHECK_OK(ncclCommInitRankScalable(&comms[r], kRanks, r, gScalableIds, ids.data(), nullptr));
+      }
+      CHECK_OK(ncclGroupEnd());
+    } else {
+      CHECK_OK(ncclCommInitAll(comms, kRanks, devs));
+    }
     std::mt19937 rng(seed);
     std::uniform_int_distribution<int> d(-4, 4);
     for (int r = 0; r < kRanks; r++) {
@@ -139,6 +154,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     if (!strncmp(argv[i], "--threads=", 10)) nthreads = atoi(argv[i] + 10);
     if (!strncmp(argv[i], "--rounds=", 9)) rounds = atoi(argv[i] + 9);
+    if (!strncmp(argv[i], "--scalable=", 11)) gScalableIds = atoi(argv[i] + 11);
   }
   emu::installCpuKernelRunner();
   Barrier barrier(nthreads);

@@ -1,6 +1,8 @@
 // The root's handling of a rank's hello (root.cc: checkHelloHeader on the
-// first 24 bytes of a connection, then parseHello on the body), and the text
-// forms of the address it logs.
+// first 24 bytes of a connection, then parseHello on the body), of the next
+// block's first rank's message (parseNextFirst; the root's place among
+// several roots taken from the header's tag), and the text forms of the
+// address it logs.
 //
 // Input: magic (8) | WireHeader (24) | hello body (rest).
 #include <string>
@@ -18,8 +20,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   HelloHeaderStatus hs = checkHelloHeader(h, magic);
   if (hs == HelloHeaderStatus::kOk)
-    FUZZ_CHECK(h.magic == magic && h.type == kMsgHello && h.length >= sizeof(HelloBody) &&
-               h.length <= kMaxInitMessageBytes);
+    FUZZ_CHECK(h.magic == magic &&
+               ((h.type == kMsgHello && h.length >= sizeof(HelloBody) && h.length <= kMaxInitMessageBytes) ||
+                (h.type == kMsgNextFirst && h.length == sizeof(NextFirstBody))));
   else if (hs == HelloHeaderStatus::kWrongMagic)
     FUZZ_CHECK(h.magic != magic);
 
@@ -35,12 +38,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(bytes >= sizeof(HelloBody));
     FUZZ_CHECK(hello.blobBytes == bytes - sizeof(HelloBody));
     FUZZ_CHECK(hello.nranks > 0 && hello.rank >= 0 && hello.rank < hello.nranks);
+    FUZZ_CHECK(hello.nRoots >= 1 && hello.nRoots <= hello.nranks && hello.rootIndex >= 0 &&
+               hello.rootIndex < hello.nRoots);
+    RootBlock block = rootBlock(hello.rootIndex, hello.nranks, hello.nRoots);
+    FUZZ_CHECK(block.first <= hello.rank && hello.rank < block.end);
     FUZZ_CHECK(hello.listen.valid() && hello.listen.port() > 0 && hello.listen.port() < 65536);
     std::string text = hello.listen.toString();
     FUZZ_CHECK(!text.empty());
   } else {
     FUZZ_CHECK(res == ncclRemoteError || res == ncclInvalidUsage);
     FUZZ_CHECK(why[0] != '\x7f' && strnlen(why, sizeof(why)) < sizeof(why));
+  }
+  // The same bytes as the next block's first rank's message to a root
+  // (several roots): its rank must open the block after that root's.
+  NextFirstBody next;
+  int nRoots = 1 + (int)(h.tag % 64), rootIndex = (int)((h.tag >> 8) % (uint32_t)nRoots);
+  res = parseNextFirst(body, bytes, rootIndex, nRoots, &next, why, sizeof(why));
+  if (res == ncclSuccess) {
+    FUZZ_CHECK(bytes == sizeof(NextFirstBody) && nRoots >= 2 && next.nranks >= nRoots);
+    FUZZ_CHECK(next.rank == rootBlock((rootIndex + 1) % nRoots, next.nranks, nRoots).first);
+    FUZZ_CHECK(next.listen.valid() && next.listen.port() > 0);
+  } else {
+    FUZZ_CHECK(res == ncclRemoteError || res == ncclInvalidUsage);
   }
   // Logged for every hello the root drops, whatever its family bytes hold.
   if (bytes >= sizeof(HelloBody)) {

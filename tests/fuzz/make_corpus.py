@@ -8,7 +8,7 @@ import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MAGIC = 0x1234_5678_9ABC_DEF1
-HELLO, REPLY, ERROR, RING_HELLO, P2P_HELLO, RING, P2P, BCAST = range(1, 9)
+HELLO, REPLY, ERROR, RING_HELLO, P2P_HELLO, RING, P2P, BCAST, NEXT_FIRST = range(1, 10)
 
 
 def header(magic, type_, tag, length):
@@ -24,8 +24,12 @@ def v6(ip, port, scope=0):
             + socket.inet_pton(socket.AF_INET6, ip) + struct.pack("<I", scope))
 
 
-def hello(rank, nranks, addr, blob):
-    return struct.pack("<ii", rank, nranks) + addr + struct.pack("<I", len(blob)) + blob
+def hello(rank, nranks, addr, blob, root=0, nroots=1):
+    return struct.pack("<ii", rank, nranks) + addr + struct.pack("<Iii", len(blob), root, nroots) + blob
+
+
+def next_first(rank, nranks, addr):
+    return struct.pack("<ii", rank, nranks) + addr
 
 
 def write(target, seeds):
@@ -51,12 +55,19 @@ write("fuzz_header", {
 good = hello(1, 4, v4("127.0.0.1", 40000), blob)
 write("fuzz_root_hello", {
     "v4": m + header(MAGIC, HELLO, 0, len(good)) + good,
-    "v6": m + header(MAGIC, HELLO, 0, 104) + hello(0, 2, v6("::1", 5555), blob),
-    "no-blob": m + header(MAGIC, HELLO, 0, 40) + hello(0, 1, v4("10.0.0.1", 1), b""),
+    "v6": m + header(MAGIC, HELLO, 0, 112) + hello(0, 2, v6("::1", 5555), blob),
+    "no-blob": m + header(MAGIC, HELLO, 0, 48) + hello(0, 1, v4("10.0.0.1", 1), b""),
+    "root-2-of-3": m + header(MAGIC, HELLO, 0, len(good)) + hello(7, 9, v4("127.0.0.1", 40000), blob, 2, 3),
+    "wrong-root": m + header(MAGIC, HELLO, 0, len(good)) + hello(1, 9, v4("127.0.0.1", 40000), blob, 2, 3),
+    "more-roots-than-ranks": m + header(MAGIC, HELLO, 0, len(good)) + hello(1, 2, v4("127.0.0.1", 1), blob, 1, 3),
+    # tag: nRoots = 1 + tag % 64 (3), rootIndex = (tag >> 8) % nRoots (0): rank 3 opens root 1's block of 9
+    "next-first": m + header(MAGIC, NEXT_FIRST, 2, 36) + next_first(3, 9, v4("127.0.0.1", 40001)),
+    "next-first-wrong-rank": m + header(MAGIC, NEXT_FIRST, 2, 36) + next_first(4, 9, v4("127.0.0.1", 40001)),
+    "next-first-long": m + header(MAGIC, NEXT_FIRST, 2, 40) + next_first(3, 9, v4("127.0.0.1", 40001)) + b"xxxx",
     "rank-out-of-range": m + header(MAGIC, HELLO, 0, len(good)) + hello(4, 4, v4("127.0.0.1", 40000), blob),
     "negative-nranks": m + header(MAGIC, HELLO, 0, len(good)) + hello(0, -1, v4("127.0.0.1", 40000), blob),
     "port-0": m + header(MAGIC, HELLO, 0, len(good)) + hello(0, 2, v4("127.0.0.1", 0), blob),
-    "blob-lies": m + header(MAGIC, HELLO, 0, len(good)) + good[:36] + struct.pack("<I", 0xFFFFFFFF) + blob,
+    "blob-lies": m + header(MAGIC, HELLO, 0, len(good)) + good[:36] + struct.pack("<I", 0xFFFFFFFF) + good[40:],
     "bad-family": m + header(MAGIC, HELLO, 0, len(good)) + hello(0, 2, b"\x01\0" + b"A" * 26, blob),
     "wrong-type": m + header(MAGIC, REPLY, 0, len(good)) + good,
     "short-body": m + header(MAGIC, HELLO, 0, len(good)) + good[:20],

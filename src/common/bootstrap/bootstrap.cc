@@ -41,6 +41,16 @@ ncclResult_t Bootstrap::fail(ncclResult_t res, const char* fmt, ...) {
 ncclResult_t Bootstrap::init(const ncclUniqueId& id, int rank, int nranks, const void* peerInfo,
                              size_t peerInfoBytes, std::unique_ptr<Bootstrap>* out,
                              const std::atomic<uint32_t>* abortFlag) {
+  return init(&id, 1, rank, nranks, peerInfo, peerInfoBytes, out, abortFlag);
+}
+
+ncclResult_t Bootstrap::init(const ncclUniqueId* ids, int nIds, int rank, int nranks, const void* peerInfo,
+                             size_t peerInfoBytes, std::unique_ptr<Bootstrap>* out,
+                             const std::atomic<uint32_t>* abortFlag) {
+  if (ids == nullptr || nIds < 1) {
+    WARN("Bootstrap::init: need at least one unique id (got %d at %p)", nIds, (const void*)ids);
+    return ncclInvalidArgument;
+  }
   if (!out) {
     WARN("Bootstrap::init: out is a null pointer");
     return ncclInvalidArgument;
@@ -54,8 +64,19 @@ ncclResult_t Bootstrap::init(const ncclUniqueId& id, int rank, int nranks, const
          peerInfo, (size_t)(bootstrap::kMaxInitMessageBytes - sizeof(HelloBody)));
     return ncclInvalidArgument;
   }
-  UniqueIdContents c;
-  UCHECK(decodeUniqueId(id, &c));
+  // Ids beyond nranks would serve nobody: nranks roots at most (NCCL's rule).
+  const int nRoots = std::min(nIds, nranks);
+  std::vector<UniqueIdContents> roots(nRoots);
+  for (int i = 0; i < nRoots; i++) UCHECK(decodeUniqueId(ids[i], &roots[i]));
+  for (int i = 1; i < nRoots; i++) {
+    if (roots[i].magic == roots[0].magic) {
+      WARN("Bootstrap::init: unique ids %d and 0 are the same id: each of the %d ids must come from its own "
+           "ncclGetUniqueId call", i, nIds);
+      return ncclInvalidArgument;
+    }
+  }
+  const int rootIndex = bootstrap::rootOfRank(rank, nranks, nRoots);
+  const UniqueIdContents& c = roots[rootIndex];
   // Torchrun-style launches: nobody called ncclGetUniqueId, every rank built
   // the id from NCCL_COMM_ID, and rank 0 serves as the root.
   if ((c.flags & kUniqueIdFromEnv) && rank == 0) UCHECK(startRootIfAbsent(c.root, c.magic));
@@ -63,7 +84,7 @@ ncclResult_t Bootstrap::init(const ncclUniqueId& id, int rank, int nranks, const
   std::unique_ptr<Bootstrap> b(new Bootstrap());
   b->rank_ = rank;
   b->nranks_ = nranks;
-  b->magic_ = c.magic;
+  b->magic_ = roots[0].magic;
   b->timeoutMs_ = bootstrap::timeoutMs();
   b->abortFlag_ = abortFlag;
   b->outLinks_.resize(nranks);
@@ -73,8 +94,12 @@ ncclResult_t Bootstrap::init(const ncclUniqueId& id, int rank, int nranks, const
   UCHECK(findInterfaces(&ifs, 1));
   UCHECK(b->listener_.listen(ifs[0].second));
 
+  if (nRoots > 1 && rank == bootstrap::rootBlock(rootIndex, nranks, nRoots).first) {
+    const UniqueIdContents& prev = roots[(rootIndex + nRoots - 1) % nRoots];
+    UCHECK(b->reportToPreviousRoot(prev.root, prev.magic));
+  }
   SocketAddress successor;
-  UCHECK(b->rendezvous(c.root, peerInfo, peerInfoBytes, &successor));
+  UCHECK(b->rendezvous(c.root, c.magic, rootIndex, nRoots, peerInfo, peerInfoBytes, &successor));
   if (nranks > 1) UCHECK(b->connectRing(successor));
 
   // Everyone learns everyone's listener (for p2p links) and peer info.
@@ -98,8 +123,26 @@ ncclResult_t Bootstrap::init(const ncclUniqueId& id, int rank, int nranks, const
 
 Bootstrap::~Bootstrap() = default;  // sockets close themselves; no helper threads
 
-ncclResult_t Bootstrap::rendezvous(const SocketAddress& rootAddr, const void* peerInfo, size_t peerInfoBytes,
-                                   SocketAddress* successor) {
+ncclResult_t Bootstrap::reportToPreviousRoot(const SocketAddress& rootAddr, uint64_t rootMagic) {
+  Socket root;
+  ncclResult_t res = root.connect(rootAddr, deadline(), abortFlag_);
+  if (res != ncclSuccess)
+    return fail(res, "cannot reach the previous block's bootstrap root at %s within %ld s (did every process that "
+                     "made one of the ids start?)",
+                rootAddr.toString().c_str(), (long)(timeoutMs_ / 1000));
+  bootstrap::NextFirstBody body;
+  memset(&body, 0, sizeof(body));
+  body.rank = rank_;
+  body.nranks = nranks_;
+  body.listen = listener_.address();
+  res = bootstrap::sendMessage(root, rootMagic, bootstrap::kMsgNextFirst, 0, &body, sizeof(body), deadline(),
+                               abortFlag_);
+  if (res != ncclSuccess) return fail(res, "telling the bootstrap root %s where rank %d listens", rootAddr.toString().c_str(), rank_);
+  return ncclSuccess;
+}
+
+ncclResult_t Bootstrap::rendezvous(const SocketAddress& rootAddr, uint64_t rootMagic, int rootIndex, int nRoots,
+                                   const void* peerInfo, size_t peerInfoBytes, SocketAddress* successor) {
   Socket root;
   ncclResult_t res = root.connect(rootAddr, deadline(), abortFlag_);
   if (res != ncclSuccess)
@@ -114,15 +157,17 @@ ncclResult_t Bootstrap::rendezvous(const SocketAddress& rootAddr, const void* pe
   h.nranks = nranks_;
   h.listen = listener_.address();
   h.blobBytes = (uint32_t)peerInfoBytes;
+  h.rootIndex = rootIndex;
+  h.nRoots = nRoots;
   memcpy(hello.data(), &h, sizeof(h));
   if (peerInfoBytes) memcpy(hello.data() + sizeof(h), peerInfo, peerInfoBytes);
-  res = bootstrap::sendMessage(root, magic_, bootstrap::kMsgHello, 0, hello.data(), hello.size(), deadline(),
+  res = bootstrap::sendMessage(root, rootMagic, bootstrap::kMsgHello, 0, hello.data(), hello.size(), deadline(),
                                abortFlag_);
   if (res != ncclSuccess) return fail(res, "sending hello to the bootstrap root %s", rootAddr.toString().c_str());
 
   WireHeader reply;
   Deadline replyBy = deadlineAfterMs(timeoutMs_ + kRootReplySlackMs);
-  res = bootstrap::recvHeader(root, magic_, bootstrap::kMaxInitMessageBytes, &reply, replyBy, abortFlag_,
+  res = bootstrap::recvHeader(root, rootMagic, bootstrap::kMaxInitMessageBytes, &reply, replyBy, abortFlag_,
                               "the bootstrap root");
   if (res != ncclSuccess)
     return fail(res, "waiting for the bootstrap root %s to answer (all %d ranks must call init with this id)",

@@ -30,6 +30,15 @@ class Bootstrap {
  public:
   static ncclResult_t init(const ncclUniqueId& id, int rank, int nranks, const void* peerInfo, size_t peerInfoBytes,
                            std::unique_ptr<Bootstrap>* out, const std::atomic<uint32_t>* abortFlag = nullptr);
+  // ncclCommInitRankScalable: nIds ids, each made by ncclGetUniqueId in a
+  // different process, the same array on every rank. Each id's root serves
+  // a contiguous block of ranks (wire.h: rootBlock); the first rank of each
+  // block also tells the previous block's root where it listens, so that
+  // root links its last rank to it and the blocks form one ring. Ring and
+  // point-to-point messages carry the first id's magic.
+  static ncclResult_t init(const ncclUniqueId* ids, int nIds, int rank, int nranks, const void* peerInfo,
+                           size_t peerInfoBytes, std::unique_ptr<Bootstrap>* out,
+                           const std::atomic<uint32_t>* abortFlag = nullptr);
   ~Bootstrap();
   Bootstrap(const Bootstrap&) = delete;
   Bootstrap& operator=(const Bootstrap&) = delete;
@@ -53,8 +62,12 @@ class Bootstrap {
   using Key = std::tuple<int, uint32_t, uint32_t>;  // peer, message type, tag
 
   Bootstrap() = default;
-  ncclResult_t rendezvous(const SocketAddress& root, const void* peerInfo, size_t peerInfoBytes,
-                          SocketAddress* successor);
+  // Hello to the root of this rank's block (its magic), which answers with
+  // the ring successor's listen address.
+  ncclResult_t rendezvous(const SocketAddress& root, uint64_t rootMagic, int rootIndex, int nRoots,
+                          const void* peerInfo, size_t peerInfoBytes, SocketAddress* successor);
+  // Tells the previous block's root (several roots) where this rank listens.
+  ncclResult_t reportToPreviousRoot(const SocketAddress& root, uint64_t rootMagic);
   ncclResult_t connectRing(const SocketAddress& successor);
   // Accepts links on the listener until `ready()`; identifies each by its hello.
   template <typename Ready>

@@ -21,6 +21,7 @@ namespace uniccl {
 namespace {
 
 using bootstrap::HelloBody;
+using bootstrap::NextFirstBody;
 using bootstrap::WireHeader;
 
 // Connections that have not yet sent a full hello; more are closed at once.
@@ -58,6 +59,10 @@ class RootServer {
   // False when the connection is done with (registered or dropped).
   bool progress(Pending& p);
   void handleHello(Pending& p);
+  void handleNextFirst(Pending& p);
+  // Every rank of this root's block arrived, and with several roots the
+  // next block's first rank said where it listens.
+  bool complete();
   void reject(Pending& p, ncclResult_t code, const char* why);
   void watchRegistered();
   void sendReplies();
@@ -72,6 +77,13 @@ class RootServer {
   std::vector<std::unique_ptr<Pending>> pending_;
   int nranks_ = -1;
   uint32_t blobBytes_ = 0;
+  // ncclCommInitRankScalable with several ids: this root serves the ranks
+  // [blockFirst_, blockEnd_) (all of them with one root).
+  int rootIndex_ = 0, nRoots_ = 1;
+  int blockFirst_ = 0, blockEnd_ = 0;
+  std::vector<char> nextFirstRaw_;   // NextFirst body, checked once the hellos said which root this is
+  NextFirstBody nextFirst_{};
+  bool haveNextFirst_ = false;
   int arrived_ = 0;
   std::vector<Socket> ranks_;
   std::vector<SocketAddress> listenAddrs_;
@@ -109,7 +121,7 @@ void RootServer::run() {
       i++;
     }
     watchRegistered();
-    if (nranks_ > 0 && arrived_ == nranks_) {
+    if (complete()) {
       accepting_.store(false);
       sendReplies();
       break;
@@ -172,7 +184,8 @@ bool RootServer::progress(Pending& p) {
     if (n == 0) return true;
     p.bodyHave += (size_t)n;
   }
-  handleHello(p);
+  if (p.header.type == bootstrap::kMsgNextFirst) handleNextFirst(p);
+  else handleHello(p);
   return false;
 
 closed:
@@ -205,12 +218,22 @@ void RootServer::handleHello(Pending& p) {
   if (nranks_ < 0) {
     nranks_ = h.nranks;
     blobBytes_ = h.blobBytes;
+    rootIndex_ = h.rootIndex;
+    nRoots_ = h.nRoots;
+    bootstrap::RootBlock block = bootstrap::rootBlock(rootIndex_, nranks_, nRoots_);
+    blockFirst_ = block.first;
+    blockEnd_ = block.end;
     ranks_.resize(nranks_);
     listenAddrs_.assign(nranks_, emptySocketAddress());
   }
   if (h.nranks != nranks_) {
     snprintf(why, sizeof(why), "rank %d says nranks=%d but earlier ranks said %d: every rank must pass the same nranks",
              h.rank, h.nranks, nranks_);
+    return reject(p, ncclInvalidUsage, why);
+  }
+  if (h.nRoots != nRoots_ || h.rootIndex != rootIndex_) {
+    snprintf(why, sizeof(why), "rank %d takes this root for root %d of %d, earlier ranks for root %d of %d: every "
+             "rank must pass the same ids in the same order", h.rank, h.rootIndex, h.nRoots, rootIndex_, nRoots_);
     return reject(p, ncclInvalidUsage, why);
   }
   if (h.blobBytes != blobBytes_) {
@@ -233,6 +256,39 @@ void RootServer::handleHello(Pending& p) {
        nranks_, h.listen.toString().c_str());
 }
 
+// The next block's first rank sends its listen address and closes: nothing
+// to answer. It may come before any hello, so it is checked in complete().
+void RootServer::handleNextFirst(Pending& p) {
+  if (haveNextFirst_ || !nextFirstRaw_.empty()) {
+    WARN("Bootstrap root %s: dropping a second next-first message from %s", address_.toString().c_str(),
+         p.sock.address().toString().c_str());
+    return;
+  }
+  nextFirstRaw_ = std::move(p.body);
+}
+
+bool RootServer::complete() {
+  if (nranks_ < 0 || arrived_ != blockEnd_ - blockFirst_) return false;
+  if (nRoots_ == 1 || haveNextFirst_) return true;
+  if (nextFirstRaw_.empty()) return false;
+  char why[256];
+  ncclResult_t bad =
+      bootstrap::parseNextFirst(nextFirstRaw_.data(), nextFirstRaw_.size(), rootIndex_, nRoots_, &nextFirst_, why,
+                                sizeof(why));
+  if (bad == ncclSuccess && nextFirst_.nranks != nranks_) {
+    snprintf(why, sizeof(why), "the next block's first rank says nranks=%d, this block's ranks %d", nextFirst_.nranks,
+             nranks_);
+    bad = ncclInvalidUsage;
+  }
+  nextFirstRaw_.clear();
+  if (bad != ncclSuccess) {
+    WARN("Bootstrap root %s: ignoring a next-first message: %s", address_.toString().c_str(), why);
+    return false;
+  }
+  haveNextFirst_ = true;
+  return true;
+}
+
 // A registered rank sends nothing until it gets its reply: readable means it
 // died (or misbehaves). Forget it so a restarted rank could take its place.
 void RootServer::watchRegistered() {
@@ -250,29 +306,38 @@ void RootServer::watchRegistered() {
 }
 
 void RootServer::sendReplies() {
-  for (int r = 0; r < nranks_; r++) {
-    const SocketAddress& next = listenAddrs_[(r + 1) % nranks_];
+  for (int r = blockFirst_; r < blockEnd_; r++) {
+    // The block's last rank links to the next block's first (with one root:
+    // to rank 0, closing the ring).
+    const SocketAddress& next = r + 1 < blockEnd_ ? listenAddrs_[r + 1]
+                                : nRoots_ == 1    ? listenAddrs_[blockFirst_]
+                                                  : nextFirst_.listen;
     if (bootstrap::sendMessage(ranks_[r], magic_, bootstrap::kMsgRootReply, 0, &next, sizeof(next),
                                deadlineAfterMs(std::min<int64_t>(timeoutMs_, 5000)), nullptr) != ncclSuccess)
       WARN("Bootstrap root %s: could not send rank %d its ring successor; that rank will fail",
            address_.toString().c_str(), r);
   }
-  INFO(kSubsysBootstrap, "Bootstrap root %s: all %d ranks arrived, root done", address_.toString().c_str(), nranks_);
+  INFO(kSubsysBootstrap, "Bootstrap root %s: all %d ranks of its block (root %d of %d) arrived, root done",
+       address_.toString().c_str(), blockEnd_ - blockFirst_, rootIndex_, nRoots_);
 }
 
 void RootServer::giveUp() {
   std::string missing;
   int shown = 0;
-  for (int r = 0; r < nranks_; r++) {
+  for (int r = blockFirst_; r < blockEnd_; r++) {
     if (ranks_[r].isOpen()) continue;
     if (shown++ < 16) missing += (missing.empty() ? "" : ",") + std::to_string(r);
   }
   if (shown > 16) missing += ",...";
+  if (nRoots_ > 1 && !haveNextFirst_)
+    missing += std::string(missing.empty() ? "" : "; ") + "and rank " +
+               std::to_string(bootstrap::rootBlock((rootIndex_ + 1) % nRoots_, nranks_, nRoots_).first) +
+               " (first of the next root's block) did not report";
   char why[512];
   snprintf(why, sizeof(why),
            "bootstrap root %s timed out after %ld s: only %d of %d ranks arrived (missing ranks %s); check that every "
            "rank calls init with the same id, or raise UNICCL_BOOTSTRAP_TIMEOUT",
-           address_.toString().c_str(), (long)(timeoutMs_ / 1000), arrived_, nranks_, missing.c_str());
+           address_.toString().c_str(), (long)(timeoutMs_ / 1000), arrived_, blockEnd_ - blockFirst_, missing.c_str());
   WARN("%s", why);
   char body[sizeof(int32_t) + sizeof(why)];
   int32_t code = ncclRemoteError;

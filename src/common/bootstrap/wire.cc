@@ -1,5 +1,6 @@
 #include "common/bootstrap/wire.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -62,6 +63,7 @@ const char* msgTypeName(uint32_t type) {
     case kMsgRing: return "ring";
     case kMsgP2p: return "p2p";
     case kMsgBcast: return "broadcast";
+    case kMsgNextFirst: return "next-first";
     default: return "unknown";
   }
 }
@@ -74,9 +76,22 @@ HeaderStatus checkHeader(const WireHeader& h, uint64_t magic, uint64_t maxLength
 
 HelloHeaderStatus checkHelloHeader(const WireHeader& h, uint64_t magic) {
   if (h.magic != magic) return HelloHeaderStatus::kWrongMagic;
+  if (h.type == kMsgNextFirst) return h.length == sizeof(NextFirstBody) ? HelloHeaderStatus::kOk : HelloHeaderStatus::kMalformed;
   if (h.type != kMsgHello || h.length < sizeof(HelloBody) || h.length > kMaxInitMessageBytes)
     return HelloHeaderStatus::kMalformed;
   return HelloHeaderStatus::kOk;
+}
+
+RootBlock rootBlock(int root, int nranks, int nRoots) {
+  const int base = nranks / nRoots, extra = nranks % nRoots;
+  const int first = root * base + std::min(root, extra);
+  return {first, first + base + (root < extra ? 1 : 0)};
+}
+
+int rootOfRank(int rank, int nranks, int nRoots) {
+  const int base = nranks / nRoots, extra = nranks % nRoots;
+  const int bigRanks = extra * (base + 1);   // ranks in the blocks with one more
+  return rank < bigRanks ? rank / (base + 1) : extra + (rank - bigRanks) / base;
 }
 
 ncclResult_t parseHello(const void* body, size_t bytes, HelloBody* out, char* why, size_t whySize) {
@@ -98,7 +113,39 @@ ncclResult_t parseHello(const void* body, size_t bytes, HelloBody* out, char* wh
     snprintf(why, whySize, "rank %d sent an invalid listen address", h.rank);
     return ncclRemoteError;
   }
+  if (h.nRoots < 1 || h.nRoots > h.nranks || h.rootIndex < 0 || h.rootIndex >= h.nRoots) {
+    snprintf(why, whySize, "rank %d names root %d of %d roots for %d ranks (need 0 <= root < roots <= nranks)", h.rank,
+             h.rootIndex, h.nRoots, h.nranks);
+    return ncclInvalidUsage;
+  }
+  if (rootOfRank(h.rank, h.nranks, h.nRoots) != h.rootIndex) {
+    snprintf(why, whySize, "rank %d belongs to root %d of %d, not to root %d: every rank must pass the same ids in "
+             "the same order", h.rank, rootOfRank(h.rank, h.nranks, h.nRoots), h.nRoots, h.rootIndex);
+    return ncclInvalidUsage;
+  }
   *out = h;
+  return ncclSuccess;
+}
+
+ncclResult_t parseNextFirst(const void* body, size_t bytes, int rootIndex, int nRoots, NextFirstBody* out, char* why,
+                            size_t whySize) {
+  if (bytes != sizeof(NextFirstBody)) {
+    snprintf(why, whySize, "next-first message of %zu bytes (expected %zu)", bytes, sizeof(NextFirstBody));
+    return ncclRemoteError;
+  }
+  NextFirstBody b;
+  memcpy(&b, body, sizeof(b));
+  if (nRoots < 2 || rootIndex < 0 || rootIndex >= nRoots || b.nranks < nRoots ||
+      b.rank != rootBlock((rootIndex + 1) % nRoots, b.nranks, nRoots).first) {
+    snprintf(why, whySize, "rank %d of %d is not the first rank of the block after root %d of %d", b.rank, b.nranks,
+             rootIndex, nRoots);
+    return ncclInvalidUsage;
+  }
+  if (!b.listen.valid() || b.listen.port() == 0) {
+    snprintf(why, whySize, "rank %d sent an invalid listen address", b.rank);
+    return ncclRemoteError;
+  }
+  *out = b;
   return ncclSuccess;
 }
 

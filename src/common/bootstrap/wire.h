@@ -3,6 +3,9 @@
 // bound the length before they allocate anything.
 //
 //   rank -> root   Hello      body HelloBody + peer-info blob
+//   rank -> root   NextFirst  body NextFirstBody (several roots: the first rank
+//                             of a root's block tells the previous root where
+//                             it listens, the ring successor of that block's last rank)
 //   root -> rank   RootReply  body SocketAddress of the rank's ring successor
 //   root -> rank   RootError  body int32 ncclResult_t + text (why init failed)
 //   rank -> rank   RingHello  tag = sender rank, no body (opens the ring link)
@@ -30,6 +33,7 @@ enum MsgType : uint32_t {
   kMsgRing = 6,
   kMsgP2p = 7,
   kMsgBcast = 8,
+  kMsgNextFirst = 9,
 };
 
 struct WireHeader {
@@ -45,8 +49,30 @@ struct HelloBody {
   int32_t nranks;
   SocketAddress listen;  // where the rank accepts ring and p2p links
   uint32_t blobBytes;    // peer-info bytes that follow
+  // ncclCommInitRankScalable: the ids are nRoots roots, and this root is
+  // number rootIndex; it serves the block rootBlock(rootIndex) of the ranks.
+  int32_t rootIndex;
+  int32_t nRoots;
 };
-static_assert(sizeof(HelloBody) == 40, "wire layout");
+static_assert(sizeof(HelloBody) == 48, "wire layout");
+
+struct NextFirstBody {
+  int32_t rank;          // first rank of the next root's block
+  int32_t nranks;
+  SocketAddress listen;
+};
+static_assert(sizeof(NextFirstBody) == 36, "wire layout");
+
+// The ranks root `root` of `nRoots` serves: [first, end). Blocks are
+// contiguous, in root order, and differ in size by at most one rank (the
+// first nranks % nRoots roots take one more), as NCCL distributes them.
+struct RootBlock {
+  int first;
+  int end;
+};
+RootBlock rootBlock(int root, int nranks, int nRoots);
+// The root whose block holds `rank`.
+int rootOfRank(int rank, int nranks, int nRoots);
 
 // Init messages (hello, root replies) are small; anything larger is hostile.
 constexpr uint64_t kMaxInitMessageBytes = 1u << 20;
@@ -74,16 +100,23 @@ enum class HeaderStatus { kOk, kWrongMagic, kTooLong };
 HeaderStatus checkHeader(const WireHeader& h, uint64_t magic, uint64_t maxLength);
 
 // The root's check of a new connection's first header: a hello of a size
-// between sizeof(HelloBody) and kMaxInitMessageBytes.
+// between sizeof(HelloBody) and kMaxInitMessageBytes, or a NextFirst of
+// exactly sizeof(NextFirstBody).
 enum class HelloHeaderStatus { kOk, kWrongMagic, kMalformed };
 HelloHeaderStatus checkHelloHeader(const WireHeader& h, uint64_t magic);
 
 // The root's checks of a hello body (`bytes` = header.length) that need no
 // state: the blob size it announces matches what it carries, 0 <= rank <
-// nranks, a listen address with a port. Success: *out is the hello. Failure:
+// nranks, a listen address with a port, 1 <= nRoots <= nranks, the rank in
+// the block of its root index. Success: *out is the hello. Failure:
 // the code to send back (ncclRemoteError: malformed; ncclInvalidUsage: the
 // user passed bad ranks) and `why` (NUL-terminated, at most whySize bytes).
 ncclResult_t parseHello(const void* body, size_t bytes, HelloBody* out, char* why, size_t whySize);
+
+// The root's checks of a NextFirst body: its size, a rank that is the first
+// of root `rootIndex + 1`'s block, a listen address with a port.
+ncclResult_t parseNextFirst(const void* body, size_t bytes, int rootIndex, int nRoots, NextFirstBody* out, char* why,
+                            size_t whySize);
 
 // What a rank makes of the root's answer header (before reading the body):
 // an error message (4 < length <= kMaxRootErrorBytes), its ring successor

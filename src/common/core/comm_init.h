@@ -14,8 +14,10 @@ struct ncclComm;
 
 namespace uniccl {
 
-// The whole initialization of one rank on GPU `gpuDev`; records the outcome in the comm.
-ncclResult_t commInitRank(ncclComm* comm, int nranks, ncclUniqueId id, int rank, int gpuDev);
+// The whole initialization of one rank on GPU `gpuDev`; records the outcome
+// in the comm. The ranks meet at the roots of `ids` (one id, or the several
+// of ncclCommInitRankScalable: common/bootstrap/bootstrap.h).
+ncclResult_t commInitRank(ncclComm* comm, int nranks, const std::vector<ncclUniqueId>& ids, int rank, int gpuDev);
 // Releases everything the communicator owns; with `abort`, in-flight kernels
 // are told to stop first instead of being waited for.
 void commFree(ncclComm* comm, bool abort);

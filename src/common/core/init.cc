@@ -164,14 +164,14 @@ ncclResult_t setupKernelCh(ncclComm* comm) {
 }  // namespace
 
 // The whole initialization of one rank; records the outcome in the comm.
-ncclResult_t commInitRank(ncclComm* comm, int nranks, ncclUniqueId id, int rank, int gpuDev) {
+ncclResult_t commInitRank(ncclComm* comm, int nranks, const std::vector<ncclUniqueId>& ids, int rank, int gpuDev) {
   ncclResult_t res = ncclSuccess;
   PeerInfo info;
   std::vector<int> ringPeers, connectPeers;
   comm->rank = rank;
   comm->nRanks = nranks;
   comm->gpuDev = gpuDev;
-  comm->commHash = hashBytes(&id, sizeof(id));
+  comm->commHash = hashBytes(ids.data(), sizeof(ncclUniqueId));   // the first id: every rank passes the same
   clearLastError();   // what init logs from here on says why it failed
   UCHECK_GOTO(gpu::setDevice(gpuDev), res, fail);
   setLogDevice(gpuDev);
@@ -182,7 +182,8 @@ ncclResult_t commInitRank(ncclComm* comm, int nranks, ncclUniqueId id, int rank,
   UCHECK_GOTO(preloadKernels(gpuDev), res, fail);
   UCHECK_GOTO(fillLocalPeerInfo(gpuDev, &info), res, fail);
   UCHECK_GOTO(fillSharingInfo(launchedKernels(), dev::kThreadsPerBlock, comm->virtualId, &info), res, fail);
-  UCHECK_GOTO(Bootstrap::init(id, rank, nranks, &info, sizeof(info), &comm->bootstrap, &comm->hostAbort), res, fail);
+  UCHECK_GOTO(Bootstrap::init(ids.data(), (int)ids.size(), rank, nranks, &info, sizeof(info), &comm->bootstrap,
+                                  &comm->hostAbort), res, fail);
   comm->peers.resize(nranks);
   for (int r = 0; r < nranks; r++) memcpy(&comm->peers[r], comm->bootstrap->peerInfo(r), sizeof(PeerInfo));
   {
@@ -340,7 +341,7 @@ ncclResult_t initChildComm(ncclComm* parent, ncclComm* child, const std::vector<
     child->state.store(CommState::Failed);
     return res;
   }
-  return commInitRank(child, (int)members.size(), id, newRank, parent->gpuDev);
+  return commInitRank(child, (int)members.size(), {id}, newRank, parent->gpuDev);
 }
 
 ncclResult_t runDerivation(std::function<ncclResult_t()> job, ncclComm* child, ncclComm** newcomm) {
@@ -356,19 +357,19 @@ ncclResult_t runDerivation(std::function<ncclResult_t()> job, ncclComm* child, n
   return res;
 }
 
-ncclResult_t startInit(ncclComm* comm, int nranks, ncclUniqueId id, int rank, int dev) {
+ncclResult_t startInit(ncclComm* comm, int nranks, const std::vector<ncclUniqueId>& ids, int rank, int dev) {
   comm->rank = rank;
   comm->nRanks = nranks;
   comm->gpuDev = dev;
   if (inGroup()) {
-    deferToGroupEnd([=] { return commInitRank(comm, nranks, id, rank, dev); });
+    deferToGroupEnd([=] { return commInitRank(comm, nranks, ids, rank, dev); });
     return ncclSuccess;
   }
   if (!comm->config.blocking) {
-    comm->initThread = std::thread([=] { commInitRank(comm, nranks, id, rank, dev); });
+    comm->initThread = std::thread([=] { commInitRank(comm, nranks, ids, rank, dev); });
     return ncclInProgress;
   }
-  return commInitRank(comm, nranks, id, rank, dev);
+  return commInitRank(comm, nranks, ids, rank, dev);
 }
 
 }  // namespace uniccl
@@ -379,8 +380,9 @@ namespace {
 
 // InitRank, InitRankConfig and RCCL's InitRankMulti: one rank on the
 // calling thread's current GPU; virtualId >= 0 lets it share that GPU.
-ncclResult_t initRankOnCurrentGpu(const char* fn, ncclComm_t* newcomm, int nranks, ncclUniqueId commId, int rank,
-                                  ncclConfig_t* config, int virtualId) {
+ncclResult_t initRankOnCurrentGpu(const char* fn, ncclComm_t* newcomm, int nranks,
+                                  const std::vector<ncclUniqueId>& commIds, int rank, ncclConfig_t* config,
+                                  int virtualId) {
   if (newcomm == nullptr) {
     WARN("%s: comm is a NULL pointer", fn);
     return ncclInvalidArgument;
@@ -406,7 +408,7 @@ ncclResult_t initRankOnCurrentGpu(const char* fn, ncclComm_t* newcomm, int nrank
     return res;
   }
   *newcomm = comm;
-  res = startInit(comm, nranks, commId, rank, dev);
+  res = startInit(comm, nranks, commIds, rank, dev);
   if (res != ncclSuccess && res != ncclInProgress) {
     *newcomm = nullptr;
     commFree(comm, true);
@@ -420,7 +422,7 @@ NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncc
          ncclConfig_t* config);
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* newcomm, int nranks, ncclUniqueId commId, int rank,
                                     ncclConfig_t* config) {
-  return initRankOnCurrentGpu("ncclCommInitRankConfig", newcomm, nranks, commId, rank, config, -1);
+  return initRankOnCurrentGpu("ncclCommInitRankConfig", newcomm, nranks, {commId}, rank, config, -1);
 }
 
 // RCCL's multi-rank-per-device init (rccl/rccl.h): like ncclCommInitRank,
@@ -433,7 +435,7 @@ ncclResult_t ncclCommInitRankMulti(ncclComm_t* newcomm, int nranks, ncclUniqueId
     WARN("ncclCommInitRankMulti: virtualId %d must be >= 0 (one id per rank of a GPU)", virtualId);
     return ncclInvalidArgument;
   }
-  return initRankOnCurrentGpu("ncclCommInitRankMulti", newcomm, nranks, commId, rank, nullptr, virtualId);
+  return initRankOnCurrentGpu("ncclCommInitRankMulti", newcomm, nranks, {commId}, rank, nullptr, virtualId);
 }
 
 NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
@@ -449,9 +451,10 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myran
     WARN("ncclCommInitRankScalable: need nId >= 1 unique ids (got %d, ids %p)", nId, (void*)commIds);
     return ncclInvalidArgument;
   }
-  // Every rank passes the same ids in the same order; uniccl's bootstrap
-  // root scales to the job sizes it targets, so all ranks meet at the first id.
-  return ncclCommInitRankConfig(newcomm, nranks, commIds[0], myrank, config);
+  // Every rank passes the same ids in the same order; each id's root serves
+  // a block of the ranks (common/bootstrap/bootstrap.h).
+  return initRankOnCurrentGpu("ncclCommInitRankScalable", newcomm, nranks,
+                              std::vector<ncclUniqueId>(commIds, commIds + nId), myrank, config, -1);
 }
 
 NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist);
@@ -485,7 +488,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   std::vector<std::function<ncclResult_t()>> jobs;
   for (int i = 0; i < ndev; i++) {
     int d = devlist ? devlist[i] : i;
-    jobs.push_back([&, i, d] { return commInitRank(created[i], ndev, id, i, d); });
+    jobs.push_back([&, i, d] { return commInitRank(created[i], ndev, {id}, i, d); });
   }
   // A single job runs on this thread and switches its device: switch back.
   int saved = -1;

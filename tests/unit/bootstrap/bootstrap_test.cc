@@ -195,6 +195,100 @@ TEST_P(ThreadRanks, InitCollectivesP2pAndNoLeaks) {
 
 INSTANTIATE_TEST_SUITE_P(Sizes, ThreadRanks, ::testing::Values(1, 2, 3, 8));
 
+// ncclCommInitRankScalable's bootstrap: nIds roots (each id made apart,
+// as by different processes), every root serving a block of the ranks; the
+// blocks must form one ring (the allGather and p2p checks fail otherwise)
+// and every root thread must finish. Blocks of unequal size (7 ranks over
+// 3 roots: 3, 2, 2), one rank per root, and more ids than ranks.
+struct ScalableCase {
+  int nranks;
+  int nIds;
+};
+class ScalableRanks : public ::testing::TestWithParam<ScalableCase> {};
+
+TEST_P(ScalableRanks, SeveralRootsFormOneRing) {
+  ASSERT_TRUE(waitForRoots(5000));
+  const ScalableCase c = GetParam();
+  uint64_t salt = std::random_device()();
+  std::vector<ncclUniqueId> ids;
+  for (int i = 0; i < c.nIds; i++) ids.push_back(newId());
+  auto res = onThreads(c.nranks, [&](int rank) {
+    PeerInfo mine = makePeerInfo(rank, salt);
+    std::unique_ptr<Bootstrap> b;
+    ncclResult_t r = Bootstrap::init(ids.data(), c.nIds, rank, c.nranks, &mine, sizeof(mine), &b);
+    if (r != ncclSuccess) return r;
+    for (int p = 0; p < c.nranks; p++) {
+      PeerInfo expect = makePeerInfo(p, salt);
+      if (memcmp(b->peerInfo(p), &expect, sizeof(expect)) != 0) return ncclInternalError;
+    }
+    return exercise(*b, salt);
+  });
+  for (int r = 0; r < c.nranks; r++) EXPECT_EQ(res[r], ncclSuccess) << "rank " << r;
+  // Ids beyond nranks serve nobody: their roots wait until stopped.
+  const size_t idle = c.nIds > c.nranks ? (size_t)(c.nIds - c.nranks) : 0;
+  for (int i = 0; i < 500 && rootThreadCount() > idle; i++) {
+    reapFinishedRoots();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(rootThreadCount(), idle) << "a root thread did not finish";
+}
+
+INSTANTIATE_TEST_SUITE_P(Roots, ScalableRanks,
+                         ::testing::Values(ScalableCase{7, 3}, ScalableCase{4, 4}, ScalableCase{8, 2},
+                                           ScalableCase{5, 1}));
+
+TEST(Bootstrap, RootBlocksCoverEveryRankOnce) {
+  for (int nranks = 1; nranks <= 40; nranks++) {
+    for (int nRoots = 1; nRoots <= nranks; nRoots++) {
+      int next = 0;
+      for (int root = 0; root < nRoots; root++) {
+        bootstrap::RootBlock b = bootstrap::rootBlock(root, nranks, nRoots);
+        ASSERT_EQ(b.first, next) << nranks << " ranks, root " << root << " of " << nRoots;
+        ASSERT_GE(b.end - b.first, nranks / nRoots);
+        ASSERT_LE(b.end - b.first, nranks / nRoots + 1);
+        for (int r = b.first; r < b.end; r++) ASSERT_EQ(bootstrap::rootOfRank(r, nranks, nRoots), root);
+        next = b.end;
+      }
+      ASSERT_EQ(next, nranks);
+    }
+  }
+}
+
+// A rank whose ids are in another order than its peers' meets the wrong
+// root: someone is refused with a message saying so, and nobody's init
+// succeeds; the same id passed twice is refused before any connection.
+TEST(Bootstrap, ScalableIdsMustAgree) {
+  ScopedEnv timeout("UNICCL_BOOTSTRAP_TIMEOUT", "2");
+  std::vector<ncclUniqueId> ids = {newId(), newId()};
+  std::vector<ncclUniqueId> swapped = {ids[1], ids[0]};
+  std::vector<std::string> errors(4);
+  auto res = onThreads(4, [&](int rank) {
+    PeerInfo mine = makePeerInfo(rank, 3);
+    std::unique_ptr<Bootstrap> b;
+    // Ranks 0, 1 belong to root 0: rank 1 takes ids[1]'s root for it.
+    ncclResult_t r = Bootstrap::init(rank == 1 ? swapped.data() : ids.data(), 2, rank, 4, &mine, sizeof(mine), &b);
+    errors[rank] = lastErrorMessage();
+    return r;
+  });
+  // Whoever reaches ids[1]'s root first fixes which block it serves: rank 1,
+  // or ranks 2 and 3 are refused (the others then time out).
+  int refused = 0;
+  for (int r = 0; r < 4; r++) {
+    EXPECT_NE(res[r], ncclSuccess) << "rank " << r;
+    if (res[r] == ncclInvalidUsage) {
+      refused++;
+      EXPECT_NE(errors[r].find("same ids in the same order"), std::string::npos) << errors[r];
+    }
+  }
+  EXPECT_GE(refused, 1);
+  std::vector<ncclUniqueId> twice = {ids[0], ids[0]};
+  PeerInfo mine = makePeerInfo(0, 3);
+  std::unique_ptr<Bootstrap> b;
+  EXPECT_EQ(Bootstrap::init(twice.data(), 2, 0, 4, &mine, sizeof(mine), &b), ncclInvalidArgument);
+  EXPECT_NE(std::string(lastErrorMessage()).find("same id"), std::string::npos) << lastErrorMessage();
+  EXPECT_TRUE(waitForRoots(8000));
+}
+
 TEST(Bootstrap, SizeMismatchIsAClearError) {
   ncclUniqueId id = newId();
   auto res = onThreads(2, [&](int rank) {
