@@ -82,16 +82,17 @@ HelloHeaderStatus checkHelloHeader(const WireHeader& h, uint64_t magic) {
   return HelloHeaderStatus::kOk;
 }
 
+// In 64 bits: nranks may be INT_MAX in a hostile hello (base + 1 overflows int).
 RootBlock rootBlock(int root, int nranks, int nRoots) {
-  const int base = nranks / nRoots, extra = nranks % nRoots;
-  const int first = root * base + std::min(root, extra);
-  return {first, first + base + (root < extra ? 1 : 0)};
+  const int64_t base = nranks / nRoots, extra = nranks % nRoots;
+  const int64_t first = root * base + std::min<int64_t>(root, extra);
+  return {(int)first, (int)(first + base + (root < extra ? 1 : 0))};
 }
 
 int rootOfRank(int rank, int nranks, int nRoots) {
-  const int base = nranks / nRoots, extra = nranks % nRoots;
-  const int bigRanks = extra * (base + 1);   // ranks in the blocks with one more
-  return rank < bigRanks ? rank / (base + 1) : extra + (rank - bigRanks) / base;
+  const int64_t base = nranks / nRoots, extra = nranks % nRoots;
+  const int64_t bigRanks = extra * (base + 1);   // ranks in the blocks with one more
+  return (int)(rank < bigRanks ? rank / (base + 1) : extra + (rank - bigRanks) / base);
 }
 
 ncclResult_t parseHello(const void* body, size_t bytes, HelloBody* out, char* why, size_t whySize) {
