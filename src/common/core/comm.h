@@ -124,6 +124,11 @@ struct ncclComm {
   std::vector<uniccl::gpu::Stream> streamScratch;  // distinct streams of a group
 
   std::thread initThread;                     // non-blocking init runs here
+  // A failed init's last error text: a non-blocking init fails on
+  // initThread, whose last error the caller cannot read, so
+  // ncclCommGetAsyncError hands it to the caller's thread. Written before
+  // asyncError is published.
+  std::string initError;
   // Non-blocking ncclCommFinalize (config.blocking == 0) waits for the
   // launches here; ncclCommGetAsyncError answers ncclInProgress meanwhile.
   std::thread finalizeThread;

@@ -223,6 +223,7 @@ fail:
     WARN("Initialization of rank %d/%d on GPU %d failed: %s%s%s", rank, nranks, gpuDev, ncclGetErrorString(res),
          cause.empty() ? "" : ": ", cause.c_str());
   }
+  comm->initError = lastErrorMessage();
   comm->state.store(CommState::Failed, std::memory_order_release);
   comm->asyncError.store(res, std::memory_order_release);
   return res;
@@ -618,6 +619,10 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
     return ncclInvalidArgument;
   }
   *asyncError = (ncclResult_t)comm->asyncError.load(std::memory_order_acquire);
+  // A failed init's cause, also when it failed on another thread (non-blocking init).
+  if (*asyncError != ncclSuccess && *asyncError != ncclInProgress && !comm->initError.empty() &&
+      comm->state.load(std::memory_order_acquire) == CommState::Failed)
+    setLastErrorMessage(comm->initError.c_str());
   return ncclSuccess;
 }
 

@@ -839,6 +839,28 @@ TEST_F(ApiValidate, AbortDuringNonBlockingFinalize) {
   comm = nullptr;   // TearDown has nothing left to destroy
 }
 
+// A non-blocking init fails on its own thread; the caller learns why from
+// ncclGetLastError once ncclCommGetAsyncError reported the failure.
+TEST_F(ApiValidate, NonBlockingInitFailureKeepsItsCause) {
+  ncclUniqueId bogus;
+  memset(&bogus, 0x5a, sizeof(bogus));   // not made by ncclGetUniqueId
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  ncclComm_t nb = nullptr;
+  ncclResult_t res = ncclCommInitRankConfig(&nb, 2, bogus, 0, &cfg);
+  ASSERT_EQ(res, ncclInProgress) << ncclGetErrorString(res);
+  ASSERT_NE(nb, nullptr);
+  ncclResult_t async = ncclInProgress;
+  for (int i = 0; i < 5000 && async == ncclInProgress; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_EQ(ncclCommGetAsyncError(nb, &async), ncclSuccess);
+  }
+  EXPECT_EQ(async, ncclInvalidArgument) << ncclGetErrorString(async);
+  std::string text = ncclGetLastError(nb);
+  EXPECT_NE(text.find("Invalid ncclUniqueId"), std::string::npos) << text;
+  EXPECT_EQ(ncclCommDestroy(nb), ncclSuccess);
+}
+
 TEST_F(ApiValidate, AbortAndDestroyHandles) {
   // NULL: no-ops, as in NCCL.
   EXPECT_EQ(ncclCommDestroy(nullptr), ncclSuccess);
