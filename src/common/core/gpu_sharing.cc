@@ -1,5 +1,7 @@
 #include "common/core/gpu_sharing.h"
 
+#include "common/core/comm.h"
+
 #include <algorithm>
 #include <climits>
 #include <map>
@@ -7,6 +9,7 @@
 #include <utility>
 
 #include "common/check.h"
+#include "common/core/comm.h"
 #include "common/gpu.h"
 #include "common/util/debug.h"
 #include "common/util/param.h"
@@ -124,6 +127,37 @@ ncclResult_t checkGpuSharing(const std::vector<PeerInfo>& peers, int myRank, Gpu
            myRank, gpu.busId, k - 1, resident / k, resident);
   }
   *out = v;
+  return ncclSuccess;
+}
+
+ncclResult_t checkSharedGpuStreams(ncclComm* const* comms, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const ncclComm* a = comms[i];
+    if (!a->gpuShared) continue;
+    for (const std::vector<Task>* list : {&a->tasks.colls, &a->tasks.p2p}) {
+      for (const Task& t : *list) {
+        if (t.stream == nullptr) {
+          WARN("Rank %d shares its GPU with other ranks of its communicator and launches on the legacy default "
+               "stream, which waits for every other stream of the GPU (the other ranks' kernels wait for this "
+               "one): give each rank a stream of its own", a->rank);
+          return ncclInvalidUsage;
+        }
+        for (size_t j = i + 1; j < n; j++) {
+          const ncclComm* b = comms[j];
+          if (!b->gpuShared || b->gpuDev != a->gpuDev) continue;
+          for (const std::vector<Task>* other : {&b->tasks.colls, &b->tasks.p2p}) {
+            for (const Task& u : *other) {
+              if (u.stream != t.stream) continue;
+              WARN("Ranks %d and %d share GPU %d and launch on the same stream in one group: the second kernel "
+                   "would wait behind the first, which waits for it; give each rank a stream of its own",
+                   a->rank, b->rank, a->gpuDev);
+              return ncclInvalidUsage;
+            }
+          }
+        }
+      }
+    }
+  }
   return ncclSuccess;
 }
 

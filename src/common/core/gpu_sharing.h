@@ -21,6 +21,7 @@
 //     twice against the resident blocks).
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "common/core/peer_info.h"
@@ -49,5 +50,15 @@ struct GpuSharing {
 // share a GPU without MPS, when one process's ranks on a GPU outnumber its
 // work queues, or when not even one channel per rank fits.
 ncclResult_t checkGpuSharing(const std::vector<PeerInfo>& peers, int myRank, GpuSharing* out);
+
+// The streams of a group's tasks on communicators that share a GPU: each
+// rank of a GPU needs a stream of its own, or its kernel queues behind
+// another rank's kernel that waits for it. ncclInvalidUsage with a message
+// when two communicators of the group launch on the same stream of one GPU,
+// or one of them on the legacy default stream (which waits for every other
+// stream of the device). Communicators that share no GPU are not looked at.
+// Not seen: ranks driven by different threads, each in its own group, that
+// pass the same stream (documented in docs/gpu-sharing.md).
+ncclResult_t checkSharedGpuStreams(ncclComm* const* comms, size_t n);
 
 }  // namespace uniccl

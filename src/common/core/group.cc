@@ -9,6 +9,7 @@
 #include "common/core/comm.h"
 #include "common/core/copy_engine.h"
 #include "common/core/cost_model.h"
+#include "common/core/gpu_sharing.h"
 #include "common/core/inplace_stage.h"
 #include "common/core/launch.h"
 #include "common/core/launch_helpers.h"
@@ -125,6 +126,7 @@ ncclResult_t launchGroup(GroupState& g) {
   CopyEngineGroup& copies = copyEngineGroup();
   InPlaceStaging& staging = inPlaceStaging();
   for (ncclComm* c : g.comms) UCHECK_GOTO(checkTaskStreams(c), res, fail);
+  UCHECK_GOTO(checkSharedGpuStreams(g.comms.data(), g.comms.size()), res, fail);
   // In-place AlltoAll sends read a copy taken before any transfer of the
   // group is queued (copy-engine copies included).
   UCHECK_GOTO(staging.start(g.comms, useDevice), res, fail);
@@ -235,6 +237,7 @@ ncclResult_t enqueueTask(ncclComm* comm, const Task& task) {
   ncclResult_t res = ncclSuccess;
   DeviceGuard device;
   countPostedTasks(comm);
+  if (comm->gpuShared) UCHECK_GOTO(checkSharedGpuStreams(&comm, 1), res, fail);
   UCHECK_GOTO(device.use(comm->gpuDev), res, fail);
   if (!list.p2p.empty()) {
     peersToConnect(comm, &g.peerScratch);

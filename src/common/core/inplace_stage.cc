@@ -31,9 +31,16 @@ size_t scratchSize(size_t need) {
 ncclResult_t eagerScratch(ncclComm* c, size_t bytes) {
   if (c->stageFree == nullptr) UCHECK(gpu::eventCreate(&c->stageFree));
   if (bytes > c->stageBytes) {
-    // The old buffer may still be read by earlier groups (any stream).
-    if (c->stageFreeRecorded) UCHECK(gpu::eventSynchronize(c->stageFree));
-    if (c->stageBuf != nullptr) UCHECK(gpu::deviceFree(c->stageBuf));
+    if (c->gpuShared) {
+      // Freeing device memory waits for every kernel of the GPU, also another
+      // rank's that spins until this thread launches its part: the old
+      // buffer stays until the comm goes (growth doubles: at most 2x).
+      if (c->stageBuf != nullptr) c->deviceAllocs.push_back(c->stageBuf);
+    } else {
+      // The old buffer may still be read by earlier groups (any stream).
+      if (c->stageFreeRecorded) UCHECK(gpu::eventSynchronize(c->stageFree));
+      if (c->stageBuf != nullptr) UCHECK(gpu::deviceFree(c->stageBuf));
+    }
     c->stageBuf = nullptr;
     c->stageBytes = 0;
     const size_t size = scratchSize(bytes);

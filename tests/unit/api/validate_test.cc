@@ -861,6 +861,49 @@ TEST_F(ApiValidate, NonBlockingInitFailureKeepsItsCause) {
   EXPECT_EQ(ncclCommDestroy(nb), ncclSuccess);
 }
 
+// Ranks that share a GPU each need a stream of their own: the same stream
+// for two of them in one group, or the legacy default stream, is refused
+// before anything launches (their kernels would wait for each other).
+TEST_F(ApiValidate, RanksSharingAGpuNeedTheirOwnStreams) {
+  ncclComm* peer = new ncclComm();
+  peer->rank = 1;
+  peer->nRanks = 2;
+  peer->gpuDev = 0;
+  peer->commHash = 0x5eed;
+  peer->nChannels = 1;
+  peer->p2pChannels = 1;
+  peer->asyncError.store(ncclSuccess);
+  peer->state.store(CommState::Ready);
+  comm->gpuShared = peer->gpuShared = true;
+  auto both = [&](uniccl_stream_t s0, uniccl_stream_t s1) {
+    EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+    EXPECT_EQ(ncclAllReduce(send0, recv0, kCount, ncclFloat32, ncclSum, comm, s0), ncclSuccess);
+    EXPECT_EQ(ncclAllReduce(send0, recv0, kCount, ncclFloat32, ncclSum, peer, s1), ncclSuccess);
+    return ncclGroupEnd();
+  };
+  size_t before = fake::launchCount();
+  resetLastError();
+  EXPECT_EQ(both(stream, stream), ncclInvalidUsage);
+  EXPECT_NE(std::string(ncclGetLastError(comm)).find("same stream"), std::string::npos) << ncclGetLastError(comm);
+  resetLastError();
+  EXPECT_EQ(both(stream, nullptr), ncclInvalidUsage);
+  EXPECT_NE(std::string(ncclGetLastError(comm)).find("legacy default stream"), std::string::npos)
+      << ncclGetLastError(comm);
+  resetLastError();   // a group of one (the path without ncclGroupStart)
+  EXPECT_EQ(ncclAllReduce(send0, recv0, kCount, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidUsage);
+  EXPECT_NE(std::string(ncclGetLastError(comm)).find("legacy default stream"), std::string::npos)
+      << ncclGetLastError(comm);
+  EXPECT_EQ(fake::launchCount(), before);
+  EXPECT_TRUE(comm->tasks.empty());
+  EXPECT_TRUE(peer->tasks.empty());
+  // A stream of its own for each: both launch.
+  gpu::Stream s = nullptr;
+  ASSERT_EQ(gpu::streamCreate(&s), ncclSuccess);
+  EXPECT_EQ(both(stream, static_cast<uniccl_stream_t>(s)), ncclSuccess) << ncclGetLastError(comm);
+  EXPECT_EQ(fake::launchCount(), before + 2);
+  EXPECT_EQ(ncclCommDestroy(peer), ncclSuccess);
+}
+
 TEST_F(ApiValidate, AbortAndDestroyHandles) {
   // NULL: no-ops, as in NCCL.
   EXPECT_EQ(ncclCommDestroy(nullptr), ncclSuccess);

@@ -151,6 +151,26 @@ TEST_F(InPlaceAlltoAll, ScratchReuseGrowthAndOrder) {
   EXPECT_EQ(fake::live().events, base.events);
 }
 
+// With ranks sharing the GPU a growing scratch frees nothing on the launch
+// path (a device free waits for every kernel of the GPU, also the other
+// ranks' that wait for this one): the old buffer goes with the comm.
+TEST_F(InPlaceAlltoAll, SharedGpuGrowthFreesNothingUntilDestroy) {
+  ncclComm* comm = test::makeFakeComm(0, 2);
+  comm->gpuShared = true;
+  recordAndStage(comm, 1000, stream);
+  drop();
+  const uint64_t frees = fake::callCount("deviceFree");
+  const uint64_t syncs = fake::callCount("eventSynchronize");
+  recordAndStage(comm, (kCap / sizeof(float)) / 2, stream);   // grows past 1 MiB
+  expectStagedSends(comm, (kCap / sizeof(float)) / 2);
+  drop();
+  EXPECT_EQ(fake::callCount("deviceFree"), frees);
+  EXPECT_EQ(fake::callCount("eventSynchronize"), syncs);
+  EXPECT_EQ(fake::live().deviceAllocs, base.deviceAllocs + 2) << "old and new scratch both live";
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  EXPECT_EQ(fake::live().deviceAllocs, base.deviceAllocs);
+}
+
 // In graph capture the graph owns the copy's buffer (the comm's scratch is
 // neither used nor grown): freed once the graph is destroyed.
 TEST_F(InPlaceAlltoAll, CapturedStagingBelongsToTheGraph) {
