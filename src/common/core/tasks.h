@@ -15,6 +15,7 @@ namespace uniccl {
 enum class TaskKind : uint8_t {
   AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, Send, Recv,
 };
+constexpr int kNumTaskKinds = (int)TaskKind::Recv + 1;   // Recv stays last
 
 const char* taskKindName(TaskKind kind);
 

@@ -29,7 +29,7 @@
 
 namespace uniccl {
 
-constexpr int kConnSteps = 8;  // NCCL_STEPS; equals dev::kSteps
+constexpr int kConnSteps = dev::kSteps;  // NCCL_STEPS: the kernels fill the same steps
 
 // Where the bytes of a slot are (NCCL_MODE_*).
 enum ConnFifoMode : int32_t {
