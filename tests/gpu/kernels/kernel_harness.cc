@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "common/gpu.h"
+#include "common/util/debug.h"
 #include "device/dev_types.h"
 #include "device/kernels.h"
 #include "device/small_float.h"
@@ -48,7 +49,7 @@ namespace {
     ncclResult_t r_ = (call);                                                         \
     if (r_ != ncclSuccess) {                                                          \
       fprintf(stderr, "%s:%d: %s failed (%d): %s\n", __FILE__, __LINE__, #call, (int)r_, \
-              gpu::lastErrorString());                                                \
+              lastErrorMessage());                                                     \
       exit(1);                                                                        \
     }                                                                                 \
   } while (0)
@@ -245,7 +246,7 @@ struct Fabric {
       for (int r = 0; r < nRanks; r++) {
         ncclResult_t q = gpu::eventQuery(events[r]);
         if (q == ncclInProgress) done = false;
-        else if (q != ncclSuccess) { fprintf(stderr, "kernel failed: %s\n", gpu::lastErrorString()); exit(1); }
+        else if (q != ncclSuccess) { fprintf(stderr, "kernel failed: %s\n", lastErrorMessage()); exit(1); }
       }
       if (done) break;
       double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

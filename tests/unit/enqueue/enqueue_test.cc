@@ -406,26 +406,13 @@ TEST_F(Enqueue, EventPoolPassesFlagsAndCreationErrors) {
   gpu::Event e = nullptr;
   EXPECT_EQ(timing.get(&e), ncclUnhandledCudaError);
   EXPECT_EQ(timing.created(), 0u);
-  gpu::Event a, b;
+  gpu::Event a;
   ASSERT_EQ(timing.get(&a), ncclSuccess);
-  ASSERT_EQ(timing.get(&b), ncclSuccess);
-  ASSERT_EQ(gpu::eventRecord(a, nullptr), ncclSuccess);
-  fake::advanceClockMs(2.5f);
-  ASSERT_EQ(gpu::eventRecord(b, nullptr), ncclSuccess);
-  fake::completeEvent(a);
-  fake::advanceClockMs(1.0f);
-  fake::completeEvent(b);
-  float ms = 0;
-  ASSERT_EQ(gpu::eventElapsedMs(a, b, &ms), ncclSuccess);  // timing events really were asked for
-  EXPECT_FLOAT_EQ(ms, 1.0f);
+  EXPECT_EQ(fake::eventFlags(a), (unsigned)gpu::kEventDefault);  // timing events really were asked for
   EventPool done;  // default flavour: timing disabled
-  gpu::Event c, d;
+  gpu::Event c;
   ASSERT_EQ(done.get(&c), ncclSuccess);
-  ASSERT_EQ(done.get(&d), ncclSuccess);
-  ASSERT_EQ(gpu::eventRecord(c, nullptr), ncclSuccess);
-  ASSERT_EQ(gpu::eventRecord(d, nullptr), ncclSuccess);
-  fake::completeOldest(2);
-  EXPECT_NE(gpu::eventElapsedMs(c, d, &ms), ncclSuccess);
+  EXPECT_EQ(fake::eventFlags(c), (unsigned)gpu::kEventDisableTiming);
 }
 
 TEST_F(Enqueue, EventQueryErrorPropagatesAndKeepsTheNode) {
