@@ -116,10 +116,12 @@ struct LaunchConfig {
   bool programmatic = false;
 };
 // Launches `kernel` (a pointer to a __global__ function) with `args` (array
-// of pointers to each argument, as cudaLaunchKernel takes them) and makes
-// `done` complete when the kernel does. HIP: hipExtLaunchKernel with the
-// stop event; CUDA: launch, then record `done` on the same stream.
-ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, void** args, Event done);
+// of pointers to each argument, as cudaLaunchKernel takes them). When `done`
+// is not null it completes when the kernel does (HIP: hipExtLaunchKernel with
+// the stop event; CUDA: launch, then record `done` on the same stream); most
+// launches pass none (core/launch.cc: the watchdog's progress words tell
+// when they end).
+ncclResult_t launchKernel(const void* kernel, const LaunchConfig& cfg, void** args, Event done);
 // Loads a kernel's module now and reserves the per-thread stack it needs.
 // With lazy module loading (the CUDA default) a first launch may load it, or
 // grow the context's stack reservation, while other kernels of the same job

@@ -356,7 +356,7 @@ ncclResult_t ipcCloseMemHandle(void* devPtr) {
 }
 
 // ------------------------------------------------------------------ kernels
-ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
+ncclResult_t launchKernel(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
   if (cfg.programmatic) {
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;

@@ -362,7 +362,7 @@ ncclResult_t ipcCloseMemHandle(void* devPtr) {
 // ------------------------------------------------------------------ kernels
 // hipExtLaunchKernel signals `done` from the kernel's own completion packet:
 // no separate event record is enqueued behind the launch.
-ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
+ncclResult_t launchKernel(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
   HIP_TRY(hipExtLaunchKernel(kernel, dim3(cfg.gridX), dim3(cfg.blockX), args, cfg.sharedMemBytes,
                              (hipStream_t)cfg.stream, nullptr, (hipEvent_t)done, 0));
   return ncclSuccess;

@@ -746,16 +746,16 @@ ncclResult_t ipcCloseMemHandle(void* devPtr) {
 }
 
 // ------------------------------------------------------------------ kernels
-ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
+ncclResult_t launchKernel(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
   emu::KernelRunner runner = gRunner.load();
   if (runner == nullptr)
-    return fail(ncclInvalidUsage, "launchWithDoneEvent failed: no kernel runner is installed; the emulated GPU backend "
+    return fail(ncclInvalidUsage, "launchKernel failed: no kernel runner is installed; the emulated GPU backend "
                 "runs kernels through uniccl::emu::setKernelRunner (tests/emu/emu_gpu.h)");
-  if (kernel == nullptr) return fail(ncclUnhandledCudaError, "launchWithDoneEvent failed: invalid device function");
+  if (kernel == nullptr) return fail(ncclUnhandledCudaError, "launchKernel failed: invalid device function");
   if (args == nullptr || args[0] == nullptr)
-    return fail(ncclUnhandledCudaError, "launchWithDoneEvent failed: invalid argument (no kernel arguments)");
+    return fail(ncclUnhandledCudaError, "launchKernel failed: invalid argument (no kernel arguments)");
   if (cfg.gridX == 0 || cfg.blockX == 0 || cfg.blockX > kMaxThreadsPerBlock)
-    return fail(ncclUnhandledCudaError, "launchWithDoneEvent failed: invalid configuration argument (grid %u, block %u)",
+    return fail(ncclUnhandledCudaError, "launchKernel failed: invalid configuration argument (grid %u, block %u)",
                 cfg.gridX, cfg.blockX);
   // Every uniccl kernel takes one KernelArgs by value: copied now, as a launch does.
   dev::KernelArgs a;
@@ -764,25 +764,25 @@ ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, vo
   State& s = st();
   std::lock_guard<std::mutex> lk(s.mu);
   EmuStream* q;
-  ncclResult_t r = findStream(s, cfg.stream, "launchWithDoneEvent", &q);
+  ncclResult_t r = findStream(s, cfg.stream, "launchKernel", &q);
   if (r != ncclSuccess) return r;
   auto lim = s.dynSharedLimit.find(kernel);
   const size_t limit = lim == s.dynSharedLimit.end() ? kDefaultDynShared : lim->second;
   if (cfg.sharedMemBytes > limit)
-    return fail(ncclUnhandledCudaError, "launchWithDoneEvent failed: too many resources requested for launch (%zu bytes "
+    return fail(ncclUnhandledCudaError, "launchKernel failed: too many resources requested for launch (%zu bytes "
                 "of dynamic shared memory, limit %zu; raise it with setKernelMaxDynamicShared)", cfg.sharedMemBytes,
                 limit);
   EmuEvent* ev = nullptr;
   if (done != nullptr) {
-    r = findEvent(s, done, "launchWithDoneEvent", &ev);
+    r = findEvent(s, done, "launchKernel", &ev);
     if (r != ncclSuccess) return r;
     if (ev->device != q->device)
-      return fail(ncclUnhandledCudaError, "launchWithDoneEvent failed: invalid resource handle (done event of device %d, "
+      return fail(ncclUnhandledCudaError, "launchKernel failed: invalid resource handle (done event of device %d, "
                   "stream of device %d)", ev->device, q->device);
   }
   const unsigned grid = cfg.gridX, block = cfg.blockX;
   enqueue(q, [runner, kernel, grid, block, a] { runner(kernel, grid, block, &a); });
-  if (ev != nullptr) return recordOn(s, ev, q, "launchWithDoneEvent");
+  if (ev != nullptr) return recordOn(s, ev, q, "launchKernel");
   return ncclSuccess;
 }
 

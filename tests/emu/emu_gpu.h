@@ -24,7 +24,7 @@
 namespace uniccl::emu {
 
 // Runs one kernel launch: `kernel` is the pointer given to
-// gpu::launchWithDoneEvent, `argBytes` a copy (taken at launch time) of the
+// gpu::launchKernel, `argBytes` a copy (taken at launch time) of the
 // launch's single argument, sizeof(uniccl::dev::KernelArgs) bytes. Called on
 // the stream's worker thread; the launch completes when it returns.
 using KernelRunner = void (*)(const void* kernel, unsigned gridX, unsigned blockX, const void* argBytes);

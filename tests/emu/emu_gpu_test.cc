@@ -573,7 +573,7 @@ TEST_F(EmuGpu, LaunchRunsTheRunnerWithACopyOfTheArguments) {
   gpu::LaunchConfig cfg;
   cfg.gridX = 3;
   cfg.blockX = 512;
-  EXPECT_EQ(gpu::launchWithDoneEvent(&kernelA, cfg, argv, nullptr), ncclInvalidUsage);  // no runner yet
+  EXPECT_EQ(gpu::launchKernel(&kernelA, cfg, argv, nullptr), ncclInvalidUsage);  // no runner yet
   EXPECT_NE(std::strstr(emu::lastErrorString(), "setKernelRunner"), nullptr) << emu::lastErrorString();
 
   LaunchLog log;
@@ -585,7 +585,7 @@ TEST_F(EmuGpu, LaunchRunsTheRunnerWithACopyOfTheArguments) {
   Stream st;
   Event done;
   cfg.stream = st.s;
-  ASSERT_EQ(gpu::launchWithDoneEvent(&kernelA, cfg, argv, done.e), ncclSuccess);
+  ASSERT_EQ(gpu::launchKernel(&kernelA, cfg, argv, done.e), ncclSuccess);
   std::memset(&args, 0, sizeof(args));  // the launch copied them already
   EXPECT_EQ(gpu::eventQuery(done.e), ncclInProgress);
   std::this_thread::sleep_for(10ms);
@@ -608,7 +608,7 @@ TEST_F(EmuGpu, LaunchRunsTheRunnerWithACopyOfTheArguments) {
   std::memcpy(&args, bytes.data(), sizeof(args));
   cfg.gridX = 1;
   cfg.blockX = 64;
-  ASSERT_EQ(gpu::launchWithDoneEvent(&kernelB, cfg, argv, nullptr), ncclSuccess);
+  ASSERT_EQ(gpu::launchKernel(&kernelB, cfg, argv, nullptr), ncclSuccess);
   ASSERT_EQ(gpu::streamSynchronize(st.s), ncclSuccess);
   EXPECT_EQ(slot.value.load(), 12345);
   {
@@ -620,20 +620,20 @@ TEST_F(EmuGpu, LaunchRunsTheRunnerWithACopyOfTheArguments) {
 
   // Launch-time checks of a real runtime.
   cfg.blockX = 2048;
-  EXPECT_EQ(gpu::launchWithDoneEvent(&kernelA, cfg, argv, nullptr), ncclUnhandledCudaError);
+  EXPECT_EQ(gpu::launchKernel(&kernelA, cfg, argv, nullptr), ncclUnhandledCudaError);
   cfg.blockX = 64;
   cfg.gridX = 0;
-  EXPECT_EQ(gpu::launchWithDoneEvent(&kernelA, cfg, argv, nullptr), ncclUnhandledCudaError);
+  EXPECT_EQ(gpu::launchKernel(&kernelA, cfg, argv, nullptr), ncclUnhandledCudaError);
   cfg.gridX = 1;
   cfg.sharedMemBytes = 100 << 10;
-  EXPECT_EQ(gpu::launchWithDoneEvent(&kernelA, cfg, argv, nullptr), ncclUnhandledCudaError);
+  EXPECT_EQ(gpu::launchKernel(&kernelA, cfg, argv, nullptr), ncclUnhandledCudaError);
   ASSERT_EQ(emu::setKernelMaxDynamicShared(&kernelA, 100 << 10), ncclSuccess);
-  ASSERT_EQ(gpu::launchWithDoneEvent(&kernelA, cfg, argv, nullptr), ncclSuccess);
+  ASSERT_EQ(gpu::launchKernel(&kernelA, cfg, argv, nullptr), ncclSuccess);
   EXPECT_EQ(emu::setKernelMaxDynamicShared(&kernelA, 1 << 20), ncclUnhandledCudaError);
   EXPECT_EQ(gpu::preloadKernel(&kernelA), ncclSuccess);
   ASSERT_EQ(gpu::setDevice(0), ncclSuccess);
   Event dev0;
-  EXPECT_EQ(gpu::launchWithDoneEvent(&kernelA, cfg, argv, dev0.e), ncclUnhandledCudaError);  // other device's event
+  EXPECT_EQ(gpu::launchKernel(&kernelA, cfg, argv, dev0.e), ncclUnhandledCudaError);  // other device's event
   ASSERT_EQ(gpu::streamSynchronize(st.s), ncclSuccess);
   {
     std::lock_guard<std::mutex> lk(log.mu);

@@ -145,7 +145,7 @@ ncclResult_t launchLocalCopy(ncclComm* c, void* dst, const void* src, size_t byt
   cfg.blockX = dev::kThreadsPerBlock;
   cfg.stream = stream;
   void* argv[] = {&args};
-  return gpu::launchWithDoneEvent(dev::p2pKernel(), cfg, argv, nullptr);
+  return gpu::launchKernel(dev::p2pKernel(), cfg, argv, nullptr);
 }
 
 }  // namespace

@@ -197,7 +197,7 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
     UCHECK(watchLaunchBegin(comm, s, works, n, grid, &watch));
     args.graph = watch.graph;
     void* profLaunch = profilerStartKernelLaunch(comm->profiler.get(), s.launch);
-    ncclResult_t res = gpu::launchWithDoneEvent(kernel, cfg, argv, nullptr);
+    ncclResult_t res = gpu::launchKernel(kernel, cfg, argv, nullptr);
     profilerStop(comm->profiler.get(), profLaunch);
     return res;
   }
@@ -224,7 +224,7 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
     comm->launchesWithoutDoneEvent = 0;
   }
   void* profLaunch = profilerStartKernelLaunch(comm->profiler.get(), s.launch);
-  ncclResult_t res = gpu::launchWithDoneEvent(kernel, cfg, argv, done);
+  ncclResult_t res = gpu::launchKernel(kernel, cfg, argv, done);
   profilerStop(comm->profiler.get(), profLaunch);
   if (res != ncclSuccess) {
     if (done != nullptr) comm->donePool.put(done);

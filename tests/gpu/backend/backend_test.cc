@@ -70,7 +70,7 @@ TEST(GpuBackend, DoneEventFiresAfterTheKernelAndTheCallbackSeesItsResult) {
   void* args[] = {&flagDev, &resultDev, &value, &maxSpins};
   gpu::LaunchConfig cfg;
   cfg.stream = st.s;
-  ASSERT_EQ(gpu::launchWithDoneEvent(gputest::spinKernel(), cfg, args, done), ncclSuccess);
+  ASSERT_EQ(gpu::launchKernel(gputest::spinKernel(), cfg, args, done), ncclSuccess);
   SpinCheck check{static_cast<volatile int*>(result.host), value};
   ASSERT_EQ(q.push(done, checkResult, &check, 0), ncclSuccess);
 
@@ -136,7 +136,7 @@ TEST(GpuBackend, WorkFifoRoundTrip) {
     gpu::LaunchConfig cfg;
     cfg.stream = st.s;
     cfg.blockX = 64;
-    ASSERT_EQ(gpu::launchWithDoneEvent(gputest::checksumKernel(), cfg, args, ev), ncclSuccess);
+    ASSERT_EQ(gpu::launchKernel(gputest::checksumKernel(), cfg, args, ev), ncclSuccess);
     ASSERT_EQ(q.push(ev, fifoWorkDone, &works[i], i), ncclSuccess);
     ASSERT_EQ(q.poll(false), ncclSuccess);
   }
@@ -224,7 +224,7 @@ TEST(GpuBackend, MemoryKindsAndIpc) {
   void* args[] = {&pageDev};
   gpu::LaunchConfig cfg;
   cfg.stream = st.s;
-  ASSERT_EQ(gpu::launchWithDoneEvent(gputest::incrementKernel(), cfg, args, nullptr), ncclSuccess);
+  ASSERT_EQ(gpu::launchKernel(gputest::incrementKernel(), cfg, args, nullptr), ncclSuccess);
   ASSERT_EQ(gpu::streamSynchronize(st.s), ncclSuccess);
   EXPECT_EQ(*static_cast<volatile int*>(page), 42);
   ASSERT_EQ(gpu::hostUnregister(page), ncclSuccess);
@@ -258,7 +258,7 @@ TEST(GpuBackend, CaptureInfoAndUserObject) {
   void* args[] = {&counterDev};
   gpu::LaunchConfig cfg;
   cfg.stream = st.s;
-  ASSERT_EQ(gpu::launchWithDoneEvent(gputest::incrementKernel(), cfg, args, done), ncclSuccess);
+  ASSERT_EQ(gpu::launchKernel(gputest::incrementKernel(), cfg, args, done), ncclSuccess);
   gpu::Graph graph = nullptr;
   ASSERT_EQ(gputest::endCapture(st.s, &graph), ncclSuccess);
   ASSERT_NE(graph, nullptr);

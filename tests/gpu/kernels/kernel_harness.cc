@@ -628,7 +628,7 @@ int main(int argc, char** argv) {
           a.releaseEarly = (uint32_t)rng.range(2);
           // Only the last launch records the event waitAll() polls (an event
           // record between two kernels may keep the second from starting early).
-          HCHECK(gpu::launchWithDoneEvent(kernel, cfg, args, at + k == nItems ? fab.events[r] : nullptr));
+          HCHECK(gpu::launchKernel(kernel, cfg, args, at + k == nItems ? fab.events[r] : nullptr));
         }
         at += k;
       }
@@ -727,7 +727,7 @@ int main(int argc, char** argv) {
     void* args[] = {&a};
     gpu::LaunchConfig cfg;
     cfg.gridX = kGrid; cfg.blockX = kThreadsPerBlock; cfg.stream = fab.streams[0];
-    HCHECK(gpu::launchWithDoneEvent(p2pKernel(), cfg, args, fab.events[0]));
+    HCHECK(gpu::launchKernel(p2pKernel(), cfg, args, fab.events[0]));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     abortOk = gpu::eventQuery(fab.events[0]) == ncclInProgress;  // must still be waiting
     *fab.abortHost = 1;

@@ -632,8 +632,8 @@ ncclResult_t ipcCloseMemHandle(void* devPtr) {
   return ncclSuccess;
 }
 
-ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
-  FAKE_ENTER("launchWithDoneEvent");
+ncclResult_t launchKernel(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
+  FAKE_ENTER("launchKernel");
   if (kernel == nullptr || cfg.gridX == 0 || cfg.blockX == 0) return bad(s, "invalid launch configuration");
   if (cfg.stream != nullptr && !findStream(s, cfg.stream)) return bad(s, "invalid stream");
   FakeEvent* fe = nullptr;

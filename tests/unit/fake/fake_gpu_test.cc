@@ -102,7 +102,7 @@ TEST_F(FakeGpu, CaptureReplayAndUserObjects) {
   gpu::LaunchConfig cfg;
   cfg.stream = s;
   static int kernelStandIn;
-  ASSERT_EQ(gpu::launchWithDoneEvent(&kernelStandIn, cfg, nullptr, nullptr), ncclSuccess);
+  ASSERT_EQ(gpu::launchKernel(&kernelStandIn, cfg, nullptr, nullptr), ncclSuccess);
   EXPECT_EQ(fake::endCapture(s), g);
   EXPECT_EQ(fake::launchCount(), 0u);
   for (int i = 0; i < 3; ++i) fake::replayGraph(g);
