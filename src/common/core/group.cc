@@ -9,6 +9,7 @@
 #include "common/core/comm.h"
 #include "common/core/copy_engine.h"
 #include "common/core/inplace_stage.h"
+#include "common/core/graph_buffers.h"
 #include "common/core/launch.h"
 #include "common/core/launch_helpers.h"
 #include "common/core/planner.h"
