@@ -42,16 +42,12 @@ ncclResult_t deviceGetByBusId(const char* busId, int* dev);
 ncclResult_t canAccessPeer(int dev, int peer, bool* can);
 // Enables access from the current device to `peer`; already-enabled is success.
 ncclResult_t enablePeerAccess(int peer);
-ncclResult_t deviceSynchronize();
 
 // ------------------------------------------------------------------ streams
 ncclResult_t streamCreate(Stream* s);          // non-blocking stream
 ncclResult_t streamDestroy(Stream s);
 ncclResult_t streamSynchronize(Stream s);
 ncclResult_t streamWaitEvent(Stream s, Event e);
-// Returns the device the stream belongs to (-1 for the legacy default stream
-// when it cannot be told).
-ncclResult_t streamGetDevice(Stream s, int* dev);
 
 enum class CaptureStatus { None, Active, Invalidated };
 struct CaptureInfo {
@@ -76,12 +72,10 @@ ncclResult_t eventRecord(Event e, Stream s);
 // thread is capturing (it runs in relaxed capture mode).
 ncclResult_t eventQuery(Event e);
 ncclResult_t eventSynchronize(Event e);
-ncclResult_t eventElapsedMs(Event start, Event end, float* ms);
 
 // ------------------------------------------------------------------- memory
 ncclResult_t deviceAlloc(void** ptr, size_t bytes);
 ncclResult_t deviceFree(void* ptr);
-ncclResult_t hostAllocPinned(void** ptr, size_t bytes);                 // page-locked
 ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes);  // pinned + device-visible
 ncclResult_t hostFree(void* ptr);
 // Pins and maps existing host memory (e.g. a shared-memory segment) for the
@@ -92,7 +86,6 @@ ncclResult_t memcpyAsync(void* dst, const void* src, size_t bytes, Stream s);  /
 // Synchronous: on a private non-blocking stream of the current device, then
 // waited for, so they neither wait for nor break an application's capture.
 ncclResult_t memcpy(void* dst, const void* src, size_t bytes);
-ncclResult_t memsetAsync(void* dst, int value, size_t bytes, Stream s);
 ncclResult_t memset(void* dst, int value, size_t bytes);
 
 enum class MemoryKind { Unregistered, Host, Device, Managed };
@@ -123,10 +116,12 @@ struct LaunchConfig {
   bool programmatic = false;
 };
 // Launches `kernel` (a pointer to a __global__ function) with `args` (array
-// of pointers to each argument, as cudaLaunchKernel takes them) and makes
-// `done` complete when the kernel does. HIP: hipExtLaunchKernel with the
-// stop event; CUDA: launch, then record `done` on the same stream.
-ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, void** args, Event done);
+// of pointers to each argument, as cudaLaunchKernel takes them). When `done`
+// is not null it completes when the kernel does (HIP: hipExtLaunchKernel with
+// the stop event; CUDA: launch, then record `done` on the same stream); most
+// launches pass none (core/launch.cc: the watchdog's progress words tell
+// when they end).
+ncclResult_t launchKernel(const void* kernel, const LaunchConfig& cfg, void** args, Event done);
 // Loads a kernel's module now and reserves the per-thread stack it needs.
 // With lazy module loading (the CUDA default) a first launch may load it, or
 // grow the context's stack reservation, while other kernels of the same job
@@ -157,20 +152,10 @@ WorkQueues workQueues();
 // processes, and kernels that wait for each other across processes crawl or
 // hang). `how` says what was found, for messages.
 ncclResult_t processesShareDevice(bool* concurrent, const char** how);
-// Raises the dynamic shared-memory limit of a kernel.
-ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes);
-// Enqueues fn(arg) on the stream (runs on a runtime thread; must not call the GPU API).
-ncclResult_t launchHostFunc(Stream s, void (*fn)(void*), void* arg);
 
 // ------------------------------------------------------------------- graphs
 // A user object whose destructor (fn(arg)) runs when the last graph (or graph
 // exec) that retains it is destroyed. The graph takes the only reference.
 ncclResult_t graphRetainNewUserObject(Graph g, void (*destroy)(void*), void* arg);
-
-// ----------------------------------------------------------- error helpers
-// Last error string of the runtime (does not clear it).
-const char* lastErrorString();
-// Clears a non-sticky runtime error so that a later check does not see it.
-void clearLastError();
 
 }  // namespace uniccl::gpu

@@ -147,11 +147,6 @@ ncclResult_t enablePeerAccess(int peer) {
   return ncclSuccess;
 }
 
-ncclResult_t deviceSynchronize() {
-  CUDA_TRY(cudaDeviceSynchronize());
-  return ncclSuccess;
-}
-
 // ------------------------------------------------------------------ streams
 ncclResult_t streamCreate(Stream* s) {
   RelaxedCapture relaxed;  // may come during a capture (copy_engine's side stream)
@@ -170,12 +165,6 @@ ncclResult_t streamSynchronize(Stream s) {
 }
 ncclResult_t streamWaitEvent(Stream s, Event e) {
   CUDA_TRY(cudaStreamWaitEvent((cudaStream_t)s, (cudaEvent_t)e, 0));
-  return ncclSuccess;
-}
-ncclResult_t streamGetDevice(Stream s, int* dev) {
-  int d = -1;
-  CUDA_TRY(cudaStreamGetDevice((cudaStream_t)s, &d));
-  *dev = d;
   return ncclSuccess;
 }
 
@@ -227,10 +216,6 @@ ncclResult_t eventSynchronize(Event e) {
   CUDA_TRY(cudaEventSynchronize((cudaEvent_t)e));
   return ncclSuccess;
 }
-ncclResult_t eventElapsedMs(Event start, Event end, float* ms) {
-  CUDA_TRY(cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)end));
-  return ncclSuccess;
-}
 
 // ------------------------------------------------------------------- memory
 ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
@@ -241,11 +226,6 @@ ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
 ncclResult_t deviceFree(void* ptr) {
   RelaxedCapture relaxed;
   CUDA_TRY(cudaFree(ptr));
-  return ncclSuccess;
-}
-ncclResult_t hostAllocPinned(void** ptr, size_t bytes) {
-  cudaError_t err = cudaHostAlloc(ptr, bytes, cudaHostAllocPortable);
-  if (err != cudaSuccess) return failAlloc("cudaHostAlloc", err);
   return ncclSuccess;
 }
 ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes) {
@@ -297,10 +277,6 @@ ncclResult_t memcpy(void* dst, const void* src, size_t bytes) {
   UCHECK(privateStream(&s));
   CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));
   CUDA_TRY(cudaStreamSynchronize(s));
-  return ncclSuccess;
-}
-ncclResult_t memsetAsync(void* dst, int value, size_t bytes, Stream s) {
-  CUDA_TRY(cudaMemsetAsync(dst, value, bytes, (cudaStream_t)s));
   return ncclSuccess;
 }
 ncclResult_t memset(void* dst, int value, size_t bytes) {
@@ -380,7 +356,7 @@ ncclResult_t ipcCloseMemHandle(void* devPtr) {
 }
 
 // ------------------------------------------------------------------ kernels
-ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
+ncclResult_t launchKernel(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
   if (cfg.programmatic) {
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -450,14 +426,6 @@ ncclResult_t processesShareDevice(bool* concurrent, const char** how) {
   *how = *concurrent ? "an MPS control daemon runs" : "no MPS control daemon (CUDA_MPS_PIPE_DIRECTORY/control)";
   return ncclSuccess;
 }
-ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes) {
-  CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-  return ncclSuccess;
-}
-ncclResult_t launchHostFunc(Stream s, void (*fn)(void*), void* arg) {
-  CUDA_TRY(cudaLaunchHostFunc((cudaStream_t)s, fn, arg));
-  return ncclSuccess;
-}
 
 // ------------------------------------------------------------------- graphs
 // Ownership of `arg` always passes to this call: destroy(arg) runs exactly
@@ -479,9 +447,5 @@ ncclResult_t graphRetainNewUserObject(Graph g, void (*destroy)(void*), void* arg
   }
   return ncclSuccess;
 }
-
-// ----------------------------------------------------------- error helpers
-const char* lastErrorString() { return cudaGetErrorString(cudaPeekAtLastError()); }
-void clearLastError() { (void)cudaGetLastError(); }
 
 }  // namespace uniccl::gpu

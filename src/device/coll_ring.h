@@ -66,20 +66,20 @@ UDEV_NOINLINE bool ringAllReduce(const Work& w, const CollCtx& c, const Group& g
     int64_t o, len;
     // Reduce-scatter phase.
     len = at((idx + n - 1) % n, &o);
-    if (!p.template step<true, false, false, true, true, false>(src + o, nullptr, len)) return false;
+    if (!p.template send<true>(src + o, len)) return false;
     for (int k = 2; k < n; k++) {
       len = at((idx + n - k) % n, &o);
-      if (!p.template step<true, true, false, true, true, false>(src + o, nullptr, len)) return false;
+      if (!p.template recvReduceSend<true>(src + o, len)) return false;
     }
     len = at(idx, &o);
-    if (!p.template step<true, true, true, true, true, true>(src + o, dst + o, len)) return false;
+    if (!p.template recvReduceCopySend<true, true>(src + o, dst + o, len)) return false;
     // All-gather phase.
     for (int k = 1; k < n - 1; k++) {
       len = at((idx + n - k) % n, &o);
-      if (!p.template step<false, true, true, true, false, false>(nullptr, dst + o, len)) return false;
+      if (!p.recvCopySend(dst + o, len)) return false;
     }
     len = at((idx + 1) % n, &o);
-    if (!p.template step<false, true, true, false, false, false>(nullptr, dst + o, len)) return false;
+    if (!p.recv(dst + o, len)) return false;
   }
   p.finish();
   return true;
@@ -102,8 +102,8 @@ UDEV_NOINLINE bool exchangeAllReduce(const Work& w, const CollCtx& c, const Grou
   const int64_t slice = sliceElems<S>(c.comm, Proto, w.c.sliceBytes);
   for (int64_t off = 0; off < chN; off += slice) {
     const int64_t o = chOff + off, len = imin(slice, chN - off);
-    if (!p.template step<true, false, false, true, true, false>(src + o, nullptr, len)) return false;
-    if (!p.template step<true, true, true, false, true, true>(src + o, dst + o, len)) return false;
+    if (!p.template send<true>(src + o, len)) return false;
+    if (!p.template recvReduceCopy<true, true>(src + o, dst + o, len)) return false;
   }
   p.finish();
   return true;
@@ -127,12 +127,12 @@ UDEV_NOINLINE bool ringBroadcast(const Work& w, const CollCtx& c, const Group& g
     const int64_t o = chOff + off, len = imin(slice, chN - off);
     bool ok;
     if (isRoot) {
-      ok = (src == dst) ? p.template step<true, false, false, true, false, false>(src + o, nullptr, len)
-                        : p.template step<true, false, true, true, false, false>(src + o, dst + o, len);
+      ok = (src == dst) ? p.send(src + o, len)
+                        : p.copySend(src + o, dst + o, len);
     } else if (isLast) {
-      ok = p.template step<false, true, true, false, false, false>(nullptr, dst + o, len);
+      ok = p.recv(dst + o, len);
     } else {
-      ok = p.template step<false, true, true, true, false, false>(nullptr, dst + o, len);
+      ok = p.recvCopySend(dst + o, len);
     }
     if (!ok) return false;
   }
@@ -156,9 +156,9 @@ UDEV_NOINLINE bool ringReduce(const Work& w, const CollCtx& c, const Group& g, c
   for (int64_t off = 0; off < chN; off += slice) {
     const int64_t o = chOff + off, len = imin(slice, chN - off);
     bool ok;
-    if (isFirst) ok = p.template step<true, false, false, true, true, false>(src + o, nullptr, len);
-    else if (isRoot) ok = p.template step<true, true, true, false, true, true>(src + o, dst + o, len);
-    else ok = p.template step<true, true, false, true, true, false>(src + o, nullptr, len);
+    if (isFirst) ok = p.template send<true>(src + o, len);
+    else if (isRoot) ok = p.template recvReduceCopy<true, true>(src + o, dst + o, len);
+    else ok = p.template recvReduceSend<true>(src + o, len);
     if (!ok) return false;
   }
   p.finish();
@@ -184,15 +184,15 @@ UDEV_NOINLINE bool ringAllGather(const Work& w, const CollCtx& c, const Group& g
     const int64_t o = chOff + off, len = imin(slice, chN - off);
     bool ok;
     // In place, src is already our block of dst: only send it.
-    ok = (src == dst + mine) ? p.template step<true, false, false, true, false, false>(src + o, nullptr, len)
-                             : p.template step<true, false, true, true, false, false>(src + o, dst + mine + o, len);
+    ok = (src == dst + mine) ? p.send(src + o, len)
+                             : p.copySend(src + o, dst + mine + o, len);
     if (!ok) return false;
     for (int k = 1; k < n - 1; k++) {
       const int64_t b = (int64_t)ringRanks[(idx + n - k) % n] * count;
-      if (!p.template step<false, true, true, true, false, false>(nullptr, dst + b + o, len)) return false;
+      if (!p.recvCopySend(dst + b + o, len)) return false;
     }
     const int64_t b = (int64_t)c.channel->ringNext * count;  // ringRanks[(idx + 1) % n]
-    if (!p.template step<false, true, true, false, false, false>(nullptr, dst + b + o, len)) return false;
+    if (!p.recv(dst + b + o, len)) return false;
   }
   p.finish();
   return true;
@@ -216,12 +216,12 @@ UDEV_NOINLINE bool ringReduceScatter(const Work& w, const CollCtx& c, const Grou
   for (int64_t off = 0; off < chN; off += slice) {
     const int64_t o = chOff + off, len = imin(slice, chN - off);
     int64_t b = (int64_t)c.channel->ringPrev * count;  // ringRanks[(idx + n - 1) % n]
-    if (!p.template step<true, false, false, true, true, false>(src + b + o, nullptr, len)) return false;
+    if (!p.template send<true>(src + b + o, len)) return false;
     for (int k = 2; k < n; k++) {
       b = (int64_t)ringRanks[(idx + n - k) % n] * count;
-      if (!p.template step<true, true, false, true, true, false>(src + b + o, nullptr, len)) return false;
+      if (!p.template recvReduceSend<true>(src + b + o, len)) return false;
     }
-    if (!p.template step<true, true, true, false, true, true>(src + mine + o, dst + o, len)) return false;
+    if (!p.template recvReduceCopy<true, true>(src + mine + o, dst + o, len)) return false;
   }
   p.finish();
   return true;

@@ -67,14 +67,14 @@ UDEV_NOINLINE bool treeReduceUp(const Work& w, const CollCtx& c, const Group& g,
     Prims<Fn, Proto> p(g, c.comm, fn, nullptr, &peers[up].send);
     for (int64_t off = 0; off < t.chN; off += t.slice) {
       const int64_t o = t.chOff + off, len = imin(t.slice, t.chN - off);
-      if (!p.template step<true, false, false, true, true, false>(src + o, nullptr, len)) return false;
+      if (!p.template send<true>(src + o, len)) return false;
     }
     p.finish();
   } else if (d1 < 0) {
     Prims<Fn, Proto> p(g, c.comm, fn, &peers[d0].recv, &peers[up].send);
     for (int64_t off = 0; off < t.chN; off += t.slice) {
       const int64_t o = t.chOff + off, len = imin(t.slice, t.chN - off);
-      if (!p.template step<true, true, false, true, true, false>(src + o, nullptr, len)) return false;
+      if (!p.template recvReduceSend<true>(src + o, len)) return false;
     }
     p.finish();
   } else {
@@ -83,8 +83,8 @@ UDEV_NOINLINE bool treeReduceUp(const Work& w, const CollCtx& c, const Group& g,
     for (int64_t off = 0; off < t.chN; off += t.slice) {
       const int64_t o = t.chOff + off, len = imin(t.slice, t.chN - off);
       // a's step ends with a barrier (it receives), so b reads every thread's scratch.
-      if (!a.template step<true, true, true, false, true, false>(src + o, dst + o, len)) return false;
-      if (!b.template step<true, true, false, true, false, false>(dst + o, nullptr, len)) return false;
+      if (!a.template recvReduceCopy<true, false>(src + o, dst + o, len)) return false;
+      if (!b.recvReduceSend(dst + o, len)) return false;
     }
     a.finish();
     b.finish();
@@ -106,19 +106,19 @@ UDEV_NOINLINE bool treeBroadcastDown(const Work& w, const CollCtx& c, const Grou
   if (d0 < 0) {
     for (int64_t off = 0; off < t.chN; off += t.slice) {
       const int64_t o = t.chOff + off, len = imin(t.slice, t.chN - off);
-      if (!a.template step<false, true, true, false, false, false>(nullptr, dst + o, len)) return false;
+      if (!a.recv(dst + o, len)) return false;
     }
   } else if (d1 < 0) {
     for (int64_t off = 0; off < t.chN; off += t.slice) {
       const int64_t o = t.chOff + off, len = imin(t.slice, t.chN - off);
-      if (!a.template step<false, true, true, true, false, false>(nullptr, dst + o, len)) return false;
+      if (!a.recvCopySend(dst + o, len)) return false;
     }
   } else {
     Prims<Fn, Proto> b(g, c.comm, fn, nullptr, &peers[d1].send);
     for (int64_t off = 0; off < t.chN; off += t.slice) {
       const int64_t o = t.chOff + off, len = imin(t.slice, t.chN - off);
-      if (!a.template step<false, true, true, true, false, false>(nullptr, dst + o, len)) return false;
-      if (!b.template step<true, false, false, true, false, false>(dst + o, nullptr, len)) return false;
+      if (!a.recvCopySend(dst + o, len)) return false;
+      if (!b.send(dst + o, len)) return false;
     }
     b.finish();
   }
@@ -142,7 +142,7 @@ UDEV_NOINLINE bool treeRoot(const Work& w, const CollCtx& c, const Group& g, con
     Prims<Fn, Proto> p(g, c.comm, fn, &peers[d0].recv, &peers[d0].send);
     for (int64_t off = 0; off < t.chN; off += t.slice) {
       const int64_t o = t.chOff + off, len = imin(t.slice, t.chN - off);
-      if (!p.template step<true, true, true, true, true, true>(src + o, dst + o, len)) return false;
+      if (!p.template recvReduceCopySend<true, true>(src + o, dst + o, len)) return false;
     }
     p.finish();
     return true;
@@ -152,9 +152,9 @@ UDEV_NOINLINE bool treeRoot(const Work& w, const CollCtx& c, const Group& g, con
   Prims<Fn, Proto> s(g, c.comm, fn, nullptr, &peers[d1].send);
   for (int64_t off = 0; off < t.chN; off += t.slice) {
     const int64_t o = t.chOff + off, len = imin(t.slice, t.chN - off);
-    if (!a.template step<true, true, true, false, true, false>(src + o, dst + o, len)) return false;
-    if (!b.template step<true, true, true, true, false, true>(dst + o, dst + o, len)) return false;
-    if (!s.template step<true, false, false, true, false, false>(dst + o, nullptr, len)) return false;
+    if (!a.template recvReduceCopy<true, false>(src + o, dst + o, len)) return false;
+    if (!b.template recvReduceCopySend<false, true>(dst + o, dst + o, len)) return false;
+    if (!s.send(dst + o, len)) return false;
   }
   a.finish();
   b.finish();

@@ -21,6 +21,7 @@ UDEV void loadWork(const KernelArgs& args, uint32_t i, BlockShared& sh) {
     }
   } else if (tid == 0) {
     // Constant indices keep the parameter reads in the parameter space.
+    static_assert(kMaxInlineWorks == 4, "one case per inline work item");
     switch (i) {
       case 0: sh.work = args.inlineWorks[0]; break;
       case 1: sh.work = args.inlineWorks[1]; break;

@@ -62,8 +62,8 @@ UDEV_NOINLINE bool p2pHalf(const Work& w, const CollCtx& c, const Group& g, bool
   uint8_t* dst = static_cast<uint8_t*>(w.p.recvBuff) + off;
   for (int64_t o = 0; o < n; o += slice) {
     const int64_t len = imin(slice, n - o);
-    const bool ok = sending ? p.template step<true, false, false, true, false, false>(src + o, nullptr, len)
-                            : p.template step<false, true, true, false, false, false>(nullptr, dst + o, len);
+    const bool ok = sending ? p.send(src + o, len)
+                            : p.recv(dst + o, len);
     if (!ok) return false;
   }
   p.finish();

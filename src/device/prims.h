@@ -238,6 +238,29 @@ class Prims {
     }
   }
 
+  // The primitives by what they move (NCCL's prims names), each one step()
+  // below. Pre / Post: the op's pre-multiply of src / post-divide of the
+  // result. False: aborted.
+  template <bool Pre = false>
+  UDEV bool send(const S* src, int64_t n) { return step<true, false, false, true, Pre, false>(src, nullptr, n); }
+  UDEV bool recv(S* dst, int64_t n) { return step<false, true, true, false, false, false>(nullptr, dst, n); }
+  UDEV bool copySend(const S* src, S* dst, int64_t n) {
+    return step<true, false, true, true, false, false>(src, dst, n);
+  }
+  UDEV bool recvCopySend(S* dst, int64_t n) { return step<false, true, true, true, false, false>(nullptr, dst, n); }
+  template <bool Pre = false>
+  UDEV bool recvReduceSend(const S* src, int64_t n) {
+    return step<true, true, false, true, Pre, false>(src, nullptr, n);
+  }
+  template <bool Pre, bool Post>
+  UDEV bool recvReduceCopy(const S* src, S* dst, int64_t n) {
+    return step<true, true, true, false, Pre, Post>(src, dst, n);
+  }
+  template <bool Pre, bool Post>
+  UDEV bool recvReduceCopySend(const S* src, S* dst, int64_t n) {
+    return step<true, true, true, true, Pre, Post>(src, dst, n);
+  }
+
   // One step. Src: read n elements at src; Recv: combine with the receive
   // slot; Dst: write dst; Send: fill the send slot. Pre / Post: apply the
   // op's pre-multiply to src / post-divide to the result. False: aborted.

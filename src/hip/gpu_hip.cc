@@ -11,7 +11,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <new>
 
 #include "common/check.h"
 #include "common/gpu.h"
@@ -19,8 +18,6 @@
 
 // First ROCm releases known to ship these calls (HIP_VERSION = major*1e7 + minor*1e5 + patch).
 #define UNICCL_HIP_HAS_USER_OBJECTS (HIP_VERSION >= 50300000)
-#define UNICCL_HIP_HAS_LAUNCH_HOST_FUNC (HIP_VERSION >= 50300000)  // 5.2 declares it but does not export it
-#define UNICCL_HIP_HAS_STREAM_GET_DEVICE (HIP_VERSION >= 60000000)
 #define UNICCL_HIP_HAS_MEMORY_TYPE_FIELD (HIP_VERSION >= 60000000)  // hipPointerAttribute_t::type
 #define UNICCL_HIP_HAS_STACK_LIMIT (HIP_VERSION >= 60000000)  // hipLimitStackSize (5.2's hipLimit_t lacks it)
 
@@ -159,11 +156,6 @@ ncclResult_t enablePeerAccess(int peer) {
   return ncclSuccess;
 }
 
-ncclResult_t deviceSynchronize() {
-  HIP_TRY(hipDeviceSynchronize());
-  return ncclSuccess;
-}
-
 // ------------------------------------------------------------------ streams
 ncclResult_t streamCreate(Stream* s) {
   RelaxedCapture relaxed;  // may come during a capture (copy_engine's side stream)
@@ -182,17 +174,6 @@ ncclResult_t streamSynchronize(Stream s) {
 }
 ncclResult_t streamWaitEvent(Stream s, Event e) {
   HIP_TRY(hipStreamWaitEvent((hipStream_t)s, (hipEvent_t)e, 0));
-  return ncclSuccess;
-}
-ncclResult_t streamGetDevice(Stream s, int* dev) {
-#if UNICCL_HIP_HAS_STREAM_GET_DEVICE
-  hipDevice_t d = -1;
-  HIP_TRY(hipStreamGetDevice((hipStream_t)s, &d));
-  *dev = (int)d;
-#else
-  // Older ROCm: hipGetStreamDeviceId answers -1 for a stream it does not know.
-  *dev = hipGetStreamDeviceId((hipStream_t)s);
-#endif
   return ncclSuccess;
 }
 
@@ -244,10 +225,6 @@ ncclResult_t eventSynchronize(Event e) {
   HIP_TRY(hipEventSynchronize((hipEvent_t)e));
   return ncclSuccess;
 }
-ncclResult_t eventElapsedMs(Event start, Event end, float* ms) {
-  HIP_TRY(hipEventElapsedTime(ms, (hipEvent_t)start, (hipEvent_t)end));
-  return ncclSuccess;
-}
 
 // ------------------------------------------------------------------- memory
 ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
@@ -258,11 +235,6 @@ ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
 ncclResult_t deviceFree(void* ptr) {
   RelaxedCapture relaxed;
   HIP_TRY(hipFree(ptr));
-  return ncclSuccess;
-}
-ncclResult_t hostAllocPinned(void** ptr, size_t bytes) {
-  hipError_t err = hipHostMalloc(ptr, bytes, hipHostMallocPortable);
-  if (err != hipSuccess) return failAlloc("hipHostMalloc", err);
   return ncclSuccess;
 }
 ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes) {
@@ -314,10 +286,6 @@ ncclResult_t memcpy(void* dst, const void* src, size_t bytes) {
   UCHECK(privateStream(&s));
   HIP_TRY(hipMemcpyAsync(dst, src, bytes, hipMemcpyDefault, s));
   HIP_TRY(hipStreamSynchronize(s));
-  return ncclSuccess;
-}
-ncclResult_t memsetAsync(void* dst, int value, size_t bytes, Stream s) {
-  HIP_TRY(hipMemsetAsync(dst, value, bytes, (hipStream_t)s));
   return ncclSuccess;
 }
 ncclResult_t memset(void* dst, int value, size_t bytes) {
@@ -394,7 +362,7 @@ ncclResult_t ipcCloseMemHandle(void* devPtr) {
 // ------------------------------------------------------------------ kernels
 // hipExtLaunchKernel signals `done` from the kernel's own completion packet:
 // no separate event record is enqueued behind the launch.
-ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
+ncclResult_t launchKernel(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
   HIP_TRY(hipExtLaunchKernel(kernel, dim3(cfg.gridX), dim3(cfg.blockX), args, cfg.sharedMemBytes,
                              (hipStream_t)cfg.stream, nullptr, (hipEvent_t)done, 0));
   return ncclSuccess;
@@ -439,42 +407,6 @@ ncclResult_t processesShareDevice(bool* concurrent, const char** how) {
   *how = "not verified on ROCm";
   return ncclSuccess;
 }
-ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes) {
-  HIP_TRY(hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-  return ncclSuccess;
-}
-#if UNICCL_HIP_HAS_LAUNCH_HOST_FUNC
-ncclResult_t launchHostFunc(Stream s, void (*fn)(void*), void* arg) {
-  HIP_TRY(hipLaunchHostFunc((hipStream_t)s, fn, arg));
-  return ncclSuccess;
-}
-#else
-namespace {
-struct HostCall {
-  void (*fn)(void*);
-  void* arg;
-};
-void runHostCall(hipStream_t, hipError_t, void* p) {
-  HostCall c = *static_cast<HostCall*>(p);
-  delete static_cast<HostCall*>(p);
-  c.fn(c.arg);
-}
-}  // namespace
-// Older ROCm: a stream callback carries the call (one small allocation).
-ncclResult_t launchHostFunc(Stream s, void (*fn)(void*), void* arg) {
-  auto* c = new (std::nothrow) HostCall{fn, arg};
-  if (c == nullptr) {
-    WARN("launchHostFunc: out of host memory");
-    return ncclSystemError;
-  }
-  hipError_t err = hipStreamAddCallback((hipStream_t)s, runHostCall, c, 0);
-  if (err != hipSuccess) {
-    delete c;
-    return fail("hipStreamAddCallback", err);
-  }
-  return ncclSuccess;
-}
-#endif
 
 // ------------------------------------------------------------------- graphs
 // Ownership of `arg` always passes to this call: destroy(arg) runs exactly
@@ -501,9 +433,5 @@ ncclResult_t graphRetainNewUserObject(Graph g, void (*destroy)(void*), void* arg
   return missing("hipUserObjectCreate/hipGraphRetainUserObject");
 #endif
 }
-
-// ----------------------------------------------------------- error helpers
-const char* lastErrorString() { return hipGetErrorString(hipPeekAtLastError()); }
-void clearLastError() { (void)hipGetLastError(); }
 
 }  // namespace uniccl::gpu

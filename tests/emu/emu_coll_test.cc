@@ -916,17 +916,35 @@ int main(int argc, char** argv) {
   if (!profile && nranks > 1) runP2pOrder(ranks, expectCe);
   if (ceOnly) runAllReduceCe(ranks, expectCe);
   // Many back-to-back collectives without a sync: work FIFO reuse, slot wrap,
-  // persistent step counters (and the proxy's for NET).
+  // persistent step counters (and the proxy's for NET). Every iteration sums
+  // its own slice, with data that differs per rank and per iteration, so a
+  // launch that did nothing, or a slot read from an earlier iteration, shows
+  // (small integers: exact in bf16 up to 16 ranks).
   if (!profile && !ceOnly) {
-    std::vector<float> ones(1000, 1.0f);
-    for (Rank& R : ranks) upload(R, R.recv, ones);
-    for (int it = 0; it < 50; it++) {
+    constexpr size_t kCount = 1000;
+    constexpr int kIters = 50;
+    auto value = [](int r, int it, size_t i) { return (float)((i + 3 * it + 5 * r) % 16); };
+    for (int r = 0; r < nranks; r++) {
+      std::vector<float> in(kCount * kIters);
+      for (int it = 0; it < kIters; it++)
+        for (size_t i = 0; i < kCount; i++) in[it * kCount + i] = value(r, it, i);
+      upload(ranks[r], ranks[r].recv, in);
+    }
+    for (int it = 0; it < kIters; it++) {
       EXPECT_OK(ncclGroupStart());
-      for (Rank& R : ranks) EXPECT_OK(ncclAllReduce(R.recv, R.recv, 1000, gType, ncclMax, R.comm, R.stream));
+      for (Rank& R : ranks) {
+        char* slice = R.recv + it * kCount * gElem;
+        EXPECT_OK(ncclAllReduce(slice, slice, kCount, gType, ncclSum, R.comm, R.stream));
+      }
       EXPECT_OK(ncclGroupEnd());
     }
     syncAll(ranks);
-    for (int r = 0; r < nranks; r++) check("repeat/rank" + std::to_string(r), download(ranks[r], ranks[r].recv, 1000), ones);
+    std::vector<float> want(kCount * kIters, 0.0f);
+    for (int it = 0; it < kIters; it++)
+      for (size_t i = 0; i < kCount; i++)
+        for (int r = 0; r < nranks; r++) want[it * kCount + i] += value(r, it, i);
+    for (int r = 0; r < nranks; r++)
+      check("repeat/rank" + std::to_string(r), download(ranks[r], ranks[r].recv, kCount * kIters), want);
   }
 
   for (Rank& R : ranks) {

@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "common/gpu.h"
+#include "emu_gpu.h"
 #include "emu_runtime.h"
 #include "nccl.h"
 #include "pipe_io.h"
@@ -94,7 +95,7 @@ void fail(const char* fmt, ...) {
 #define NCCL_OK(call) do { ncclResult_t r_ = (call); \
     REQUIRE(r_ == ncclSuccess, "%s -> %s: %s", #call, ncclGetErrorString(r_), ncclGetLastError(nullptr)); } while (0)
 #define GPU_OK(call) do { ncclResult_t r_ = (call); \
-    REQUIRE(r_ == ncclSuccess, "%s -> %s: %s", #call, ncclGetErrorString(r_), gpu::lastErrorString()); } while (0)
+    REQUIRE(r_ == ncclSuccess, "%s -> %s: %s", #call, ncclGetErrorString(r_), emu::lastErrorString()); } while (0)
 
 long long nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
@@ -242,7 +243,7 @@ bool survive(Case c, ncclComm_t comm, Side& s, Report* rep) {
     }
     REQUIRE(secondsSince(t0) < 20, "no error 20 s after the loop started (%lld operations)", rep->ops);
     int st = s.state();
-    REQUIRE(st >= 0, "the stream failed (%s) instead of being stopped", gpu::lastErrorString());
+    REQUIRE(st >= 0, "the stream failed (%s) instead of being stopped", emu::lastErrorString());
     if (st == 1) {
       ncclResult_t r = c == Case::Recv ? ncclRecv(s.bufs[2], kBigCount, ncclFloat32, 1, comm, s.api())
                                        : ncclAllReduce(s.bufs[2], s.bufs[2], kBigCount, ncclFloat32, ncclMax, comm, s.api());

@@ -378,13 +378,6 @@ ncclResult_t enablePeerAccess(int peer) {
   return ncclSuccess;
 }
 
-ncclResult_t deviceSynchronize() {
-  State& s = st();
-  std::unique_lock<std::mutex> lk(s.mu);
-  waitStreams(s, lk, streamsOf(s, tDevice));
-  return ncclSuccess;
-}
-
 // ------------------------------------------------------------------ streams
 ncclResult_t streamCreate(Stream* out) {
   State& s = st();
@@ -443,21 +436,6 @@ ncclResult_t streamWaitEvent(Stream h, Event e) {
     std::unique_lock<std::mutex> l(sp->mu);
     sp->doneCv.wait(l, [&] { return rec->done; });
   });
-  return ncclSuccess;
-}
-
-ncclResult_t streamGetDevice(Stream h, int* dev) {
-  if (dev == nullptr) return fail(ncclUnhandledCudaError, "streamGetDevice failed: invalid argument");
-  if (h == nullptr) {
-    *dev = tDevice;
-    return ncclSuccess;
-  }
-  State& s = st();
-  std::lock_guard<std::mutex> lk(s.mu);
-  EmuStream* q;
-  ncclResult_t r = findStream(s, h, "streamGetDevice", &q);
-  if (r != ncclSuccess) return r;
-  *dev = q->device;
   return ncclSuccess;
 }
 
@@ -538,25 +516,6 @@ ncclResult_t eventSynchronize(Event h) {
   return ncclSuccess;
 }
 
-ncclResult_t eventElapsedMs(Event start, Event end, float* ms) {
-  State& s = st();
-  std::lock_guard<std::mutex> lk(s.mu);
-  EmuEvent *a, *b;
-  ncclResult_t r = findEvent(s, start, "eventElapsedMs", &a);
-  if (r == ncclSuccess) r = findEvent(s, end, "eventElapsedMs", &b);
-  if (r != ncclSuccess) return r;
-  if (ms == nullptr) return fail(ncclUnhandledCudaError, "eventElapsedMs failed: invalid argument");
-  if ((a->flags | b->flags) & kEventDisableTiming)
-    return fail(ncclUnhandledCudaError, "eventElapsedMs failed: invalid resource handle (an event was created with "
-                "timing disabled)");
-  if (a->latest == nullptr || b->latest == nullptr)
-    return fail(ncclUnhandledCudaError, "eventElapsedMs failed: invalid resource handle (an event was never recorded)");
-  if (!a->latest->done || !b->latest->done)
-    return fail(ncclUnhandledCudaError, "eventElapsedMs failed: device not ready (an event has not completed)");
-  *ms = std::chrono::duration<float, std::milli>(b->latest->at - a->latest->at).count();
-  return ncclSuccess;
-}
-
 // ------------------------------------------------------------------- memory
 ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
   State& s = st();
@@ -604,10 +563,6 @@ ncclResult_t deviceFree(void* ptr) {
   lk.unlock();
   std::free(ptr);
   return ncclSuccess;
-}
-
-ncclResult_t hostAllocPinned(void** ptr, size_t bytes) {
-  return hostAlloc(ptr, bytes, RangeKind::HostPinned, "hostAllocPinned");
 }
 
 ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes) {
@@ -667,17 +622,6 @@ ncclResult_t memcpyAsync(void* dst, const void* src, size_t bytes, Stream h) {
   ncclResult_t r = findStream(s, h, "memcpyAsync", &q);
   if (r != ncclSuccess) return r;
   if (bytes != 0) enqueue(q, [dst, src, bytes] { std::memcpy(dst, src, bytes); });
-  return ncclSuccess;
-}
-
-ncclResult_t memsetAsync(void* dst, int value, size_t bytes, Stream h) {
-  if (bytes != 0 && dst == nullptr) return fail(ncclUnhandledCudaError, "memsetAsync failed: invalid argument");
-  State& s = st();
-  std::lock_guard<std::mutex> lk(s.mu);
-  EmuStream* q;
-  ncclResult_t r = findStream(s, h, "memsetAsync", &q);
-  if (r != ncclSuccess) return r;
-  if (bytes != 0) enqueue(q, [dst, value, bytes] { std::memset(dst, value, bytes); });
   return ncclSuccess;
 }
 
@@ -802,16 +746,16 @@ ncclResult_t ipcCloseMemHandle(void* devPtr) {
 }
 
 // ------------------------------------------------------------------ kernels
-ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
+ncclResult_t launchKernel(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
   emu::KernelRunner runner = gRunner.load();
   if (runner == nullptr)
-    return fail(ncclInvalidUsage, "launchWithDoneEvent failed: no kernel runner is installed; the emulated GPU backend "
+    return fail(ncclInvalidUsage, "launchKernel failed: no kernel runner is installed; the emulated GPU backend "
                 "runs kernels through uniccl::emu::setKernelRunner (tests/emu/emu_gpu.h)");
-  if (kernel == nullptr) return fail(ncclUnhandledCudaError, "launchWithDoneEvent failed: invalid device function");
+  if (kernel == nullptr) return fail(ncclUnhandledCudaError, "launchKernel failed: invalid device function");
   if (args == nullptr || args[0] == nullptr)
-    return fail(ncclUnhandledCudaError, "launchWithDoneEvent failed: invalid argument (no kernel arguments)");
+    return fail(ncclUnhandledCudaError, "launchKernel failed: invalid argument (no kernel arguments)");
   if (cfg.gridX == 0 || cfg.blockX == 0 || cfg.blockX > kMaxThreadsPerBlock)
-    return fail(ncclUnhandledCudaError, "launchWithDoneEvent failed: invalid configuration argument (grid %u, block %u)",
+    return fail(ncclUnhandledCudaError, "launchKernel failed: invalid configuration argument (grid %u, block %u)",
                 cfg.gridX, cfg.blockX);
   // Every uniccl kernel takes one KernelArgs by value: copied now, as a launch does.
   dev::KernelArgs a;
@@ -820,25 +764,25 @@ ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, vo
   State& s = st();
   std::lock_guard<std::mutex> lk(s.mu);
   EmuStream* q;
-  ncclResult_t r = findStream(s, cfg.stream, "launchWithDoneEvent", &q);
+  ncclResult_t r = findStream(s, cfg.stream, "launchKernel", &q);
   if (r != ncclSuccess) return r;
   auto lim = s.dynSharedLimit.find(kernel);
   const size_t limit = lim == s.dynSharedLimit.end() ? kDefaultDynShared : lim->second;
   if (cfg.sharedMemBytes > limit)
-    return fail(ncclUnhandledCudaError, "launchWithDoneEvent failed: too many resources requested for launch (%zu bytes "
+    return fail(ncclUnhandledCudaError, "launchKernel failed: too many resources requested for launch (%zu bytes "
                 "of dynamic shared memory, limit %zu; raise it with setKernelMaxDynamicShared)", cfg.sharedMemBytes,
                 limit);
   EmuEvent* ev = nullptr;
   if (done != nullptr) {
-    r = findEvent(s, done, "launchWithDoneEvent", &ev);
+    r = findEvent(s, done, "launchKernel", &ev);
     if (r != ncclSuccess) return r;
     if (ev->device != q->device)
-      return fail(ncclUnhandledCudaError, "launchWithDoneEvent failed: invalid resource handle (done event of device %d, "
+      return fail(ncclUnhandledCudaError, "launchKernel failed: invalid resource handle (done event of device %d, "
                   "stream of device %d)", ev->device, q->device);
   }
   const unsigned grid = cfg.gridX, block = cfg.blockX;
   enqueue(q, [runner, kernel, grid, block, a] { runner(kernel, grid, block, &a); });
-  if (ev != nullptr) return recordOn(s, ev, q, "launchWithDoneEvent");
+  if (ev != nullptr) return recordOn(s, ev, q, "launchKernel");
   return ncclSuccess;
 }
 
@@ -876,6 +820,81 @@ ncclResult_t processesShareDevice(bool* concurrent, const char** how) {
   return ncclSuccess;
 }
 
+// ------------------------------------------------------------------- graphs
+// Ownership of `arg` passes to this call even when it fails (gpu_cuda.cc).
+ncclResult_t graphRetainNewUserObject(Graph, void (*destroy)(void*), void* arg) {
+  if (destroy != nullptr) destroy(arg);
+  return fail(ncclInvalidUsage, "graphRetainNewUserObject failed: graph capture is not emulated");
+}
+
+}  // namespace uniccl::gpu
+
+// ------------------------------------------------------------- test control
+namespace uniccl::emu {
+
+void setKernelRunner(KernelRunner runner) { gpu::gRunner.store(runner); }
+
+// Runtime calls the core never makes (src/common/gpu.h has none of them):
+// the emulator's own tests drive and check its streams, events and memory
+// with them, as a CUDA program would.
+using namespace gpu;
+
+ncclResult_t deviceSynchronize() {
+  State& s = st();
+  std::unique_lock<std::mutex> lk(s.mu);
+  waitStreams(s, lk, streamsOf(s, tDevice));
+  return ncclSuccess;
+}
+
+ncclResult_t streamGetDevice(Stream h, int* dev) {
+  if (dev == nullptr) return fail(ncclUnhandledCudaError, "streamGetDevice failed: invalid argument");
+  if (h == nullptr) {
+    *dev = tDevice;
+    return ncclSuccess;
+  }
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  EmuStream* q;
+  ncclResult_t r = findStream(s, h, "streamGetDevice", &q);
+  if (r != ncclSuccess) return r;
+  *dev = q->device;
+  return ncclSuccess;
+}
+
+ncclResult_t eventElapsedMs(Event start, Event end, float* ms) {
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  EmuEvent *a, *b;
+  ncclResult_t r = findEvent(s, start, "eventElapsedMs", &a);
+  if (r == ncclSuccess) r = findEvent(s, end, "eventElapsedMs", &b);
+  if (r != ncclSuccess) return r;
+  if (ms == nullptr) return fail(ncclUnhandledCudaError, "eventElapsedMs failed: invalid argument");
+  if ((a->flags | b->flags) & kEventDisableTiming)
+    return fail(ncclUnhandledCudaError, "eventElapsedMs failed: invalid resource handle (an event was created with "
+                "timing disabled)");
+  if (a->latest == nullptr || b->latest == nullptr)
+    return fail(ncclUnhandledCudaError, "eventElapsedMs failed: invalid resource handle (an event was never recorded)");
+  if (!a->latest->done || !b->latest->done)
+    return fail(ncclUnhandledCudaError, "eventElapsedMs failed: device not ready (an event has not completed)");
+  *ms = std::chrono::duration<float, std::milli>(b->latest->at - a->latest->at).count();
+  return ncclSuccess;
+}
+
+ncclResult_t hostAllocPinned(void** ptr, size_t bytes) {
+  return hostAlloc(ptr, bytes, RangeKind::HostPinned, "hostAllocPinned");
+}
+
+ncclResult_t memsetAsync(void* dst, int value, size_t bytes, Stream h) {
+  if (bytes != 0 && dst == nullptr) return fail(ncclUnhandledCudaError, "memsetAsync failed: invalid argument");
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  EmuStream* q;
+  ncclResult_t r = findStream(s, h, "memsetAsync", &q);
+  if (r != ncclSuccess) return r;
+  if (bytes != 0) enqueue(q, [dst, value, bytes] { std::memset(dst, value, bytes); });
+  return ncclSuccess;
+}
+
 ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes) {
   if (kernel == nullptr || bytes > kMaxDynShared)
     return fail(ncclUnhandledCudaError, "setKernelMaxDynamicShared(%zu) failed: invalid argument (limit %zu bytes)", bytes,
@@ -897,23 +916,9 @@ ncclResult_t launchHostFunc(Stream h, void (*fn)(void*), void* arg) {
   return ncclSuccess;
 }
 
-// ------------------------------------------------------------------- graphs
-// Ownership of `arg` passes to this call even when it fails (gpu_cuda.cc).
-ncclResult_t graphRetainNewUserObject(Graph, void (*destroy)(void*), void* arg) {
-  if (destroy != nullptr) destroy(arg);
-  return fail(ncclInvalidUsage, "graphRetainNewUserObject failed: graph capture is not emulated");
-}
-
-// ----------------------------------------------------------- error helpers
 const char* lastErrorString() { return tLastError.empty() ? "no error" : tLastError.c_str(); }
+
 void clearLastError() { tLastError.clear(); }
-
-}  // namespace uniccl::gpu
-
-// ------------------------------------------------------------- test control
-namespace uniccl::emu {
-
-void setKernelRunner(KernelRunner runner) { gpu::gRunner.store(runner); }
 
 Usage usage() {
   gpu::State& s = gpu::st();

@@ -1,5 +1,6 @@
 // Control API of the emulated GPU backend (emu_gpu.cc implements all of
-// src/common/gpu.h on the CPU, in host memory). Unlike the scripted fake of
+// src/common/gpu.h on the CPU, in host memory, and the few runtime calls below
+// that only tests use). Unlike the scripted fake of
 // tests/unit/fake, it behaves like a GPU runtime on its own: every stream is
 // an in-order queue run by its own worker thread, events complete when their
 // stream reaches them, memory is plain host memory in one address space.
@@ -23,7 +24,7 @@
 namespace uniccl::emu {
 
 // Runs one kernel launch: `kernel` is the pointer given to
-// gpu::launchWithDoneEvent, `argBytes` a copy (taken at launch time) of the
+// gpu::launchKernel, `argBytes` a copy (taken at launch time) of the
 // launch's single argument, sizeof(uniccl::dev::KernelArgs) bytes. Called on
 // the stream's worker thread; the launch completes when it returns.
 using KernelRunner = void (*)(const void* kernel, unsigned gridX, unsigned blockX, const void* argBytes);
@@ -43,5 +44,17 @@ struct Usage {
   size_t ipcOpens;        // ipcOpenMemHandle'd, not yet closed
 };
 Usage usage();
+
+// Runtime calls the core never makes (src/common/gpu.h has none), for the
+// emulator's own tests; each behaves as its CUDA runtime namesake.
+ncclResult_t deviceSynchronize();                                  // waits for the current device's streams
+ncclResult_t streamGetDevice(gpu::Stream s, int* dev);
+ncclResult_t eventElapsedMs(gpu::Event start, gpu::Event end, float* ms);
+ncclResult_t hostAllocPinned(void** ptr, size_t bytes);            // freed with gpu::hostFree
+ncclResult_t memsetAsync(void* dst, int value, size_t bytes, gpu::Stream s);
+ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t bytes);
+ncclResult_t launchHostFunc(gpu::Stream s, void (*fn)(void*), void* arg);   // fn(arg) in stream order
+const char* lastErrorString();   // this thread's last failure ("no error": none)
+void clearLastError();
 
 }  // namespace uniccl::emu

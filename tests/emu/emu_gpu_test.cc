@@ -156,9 +156,9 @@ TEST_F(EmuGpu, CurrentDeviceIsPerThread) {
   // Objects belong to the device current at creation.
   Stream st;
   int sdev = -1;
-  ASSERT_EQ(gpu::streamGetDevice(st.s, &sdev), ncclSuccess);
+  ASSERT_EQ(emu::streamGetDevice(st.s, &sdev), ncclSuccess);
   EXPECT_EQ(sdev, 1);
-  ASSERT_EQ(gpu::streamGetDevice(nullptr, &sdev), ncclSuccess);
+  ASSERT_EQ(emu::streamGetDevice(nullptr, &sdev), ncclSuccess);
   EXPECT_EQ(sdev, 1);
   void* d = nullptr;
   ASSERT_EQ(gpu::deviceAlloc(&d, 1000), ncclSuccess);
@@ -204,12 +204,12 @@ TEST_F(EmuGpu, MemcpyAsyncThenHostFuncSeesTheData) {
   Stream st;
   Gate gate;
   // Held first, so the copy and the check surely run later, on the worker.
-  ASSERT_EQ(gpu::launchHostFunc(st.s, Gate::hold, &gate), ncclSuccess);
+  ASSERT_EQ(emu::launchHostFunc(st.s, Gate::hold, &gate), ncclSuccess);
   ASSERT_EQ(gpu::memcpyAsync(d, src.data(), kBytes, st.s), ncclSuccess);
-  ASSERT_EQ(gpu::memsetAsync(static_cast<char*>(d) + 100, 0x3c, 50, st.s), ncclSuccess);
+  ASSERT_EQ(emu::memsetAsync(static_cast<char*>(d) + 100, 0x3c, 50, st.s), ncclSuccess);
   Check check{static_cast<unsigned char*>(d), src};
   std::memset(check.expected.data() + 100, 0x3c, 50);
-  ASSERT_EQ(gpu::launchHostFunc(st.s, checkData, &check), ncclSuccess);
+  ASSERT_EQ(emu::launchHostFunc(st.s, checkData, &check), ncclSuccess);
   std::this_thread::sleep_for(20ms);
   EXPECT_FALSE(check.ran);
   gate.release();
@@ -236,10 +236,10 @@ TEST_F(EmuGpu, StreamWaitEventOrdersTwoStreams) {
   Stream a, b;
   Event ev;
   Slot slot;
-  ASSERT_EQ(gpu::launchHostFunc(a.s, writeSlot, &slot), ncclSuccess);
+  ASSERT_EQ(emu::launchHostFunc(a.s, writeSlot, &slot), ncclSuccess);
   ASSERT_EQ(gpu::eventRecord(ev.e, a.s), ncclSuccess);
   ASSERT_EQ(gpu::streamWaitEvent(b.s, ev.e), ncclSuccess);
-  ASSERT_EQ(gpu::launchHostFunc(b.s, readSlot, &slot), ncclSuccess);
+  ASSERT_EQ(emu::launchHostFunc(b.s, readSlot, &slot), ncclSuccess);
   ASSERT_EQ(gpu::streamSynchronize(b.s), ncclSuccess);
   EXPECT_EQ(slot.seen, 12345);
   ASSERT_EQ(gpu::streamSynchronize(a.s), ncclSuccess);
@@ -249,14 +249,14 @@ TEST_F(EmuGpu, StreamWaitEventWaitsForTheRecordCurrentAtEnqueue) {
   Stream a, b;
   Event ev;
   Gate first, second;
-  ASSERT_EQ(gpu::launchHostFunc(a.s, Gate::hold, &first), ncclSuccess);
+  ASSERT_EQ(emu::launchHostFunc(a.s, Gate::hold, &first), ncclSuccess);
   ASSERT_EQ(gpu::eventRecord(ev.e, a.s), ncclSuccess);   // record 1: behind `first`
   ASSERT_EQ(gpu::streamWaitEvent(b.s, ev.e), ncclSuccess);
-  ASSERT_EQ(gpu::launchHostFunc(a.s, Gate::hold, &second), ncclSuccess);
+  ASSERT_EQ(emu::launchHostFunc(a.s, Gate::hold, &second), ncclSuccess);
   ASSERT_EQ(gpu::eventRecord(ev.e, a.s), ncclSuccess);   // record 2: behind `second`
   Gate bDone;
   bDone.open = true;
-  ASSERT_EQ(gpu::launchHostFunc(b.s, Gate::hold, &bDone), ncclSuccess);
+  ASSERT_EQ(emu::launchHostFunc(b.s, Gate::hold, &bDone), ncclSuccess);
   std::this_thread::sleep_for(20ms);
   EXPECT_FALSE(bDone.reached.load());  // b waits for record 1
   first.release();
@@ -282,7 +282,7 @@ TEST_F(EmuGpu, EventQueryNotReadyThenReady) {
   Stream st;
   Event ev;
   Gate gate;
-  ASSERT_EQ(gpu::launchHostFunc(st.s, Gate::hold, &gate), ncclSuccess);
+  ASSERT_EQ(emu::launchHostFunc(st.s, Gate::hold, &gate), ncclSuccess);
   ASSERT_EQ(gpu::eventRecord(ev.e, st.s), ncclSuccess);
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(gpu::eventQuery(ev.e), ncclInProgress);
@@ -301,7 +301,7 @@ TEST_F(EmuGpu, EventQueryNotReadyThenReady) {
   EXPECT_EQ(gpu::eventQuery(ev.e), ncclSuccess);
   // Re-recording makes it pending again.
   Gate again;
-  ASSERT_EQ(gpu::launchHostFunc(st.s, Gate::hold, &again), ncclSuccess);
+  ASSERT_EQ(emu::launchHostFunc(st.s, Gate::hold, &again), ncclSuccess);
   ASSERT_EQ(gpu::eventRecord(ev.e, st.s), ncclSuccess);
   EXPECT_EQ(gpu::eventQuery(ev.e), ncclInProgress);
   again.release();
@@ -315,30 +315,30 @@ TEST_F(EmuGpu, ElapsedTime) {
   Stream st;
   Event a(gpu::kEventDefault), b(gpu::kEventDefault);
   float ms = -1;
-  EXPECT_EQ(gpu::eventElapsedMs(a.e, b.e, &ms), ncclUnhandledCudaError);  // never recorded
+  EXPECT_EQ(emu::eventElapsedMs(a.e, b.e, &ms), ncclUnhandledCudaError);  // never recorded
   Gate gate;
   ASSERT_EQ(gpu::eventRecord(a.e, st.s), ncclSuccess);
-  ASSERT_EQ(gpu::launchHostFunc(st.s, sleep40, nullptr), ncclSuccess);
-  ASSERT_EQ(gpu::launchHostFunc(st.s, Gate::hold, &gate), ncclSuccess);
+  ASSERT_EQ(emu::launchHostFunc(st.s, sleep40, nullptr), ncclSuccess);
+  ASSERT_EQ(emu::launchHostFunc(st.s, Gate::hold, &gate), ncclSuccess);
   ASSERT_EQ(gpu::eventRecord(b.e, st.s), ncclSuccess);
-  EXPECT_EQ(gpu::eventElapsedMs(a.e, b.e, &ms), ncclUnhandledCudaError);  // b not ready
+  EXPECT_EQ(emu::eventElapsedMs(a.e, b.e, &ms), ncclUnhandledCudaError);  // b not ready
   gate.release();
   ASSERT_EQ(gpu::eventSynchronize(b.e), ncclSuccess);
-  ASSERT_EQ(gpu::eventElapsedMs(a.e, b.e, &ms), ncclSuccess);
+  ASSERT_EQ(emu::eventElapsedMs(a.e, b.e, &ms), ncclSuccess);
   EXPECT_GE(ms, 39.0f);
   EXPECT_LT(ms, 5000.0f);
   float back = 0;
-  ASSERT_EQ(gpu::eventElapsedMs(b.e, a.e, &back), ncclSuccess);
+  ASSERT_EQ(emu::eventElapsedMs(b.e, a.e, &back), ncclSuccess);
   EXPECT_FLOAT_EQ(back, -ms);
 
   Event c, d;  // timing disabled (the default flavour)
   ASSERT_EQ(gpu::eventRecord(c.e, st.s), ncclSuccess);
   ASSERT_EQ(gpu::eventRecord(d.e, st.s), ncclSuccess);
   ASSERT_EQ(gpu::streamSynchronize(st.s), ncclSuccess);
-  gpu::clearLastError();
-  EXPECT_EQ(gpu::eventElapsedMs(c.e, d.e, &ms), ncclUnhandledCudaError);
-  EXPECT_NE(std::strstr(gpu::lastErrorString(), "timing disabled"), nullptr) << gpu::lastErrorString();
-  EXPECT_EQ(gpu::eventElapsedMs(a.e, d.e, &ms), ncclUnhandledCudaError);
+  emu::clearLastError();
+  EXPECT_EQ(emu::eventElapsedMs(c.e, d.e, &ms), ncclUnhandledCudaError);
+  EXPECT_NE(std::strstr(emu::lastErrorString(), "timing disabled"), nullptr) << emu::lastErrorString();
+  EXPECT_EQ(emu::eventElapsedMs(a.e, d.e, &ms), ncclUnhandledCudaError);
 
   gpu::Event bad = nullptr;
   EXPECT_EQ(gpu::eventCreate(&bad, gpu::kEventInterprocess), ncclUnhandledCudaError);  // needs timing disabled
@@ -350,7 +350,7 @@ TEST_F(EmuGpu, DestroyingAStreamDrainsItAndAnEventOutlivesItsRecordsQueue) {
   Slot slot;
   gpu::Stream s = nullptr;
   ASSERT_EQ(gpu::streamCreate(&s), ncclSuccess);
-  ASSERT_EQ(gpu::launchHostFunc(s, writeSlot, &slot), ncclSuccess);
+  ASSERT_EQ(emu::launchHostFunc(s, writeSlot, &slot), ncclSuccess);
   gpu::Event ev = nullptr;
   ASSERT_EQ(gpu::eventCreate(&ev), ncclSuccess);
   ASSERT_EQ(gpu::eventRecord(ev, s), ncclSuccess);
@@ -367,13 +367,13 @@ TEST_F(EmuGpu, DeviceSynchronizeWaitsForEveryStreamOfTheCurrentDeviceOnly) {
   ASSERT_EQ(gpu::setDevice(1), ncclSuccess);
   Stream other;
   Gate held;
-  ASSERT_EQ(gpu::launchHostFunc(other.s, Gate::hold, &held), ncclSuccess);  // device 1 stays busy
+  ASSERT_EQ(emu::launchHostFunc(other.s, Gate::hold, &held), ncclSuccess);  // device 1 stays busy
   ASSERT_EQ(gpu::setDevice(0), ncclSuccess);
   Slot s1, s2, s3;
-  ASSERT_EQ(gpu::launchHostFunc(a.s, writeSlot, &s1), ncclSuccess);
-  ASSERT_EQ(gpu::launchHostFunc(b.s, writeSlot, &s2), ncclSuccess);
-  ASSERT_EQ(gpu::launchHostFunc(nullptr, writeSlot, &s3), ncclSuccess);
-  ASSERT_EQ(gpu::deviceSynchronize(), ncclSuccess);
+  ASSERT_EQ(emu::launchHostFunc(a.s, writeSlot, &s1), ncclSuccess);
+  ASSERT_EQ(emu::launchHostFunc(b.s, writeSlot, &s2), ncclSuccess);
+  ASSERT_EQ(emu::launchHostFunc(nullptr, writeSlot, &s3), ncclSuccess);
+  ASSERT_EQ(emu::deviceSynchronize(), ncclSuccess);
   EXPECT_EQ(s1.value.load(), 12345);
   EXPECT_EQ(s2.value.load(), 12345);
   EXPECT_EQ(s3.value.load(), 12345);
@@ -387,8 +387,8 @@ TEST_F(EmuGpu, DeviceSynchronizeRacesAStreamDestroy) {
     ASSERT_EQ(gpu::streamCreate(&s), ncclSuccess);
     Gate gate;
     Slot slot;
-    ASSERT_EQ(gpu::launchHostFunc(s, Gate::hold, &gate), ncclSuccess);
-    ASSERT_EQ(gpu::launchHostFunc(s, writeSlot, &slot), ncclSuccess);
+    ASSERT_EQ(emu::launchHostFunc(s, Gate::hold, &gate), ncclSuccess);
+    ASSERT_EQ(emu::launchHostFunc(s, writeSlot, &slot), ncclSuccess);
     std::atomic<int> returned{0};
     int seenBySync = -1;
     std::thread destroyer([&] {
@@ -396,7 +396,7 @@ TEST_F(EmuGpu, DeviceSynchronizeRacesAStreamDestroy) {
       returned.fetch_add(1);
     });
     std::thread syncer([&] {
-      EXPECT_EQ(gpu::deviceSynchronize(), ncclSuccess);
+      EXPECT_EQ(emu::deviceSynchronize(), ncclSuccess);
       seenBySync = slot.value.load();
       returned.fetch_add(1);
     });
@@ -416,8 +416,8 @@ TEST_F(EmuGpu, SynchronousCopiesFollowTheDefaultStream) {
   void* d = nullptr;
   ASSERT_EQ(gpu::deviceAlloc(&d, kBytes), ncclSuccess);
   Gate gate;
-  ASSERT_EQ(gpu::launchHostFunc(nullptr, Gate::hold, &gate), ncclSuccess);
-  ASSERT_EQ(gpu::memsetAsync(d, 0x77, kBytes, nullptr), ncclSuccess);
+  ASSERT_EQ(emu::launchHostFunc(nullptr, Gate::hold, &gate), ncclSuccess);
+  ASSERT_EQ(emu::memsetAsync(d, 0x77, kBytes, nullptr), ncclSuccess);
   std::vector<unsigned char> back(kBytes, 0);
   std::atomic<bool> copied{false};
   std::thread reader([&] {
@@ -433,7 +433,7 @@ TEST_F(EmuGpu, SynchronousCopiesFollowTheDefaultStream) {
   // A held non-blocking stream does not hold synchronous copies back.
   Stream st;
   Gate held;
-  ASSERT_EQ(gpu::launchHostFunc(st.s, Gate::hold, &held), ncclSuccess);
+  ASSERT_EQ(emu::launchHostFunc(st.s, Gate::hold, &held), ncclSuccess);
   auto src = randomBytes(kBytes, 3);
   ASSERT_EQ(gpu::memcpy(d, src.data(), kBytes), ncclSuccess);
   ASSERT_EQ(gpu::memset(d, 0x11, 8), ncclSuccess);
@@ -451,8 +451,8 @@ TEST_F(EmuGpu, DeviceFreeWaitsForTheDevicesQueuedWork) {
   Stream st;
   Gate gate;
   std::vector<unsigned char> back(kBytes, 0);
-  ASSERT_EQ(gpu::launchHostFunc(st.s, Gate::hold, &gate), ncclSuccess);
-  ASSERT_EQ(gpu::memsetAsync(d, 0x42, kBytes, st.s), ncclSuccess);
+  ASSERT_EQ(emu::launchHostFunc(st.s, Gate::hold, &gate), ncclSuccess);
+  ASSERT_EQ(emu::memsetAsync(d, 0x42, kBytes, st.s), ncclSuccess);
   ASSERT_EQ(gpu::memcpyAsync(back.data(), d, kBytes, st.s), ncclSuccess);
   std::atomic<bool> freed{false};
   std::thread freer([&] {
@@ -487,7 +487,7 @@ TEST_F(EmuGpu, MemoryKindsAndRanges) {
   ASSERT_EQ(gpu::setDevice(0), ncclSuccess);
 
   void* pinned = nullptr;
-  ASSERT_EQ(gpu::hostAllocPinned(&pinned, 100), ncclSuccess);
+  ASSERT_EQ(emu::hostAllocPinned(&pinned, 100), ncclSuccess);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(pinned) % 4096, 0u);
   EXPECT_EQ(static_cast<unsigned char*>(pinned)[99], 0xCD);
   ASSERT_EQ(gpu::pointerGetInfo(pinned, &info), ncclSuccess);
@@ -573,8 +573,8 @@ TEST_F(EmuGpu, LaunchRunsTheRunnerWithACopyOfTheArguments) {
   gpu::LaunchConfig cfg;
   cfg.gridX = 3;
   cfg.blockX = 512;
-  EXPECT_EQ(gpu::launchWithDoneEvent(&kernelA, cfg, argv, nullptr), ncclInvalidUsage);  // no runner yet
-  EXPECT_NE(std::strstr(gpu::lastErrorString(), "setKernelRunner"), nullptr) << gpu::lastErrorString();
+  EXPECT_EQ(gpu::launchKernel(&kernelA, cfg, argv, nullptr), ncclInvalidUsage);  // no runner yet
+  EXPECT_NE(std::strstr(emu::lastErrorString(), "setKernelRunner"), nullptr) << emu::lastErrorString();
 
   LaunchLog log;
   Gate gate;
@@ -585,7 +585,7 @@ TEST_F(EmuGpu, LaunchRunsTheRunnerWithACopyOfTheArguments) {
   Stream st;
   Event done;
   cfg.stream = st.s;
-  ASSERT_EQ(gpu::launchWithDoneEvent(&kernelA, cfg, argv, done.e), ncclSuccess);
+  ASSERT_EQ(gpu::launchKernel(&kernelA, cfg, argv, done.e), ncclSuccess);
   std::memset(&args, 0, sizeof(args));  // the launch copied them already
   EXPECT_EQ(gpu::eventQuery(done.e), ncclInProgress);
   std::this_thread::sleep_for(10ms);
@@ -604,11 +604,11 @@ TEST_F(EmuGpu, LaunchRunsTheRunnerWithACopyOfTheArguments) {
   // In order with the other work of the stream; no done event is fine.
   log.gate = nullptr;
   Slot slot;
-  ASSERT_EQ(gpu::launchHostFunc(st.s, writeSlot, &slot), ncclSuccess);
+  ASSERT_EQ(emu::launchHostFunc(st.s, writeSlot, &slot), ncclSuccess);
   std::memcpy(&args, bytes.data(), sizeof(args));
   cfg.gridX = 1;
   cfg.blockX = 64;
-  ASSERT_EQ(gpu::launchWithDoneEvent(&kernelB, cfg, argv, nullptr), ncclSuccess);
+  ASSERT_EQ(gpu::launchKernel(&kernelB, cfg, argv, nullptr), ncclSuccess);
   ASSERT_EQ(gpu::streamSynchronize(st.s), ncclSuccess);
   EXPECT_EQ(slot.value.load(), 12345);
   {
@@ -620,20 +620,20 @@ TEST_F(EmuGpu, LaunchRunsTheRunnerWithACopyOfTheArguments) {
 
   // Launch-time checks of a real runtime.
   cfg.blockX = 2048;
-  EXPECT_EQ(gpu::launchWithDoneEvent(&kernelA, cfg, argv, nullptr), ncclUnhandledCudaError);
+  EXPECT_EQ(gpu::launchKernel(&kernelA, cfg, argv, nullptr), ncclUnhandledCudaError);
   cfg.blockX = 64;
   cfg.gridX = 0;
-  EXPECT_EQ(gpu::launchWithDoneEvent(&kernelA, cfg, argv, nullptr), ncclUnhandledCudaError);
+  EXPECT_EQ(gpu::launchKernel(&kernelA, cfg, argv, nullptr), ncclUnhandledCudaError);
   cfg.gridX = 1;
   cfg.sharedMemBytes = 100 << 10;
-  EXPECT_EQ(gpu::launchWithDoneEvent(&kernelA, cfg, argv, nullptr), ncclUnhandledCudaError);
-  ASSERT_EQ(gpu::setKernelMaxDynamicShared(&kernelA, 100 << 10), ncclSuccess);
-  ASSERT_EQ(gpu::launchWithDoneEvent(&kernelA, cfg, argv, nullptr), ncclSuccess);
-  EXPECT_EQ(gpu::setKernelMaxDynamicShared(&kernelA, 1 << 20), ncclUnhandledCudaError);
+  EXPECT_EQ(gpu::launchKernel(&kernelA, cfg, argv, nullptr), ncclUnhandledCudaError);
+  ASSERT_EQ(emu::setKernelMaxDynamicShared(&kernelA, 100 << 10), ncclSuccess);
+  ASSERT_EQ(gpu::launchKernel(&kernelA, cfg, argv, nullptr), ncclSuccess);
+  EXPECT_EQ(emu::setKernelMaxDynamicShared(&kernelA, 1 << 20), ncclUnhandledCudaError);
   EXPECT_EQ(gpu::preloadKernel(&kernelA), ncclSuccess);
   ASSERT_EQ(gpu::setDevice(0), ncclSuccess);
   Event dev0;
-  EXPECT_EQ(gpu::launchWithDoneEvent(&kernelA, cfg, argv, dev0.e), ncclUnhandledCudaError);  // other device's event
+  EXPECT_EQ(gpu::launchKernel(&kernelA, cfg, argv, dev0.e), ncclUnhandledCudaError);  // other device's event
   ASSERT_EQ(gpu::streamSynchronize(st.s), ncclSuccess);
   {
     std::lock_guard<std::mutex> lk(log.mu);
@@ -658,24 +658,24 @@ TEST_F(EmuGpu, CaptureIsNotEmulatedAndErrorsAreKeptPerThread) {
   ASSERT_EQ(gpu::streamGetCaptureInfo(nullptr, &info), ncclSuccess);
   EXPECT_EQ(info.status, gpu::CaptureStatus::None);
 
-  gpu::clearLastError();
-  EXPECT_STREQ(gpu::lastErrorString(), "no error");
+  emu::clearLastError();
+  EXPECT_STREQ(emu::lastErrorString(), "no error");
   gDestroyed = 0;
   EXPECT_EQ(gpu::graphRetainNewUserObject(nullptr, markDestroyed, &gDestroyed), ncclInvalidUsage);
-  EXPECT_NE(std::strstr(gpu::lastErrorString(), "graph capture is not emulated"), nullptr) << gpu::lastErrorString();
+  EXPECT_NE(std::strstr(emu::lastErrorString(), "graph capture is not emulated"), nullptr) << emu::lastErrorString();
   EXPECT_EQ(gDestroyed, 1);  // ownership passed: destroyed exactly once
   std::string other;
-  std::thread t([&] { other = gpu::lastErrorString(); });
+  std::thread t([&] { other = emu::lastErrorString(); });
   t.join();
   EXPECT_EQ(other, "no error");  // another thread's error is not this one's
-  gpu::clearLastError();
-  EXPECT_STREQ(gpu::lastErrorString(), "no error");
+  emu::clearLastError();
+  EXPECT_STREQ(emu::lastErrorString(), "no error");
 
   int notAStream = 0;
   EXPECT_EQ(gpu::streamSynchronize(&notAStream), ncclUnhandledCudaError);
-  EXPECT_EQ(gpu::launchHostFunc(&notAStream, noop, nullptr), ncclUnhandledCudaError);
+  EXPECT_EQ(emu::launchHostFunc(&notAStream, noop, nullptr), ncclUnhandledCudaError);
   EXPECT_EQ(gpu::eventQuery(&notAStream), ncclUnhandledCudaError);
-  EXPECT_NE(std::strstr(gpu::lastErrorString(), "invalid resource handle"), nullptr) << gpu::lastErrorString();
+  EXPECT_NE(std::strstr(emu::lastErrorString(), "invalid resource handle"), nullptr) << emu::lastErrorString();
 }
 
 // --------------------------------------------------------------------- IPC
@@ -694,7 +694,7 @@ TEST_F(EmuGpu, IpcInTheSameProcess) {
   gpu::IpcMemHandle junk{};
   EXPECT_EQ(gpu::ipcOpenMemHandle(&opened, junk), ncclUnhandledCudaError);
   void* host = nullptr;
-  ASSERT_EQ(gpu::hostAllocPinned(&host, 64), ncclSuccess);
+  ASSERT_EQ(emu::hostAllocPinned(&host, 64), ncclSuccess);
   EXPECT_EQ(gpu::ipcGetMemHandle(&h, host), ncclUnhandledCudaError);  // not device memory
   ASSERT_EQ(gpu::hostFree(host), ncclSuccess);
   ASSERT_EQ(gpu::ipcGetMemHandle(&h, d), ncclSuccess);
@@ -716,7 +716,7 @@ TEST_F(EmuGpu, ForkedChildRefusesForeignIpcAndStartsFresh) {
     int code = 0;
     void* opened = nullptr;
     if (gpu::ipcOpenMemHandle(&opened, h) != ncclInvalidUsage) code |= 1;
-    if (std::strstr(gpu::lastErrorString(), "IPC across processes is not emulated") == nullptr) code |= 2;
+    if (std::strstr(emu::lastErrorString(), "IPC across processes is not emulated") == nullptr) code |= 2;
     gpu::Stream s = nullptr;
     unsigned char v[16];
     unsigned char src[16];
@@ -771,7 +771,7 @@ TEST_F(EmuGpu, ManyThreadsManyStreams) {
         check(gpu::eventRecord(ev, a) == ncclSuccess);
         check(gpu::streamWaitEvent(b, ev) == ncclSuccess);
         check(gpu::memcpyAsync(d2, d1, kBytes, b) == ncclSuccess);
-        check(gpu::launchHostFunc(b, bump, &counter) == ncclSuccess);
+        check(emu::launchHostFunc(b, bump, &counter) == ncclSuccess);
         check(gpu::memcpyAsync(out.data(), d2, kBytes, b) == ncclSuccess);
         if (r % 3 == 0) {
           check(gpu::eventQuery(ev) != ncclUnhandledCudaError);
@@ -782,7 +782,7 @@ TEST_F(EmuGpu, ManyThreadsManyStreams) {
         check(out == src);
         // a must not overwrite d1 before b copied it: b is synchronized, so fine.
       }
-      check(gpu::deviceSynchronize() == ncclSuccess);
+      check(emu::deviceSynchronize() == ncclSuccess);
       check(gpu::deviceFree(d1) == ncclSuccess);
       check(gpu::deviceFree(d2) == ncclSuccess);
       check(gpu::eventDestroy(ev) == ncclSuccess);

@@ -111,7 +111,7 @@ ncclResult_t recordP2p(TaskKind kind, const char* fn, void* buff, size_t count, 
     t.recvbuff = buff;
   }
   t.count = count;
-  t.root = peer;
+  t.root = peer;   // Task::peer()
   t.stream = stream;
   t.stage = stage;
   t.seq = comm->opCount++;

@@ -138,6 +138,7 @@ struct ncclComm {
 
   // Pointer validation cache: recently checked device allocations.
   struct CheckedRange { uintptr_t base = 0, end = 0; };
-  CheckedRange checked[4];
+  static constexpr unsigned kCheckedRanges = 4;
+  CheckedRange checked[kCheckedRanges];
   unsigned checkedNext = 0;
 };

@@ -12,8 +12,12 @@
 
 #include "common/util/debug.h"
 #include "common/util/param.h"
+#include "device/dev_types.h"
 
 namespace uniccl {
+
+static_assert(kMaxCTAs == dev::kMaxChannels, "a collective runs at most one block per channel the kernels know");
+
 namespace {
 
 constexpr unsigned int kConfigMagic = 0xcafebeef;

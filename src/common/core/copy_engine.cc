@@ -85,7 +85,7 @@ bool eligible(ncclComm* c, gpu::Stream* stream) {
 long nthMessage(const ncclComm* c, TaskKind kind, int peer, size_t k) {
   const std::vector<Task>& ts = c->tasks.p2p;
   for (size_t i = 0; i < ts.size(); i++)
-    if (ts[i].kind == kind && ts[i].root == peer && k-- == 0) return (long)i;
+    if (ts[i].kind == kind && ts[i].peer() == peer && k-- == 0) return (long)i;
   return -1;
 }
 
@@ -97,9 +97,9 @@ long nthMessage(const ncclComm* c, TaskKind kind, int peer, size_t k) {
 bool oneRemotePeer(const ncclComm* c, TaskKind kind) {
   int peer = -1;
   for (const Task& t : c->tasks.p2p) {
-    if (t.kind != kind || t.root == c->rank) continue;
-    if (peer >= 0 && t.root != peer) return false;
-    peer = t.root;
+    if (t.kind != kind || t.peer() == c->rank) continue;
+    if (peer >= 0 && t.peer() != peer) return false;
+    peer = t.peer();
   }
   return true;
 }
@@ -145,7 +145,7 @@ ncclResult_t launchLocalCopy(ncclComm* c, void* dst, const void* src, size_t byt
   cfg.blockX = dev::kThreadsPerBlock;
   cfg.stream = stream;
   void* argv[] = {&args};
-  return gpu::launchWithDoneEvent(dev::p2pKernel(), cfg, argv, nullptr);
+  return gpu::launchKernel(dev::p2pKernel(), cfg, argv, nullptr);
 }
 
 }  // namespace
@@ -169,10 +169,10 @@ void CopyEngineGroup::findMessages() {
     const std::vector<Task>& ts = A->tasks.p2p;
     for (size_t i = 0; i < ts.size(); i++) {
       const Task& s = ts[i];
-      if (s.kind != TaskKind::Send || s.root == A->rank || taskBytes(s) < minBytes) continue;
+      if (s.kind != TaskKind::Send || s.peer() == A->rank || taskBytes(s) < minBytes) continue;
       size_t ib = 0;
       while (ib < sides_.size() && !(sides_[ib].comm->commHash == A->commHash &&
-                                     sides_[ib].comm->nRanks == A->nRanks && sides_[ib].comm->rank == s.root))
+                                     sides_[ib].comm->nRanks == A->nRanks && sides_[ib].comm->rank == s.peer()))
         ib++;
       if (ib == sides_.size()) continue;   // the receiver is not in this group
       ncclComm* B = sides_[ib].comm;
@@ -180,7 +180,7 @@ void CopyEngineGroup::findMessages() {
           A->p2pSentTo[B->rank] != B->p2pRecvdFrom[A->rank])
         continue;
       size_t k = 0;
-      for (size_t j = 0; j < i; j++) k += ts[j].kind == TaskKind::Send && ts[j].root == s.root;
+      for (size_t j = 0; j < i; j++) k += ts[j].kind == TaskKind::Send && ts[j].peer() == s.peer();
       const long r = nthMessage(B, TaskKind::Recv, A->rank, k);
       if (r < 0 || taskBytes(B->tasks.p2p[(size_t)r]) != taskBytes(s)) continue;
       copies_.push_back(Copy{A, B, s.sendbuff, B->tasks.p2p[(size_t)r].recvbuff, taskBytes(s)});
@@ -397,7 +397,7 @@ ncclResult_t CopyEngineGroup::takeSelfCopies(ncclComm* c, gpu::Stream stream, co
   selfSends_.clear();
   selfRecvs_.clear();
   for (size_t i = 0; i < ts.size(); i++) {
-    if (ts[i].root != c->rank) continue;
+    if (ts[i].peer() != c->rank) continue;
     (ts[i].kind == TaskKind::Send ? selfSends_ : selfRecvs_).push_back(i);
   }
   const size_t pairs = std::min(selfSends_.size(), selfRecvs_.size());
@@ -510,9 +510,9 @@ void countPostedTasks(ncclComm* c) {
   if (c->tasks.p2p.empty()) return;
   ensureCounters(c);
   for (const Task& t : c->tasks.p2p) {
-    if (t.root < 0 || t.root >= c->nRanks) continue;
-    if (t.kind == TaskKind::Send) c->p2pSentTo[t.root]++;
-    else c->p2pRecvdFrom[t.root]++;
+    if (t.peer() < 0 || t.peer() >= c->nRanks) continue;
+    if (t.kind == TaskKind::Send) c->p2pSentTo[t.peer()]++;
+    else c->p2pRecvdFrom[t.peer()]++;
   }
 }
 

@@ -5,7 +5,7 @@
 // bytes need no kernel: a peer copy moves them from the source rank's buffer
 // straight into the destination rank's buffer with a copy engine (about 392
 // GB/s each way on H200 NV18, where SM stores reach about 365; no staging
-// slot, no SM time; docs/performance.md). Two kinds of tasks go this way:
+// slot, no SM time; docs/performance.md). Three kinds of tasks go this way:
 //   - a send on rank a to b with the matching recv on b from a (NCCL's
 //     order: the k-th send from a to b meets the k-th recv at b from a),
 //     when a sends to no other rank and b receives from no other rank in
@@ -35,8 +35,10 @@
 //
 // Stream order: each involved communicator has a side stream. The copies run
 // there after both ranks' streams reached the group (events), overlapping
-// the group's kernels (AlltoAll's local part, other collectives); after the
-// kernels are queued, both ranks' streams wait for the copies.
+// the group's kernels (AlltoAll's local part, other collectives); the
+// AllReduce halves instead wait for both ranks' kernels (an event recorded
+// behind them). After the kernels are queued, both ranks' streams wait for
+// the copies.
 //
 // UNICCL_COPY_ENGINE (default 1) turns the path on, UNICCL_COPY_ENGINE_MIN_BYTES
 // (default 8 MiB) is the smallest transfer it takes,

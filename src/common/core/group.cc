@@ -11,6 +11,7 @@
 #include "common/core/cost_model.h"
 #include "common/core/gpu_sharing.h"
 #include "common/core/inplace_stage.h"
+#include "common/core/graph_buffers.h"
 #include "common/core/launch.h"
 #include "common/core/launch_helpers.h"
 #include "common/core/planner.h"

@@ -18,6 +18,7 @@
 #include "common/core/gpu_sharing.h"
 #include "common/core/group.h"
 #include "common/core/inplace_stage.h"
+#include "common/core/graph_buffers.h"
 #include "common/core/launch.h"
 #include "common/core/tree_topo.h"
 #include "common/core/tuning.h"

@@ -5,6 +5,7 @@
 
 #include "common/check.h"
 #include "common/core/comm.h"
+#include "common/core/graph_buffers.h"
 #include "common/core/launch.h"
 #include "common/util/debug.h"
 
@@ -95,8 +96,8 @@ ncclResult_t InPlaceStaging::stage(ncclComm* c, const UseDevice& useDevice) {
     void* p = nullptr;
     UCHECK(gpu::deviceAlloc(&p, total));
     gAllocations.fetch_add(1, std::memory_order_relaxed);
-    // On failure the graph still took `p`: its destructor already queued it.
-    UCHECK(gpu::graphRetainNewUserObject(cap.graph, onGraphDeviceBufferReleased, p));
+    // On failure the buffer is queued for freeing already.
+    UCHECK(graphOwnBuffer(cap.graph, p, GraphBufferKind::kDevice));
     base = static_cast<char*>(p);
   } else {
     UCHECK(eagerScratch(c, total));

@@ -16,7 +16,7 @@
 //     copy on another stream waits for it, and growing waits for it on the
 //     host before the old buffer is freed (rare: sizes double).
 //   - graph capture: a buffer the graph owns (a graph user object hands it
-//     back when the graph is destroyed; launch.h's graveyard frees it),
+//     back when the graph is destroyed; core/graph_buffers.h frees it),
 //     allocated when captured, since replays run long after later eager
 //     groups reused the scratch. The backends allocate in relaxed capture
 //     mode, so the allocation does not break the capture.

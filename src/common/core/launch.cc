@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 #include <vector>
 
 #include "common/check.h"
 #include "common/core/comm.h"
+#include "common/core/graph_buffers.h"
 #include "common/profiler/kernel_ch_poller.h"
 #include "common/util/debug.h"
 #include "common/util/param.h"
@@ -15,17 +15,6 @@
 namespace uniccl {
 
 namespace {
-
-// Persistent work buffers of captured plans, handed back by graph user
-// objects when their graph is destroyed.
-std::mutex gGraveyardMutex;
-std::vector<void*> gGraveyard;         // gpu::hostAllocMapped
-std::vector<void*> gDeviceGraveyard;   // gpu::deviceAlloc (in-place AlltoAll staging)
-
-void onGraphBufferReleased(void* hostPtr) {
-  std::lock_guard<std::mutex> lock(gGraveyardMutex);
-  gGraveyard.push_back(hostPtr);
-}
 
 // Done-event callback of a launch whose work items sat in the FIFO.
 void onFifoLaunchDone(void* arg, uint64_t fifoEnd) {
@@ -64,23 +53,6 @@ bool releaseEarly(const ncclComm* comm, unsigned grid) {
   // Ranks sharing a GPU never release early: the next kernel's parked blocks
   // would hold residency their peers' blocks were counted on (gpu_sharing.h).
   return comm->programmaticLaunch && !comm->gpuShared && (int64_t)grid <= maxBlocks;
-}
-
-void onGraphDeviceBufferReleased(void* devPtr) {
-  std::lock_guard<std::mutex> lock(gGraveyardMutex);
-  gDeviceGraveyard.push_back(devPtr);
-}
-
-void reclaimGraphBuffers() {
-  std::vector<void*> dead, deadDevice;
-  {
-    std::lock_guard<std::mutex> lock(gGraveyardMutex);
-    if (gGraveyard.empty() && gDeviceGraveyard.empty()) return;
-    dead.swap(gGraveyard);
-    deadDevice.swap(gDeviceGraveyard);
-  }
-  for (void* p : dead) gpu::hostFree(p);
-  for (void* p : deadDevice) gpu::deviceFree(p);
 }
 
 ncclResult_t collectStreams(ncclComm* comm, LaunchStreams* s) {
@@ -185,8 +157,8 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
       size_t bytes = n * sizeof(dev::Work);
       UCHECK(gpu::hostAllocMapped(&host, &devPtr, bytes));
       memcpy(host, works, bytes);
-      // On failure the graph still took `host`: its destructor already queued it for freeing.
-      UCHECK(gpu::graphRetainNewUserObject(s.capture.graph, onGraphBufferReleased, host));
+      // On failure the buffer is queued for freeing already.
+      UCHECK(graphOwnBuffer(s.capture.graph, host, GraphBufferKind::kHostMapped));
       args.works = static_cast<const dev::Work*>(devPtr);
       args.workOffset = 0;
       args.workMask = ~0u;
@@ -197,7 +169,7 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
     UCHECK(watchLaunchBegin(comm, s, works, n, grid, &watch));
     args.graph = watch.graph;
     void* profLaunch = profilerStartKernelLaunch(comm->profiler.get(), s.launch);
-    ncclResult_t res = gpu::launchWithDoneEvent(kernel, cfg, argv, nullptr);
+    ncclResult_t res = gpu::launchKernel(kernel, cfg, argv, nullptr);
     profilerStop(comm->profiler.get(), profLaunch);
     return res;
   }
@@ -224,7 +196,7 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
     comm->launchesWithoutDoneEvent = 0;
   }
   void* profLaunch = profilerStartKernelLaunch(comm->profiler.get(), s.launch);
-  ncclResult_t res = gpu::launchWithDoneEvent(kernel, cfg, argv, done);
+  ncclResult_t res = gpu::launchKernel(kernel, cfg, argv, done);
   profilerStop(comm->profiler.get(), profLaunch);
   if (res != ncclSuccess) {
     if (done != nullptr) comm->donePool.put(done);

@@ -37,11 +37,4 @@ ncclResult_t finishStreams(ncclComm* comm, const LaunchStreams& streams);
 // the watchdog's progress words (ncclCommFinalize, destroy, abort).
 ncclResult_t drainLaunches(ncclComm* comm);
 
-// Frees persistent work buffers of destroyed graphs (graph user objects only
-// queue them: their destructors may not call the GPU runtime).
-void reclaimGraphBuffers();
-// A graph user object's destructor for a device buffer (gpu::deviceAlloc)
-// the graph owns: queues it for reclaimGraphBuffers.
-void onGraphDeviceBufferReleased(void* devPtr);
-
 }  // namespace uniccl

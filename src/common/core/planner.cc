@@ -61,8 +61,8 @@ ncclResult_t p2pWorks(ncclComm* comm, std::vector<dev::Work>* out, std::vector<i
     int sendPeer = (me + r) % n, recvPeer = (me - r + n) % n;
     size_t si = 0, ri = 0;
     for (;;) {
-      while (si < tasks.size() && !(tasks[si].kind == TaskKind::Send && tasks[si].root == sendPeer)) si++;
-      while (ri < tasks.size() && !(tasks[ri].kind == TaskKind::Recv && tasks[ri].root == recvPeer)) ri++;
+      while (si < tasks.size() && !(tasks[si].kind == TaskKind::Send && tasks[si].peer() == sendPeer)) si++;
+      while (ri < tasks.size() && !(tasks[ri].kind == TaskKind::Recv && tasks[ri].peer() == recvPeer)) ri++;
       bool haveSend = si < tasks.size(), haveRecv = ri < tasks.size();
       if (!haveSend && !haveRecv) break;
       dev::Work w;
@@ -129,8 +129,8 @@ size_t tuningBytes(const ncclComm* comm, const Task& t) {
 void peersToConnect(ncclComm* comm, std::vector<int>* peers) {
   peers->clear();
   for (const Task& t : comm->tasks.p2p) {
-    if (t.root == comm->rank || comm->transports.connected(t.root)) continue;
-    if (std::find(peers->begin(), peers->end(), t.root) == peers->end()) peers->push_back(t.root);
+    if (t.peer() == comm->rank || comm->transports.connected(t.peer())) continue;
+    if (std::find(peers->begin(), peers->end(), t.peer()) == peers->end()) peers->push_back(t.peer());
   }
 }
 

@@ -15,6 +15,7 @@ namespace uniccl {
 enum class TaskKind : uint8_t {
   AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, Send, Recv,
 };
+constexpr int kNumTaskKinds = (int)TaskKind::Recv + 1;   // Recv stays last
 
 const char* taskKindName(TaskKind kind);
 
@@ -35,9 +36,11 @@ struct Task {
   const void* sendbuff;
   void* recvbuff;
   size_t count;           // elements (per rank for AllGather / ReduceScatter)
-  int root;               // root for Broadcast/Reduce, peer for Send/Recv
+  int root;               // Broadcast/Reduce: the root. Send/Recv: the peer (read it as peer())
   gpu::Stream stream;
   uint64_t seq;           // communicator-wide sequence number, for logs
+
+  int peer() const { return root; }   // Send/Recv: the other rank of the message
 };
 
 // A part of a user buffer that the group end copies aside before any of the

@@ -33,7 +33,6 @@ struct TuningEnv {
   bool allreduceExchange = true;   // UNICCL_ALLREDUCE_EXCHANGE
 };
 
-constexpr int kNumTaskKinds = 7;
 std::atomic<uint64_t> gDecisions[kNumTaskKinds][dev::kNumAlgos];
 
 bool listHas(const std::string& list, const char* name) {

@@ -131,7 +131,7 @@ ncclResult_t checkBuffer(ncclComm* comm, const void* ptr, size_t bytes, const ch
          fn, name, ptr, bytes, base, size);
     return ncclInvalidArgument;
   }
-  comm->checked[comm->checkedNext++ % 4] = {b, b + size};
+  comm->checked[comm->checkedNext++ % ncclComm::kCheckedRanges] = {b, b + size};
   return ncclSuccess;
 }
 

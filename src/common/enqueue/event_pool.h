@@ -1,5 +1,5 @@
-// A pool of GPU events of one flavour (done events: timing disabled; the
-// watchdog may keep a second pool of timing events). Creating an event costs a
+// A pool of GPU events of one flavour (the communicator's done events, timing
+// disabled; the watchdog uses no events: watchdog/eager_tracker.h). Creating an event costs a
 // runtime call, so events are created on demand, recycled forever, and all
 // destroyed with the pool: the steady state neither creates nor allocates.
 #pragma once

@@ -90,7 +90,7 @@ ncclResult_t launchTasksWithEvents(ncclComm* comm) {
     c.buff = t.kind == TaskKind::Send ? const_cast<void*>(t.sendbuff) : t.recvbuff;
     c.count = t.count;
     c.dtype = t.dtype;
-    c.peer = t.root;
+    c.peer = t.peer();
     c.nChannels = comm->p2pChannels;
     p->launchTaskEvents.push_back(profilerStartP2p(p, p2pParents ? p->p2pApiParents[i] : nullptr, p->launchGroup, c));
   }

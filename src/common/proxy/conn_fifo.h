@@ -29,20 +29,20 @@
 
 namespace uniccl {
 
-constexpr int kConnSteps = 8;  // NCCL_STEPS; equals dev::kSteps
+constexpr int kConnSteps = dev::kSteps;  // NCCL_STEPS: the kernels fill the same steps
 
-// Where the bytes of a slot are (NCCL_MODE_*).
+// Where the bytes of a slot are (NCCL_MODE_*). uniccl's kernels and proxy
+// use only the staging slots; the slot keeps NCCL's offset and ptr fields
+// (the layout is NCCL's) but no other mode is produced or accepted.
 enum ConnFifoMode : int32_t {
   kConnModeNormal = 0,  // staging buffer + slot * stepBytes
-  kConnModeOffset = 1,  // staging buffer + offset
-  kConnModePtr = 2,     // ptr (a registered user buffer)
 };
 
 struct ConnFifoSlot {
   int32_t mode;    // ConnFifoMode
-  int32_t offset;  // kConnModeOffset: byte offset into the staging buffer
+  int32_t offset;  // byte offset of the slot in the staging buffer (written by the recv proxy, as NCCL does)
   int64_t size;    // bytes in the slot; -1: free
-  void* ptr;       // kConnModePtr: the bytes themselves
+  void* ptr;       // unused (NCCL's pointer mode)
   uint64_t pad;    // 32 bytes per slot: two slots per 64-byte line, never straddling
 };
 static_assert(sizeof(ConnFifoSlot) == 32, "slot layout is shared with the kernels");
@@ -74,12 +74,11 @@ inline bool connFifoCanFill(const ConnFifo* f, uint64_t step) {
 }
 
 // Producer: publishes step `step` (its data already written) as `size` bytes.
-inline void connFifoPublish(ConnFifo* f, uint64_t step, int64_t size, int32_t mode = kConnModeNormal,
-                            int32_t offset = 0, void* ptr = nullptr) {
+inline void connFifoPublish(ConnFifo* f, uint64_t step, int64_t size, int32_t offset = 0) {
   ConnFifoSlot& s = f->slots[step % kConnSteps];
-  s.mode = mode;
+  s.mode = kConnModeNormal;
   s.offset = offset;
-  s.ptr = ptr;
+  s.ptr = nullptr;
   __atomic_store_n(&s.size, size, __ATOMIC_RELAXED);
   connStoreRelease(&f->tail, step + 1);  // orders data + slot fields before tail
 }

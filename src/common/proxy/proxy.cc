@@ -155,7 +155,7 @@ bool Proxy::progress(ProxyOp* op, bool* moved) {
     c->step += op->nsteps;
     op->profOp = profilerStartProxyOp(op->prof, op->profParent, op->profChannel, op->profPeer,
                                       (int)std::min<uint64_t>(op->nsteps, INT_MAX),
-                                      (int)(op->stepBytes >= 0 ? op->stepBytes : c->stepBytes),
+                                      (int)c->stepBytes,
                                       op->kind == ProxyOpKind::kSend);
     *moved = true;
   }
@@ -174,26 +174,12 @@ bool Proxy::progressSend(ProxyOp* op, bool* moved) {
     int slot = static_cast<int>(step % kConnSteps);
     if (op->posted <= op->transmitted) op->posted = op->transmitted + 1;
     const ConnFifoSlot& s = f->slots[slot];
-    int64_t size = op->stepBytes >= 0 ? op->stepBytes : connLoadSize(s);
-    char* ptr = nullptr;
+    int64_t size = connLoadSize(s);
+    char* ptr = c->staging + slot * c->stepBytes;
     void* mh = c->mhandle;
-    switch (s.mode) {
-      case kConnModeNormal:
-        ptr = c->staging + slot * c->stepBytes;
-        if (size > c->stepBytes) size = -2;
-        break;
-      case kConnModeOffset:
-        ptr = c->staging + s.offset;
-        if (s.offset < 0 || s.offset + size > kConnSteps * c->stepBytes) size = -2;
-        break;
-      case kConnModePtr:
-        ptr = static_cast<char*>(s.ptr);
-        mh = op->ptrMhandle;
-        if (ptr == nullptr) size = -2;
-        break;
-      default: size = -2;
-    }
-    if (size < 0 || size > INT_MAX || (ptr == nullptr && size > 0)) {
+    // The kernels fill staging slots only (NCCL's offset and pointer modes are never produced).
+    if (s.mode != kConnModeNormal || size > c->stepBytes) size = -2;
+    if (size < 0 || size > INT_MAX) {
       WARN("proxy: send step %lu (slot %d) was published with an invalid slot (mode %d, offset %d, "
            "size %ld, %ld-byte slots); the producer must write the slot before advancing tail",
            (unsigned long)step, slot, s.mode, s.offset, (long)connLoadSize(s), (long)c->stepBytes);
@@ -241,7 +227,7 @@ bool Proxy::progressRecv(ProxyOp* op, bool* moved) {
   ProxyConnection* c = op->conn;
   ConnFifo* f = c->fifo;
   const ProxyNet* net = c->net;
-  int postBytes = static_cast<int>(op->stepBytes >= 0 ? op->stepBytes : c->stepBytes);
+  const int postBytes = static_cast<int>(c->stepBytes);
   // A failure still publishes the steps that arrived before it (below).
   ncclResult_t failed = ncclSuccess;
   countFreedRecvSteps(op, moved);
@@ -330,7 +316,7 @@ bool Proxy::progressRecv(ProxyOp* op, bool* moved) {
     // Normal mode: the consumer knows its own address of the staging slot.
     if (c->needFlush && op->sizes[slot] > 0)
       profilerRecordProxyStep(op->prof, op->profSteps[slot], ncclProfilerProxyStepRecvGPUWait, (size_t)op->sizes[slot]);
-    connFifoPublish(f, step, op->sizes[slot], kConnModeNormal, static_cast<int32_t>(slot * c->stepBytes));
+    connFifoPublish(f, step, op->sizes[slot], static_cast<int32_t>(slot * c->stepBytes));
     op->transmitted++;
     *moved = true;
   }
@@ -506,10 +492,8 @@ ncclResult_t ProxyRef::post(ProxyOp* op) {
     WARN("proxy: op kind %d is neither send nor recv", static_cast<int>(op->kind));
     return ncclInvalidArgument;
   }
-  if (op->nsteps == 0 || op->stepBytes < -1 || op->stepBytes > INT_MAX ||
-      (op->kind == ProxyOpKind::kRecv && op->stepBytes > c->stepBytes)) {
-    WARN("proxy: op with %lu steps of %ld bytes does not fit a connection of %ld-byte slots",
-         (unsigned long)op->nsteps, (long)op->stepBytes, (long)c->stepBytes);
+  if (op->nsteps == 0) {
+    WARN("proxy: op with no steps");
     return ncclInvalidArgument;
   }
   int expected = op->status.load(std::memory_order_acquire);
@@ -530,19 +514,6 @@ ncclResult_t ProxyRef::post(ProxyOp* op) {
 
 void ProxyRef::wake() {
   if (p_ != nullptr) p_->wake();
-}
-
-ncclResult_t proxyOpWait(const ProxyOp* op) {
-  if (op == nullptr || op->status.load(std::memory_order_acquire) == kProxyOpIdle) {
-    WARN("proxy: waiting on an op that was never posted");
-    return ncclInvalidUsage;
-  }
-  for (int i = 0; !op->finished(); i++) {
-    if (i < 1000) cpuRelax();
-    else if (i < 2000) sched_yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-  return op->result;
 }
 
 int proxyRefCount() {

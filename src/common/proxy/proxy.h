@@ -6,7 +6,8 @@
 // flushes when the bytes landed in GPU memory, and publishes it (size, then
 // tail); the consumer (kernel) frees it and advances head.
 //
-// Ops are posted by the host (plan launch) and owned by the poster: posting
+// Ops are posted by their owner and owned by it (NetLink posts one
+// persistent op per direction and channel at connect time): posting
 // allocates nothing, the thread links them into its lists, and after an op is
 // finished (status != kProxyOpPending) the proxy never touches it again.
 // See docs/proxy.md.
@@ -59,11 +60,7 @@ struct ProxyOp {
   ProxyConnection* conn = nullptr;
   ProxyOpKind kind = ProxyOpKind::kSend;
   int tag = 0;
-  uint64_t nsteps = 0;
-  // Send: bytes per step, or -1 to send the size the producer wrote in the slot.
-  // Recv: bytes posted per irecv (upper bound), or -1 for conn->stepBytes.
-  int64_t stepBytes = -1;
-  void* ptrMhandle = nullptr;  // send: mhandle for slots in kConnModePtr (registered user buffers)
+  uint64_t nsteps = 0;   // send: each step sends the size the producer wrote in its slot; recv: a whole slot
   // Called on the proxy thread once the op is finished, after which the
   // proxy no longer touches the op (the callback may free or re-post it; it
   // must not block, nor release the last ProxyRef: that joins this thread).
@@ -122,10 +119,6 @@ class ProxyRef {
  private:
   Proxy* p_ = nullptr;
 };
-
-// Blocks (spin, yield, then short sleeps) until `op` is finished; returns op->result.
-// The caller must have a way out: an abort flag on the op's connection.
-ncclResult_t proxyOpWait(const ProxyOp* op);
 
 // Diagnostics / tests: references held and whether the thread is running.
 int proxyRefCount();

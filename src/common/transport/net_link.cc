@@ -196,7 +196,6 @@ ncclResult_t NetLink::startOps(ncclComm* comm) {
       op.kind = send ? ProxyOpKind::kSend : ProxyOpKind::kRecv;
       op.tag = c;
       op.nsteps = kForeverSteps;
-      op.stepBytes = -1;   // send: the size the kernel wrote; recv: a whole slot
       op.onComplete = &NetLink::onOpFinished;
       op.onCompleteArg = &d;
       // ProxyOp events span the link's life (persistent ops): no task parent.

@@ -86,9 +86,10 @@ ncclResult_t Transports::init(ncclComm* comm) {
     ringUsesNet_ = ringUsesNet_ || kindBetween(comm, r, (r + 1) % nRanks_) == TransportKind::Net;
     ringAllP2p = ringAllP2p && p2pReachable(r, (r + 1) % nRanks_);
   }
-  // All-P2P communicators run 64 channels (tuning.cc): 2 MiB Simple buffers
-  // keep the memory of 32 x 4 MiB, and measured as fast or faster on H200
-  // NVLink (docs/performance.md). The reach matrix is common, so every rank
+  // All-P2P communicators run 64 or 128 channels (tuning.cc's
+  // defaultP2pChannels): 2 MiB Simple buffers halve the memory 4 MiB ones
+  // would take, and measured as fast or faster on H200 NVLink
+  // (docs/performance.md). The reach matrix is common, so every rank
   // picks the same size.
   if (ringAllP2p && getEnv("NCCL_BUFFSIZE") == nullptr) layout_.simpleBytes = 2 << 20;
   return ncclSuccess;

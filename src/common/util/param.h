@@ -24,12 +24,3 @@ int64_t paramInt(const char* name, int64_t dflt);
 void reloadConfigFilesForTesting();
 
 }  // namespace uniccl
-
-// Defines `int64_t param<Fn>()`: the knob read once, then cached (like
-// NCCL_PARAM). Use paramInt directly for knobs that must be re-read, e.g. by tests.
-//   UNICCL_PARAM(WorkFifoBytes, "NCCL_WORK_FIFO_BYTES", 1 << 20)
-#define UNICCL_PARAM(Fn, name, dflt)                                   \
-  int64_t param##Fn() {                                                \
-    static const int64_t value = ::uniccl::paramInt((name), (dflt));   \
-    return value;                                                      \
-  }

@@ -11,9 +11,10 @@
 // counts. No event is recorded or queried (an event pair per launch cost
 // about 3 us of host time per launch and held the driver's locks).
 //
-// A launch that failed on the GPU never reports its end: it reaches the user
-// through the launch's done event (callback queue) first, and the watchdog
-// times it out if nobody looks.
+// A launch that failed on the GPU never reports its end. The fault is sticky:
+// it reaches the user at the next launch or event query (a done event, one
+// launch in UNICCL_DONE_EVENT_INTERVAL, or drainLaunches' probe), and the
+// watchdog times the launch out if nobody looks.
 #pragma once
 
 #include <cstddef>

@@ -20,14 +20,15 @@ struct ncclComm;
 
 namespace uniccl {
 
-// UNICCL_TIMEOUT in milliseconds (seconds in the environment; 0: off).
+// The collective timeout in milliseconds (0: off): UNICCL_TIMEOUT_MS if set,
+// else UNICCL_TIMEOUT (seconds).
 int64_t watchdogTimeoutMsFromEnv();
 
 // Creates comm->watch and adds the comm to the watchdog (nothing when
 // timeoutMs is 0). Called once the comm is fully initialized.
 ncclResult_t watchdogRegister(ncclComm* comm, int64_t timeoutMs);
 // Removes the comm; on return the watchdog thread no longer touches it, so
-// its events may go. Joins the thread when this was the last comm. Safe
+// its progress words and trackers may go. Joins the thread when this was the last comm. Safe
 // without a prior register.
 void watchdogUnregister(ncclComm* comm);
 

@@ -70,7 +70,7 @@ TEST(GpuBackend, DoneEventFiresAfterTheKernelAndTheCallbackSeesItsResult) {
   void* args[] = {&flagDev, &resultDev, &value, &maxSpins};
   gpu::LaunchConfig cfg;
   cfg.stream = st.s;
-  ASSERT_EQ(gpu::launchWithDoneEvent(gputest::spinKernel(), cfg, args, done), ncclSuccess);
+  ASSERT_EQ(gpu::launchKernel(gputest::spinKernel(), cfg, args, done), ncclSuccess);
   SpinCheck check{static_cast<volatile int*>(result.host), value};
   ASSERT_EQ(q.push(done, checkResult, &check, 0), ncclSuccess);
 
@@ -136,7 +136,7 @@ TEST(GpuBackend, WorkFifoRoundTrip) {
     gpu::LaunchConfig cfg;
     cfg.stream = st.s;
     cfg.blockX = 64;
-    ASSERT_EQ(gpu::launchWithDoneEvent(gputest::checksumKernel(), cfg, args, ev), ncclSuccess);
+    ASSERT_EQ(gpu::launchKernel(gputest::checksumKernel(), cfg, args, ev), ncclSuccess);
     ASSERT_EQ(q.push(ev, fifoWorkDone, &works[i], i), ncclSuccess);
     ASSERT_EQ(q.poll(false), ncclSuccess);
   }
@@ -161,10 +161,6 @@ TEST(GpuBackend, DevicePropertiesAndPeers) {
   ASSERT_EQ(std::sscanf(p.busId, "%x:%x:%x.%x", &dom, &bus, &d, &f), 4) << p.busId;
   EXPECT_EQ((int)bus, p.pciBus);
   for (const char* c = p.busId; *c; ++c) EXPECT_FALSE(*c >= 'A' && *c <= 'F') << p.busId;
-  Stream st;
-  int sdev = -2;
-  ASSERT_EQ(gpu::streamGetDevice(st.s, &sdev), ncclSuccess);
-  EXPECT_EQ(sdev, dev);
   if (n >= 2) {
     bool can = false;
     ASSERT_EQ(gpu::canAccessPeer(0, 1, &can), ncclSuccess);
@@ -228,36 +224,23 @@ TEST(GpuBackend, MemoryKindsAndIpc) {
   void* args[] = {&pageDev};
   gpu::LaunchConfig cfg;
   cfg.stream = st.s;
-  ASSERT_EQ(gpu::launchWithDoneEvent(gputest::incrementKernel(), cfg, args, nullptr), ncclSuccess);
+  ASSERT_EQ(gpu::launchKernel(gputest::incrementKernel(), cfg, args, nullptr), ncclSuccess);
   ASSERT_EQ(gpu::streamSynchronize(st.s), ncclSuccess);
   EXPECT_EQ(*static_cast<volatile int*>(page), 42);
   ASSERT_EQ(gpu::hostUnregister(page), ncclSuccess);
   std::free(page);
   std::free(plain);
-
-  void* pinned = nullptr;
-  ASSERT_EQ(gpu::hostAllocPinned(&pinned, 4096), ncclSuccess);
-  ASSERT_EQ(gpu::pointerGetInfo(pinned, &info), ncclSuccess);
-  EXPECT_EQ(info.kind, gpu::MemoryKind::Host);
-  ASSERT_EQ(gpu::hostFree(pinned), ncclSuccess);
 }
 
-std::atomic<int> gHostCalls{0};
 std::atomic<int> gDestroyed{0};
-void countHostCall(void*) { gHostCalls.fetch_add(1); }
 void markDestroyed(void* arg) { static_cast<std::atomic<int>*>(arg)->fetch_add(1); }
 
-TEST(GpuBackend, CaptureInfoUserObjectAndHostFunc) {
+TEST(GpuBackend, CaptureInfoAndUserObject) {
   Stream st;
   gpu::CaptureInfo info;
   ASSERT_EQ(gpu::streamGetCaptureInfo(st.s, &info), ncclSuccess);
   EXPECT_EQ(info.status, gpu::CaptureStatus::None);
   EXPECT_EQ(info.graphId, 0u);
-  // Outside a capture a host function just runs.
-  gHostCalls = 0;
-  ASSERT_EQ(gpu::launchHostFunc(st.s, countHostCall, nullptr), ncclSuccess);
-  ASSERT_EQ(gpu::streamSynchronize(st.s), ncclSuccess);
-  EXPECT_EQ(gHostCalls.load(), 1);
 
   Mapped counter(sizeof(int));
   gpu::Event done;
@@ -275,7 +258,7 @@ TEST(GpuBackend, CaptureInfoUserObjectAndHostFunc) {
   void* args[] = {&counterDev};
   gpu::LaunchConfig cfg;
   cfg.stream = st.s;
-  ASSERT_EQ(gpu::launchWithDoneEvent(gputest::incrementKernel(), cfg, args, done), ncclSuccess);
+  ASSERT_EQ(gpu::launchKernel(gputest::incrementKernel(), cfg, args, done), ncclSuccess);
   gpu::Graph graph = nullptr;
   ASSERT_EQ(gputest::endCapture(st.s, &graph), ncclSuccess);
   ASSERT_NE(graph, nullptr);
@@ -295,7 +278,7 @@ TEST(GpuBackend, CaptureInfoUserObjectAndHostFunc) {
   ASSERT_EQ(gpu::eventDestroy(done), ncclSuccess);
 }
 
-TEST(GpuBackend, EventTimingAndErrors) {
+TEST(GpuBackend, EventsAndErrors) {
   Stream st;
   gpu::Event a, b;
   ASSERT_EQ(gpu::eventCreate(&a, gpu::kEventDefault), ncclSuccess);
@@ -303,9 +286,7 @@ TEST(GpuBackend, EventTimingAndErrors) {
   ASSERT_EQ(gpu::eventRecord(a, st.s), ncclSuccess);
   ASSERT_EQ(gpu::eventRecord(b, st.s), ncclSuccess);
   ASSERT_EQ(gpu::eventSynchronize(b), ncclSuccess);
-  float ms = -1;
-  ASSERT_EQ(gpu::eventElapsedMs(a, b, &ms), ncclSuccess);
-  EXPECT_GE(ms, 0.0f);
+  EXPECT_EQ(gpu::eventQuery(a), ncclSuccess);
   ASSERT_EQ(gpu::eventDestroy(a), ncclSuccess);
   ASSERT_EQ(gpu::eventDestroy(b), ncclSuccess);
   // An error is reported and cleared: the next call is not affected.
@@ -313,7 +294,7 @@ TEST(GpuBackend, EventTimingAndErrors) {
   EXPECT_NE(gpu::deviceAlloc(&p, ~size_t(0) >> 2), ncclSuccess);
   ASSERT_EQ(gpu::deviceAlloc(&p, 256), ncclSuccess);
   ASSERT_EQ(gpu::deviceFree(p), ncclSuccess);
-  EXPECT_EQ(gpu::deviceSynchronize(), ncclSuccess);
+  EXPECT_EQ(gpu::streamSynchronize(st.s), ncclSuccess);
 }
 
 }  // namespace

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "common/gpu.h"
+#include "common/util/debug.h"
 #include "device/dev_types.h"
 #include "device/kernels.h"
 #include "device/small_float.h"
@@ -48,7 +49,7 @@ namespace {
     ncclResult_t r_ = (call);                                                         \
     if (r_ != ncclSuccess) {                                                          \
       fprintf(stderr, "%s:%d: %s failed (%d): %s\n", __FILE__, __LINE__, #call, (int)r_, \
-              gpu::lastErrorString());                                                \
+              lastErrorMessage());                                                     \
       exit(1);                                                                        \
     }                                                                                 \
   } while (0)
@@ -245,7 +246,7 @@ struct Fabric {
       for (int r = 0; r < nRanks; r++) {
         ncclResult_t q = gpu::eventQuery(events[r]);
         if (q == ncclInProgress) done = false;
-        else if (q != ncclSuccess) { fprintf(stderr, "kernel failed: %s\n", gpu::lastErrorString()); exit(1); }
+        else if (q != ncclSuccess) { fprintf(stderr, "kernel failed: %s\n", lastErrorMessage()); exit(1); }
       }
       if (done) break;
       double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -627,7 +628,7 @@ int main(int argc, char** argv) {
           a.releaseEarly = (uint32_t)rng.range(2);
           // Only the last launch records the event waitAll() polls (an event
           // record between two kernels may keep the second from starting early).
-          HCHECK(gpu::launchWithDoneEvent(kernel, cfg, args, at + k == nItems ? fab.events[r] : nullptr));
+          HCHECK(gpu::launchKernel(kernel, cfg, args, at + k == nItems ? fab.events[r] : nullptr));
         }
         at += k;
       }
@@ -726,7 +727,7 @@ int main(int argc, char** argv) {
     void* args[] = {&a};
     gpu::LaunchConfig cfg;
     cfg.gridX = kGrid; cfg.blockX = kThreadsPerBlock; cfg.stream = fab.streams[0];
-    HCHECK(gpu::launchWithDoneEvent(p2pKernel(), cfg, args, fab.events[0]));
+    HCHECK(gpu::launchKernel(p2pKernel(), cfg, args, fab.events[0]));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     abortOk = gpu::eventQuery(fab.events[0]) == ncclInProgress;  // must still be waiting
     *fab.abortHost = 1;

@@ -12,6 +12,7 @@
 
 #include "common/core/comm.h"
 #include "common/core/inplace_stage.h"
+#include "common/core/graph_buffers.h"
 #include "common/core/launch.h"
 #include "fake_comm.h"
 #include "fake_gpu.h"

@@ -1,7 +1,9 @@
-// Host unit tests of the work FIFO, the event-callback queue and the event
-// pool, driven by the scripted fake GPU (tests/unit/fake).
+// Host unit tests of the work FIFO, the event-callback queue, the event pool
+// and the kernel launches over them (core/launch.cc), driven by the scripted
+// fake GPU (tests/unit/fake).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include "../core/fake_comm.h"
+#include "common/core/comm.h"
+#include "common/core/launch.h"
 #include "common/enqueue/event_callback_queue.h"
 #include "common/enqueue/event_pool.h"
 #include "common/enqueue/work_fifo.h"
@@ -401,26 +406,13 @@ TEST_F(Enqueue, EventPoolPassesFlagsAndCreationErrors) {
   gpu::Event e = nullptr;
   EXPECT_EQ(timing.get(&e), ncclUnhandledCudaError);
   EXPECT_EQ(timing.created(), 0u);
-  gpu::Event a, b;
+  gpu::Event a;
   ASSERT_EQ(timing.get(&a), ncclSuccess);
-  ASSERT_EQ(timing.get(&b), ncclSuccess);
-  ASSERT_EQ(gpu::eventRecord(a, nullptr), ncclSuccess);
-  fake::advanceClockMs(2.5f);
-  ASSERT_EQ(gpu::eventRecord(b, nullptr), ncclSuccess);
-  fake::completeEvent(a);
-  fake::advanceClockMs(1.0f);
-  fake::completeEvent(b);
-  float ms = 0;
-  ASSERT_EQ(gpu::eventElapsedMs(a, b, &ms), ncclSuccess);  // timing events really were asked for
-  EXPECT_FLOAT_EQ(ms, 1.0f);
+  EXPECT_EQ(fake::eventFlags(a), (unsigned)gpu::kEventDefault);  // timing events really were asked for
   EventPool done;  // default flavour: timing disabled
-  gpu::Event c, d;
+  gpu::Event c;
   ASSERT_EQ(done.get(&c), ncclSuccess);
-  ASSERT_EQ(done.get(&d), ncclSuccess);
-  ASSERT_EQ(gpu::eventRecord(c, nullptr), ncclSuccess);
-  ASSERT_EQ(gpu::eventRecord(d, nullptr), ncclSuccess);
-  fake::completeOldest(2);
-  EXPECT_NE(gpu::eventElapsedMs(c, d, &ms), ncclSuccess);
+  EXPECT_EQ(fake::eventFlags(c), (unsigned)gpu::kEventDisableTiming);
 }
 
 TEST_F(Enqueue, EventQueryErrorPropagatesAndKeepsTheNode) {
@@ -503,69 +495,77 @@ TEST_F(Enqueue, CallbacksMayPushButNotPoll) {
   ASSERT_EQ(gpu::eventDestroy(b), ncclSuccess);
 }
 
-// The kernel launch path end to end on the fake: the launch log carries the
-// kernel arguments (FIFO position and mask), the "GPU" (launch hook) reads the
-// work through them, and the done event's callback returns the room.
-struct KernelArgs {
-  void* workBuf;
-  uint32_t workMask;
-  uint32_t offset;
-  uint32_t bytes;
-  uint32_t pad;
-};
+// The kernel launch path of core/launch.cc end to end on the fake, with the
+// kernels' own argument struct: launches of 1 to 12 work items (up to
+// dev::kMaxInlineWorks in the arguments, more through the work FIFO, which
+// wraps), each read back by the "GPU" (launch hook) through dev::KernelArgs
+// as kernel.h reads them; the done events' callbacks give the FIFO's room
+// back (launchWorks blocks on them when the ring is full).
 void fakeKernel() {}
 
-TEST_F(Enqueue, LaunchWithDoneEventCarriesTheFifoToTheKernel) {
+TEST_F(Enqueue, LaunchWorksCarriesItsWorksToTheKernel) {
   std::mt19937 rng(5);
-  EventPool pool;
-  EventCallbackQueue q(&pool);
-  WorkFifo fifo;
-  ASSERT_EQ(fifo.init(4096, &q), ncclSuccess);
-  fifo.setCountersForTesting(0u - 2048u);
-  Consumer c(&fifo);
-  fake::setLaunchArgBytes(sizeof(KernelArgs));
-  uint64_t gpuSum = 0, hostSum = 0;
+  ncclComm* comm = test::makeFakeComm(0, 2);
+  ASSERT_EQ(comm->workFifo.init(4096, &comm->callbacks), ncclSuccess);
+  comm->workFifo.setCountersForTesting(0u - 2048u);   // the 32-bit counters wrap too
+  fake::setLaunchArgBytes(sizeof(dev::KernelArgs));
+  std::vector<dev::Work> sent;   // the launch in progress
+  unsigned wantGrid = 0;
+  uint64_t read = 0, mismatches = 0, inlined = 0, viaFifo = 0;
   fake::setLaunchHook([&](const fake::Launch& l) {
-    KernelArgs a;
+    dev::KernelArgs a;
     std::memcpy(&a, l.args.data(), sizeof(a));
-    for (uint32_t i = 0; i < a.bytes; ++i)
-      gpuSum += static_cast<unsigned char>(static_cast<char*>(a.workBuf)[(a.offset + i) & a.workMask]);
+    EXPECT_EQ(a.nWorks, sent.size());
+    EXPECT_EQ(l.gridX, wantGrid);
+    EXPECT_EQ(l.blockX, (unsigned)dev::kThreadsPerBlock);
+    if (a.works == nullptr) inlined++;
+    else viaFifo++;
+    for (uint32_t i = 0; i < a.nWorks && i < sent.size(); ++i) {
+      const dev::Work* w = a.works == nullptr
+                               ? &a.inlineWorks[i]
+                               : reinterpret_cast<const dev::Work*>(reinterpret_cast<const char*>(a.works) +
+                                                                     ((a.workOffset + i * sizeof(dev::Work)) & a.workMask));
+      if (std::memcmp(w, &sent[i], sizeof(dev::Work)) != 0) ++mismatches;
+      ++read;
+    }
   });
   fake::setSyncHook([](gpu::Event) { fake::completeOldest(); });
-  for (uint64_t i = 0; i < 300; ++i) {
-    uint32_t off;
-    const uint32_t bytes = 64u * (1 + rng() % 8);
-    ASSERT_EQ(fifo.reserve(bytes, &off), ncclSuccess);
-    Work w{off, bytes, randomBytes(rng, bytes)};
-    for (auto b : w.data) hostSum += b;
-    fifo.write(off, w.data.data(), bytes);
-    c.expected.push_back(std::move(w));
-    KernelArgs a{fifo.devBase(), fifo.mask(), off, bytes, 0};
-    void* args[] = {&a};
-    gpu::Event done;
-    ASSERT_EQ(pool.get(&done), ncclSuccess);
-    gpu::LaunchConfig cfg;
-    cfg.gridX = 3;
-    cfg.blockX = 256;
-    ASSERT_EQ(gpu::launchWithDoneEvent(reinterpret_cast<const void*>(&fakeKernel), cfg, args, done), ncclSuccess);
-    ASSERT_EQ(q.push(done, consumeWork, &c, i), ncclSuccess);
+  LaunchStreams streams;
+  uint64_t total = 0;
+  constexpr int kLaunches = 300;
+  for (int i = 0; i < kLaunches; ++i) {
+    const int n = 1 + (int)(rng() % 12);
+    sent.assign(n, dev::Work{});
+    wantGrid = 0;
+    for (dev::Work& w : sent) {
+      std::vector<unsigned char> bytes = randomBytes(rng, sizeof(dev::Work));
+      std::memcpy(&w, bytes.data(), sizeof(w));
+      w.coll = dev::kCollAllReduce;
+      w.channelLo = 0;
+      w.channelHi = (uint8_t)(rng() % 4);
+      wantGrid = std::max(wantGrid, (unsigned)w.channelHi + 1);
+    }
+    total += n;
+    ASSERT_EQ(launchWorks(comm, sent.data(), n, reinterpret_cast<const void*>(&fakeKernel), streams), ncclSuccess);
     if (rng() % 2) fake::completeOldest();
-    ASSERT_EQ(q.poll(false), ncclSuccess);
+    ASSERT_EQ(comm->callbacks.poll(false), ncclSuccess);
   }
-  ASSERT_EQ(q.drain(), ncclSuccess);
+  ASSERT_EQ(drainLaunches(comm), ncclSuccess);
   const auto log = fake::launches();
-  ASSERT_EQ(log.size(), 300u);
+  ASSERT_EQ(log.size(), (size_t)kLaunches);
   for (size_t i = 0; i < log.size(); ++i) {
     EXPECT_EQ(log[i].kernel, reinterpret_cast<const void*>(&fakeKernel));
-    EXPECT_EQ(log[i].gridX, 3u);
-    EXPECT_EQ(log[i].blockX, 256u);
+    EXPECT_NE(log[i].doneSerial, 0u) << "no watchdog: every launch records its done event";
     if (i > 0) {
       EXPECT_GT(log[i].doneSerial, log[i - 1].doneSerial);
     }
   }
-  EXPECT_EQ(gpuSum, hostSum);
-  EXPECT_EQ(c.mismatches, 0u);
-  EXPECT_EQ(c.checked, 300u);
+  EXPECT_EQ(read, total);
+  EXPECT_EQ(mismatches, 0u);
+  EXPECT_GT(inlined, 0u);
+  EXPECT_GT(viaFifo, 0u);
+  EXPECT_EQ(comm->workFifo.used(), 0u) << "every FIFO launch's done callback gave its room back";
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
 // The fake is shared with threads (watchdog tests): a "GPU thread" completes

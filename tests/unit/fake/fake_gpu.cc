@@ -22,13 +22,9 @@ struct FakeEvent {
   EventState state = EventState::NotRecorded;
   uint64_t serial = 0;
   ncclResult_t failWith = ncclUnhandledCudaError;
-  float timeMs = 0;
 };
 
-struct Node {
-  enum Kind { Host, Kernel } kind;
-  void (*fn)(void*) = nullptr;
-  void* arg = nullptr;
+struct Node {   // a captured kernel launch
   Launch launch{};
 };
 
@@ -70,7 +66,6 @@ struct State {
   uint64_t serial = 0;
   uint64_t nextGraphId = 1;
   bool autoComplete = false;
-  float clockMs = 0;
   int syncTimeoutMs = 5000;
   std::function<void(gpu::Event)> syncHook;
   std::function<void(const Launch&)> launchHook;
@@ -78,7 +73,6 @@ struct State {
   std::vector<Launch> launches;
   std::map<std::string, std::pair<ncclResult_t, int>> inject;
   std::map<std::string, uint64_t> calls;
-  std::string lastError = "no error";
 };
 
 State& st() {
@@ -93,7 +87,6 @@ ncclResult_t enter(State& s, const char* call) {
   if (it == s.inject.end()) return ncclSuccess;
   ncclResult_t r = it->second.first;
   if (--it->second.second <= 0) s.inject.erase(it);
-  s.lastError = std::string("injected failure of ") + call;
   return r;
 }
 
@@ -119,7 +112,6 @@ FakeGraph* capturing(State& s, gpu::Stream stream) {
 
 void completeLocked(State& s, FakeEvent* e) {
   e->state = EventState::Completed;
-  e->timeMs = s.clockMs;
   s.cv.notify_all();
 }
 
@@ -129,8 +121,9 @@ void recordLocked(State& s, FakeEvent* e) {
   if (s.autoComplete) completeLocked(s, e);
 }
 
-ncclResult_t bad(State& s, const char* what) {
-  s.lastError = what;
+// `why` documents the call site (the fake keeps no error string: the core
+// never asks a backend for one).
+ncclResult_t bad(State&, const char* /*why*/) {
   return ncclUnhandledCudaError;
 }
 
@@ -192,7 +185,6 @@ void reset() {
   s.serial = 0;
   s.nextGraphId = 1;
   s.autoComplete = false;
-  s.clockMs = 0;
   s.syncTimeoutMs = 5000;
   s.syncHook = nullptr;
   s.launchHook = nullptr;
@@ -200,7 +192,6 @@ void reset() {
   s.launches.clear();
   s.inject.clear();
   s.calls.clear();
-  s.lastError = "no error";
 }
 
 void setDeviceCount(int n) { std::lock_guard<std::mutex> lk(st().mu); st().deviceCount = n; }
@@ -227,6 +218,11 @@ uint64_t eventSerial(gpu::Event e) {
   std::lock_guard<std::mutex> lk(st().mu);
   FakeEvent* fe = findEvent(st(), e);
   return fe ? fe->serial : 0;
+}
+unsigned eventFlags(gpu::Event e) {
+  std::lock_guard<std::mutex> lk(st().mu);
+  FakeEvent* fe = findEvent(st(), e);
+  return fe ? fe->flags : 0;
 }
 uint64_t lastSerial() { std::lock_guard<std::mutex> lk(st().mu); return st().serial; }
 void completeEvent(gpu::Event e) { setEventState(e, EventState::Completed); }
@@ -273,7 +269,6 @@ void failEvent(gpu::Event e, ncclResult_t err) {
   }
 }
 void setAutoComplete(bool on) { std::lock_guard<std::mutex> lk(st().mu); st().autoComplete = on; }
-void advanceClockMs(float ms) { std::lock_guard<std::mutex> lk(st().mu); st().clockMs += ms; }
 void setSyncHook(std::function<void(gpu::Event)> hook) { std::lock_guard<std::mutex> lk(st().mu); st().syncHook = std::move(hook); }
 void setSyncTimeoutMs(int ms) { std::lock_guard<std::mutex> lk(st().mu); st().syncTimeoutMs = ms; }
 
@@ -314,16 +309,7 @@ void replayGraph(gpu::Graph graph) {
   auto it = s.graphs.find(static_cast<FakeGraph*>(graph));
   if (it == s.graphs.end()) return;
   const std::vector<Node> nodes = it->second->nodes;
-  for (const Node& n : nodes) {
-    switch (n.kind) {
-      case Node::Host:
-        lk.unlock();
-        n.fn(n.arg);
-        lk.lock();
-        break;
-      case Node::Kernel: logLaunchAndHook(lk, s, n.launch); break;
-    }
-  }
+  for (const Node& n : nodes) logLaunchAndHook(lk, s, n.launch);
 }
 void destroyGraph(gpu::Graph graph) {
   State& s = st();
@@ -409,13 +395,6 @@ ncclResult_t enablePeerAccess(int peer) {
   FAKE_ENTER("enablePeerAccess");
   return peer >= 0 && peer < s.deviceCount && s.peerAccess ? ncclSuccess : bad(s, "peer access unsupported");
 }
-// The fake GPU finishes everything it was given.
-ncclResult_t deviceSynchronize() {
-  FAKE_ENTER("deviceSynchronize");
-  for (auto& kv : s.events)
-    if (kv.second->state == EventState::Pending) completeLocked(s, kv.second.get());
-  return ncclSuccess;
-}
 
 ncclResult_t streamCreate(Stream* out) {
   FAKE_ENTER("streamCreate");
@@ -439,14 +418,6 @@ ncclResult_t streamSynchronize(Stream stream) {
 ncclResult_t streamWaitEvent(Stream stream, Event e) {
   FAKE_ENTER("streamWaitEvent");
   if ((stream != nullptr && !findStream(s, stream)) || !findEvent(s, e)) return bad(s, "invalid handle");
-  return ncclSuccess;
-}
-ncclResult_t streamGetDevice(Stream stream, int* dev) {
-  FAKE_ENTER("streamGetDevice");
-  if (stream == nullptr) { *dev = s.currentDevice; return ncclSuccess; }
-  FakeStream* fs = findStream(s, stream);
-  if (!fs) return bad(s, "invalid stream");
-  *dev = fs->device;
   return ncclSuccess;
 }
 ncclResult_t streamGetCaptureInfo(Stream stream, CaptureInfo* info) {
@@ -553,22 +524,11 @@ ncclResult_t eventSynchronize(Event e) {
       if (timedOut && fe->state == EventState::Pending) {
         std::fprintf(stderr, "fake gpu: eventSynchronize on an event nobody completes (timed out after %d ms)\n",
                      s.syncTimeoutMs);
-        s.lastError = "eventSynchronize timed out";
         return ncclInternalError;
       }
     }
   }
   return fe->state == EventState::Failed ? fe->failWith : ncclSuccess;
-}
-ncclResult_t eventElapsedMs(Event start, Event end, float* ms) {
-  FAKE_ENTER("eventElapsedMs");
-  FakeEvent* a = findEvent(s, start);
-  FakeEvent* b = findEvent(s, end);
-  if (!a || !b || (a->flags & kEventDisableTiming) || (b->flags & kEventDisableTiming))
-    return bad(s, "elapsed time needs two timing events");
-  if (a->state != EventState::Completed || b->state != EventState::Completed) return bad(s, "event not ready");
-  *ms = b->timeMs - a->timeMs;
-  return ncclSuccess;
 }
 
 ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
@@ -578,10 +538,6 @@ ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
 ncclResult_t deviceFree(void* ptr) {
   FAKE_ENTER("deviceFree");
   return release(s, ptr, true);
-}
-ncclResult_t hostAllocPinned(void** ptr, size_t bytes) {
-  FAKE_ENTER("hostAllocPinned");
-  return allocate(s, ptr, bytes, MemoryKind::Host);
 }
 ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes) {
   FAKE_ENTER("hostAllocMapped");
@@ -615,11 +571,6 @@ ncclResult_t memcpyAsync(void* dst, const void* src, size_t bytes, Stream) {
 ncclResult_t memcpy(void* dst, const void* src, size_t bytes) {
   FAKE_ENTER("memcpy");
   std::memmove(dst, src, bytes);
-  return ncclSuccess;
-}
-ncclResult_t memsetAsync(void* dst, int value, size_t bytes, Stream) {
-  FAKE_ENTER("memsetAsync");
-  std::memset(dst, value, bytes);
   return ncclSuccess;
 }
 ncclResult_t memset(void* dst, int value, size_t bytes) {
@@ -681,8 +632,8 @@ ncclResult_t ipcCloseMemHandle(void* devPtr) {
   return ncclSuccess;
 }
 
-ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
-  FAKE_ENTER("launchWithDoneEvent");
+ncclResult_t launchKernel(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
+  FAKE_ENTER("launchKernel");
   if (kernel == nullptr || cfg.gridX == 0 || cfg.blockX == 0) return bad(s, "invalid launch configuration");
   if (cfg.stream != nullptr && !findStream(s, cfg.stream)) return bad(s, "invalid stream");
   FakeEvent* fe = nullptr;
@@ -695,7 +646,7 @@ ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, vo
   if (FakeGraph* g = capturing(s, cfg.stream)) {
     l.captured = true;
     l.done = nullptr;  // a record inside a capture is not host-queryable
-    Node n{Node::Kernel};
+    Node n;
     n.launch = l;
     g->nodes.push_back(n);
     return ncclSuccess;
@@ -705,25 +656,6 @@ ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, vo
     l.doneSerial = fe->serial;
   }
   logLaunchAndHook(lk, s, l);
-  return ncclSuccess;
-}
-ncclResult_t setKernelMaxDynamicShared(const void* kernel, size_t) {
-  FAKE_ENTER("setKernelMaxDynamicShared");
-  return kernel ? ncclSuccess : bad(s, "null kernel");
-}
-// Runs at once (the fake stream is always idle), or at replay when captured.
-ncclResult_t launchHostFunc(Stream stream, void (*fn)(void*), void* arg) {
-  FAKE_ENTER("launchHostFunc");
-  if (fn == nullptr) return bad(s, "null host function");
-  if (FakeGraph* g = capturing(s, stream)) {
-    Node n{Node::Host};
-    n.fn = fn;
-    n.arg = arg;
-    g->nodes.push_back(n);
-    return ncclSuccess;
-  }
-  lk.unlock();
-  fn(arg);
   return ncclSuccess;
 }
 
@@ -741,17 +673,6 @@ ncclResult_t graphRetainNewUserObject(Graph g, void (*destroy)(void*), void* arg
   }
   it->second->userObjects.emplace_back(destroy, arg);
   return ncclSuccess;
-}
-
-const char* lastErrorString() {
-  static thread_local std::string copy;
-  std::lock_guard<std::mutex> lk(st().mu);
-  copy = st().lastError;
-  return copy.c_str();
-}
-void clearLastError() {
-  std::lock_guard<std::mutex> lk(st().mu);
-  st().lastError = "no error";
 }
 
 }  // namespace uniccl::gpu

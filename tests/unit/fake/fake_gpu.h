@@ -44,6 +44,8 @@ EventState eventState(gpu::Event e);
 void setEventState(gpu::Event e, EventState s);
 // Serial of the event's latest record (0 when never recorded).
 uint64_t eventSerial(gpu::Event e);
+// The flags the event was created with (gpu::EventFlags).
+unsigned eventFlags(gpu::Event e);
 uint64_t lastSerial();                      // serial of the most recent record
 void completeEvent(gpu::Event e);
 // Completes the oldest pending record(s); returns how many were completed.
@@ -54,8 +56,6 @@ size_t pendingEventCount();
 void failEvent(gpu::Event e, ncclResult_t err = ncclUnhandledCudaError);
 // When on, records complete immediately.
 void setAutoComplete(bool on);
-// Time on the fake GPU clock; a completing timed event takes the current value.
-void advanceClockMs(float ms);
 
 // Called by eventSynchronize(e) when e is Pending, without the fake's lock
 // held ("the GPU finishes the oldest launch now"). After the hook,
@@ -84,12 +84,12 @@ void setLaunchHook(std::function<void(const Launch&)> hook);
 
 // ------------------------------------------------------------ graph capture
 // Starts capturing on `s` (streamGetCaptureInfo then says Active with a fresh
-// nonzero id); kernels, host functions and external event records issued on
-// `s` become nodes of the graph instead of executing.
+// nonzero id); kernels issued on `s` become nodes of the graph instead of
+// executing.
 gpu::Graph beginCapture(gpu::Stream s);
 gpu::Graph endCapture(gpu::Stream s);
 void invalidateCapture(gpu::Stream s);
-// Runs the graph's nodes in order: host functions run, kernels are logged.
+// Runs the graph's nodes in order: its kernels are logged.
 void replayGraph(gpu::Graph g);
 // Destroys the graph: the destructors of its user objects run.
 void destroyGraph(gpu::Graph g);

@@ -69,7 +69,6 @@ TEST(ProfilerProxyEvents, OpsAndStepsNestUnderTheirParentsAndAllStop) {
       op->kind = op == &send ? ProxyOpKind::kSend : ProxyOpKind::kRecv;
       op->tag = 1;
       op->nsteps = kSteps;
-      op->stepBytes = -1;
       op->prof = ctx.get();
       op->profParent = parent;
       op->profChannel = 3;

@@ -15,6 +15,19 @@
 
 namespace uniccl::test {
 
+// Blocks (spin, yield, then short sleeps) until `op` is finished; returns
+// op->result. The library never waits on an op (its completion callback
+// reports it); the tests do. The caller must have a way out: an abort flag
+// on the op's connection.
+inline ncclResult_t proxyOpWait(const ProxyOp* op) {
+  if (op == nullptr || op->status.load(std::memory_order_acquire) == kProxyOpIdle) return ncclInvalidUsage;
+  for (int i = 0; !op->finished(); i++) {
+    if (i < 2000) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return op->result;
+}
+
 inline uint64_t mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;

@@ -74,7 +74,6 @@ class ProxyLoopback : public ::testing::Test {
     op.kind = e.isSend ? ProxyOpKind::kSend : ProxyOpKind::kRecv;
     op.tag = 7;
     op.nsteps = nsteps;
-    op.stepBytes = -1;
   }
 
   const ncclNet_v8_t* net = nullptr;
@@ -268,37 +267,6 @@ TEST_F(ProxyLoopback, OversizedSlotFailsTheOp) {
   EXPECT_EQ(send.transmitted, 0u);
 }
 
-// Fixed per-step bytes override the slot's size; a registered user buffer (kConnModePtr) is sent as is.
-TEST_F(ProxyLoopback, FixedSizeAndPointerMode) {
-  std::vector<char> user(kStep);
-  for (int64_t i = 0; i < kStep; i++) user[i] = static_cast<char>(byteOf(1, 1, i));
-  void* userMh = nullptr;
-  ASSERT_EQ(net->regMr(tx.comm, user.data(), user.size(), NCCL_PTR_HOST, &userMh), ncclSuccess);
-  ProxyOp send, recv;
-  initOp(send, tx, 2);
-  initOp(recv, rx, 2);
-  send.stepBytes = 64;
-  send.ptrMhandle = userMh;
-  ASSERT_EQ(proxy.post(&send), ncclSuccess);
-  ASSERT_EQ(proxy.post(&recv), ncclSuccess);
-  for (int i = 0; i < 64; i++) tx.staging[i] = static_cast<char>(byteOf(1, 0, i));
-  connFifoPublish(tx.fifo.host(), 0, -1);  // size ignored: the op says 64
-  connFifoPublish(tx.fifo.host(), 1, kStep, kConnModePtr, 0, user.data());
-  EXPECT_EQ(proxyOpWait(&send), ncclSuccess);
-  ConnFifo* f = rx.fifo.host();
-  while (!connFifoReady(f, 1)) std::this_thread::yield();
-  EXPECT_EQ(f->slots[0].size, 64);
-  EXPECT_EQ(f->slots[1].size, 64);  // the op's fixed size applies to every step
-  for (int i = 0; i < 64; i++) {
-    EXPECT_EQ(static_cast<uint8_t>(rx.staging[i]), byteOf(1, 0, i));
-    EXPECT_EQ(static_cast<uint8_t>(rx.staging[kStep + i]), byteOf(1, 1, i));
-  }
-  connFifoFree(f, 0);
-  connFifoFree(f, 1);
-  EXPECT_EQ(proxyOpWait(&recv), ncclSuccess);
-  net->deregMr(tx.comm, userMh);
-}
-
 TEST_F(ProxyLoopback, BadPostsAreRejected) {
   ProxyOp op;
   initOp(op, tx, 0);
@@ -309,8 +277,6 @@ TEST_F(ProxyLoopback, BadPostsAreRejected) {
   EXPECT_EQ(proxy.post(nullptr), ncclInvalidArgument);
   ProxyOp recv;
   initOp(recv, rx, 1);
-  recv.stepBytes = kStep + 1;  // larger than a slot
-  EXPECT_EQ(proxy.post(&recv), ncclInvalidArgument);
   ProxyConnection broken = tx.conn;
   broken.fifo = nullptr;
   op.conn = &broken;

@@ -83,14 +83,3 @@ TEST(Param, GarbageWarnsAndGivesDefault) {
   unsetenv("UNICCL_TEST_BAD");
 }
 
-namespace {
-UNICCL_PARAM(TestCached, "UNICCL_TEST_CACHED", 10)
-}
-
-TEST(Param, MacroCachesTheFirstValue) {
-  setenv("UNICCL_TEST_CACHED", "11", 1);
-  EXPECT_EQ(paramTestCached(), 11);
-  setenv("UNICCL_TEST_CACHED", "12", 1);
-  EXPECT_EQ(paramTestCached(), 11);
-  unsetenv("UNICCL_TEST_CACHED");
-}

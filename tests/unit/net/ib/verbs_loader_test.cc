@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -18,7 +19,10 @@
 #include <vector>
 
 #include "../scoped_env.h"
+#include "fake_verbs.h"
 #include "common/util/debug.h"
+#include "net/ib/gid_select.h"
+#include "net/ib/ib_devices.h"
 #include "net/ib/ib_transport.h"
 #include "net/ib/verbs_real.h"
 
@@ -49,6 +53,40 @@ int tableDevices(Verbs* verbs) {
   EXPECT_STREQ(lastErrorMessage(), "") << "no WARN expected";
   resetForTesting();
   return n;
+}
+
+// The net devices the IB table should list over `verbs`, counted here from
+// the verbs calls themselves: every active port of an IB or Ethernet link
+// layer that NCCL_IB_HCA lets through and that has a GID the GID choice
+// accepts, at most kMaxIbDevices.
+int usablePorts(Verbs* verbs) {
+  DiscoveryOptions opts;
+  EXPECT_EQ(discoveryOptionsFromEnv(&opts), ncclSuccess);
+  DeviceList* list = nullptr;
+  int count = 0;
+  if (verbs->getDeviceList(&list, &count) != 0) return 0;
+  int n = 0;
+  for (int d = 0; d < count; d++) {
+    const std::string name = verbs->deviceName(list, d);
+    Context* ctx = nullptr;
+    if (verbs->openDevice(list, d, &ctx) != 0) continue;
+    DeviceAttr attr;
+    for (int port = 1; verbs->queryDevice(ctx, &attr) == 0 && port <= attr.physPortCnt; port++) {
+      PortAttr pa;
+      if (!hcaMatches(opts.hca, name, port) || verbs->queryPort(ctx, port, &pa) != 0) continue;
+      if (pa.state != kPortActive) continue;
+      if (pa.linkLayer != LinkLayer::kInfiniBand && pa.linkLayer != LinkLayer::kEthernet) continue;
+      std::vector<GidEntry> table(pa.gidTblLen);
+      for (int g = 0; g < pa.gidTblLen; g++) {
+        if (verbs->queryGid(ctx, port, g, &table[g].gid) != 0) table[g].gid = Gid{};
+        if (verbs->queryGidType(ctx, port, g, &table[g].type) != 0) table[g].type = GidType::kUnknown;
+      }
+      if (chooseGidIndex(table, pa.linkLayer, opts.gidIndex, opts.family, opts.roceVersion) >= 0) n++;
+    }
+    verbs->closeDevice(ctx);
+  }
+  verbs->freeDeviceList(list);
+  return std::min(n, kMaxIbDevices);
 }
 
 // Captures INFO lines of INIT/NET (and any WARN) in a file while it lives.
@@ -106,11 +144,23 @@ TEST(IbVerbsLoader, InstalledLibraryLoadsAndListsWhatIsThere) {
     v->freeDeviceList(list);
   }
   int n = tableDevices(v);
-  if (listed == 0) {
-    EXPECT_EQ(n, 0);
-  } else {
-    EXPECT_GE(n, 0);  // a machine with RDMA devices: its usable ports
-  }
+  if (listed == 0) EXPECT_EQ(n, 0);
+  EXPECT_EQ(n, usablePorts(v));  // a machine with RDMA devices: exactly its usable ports
+}
+
+// The count the test above expects, on a fabric whose answer is known: the
+// table lists every usable port and nothing else (two-port devices, an
+// inactive port, InfiniBand and RoCE).
+TEST(IbVerbsLoader, TableListsExactlyTheUsablePorts) {
+  fake::FakeVerbs fv;
+  fake::FakeDevice roce = fake::FakeVerbs::roceDevice("mlx5_0", 2);
+  fake::FakeDevice ib = fake::FakeVerbs::ibDevice("mlx5_1", 7, 3);
+  ib.ports[1].state = kPortActive + 1;   // port 2 down
+  fv.addDevice(roce);
+  fv.addDevice(ib);
+  EXPECT_EQ(usablePorts(&fv), 4);
+  EXPECT_EQ(tableDevices(&fv), 4);
+  EXPECT_TRUE(fv.violations().empty());
 }
 
 TEST(IbVerbsLoader, MissingLibraryMeansZeroDevicesAtInfo) {
