@@ -98,8 +98,8 @@ double estimateGroupUs(const std::vector<ncclComm*>& comms) {
       colls += estimateCollectiveUs(comm, t.kind, tuningBytes(comm, t));
     }
     for (const Task& t : comm->tasks.p2p) {
-      if (t.kind == TaskKind::Send && t.root == comm->rank) continue;   // the matching recv copies it
-      p2p = std::max(p2p, estimateP2pUs(comm, t.root, t.count * dataTypeSize(t.dtype)));
+      if (t.kind == TaskKind::Send && t.peer() == comm->rank) continue;   // the matching recv copies it
+      p2p = std::max(p2p, estimateP2pUs(comm, t.peer(), t.count * dataTypeSize(t.dtype)));
     }
     slowest = std::max(slowest, colls + p2p);
   }
