@@ -80,9 +80,20 @@ ncclResult_t eventElapsedMs(Event start, Event end, float* ms);
 
 // ------------------------------------------------------------------- memory
 ncclResult_t deviceAlloc(void** ptr, size_t bytes);
+// Polled memory: device memory that another device or the host spins on
+// while kernels run (connection counters, LL and Simple slots, flags). CUDA:
+// ordinary device memory. HIP: uncached (fine-grained before ROCm 5.7), as
+// RCCL allocates it; plain hipMalloc memory is coarse-grained, and a peer's
+// polling loads may never see the stores sitting in this GPU's L2. Freed
+// with deviceFree. Fails (WARN) where the runtime cannot give that kind;
+// nothing falls back to ordinary memory.
+ncclResult_t deviceAllocPolled(void** ptr, size_t bytes);
 ncclResult_t deviceFree(void* ptr);
 ncclResult_t hostAllocPinned(void** ptr, size_t bytes);                 // page-locked
-ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes);  // pinned + device-visible
+// Pinned + device-visible, and coherent while kernels run (HIP: asked for
+// explicitly): every use of it is polled by the host or by a kernel (abort
+// flag, work FIFO, conn FIFOs, progress words, profiler stamps).
+ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes);
 ncclResult_t hostFree(void* ptr);
 // Pins and maps existing host memory (e.g. a shared-memory segment) for the
 // current device; devPtr receives the device-side address.

@@ -238,6 +238,9 @@ ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
   CUDA_TRY(cudaMalloc(ptr, bytes));
   return ncclSuccess;
 }
+// NVIDIA GPUs keep peer-visible device memory coherent through L2 (the
+// kernels' .sys fences and .cg loads do the rest): ordinary memory.
+ncclResult_t deviceAllocPolled(void** ptr, size_t bytes) { return deviceAlloc(ptr, bytes); }
 ncclResult_t deviceFree(void* ptr) {
   RelaxedCapture relaxed;
   CUDA_TRY(cudaFree(ptr));

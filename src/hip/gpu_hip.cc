@@ -255,6 +255,27 @@ ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
   HIP_TRY(hipMalloc(ptr, bytes));
   return ncclSuccess;
 }
+// RCCL's choice for everything peers poll: uncached device memory
+// (hipDeviceMallocUncached, ROCm 5.7+), fine-grained before that. Stores
+// then reach memory without an L2 writeback and a peer's loads see them.
+#if defined(hipDeviceMallocUncached)
+#define UNICCL_HIP_POLLED_FLAGS hipDeviceMallocUncached
+#define UNICCL_HIP_POLLED_NAME "hipExtMallocWithFlags(hipDeviceMallocUncached)"
+#else
+#define UNICCL_HIP_POLLED_FLAGS hipDeviceMallocFinegrained
+#define UNICCL_HIP_POLLED_NAME "hipExtMallocWithFlags(hipDeviceMallocFinegrained)"
+#endif
+ncclResult_t deviceAllocPolled(void** ptr, size_t bytes) {
+  RelaxedCapture relaxed;
+  hipError_t err = hipExtMallocWithFlags(ptr, bytes, UNICCL_HIP_POLLED_FLAGS);
+  if (err != hipSuccess) {
+    WARN("%s failed: %s; connection buffers need memory that peers can poll (RCCL refuses P2P without it)",
+         UNICCL_HIP_POLLED_NAME, hipGetErrorString(err));
+    (void)hipGetLastError();
+    return err == hipErrorOutOfMemory ? ncclSystemError : ncclUnhandledCudaError;
+  }
+  return ncclSuccess;
+}
 ncclResult_t deviceFree(void* ptr) {
   RelaxedCapture relaxed;
   HIP_TRY(hipFree(ptr));
@@ -265,10 +286,12 @@ ncclResult_t hostAllocPinned(void** ptr, size_t bytes) {
   if (err != hipSuccess) return failAlloc("hipHostMalloc", err);
   return ncclSuccess;
 }
+// Coherent (fine-grained) whatever HIP_HOST_COHERENT says: the host and the
+// kernels poll this memory while kernels run.
 ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes) {
   RelaxedCapture relaxed;
   void* h = nullptr;
-  hipError_t err = hipHostMalloc(&h, bytes, hipHostMallocMapped | hipHostMallocPortable);
+  hipError_t err = hipHostMalloc(&h, bytes, hipHostMallocMapped | hipHostMallocPortable | hipHostMallocCoherent);
   if (err != hipSuccess) return failAlloc("hipHostMalloc(mapped)", err);
   void* d = nullptr;
   err = hipHostGetDevicePointer(&d, h, 0);

@@ -586,6 +586,8 @@ ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
 
 // Like cudaFree, waits for the owning device's streams first: work still
 // queued there may use the memory.
+// Host memory is coherent: polled memory is ordinary emulated device memory.
+ncclResult_t deviceAllocPolled(void** ptr, size_t bytes) { return deviceAlloc(ptr, bytes); }
 ncclResult_t deviceFree(void* ptr) {
   if (ptr == nullptr) return ncclSuccess;
   State& s = st();

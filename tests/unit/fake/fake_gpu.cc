@@ -48,6 +48,7 @@ struct Alloc {
   size_t bytes;
   gpu::MemoryKind kind;
   int device;
+  bool polled;   // deviceAllocPolled or hostAllocMapped: memory others may spin on
 };
 
 constexpr uint64_t kIpcMagic = 0x756e6963636c4950ull;  // "unicclIP"
@@ -143,11 +144,12 @@ const Alloc* containing(State& s, const void* p, uintptr_t* start) {
   return &it->second;
 }
 
-ncclResult_t allocate(State& s, void** p, size_t bytes, gpu::MemoryKind kind) {
+ncclResult_t allocate(State& s, void** p, size_t bytes, gpu::MemoryKind kind, bool polled = false) {
   // Page-aligned like the real allocators (conn FIFOs check 64-byte alignment).
   void* m = nullptr;
   if (posix_memalign(&m, 4096, bytes == 0 ? 1 : bytes) != 0) return ncclSystemError;
-  s.allocs[reinterpret_cast<uintptr_t>(m)] = Alloc{bytes, kind, kind == gpu::MemoryKind::Device ? s.currentDevice : -1};
+  s.allocs[reinterpret_cast<uintptr_t>(m)] =
+      Alloc{bytes, kind, kind == gpu::MemoryKind::Device ? s.currentDevice : -1, polled};
   *p = m;
   return ncclSuccess;
 }
@@ -346,6 +348,13 @@ uint64_t callCount(const std::string& call) {
   std::lock_guard<std::mutex> lk(st().mu);
   auto it = st().calls.find(call);
   return it == st().calls.end() ? 0 : it->second;
+}
+
+bool isPolledMemory(const void* p) {
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  const Alloc* a = containing(s, p, nullptr);
+  return a != nullptr && a->polled;
 }
 
 Live live() {
@@ -575,6 +584,10 @@ ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
   FAKE_ENTER("deviceAlloc");
   return allocate(s, ptr, bytes, MemoryKind::Device);
 }
+ncclResult_t deviceAllocPolled(void** ptr, size_t bytes) {
+  FAKE_ENTER("deviceAllocPolled");
+  return allocate(s, ptr, bytes, MemoryKind::Device, true);
+}
 ncclResult_t deviceFree(void* ptr) {
   FAKE_ENTER("deviceFree");
   return release(s, ptr, true);
@@ -586,7 +599,7 @@ ncclResult_t hostAllocPinned(void** ptr, size_t bytes) {
 ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes) {
   FAKE_ENTER("hostAllocMapped");
   void* p = nullptr;
-  if (ncclResult_t r = allocate(s, &p, bytes, MemoryKind::Host); r != ncclSuccess) return r;
+  if (ncclResult_t r = allocate(s, &p, bytes, MemoryKind::Host, true); r != ncclSuccess) return r;
   *hostPtr = p;
   *devPtr = p;  // one address space: the "device" reads host memory directly
   return ncclSuccess;

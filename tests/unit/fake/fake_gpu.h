@@ -100,6 +100,11 @@ void failNext(const std::string& call, ncclResult_t err = ncclUnhandledCudaError
 // How many times gpu::<call> was called since reset().
 uint64_t callCount(const std::string& call);
 
+// ------------------------------------------------------------ memory kinds
+// Whether p lies in memory others may spin on: an allocation of
+// deviceAllocPolled or hostAllocMapped (not deviceAlloc, hostAllocPinned).
+bool isPolledMemory(const void* p);
+
 // ----------------------------------------------------- leak accounting
 struct Live {
   size_t events, streams, deviceAllocs, hostAllocs, registrations, ipcOpens, graphs, userObjects;
