@@ -33,6 +33,10 @@ struct DeviceProps {
   char busId[32];           // "0000:3b:00.0", lower case, as NCCL prints it
   int canMapHostMemory;
   int concurrentManagedAccess;
+  // Ticks per millisecond of device/port.h's globalTimer() on this device
+  // (1000000: nanoseconds, CUDA's %globaltimer; HIP: the wall-clock rate,
+  // 100 MHz = 100000 on current AMD GPUs). 0 is read as 1000000.
+  int64_t timerRateKHz;
 };
 ncclResult_t getDeviceProps(int dev, DeviceProps* props);
 // Index, in this process, of the device with PCI bus id `busId`
@@ -60,6 +64,12 @@ struct CaptureInfo {
   Graph graph;        // the graph being captured (nullptr when none)
 };
 ncclResult_t streamGetCaptureInfo(Stream s, CaptureInfo* info);
+// Whether uniccl's work can be captured into a graph with this runtime.
+// False on ROCm before 5.3: a launch into a capturing stream is not
+// recorded (hipExtLaunchKernel on 5.2), so the graph would silently lack
+// the collective, and graph user objects are missing. `why` says so, for
+// the caller's message.
+bool graphCaptureSupported(const char** why);
 
 // ------------------------------------------------------------------- events
 enum EventFlags : unsigned {
@@ -136,7 +146,9 @@ struct LaunchConfig {
 // Launches `kernel` (a pointer to a __global__ function) with `args` (array
 // of pointers to each argument, as cudaLaunchKernel takes them) and makes
 // `done` complete when the kernel does. HIP: hipExtLaunchKernel with the
-// stop event; CUDA: launch, then record `done` on the same stream.
+// stop event; CUDA: launch, then record `done` on the same stream. Without
+// a done event (nullptr: captured launches, eager ones that skip it) an
+// ordinary launch, which graph capture records.
 ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, void** args, Event done);
 // Loads a kernel's module now and reserves the per-thread stack it needs.
 // With lazy module loading (the CUDA default) a first launch may load it, or

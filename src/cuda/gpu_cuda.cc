@@ -115,6 +115,7 @@ ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
   out.name[sizeof(out.name) - 1] = '\0';
   out.multiProcessorCount = p.multiProcessorCount;
   out.warpSize = p.warpSize;
+  out.timerRateKHz = 1000000;   // %globaltimer counts nanoseconds
   out.computeMajor = p.major;
   out.computeMinor = p.minor;
   out.totalGlobalMem = p.totalGlobalMem;
@@ -194,6 +195,11 @@ ncclResult_t streamGetCaptureInfo(Stream s, CaptureInfo* info) {
   out.graph = out.status == CaptureStatus::Active ? graph : nullptr;
   *info = out;
   return ncclSuccess;
+}
+
+bool graphCaptureSupported(const char** why) {
+  *why = nullptr;
+  return true;
 }
 
 // ------------------------------------------------------------------- events

@@ -19,9 +19,12 @@
 
 // First ROCm releases known to ship these calls (HIP_VERSION = major*1e7 + minor*1e5 + patch).
 #define UNICCL_HIP_HAS_USER_OBJECTS (HIP_VERSION >= 50300000)
+// 5.2 leaves hipExtLaunchKernel out of a capture, and has no user objects.
+#define UNICCL_HIP_HAS_CAPTURE (HIP_VERSION >= 50300000)
 #define UNICCL_HIP_HAS_LAUNCH_HOST_FUNC (HIP_VERSION >= 50300000)  // 5.2 declares it but does not export it
 #define UNICCL_HIP_HAS_STREAM_GET_DEVICE (HIP_VERSION >= 60000000)
 #define UNICCL_HIP_HAS_MEMORY_TYPE_FIELD (HIP_VERSION >= 60000000)  // hipPointerAttribute_t::type
+#define UNICCL_HIP_HAS_WALL_CLOCK_RATE (HIP_VERSION >= 60000000)  // hipDeviceAttributeWallClockRate
 #define UNICCL_HIP_HAS_STACK_LIMIT (HIP_VERSION >= 60000000)  // hipLimitStackSize (5.2's hipLimit_t lacks it)
 
 namespace uniccl::gpu {
@@ -127,6 +130,13 @@ ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
   std::strncpy(out.name, p.name, sizeof(out.name) - 1);
   out.multiProcessorCount = p.multiProcessorCount;
   out.warpSize = p.warpSize;
+#if UNICCL_HIP_HAS_WALL_CLOCK_RATE
+  int khz = 0;
+  HIP_TRY(hipDeviceGetAttribute(&khz, hipDeviceAttributeWallClockRate, dev));
+  out.timerRateKHz = khz > 0 ? khz : 100000;
+#else
+  out.timerRateKHz = 100000;   // the constant 100 MHz wall clock of gfx9, gfx10 and gfx11
+#endif
   out.computeMajor = p.major;
   out.computeMinor = p.minor;
   out.totalGlobalMem = p.totalGlobalMem;
@@ -211,6 +221,17 @@ ncclResult_t streamGetCaptureInfo(Stream s, CaptureInfo* info) {
   out.graph = out.status == CaptureStatus::Active ? graph : nullptr;
   *info = out;
   return ncclSuccess;
+}
+
+bool graphCaptureSupported(const char** why) {
+#if UNICCL_HIP_HAS_CAPTURE
+  *why = nullptr;
+  return true;
+#else
+  *why = "graph capture needs ROCm 5.3 or newer (this HIP runtime records no kernel launch of uniccl into a "
+         "graph and has no graph user objects)";
+  return false;
+#endif
 }
 
 // ------------------------------------------------------------------- events
@@ -417,7 +438,14 @@ ncclResult_t ipcCloseMemHandle(void* devPtr) {
 // ------------------------------------------------------------------ kernels
 // hipExtLaunchKernel signals `done` from the kernel's own completion packet:
 // no separate event record is enqueued behind the launch.
+// Without a done event (every captured launch) an ordinary launch: it is
+// what stream capture records on every ROCm release.
 ncclResult_t launchWithDoneEvent(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
+  if (done == nullptr) {
+    HIP_TRY(hipLaunchKernel(kernel, dim3(cfg.gridX), dim3(cfg.blockX), args, cfg.sharedMemBytes,
+                            (hipStream_t)cfg.stream));
+    return ncclSuccess;
+  }
   HIP_TRY(hipExtLaunchKernel(kernel, dim3(cfg.gridX), dim3(cfg.blockX), args, cfg.sharedMemBytes,
                              (hipStream_t)cfg.stream, nullptr, (hipEvent_t)done, 0));
   return ncclSuccess;

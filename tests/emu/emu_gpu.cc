@@ -347,6 +347,7 @@ ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
   std::snprintf(out.name, sizeof(out.name), "uniccl emulated GPU %d", dev);
   out.multiProcessorCount = 8;
   out.warpSize = 32;
+  out.timerRateKHz = 1000000;
   out.computeMajor = 9;
   out.computeMinor = 0;
   out.totalGlobalMem = kDeviceMemBytes;
@@ -472,6 +473,11 @@ ncclResult_t streamGetCaptureInfo(Stream h, CaptureInfo* info) {
   }
   *info = CaptureInfo{CaptureStatus::None, 0, nullptr};  // capture is not emulated
   return ncclSuccess;
+}
+// Capture is not emulated (nothing ever captures): nothing to refuse.
+bool graphCaptureSupported(const char** why) {
+  *why = nullptr;
+  return true;
 }
 
 // ------------------------------------------------------------------- events

@@ -61,6 +61,7 @@ struct State {
   int residentBlocks = 256;
   int workQueues = 8;
   bool processesShare = false;
+  bool captureSupported = true;
   int currentDevice = 0;
   std::map<FakeEvent*, std::unique_ptr<FakeEvent>> events;
   std::map<FakeStream*, std::unique_ptr<FakeStream>> streams;
@@ -190,6 +191,7 @@ void reset() {
   s.residentBlocks = 256;
   s.workQueues = 8;
   s.processesShare = false;
+  s.captureSupported = true;
   s.currentDevice = 0;
   s.serial = 0;
   s.nextGraphId = 1;
@@ -340,6 +342,11 @@ void destroyGraph(gpu::Graph graph) {
   for (auto& o : objs) o.first(o.second);
 }
 
+void setCaptureSupported(bool on) {
+  std::lock_guard<std::mutex> lk(st().mu);
+  st().captureSupported = on;
+}
+
 void failNext(const std::string& call, ncclResult_t err, int times) {
   std::lock_guard<std::mutex> lk(st().mu);
   st().inject[call] = {err, times};
@@ -400,6 +407,7 @@ ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
   std::snprintf(p.name, sizeof(p.name), "uniccl fake GPU %d", dev);
   p.multiProcessorCount = 4;
   p.warpSize = 32;
+  p.timerRateKHz = 1000000;
   p.computeMajor = 9;
   p.totalGlobalMem = size_t(1) << 30;
   p.pciBus = 0x10 + dev;
@@ -472,6 +480,12 @@ ncclResult_t streamGetCaptureInfo(Stream stream, CaptureInfo* info) {
   }
   *info = out;
   return ncclSuccess;
+}
+bool graphCaptureSupported(const char** why) {
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  *why = s.captureSupported ? nullptr : "graph capture is not supported by this (fake) runtime";
+  return s.captureSupported;
 }
 
 ncclResult_t eventCreate(Event* e, unsigned flags) {

@@ -89,6 +89,8 @@ void setLaunchHook(std::function<void(const Launch&)> hook);
 gpu::Graph beginCapture(gpu::Stream s);
 gpu::Graph endCapture(gpu::Stream s);
 void invalidateCapture(gpu::Stream s);
+// graphCaptureSupported's answer (default yes; no stands for ROCm < 5.3).
+void setCaptureSupported(bool on);
 // Runs the graph's nodes in order: host functions run, kernels are logged.
 void replayGraph(gpu::Graph g);
 // Destroys the graph: the destructors of its user objects run.
