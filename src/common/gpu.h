@@ -42,7 +42,9 @@ ncclResult_t getDeviceProps(int dev, DeviceProps* props);
 // Index, in this process, of the device with PCI bus id `busId`
 // ("0000:3b:00.0"); ncclInvalidArgument (no log) when it is not visible here.
 ncclResult_t deviceGetByBusId(const char* busId, int* dev);
-// Whether `dev` can address `peer`'s memory directly (NVLink/xGMI/PCIe P2P).
+// Whether `dev` can address `peer`'s memory directly in a way the P2P
+// transport can use (NVLink/PCIe P2P on CUDA; XGMI only on HIP: PCIe peers
+// would need an HDP flush per post, which uniccl does not do).
 ncclResult_t canAccessPeer(int dev, int peer, bool* can);
 // Enables access from the current device to `peer`; already-enabled is success.
 ncclResult_t enablePeerAccess(int peer);

@@ -5,6 +5,7 @@
 #include <hip/hip_ext.h>
 #include <hip/hip_runtime.h>
 #include <hip/hip_version.h>
+#include <hsa/hsa_ext_amd.h>   // HSA_AMD_LINK_INFO_TYPE_XGMI
 
 #include <cctype>
 #include <cstdlib>
@@ -151,9 +152,24 @@ ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
   return ncclSuccess;
 }
 
+// Peers reached over PCIe rather than XGMI (Radeon gfx10/gfx11, MI210
+// without a bridge) need the receiver's HDP (host data path) flushed after
+// each post before its kernels see the data, as RCCL does; uniccl does not
+// flush it, so such peers are answered "no direct access" and the core
+// connects them through SHM instead (docs/amd.md). INFO says so once.
 ncclResult_t canAccessPeer(int dev, int peer, bool* can) {
   int v = 0;
   HIP_TRY(hipDeviceCanAccessPeer(&v, dev, peer));
+  if (v != 0) {
+    uint32_t type = 0, hops = 0;
+    hipError_t err = hipExtGetLinkTypeAndHopCount(dev, peer, &type, &hops);
+    if (err != hipSuccess || type != HSA_AMD_LINK_INFO_TYPE_XGMI) {
+      (void)hipGetLastError();
+      INFO(kSubsysInit | kSubsysP2p, "GPU %d -> %d: no XGMI link (%s): not used for P2P (no HDP flush); SHM instead",
+           dev, peer, err != hipSuccess ? "link type unknown" : "PCIe");
+      v = 0;
+    }
+  }
   *can = v != 0;
   return ncclSuccess;
 }
