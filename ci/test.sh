@@ -109,11 +109,14 @@ if [ "${UNICCL_SKIP_HIP:-0}" != 1 ] && ! command -v hipcc >/dev/null; then
   echo "hip-build 0 0 1" >>"$root/.test-counts"
 elif [ "${UNICCL_SKIP_HIP:-0}" != 1 ]; then
   echo "=== hip build (kernels: $filter) ==="
-  # hipcc asks rocm_agent_enumerator for targets when a link line names none;
-  # there is no AMD GPU here, so name it. The HIP build also proves the
-  # benchmarks build without MPI.
-  export HCC_AMDGPU_TARGET=gfx90a
+  # Kernels for gfx90a; the p2p kernel (all protocol code) also for gfx940,
+  # gfx1030 and gfx1100 where the compiler has its device libraries (the
+  # summary names the ones left out), and the port-check-amd test reads the
+  # port layer's code for all four. Every link line names the targets
+  # (meson.build), so hipcc never asks for this machine's GPUs. The HIP build
+  # also proves the benchmarks build without MPI.
   if CXX=hipcc configure "$build/hip" -Dgpu_backend=hip -Dkernel_filter="$filter" -Dmpi=disabled \
+     -Dgpu_archs=gfx90a -Dgpu_check_archs=gfx940,gfx1030,gfx1100 \
      && ninja -C "$build/hip" -j "$jobs"; then
     run_suite hip-unit "$build/hip" unit || status=1
   else

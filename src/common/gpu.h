@@ -33,12 +33,18 @@ struct DeviceProps {
   char busId[32];           // "0000:3b:00.0", lower case, as NCCL prints it
   int canMapHostMemory;
   int concurrentManagedAccess;
+  // Ticks per millisecond of device/port.h's globalTimer() on this device
+  // (1000000: nanoseconds, CUDA's %globaltimer; HIP: the wall-clock rate,
+  // 100 MHz = 100000 on current AMD GPUs). 0 is read as 1000000.
+  int64_t timerRateKHz;
 };
 ncclResult_t getDeviceProps(int dev, DeviceProps* props);
 // Index, in this process, of the device with PCI bus id `busId`
 // ("0000:3b:00.0"); ncclInvalidArgument (no log) when it is not visible here.
 ncclResult_t deviceGetByBusId(const char* busId, int* dev);
-// Whether `dev` can address `peer`'s memory directly (NVLink/xGMI/PCIe P2P).
+// Whether `dev` can address `peer`'s memory directly in a way the P2P
+// transport can use (NVLink/PCIe P2P on CUDA; XGMI only on HIP: PCIe peers
+// would need an HDP flush per post, which uniccl does not do).
 ncclResult_t canAccessPeer(int dev, int peer, bool* can);
 // Enables access from the current device to `peer`; already-enabled is success.
 ncclResult_t enablePeerAccess(int peer);
@@ -56,6 +62,12 @@ struct CaptureInfo {
   Graph graph;        // the graph being captured (nullptr when none)
 };
 ncclResult_t streamGetCaptureInfo(Stream s, CaptureInfo* info);
+// Whether uniccl's work can be captured into a graph with this runtime.
+// False on ROCm before 5.3: a launch into a capturing stream is not
+// recorded (hipExtLaunchKernel on 5.2), so the graph would silently lack
+// the collective, and graph user objects are missing. `why` says so, for
+// the caller's message.
+bool graphCaptureSupported(const char** why);
 
 // ------------------------------------------------------------------- events
 enum EventFlags : unsigned {
@@ -75,8 +87,19 @@ ncclResult_t eventSynchronize(Event e);
 
 // ------------------------------------------------------------------- memory
 ncclResult_t deviceAlloc(void** ptr, size_t bytes);
+// Polled memory: device memory that another device or the host spins on
+// while kernels run (connection counters, LL and Simple slots, flags). CUDA:
+// ordinary device memory. HIP: uncached (fine-grained before ROCm 5.7), as
+// RCCL allocates it; plain hipMalloc memory is coarse-grained, and a peer's
+// polling loads may never see the stores sitting in this GPU's L2. Freed
+// with deviceFree. Fails (WARN) where the runtime cannot give that kind;
+// nothing falls back to ordinary memory.
+ncclResult_t deviceAllocPolled(void** ptr, size_t bytes);
 ncclResult_t deviceFree(void* ptr);
-ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes);  // pinned + device-visible
+// Pinned + device-visible, and coherent while kernels run (HIP: asked for
+// explicitly): every use of it is polled by the host or by a kernel (abort
+// flag, work FIFO, conn FIFOs, progress words, profiler stamps).
+ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes);
 ncclResult_t hostFree(void* ptr);
 // Pins and maps existing host memory (e.g. a shared-memory segment) for the
 // current device; devPtr receives the device-side address.
@@ -120,7 +143,7 @@ struct LaunchConfig {
 // is not null it completes when the kernel does (HIP: hipExtLaunchKernel with
 // the stop event; CUDA: launch, then record `done` on the same stream); most
 // launches pass none (core/launch.cc: the watchdog's progress words tell
-// when they end).
+// when they end), and get an ordinary launch, which graph capture records.
 ncclResult_t launchKernel(const void* kernel, const LaunchConfig& cfg, void** args, Event done);
 // Loads a kernel's module now and reserves the per-thread stack it needs.
 // With lazy module loading (the CUDA default) a first launch may load it, or

@@ -115,6 +115,7 @@ ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
   out.name[sizeof(out.name) - 1] = '\0';
   out.multiProcessorCount = p.multiProcessorCount;
   out.warpSize = p.warpSize;
+  out.timerRateKHz = 1000000;   // %globaltimer counts nanoseconds
   out.computeMajor = p.major;
   out.computeMinor = p.minor;
   out.totalGlobalMem = p.totalGlobalMem;
@@ -185,6 +186,11 @@ ncclResult_t streamGetCaptureInfo(Stream s, CaptureInfo* info) {
   return ncclSuccess;
 }
 
+bool graphCaptureSupported(const char** why) {
+  *why = nullptr;
+  return true;
+}
+
 // ------------------------------------------------------------------- events
 ncclResult_t eventCreate(Event* e, unsigned flags) {
   RelaxedCapture relaxed;
@@ -223,6 +229,9 @@ ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
   CUDA_TRY(cudaMalloc(ptr, bytes));
   return ncclSuccess;
 }
+// NVIDIA GPUs keep peer-visible device memory coherent through L2 (the
+// kernels' .sys fences and .cg loads do the rest): ordinary memory.
+ncclResult_t deviceAllocPolled(void** ptr, size_t bytes) { return deviceAlloc(ptr, bytes); }
 ncclResult_t deviceFree(void* ptr) {
   RelaxedCapture relaxed;
   CUDA_TRY(cudaFree(ptr));

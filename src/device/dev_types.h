@@ -22,14 +22,14 @@ namespace uniccl::dev {
 constexpr int kMaxChannels = 128;
 constexpr int kMaxProfiledChannels = 64;
 constexpr int kSteps = 8;               // slots per connection (NCCL_STEPS)
-#if defined(UNICCL_DEV_CPU)
+#if defined(UNICCL_DEV_CPU) && defined(UNICCL_EMU_WAVE) && UNICCL_EMU_WAVE == 64
+constexpr int kThreadsPerBlock = 128;   // the emulator's wave64 build: half a block is one wavefront
+#elif defined(UNICCL_DEV_CPU)
 constexpr int kThreadsPerBlock = 64;    // the CPU emulator: each thread is an OS thread
 #else
 constexpr int kThreadsPerBlock = 512;   // every collective block runs this many
 #endif
 constexpr int kMaxInlineWorks = 4;      // work items that travel in the kernel arguments
-constexpr int kProgressThread = 32;     // the thread that reports launch progress (warp 1, lane 0)
-static_assert(kThreadsPerBlock > kProgressThread, "the progress thread must exist");
 
 enum Proto : uint8_t { kProtoLL = 0, kProtoSimple = 1, kNumProtos = 2 };
 

@@ -10,6 +10,11 @@
 
 namespace uniccl::dev {
 
+// The thread that reports launch progress: lane 0 of the second warp or
+// wavefront (32 on NVIDIA and RDNA, 64 on CDNA), off warp 0's work loading.
+constexpr int kProgressThread = kWarpSize;
+static_assert(kThreadsPerBlock > kProgressThread, "the progress thread must exist");
+
 // Copies item i into shared memory (once: it may sit in host memory).
 UDEV void loadWork(const KernelArgs& args, uint32_t i, BlockShared& sh) {
   const int tid = threadIdx.x;

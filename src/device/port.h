@@ -38,8 +38,19 @@
 
 namespace uniccl::dev {
 
-#if defined(UNICCL_DEV_HIP)
-constexpr int kWarpSize = 64;   // CDNA wavefront
+#if defined(UNICCL_DEV_HIP) && defined(__HIP_DEVICE_COMPILE__)
+// The wavefront of the target this pass compiles for: 64 on GCN/CDNA
+// (gfx9), 32 on RDNA (gfx10, gfx11) builds. hipcc compiles device code once
+// per --offload-arch, so each target's kernels get their own value.
+#if defined(__AMDGCN_WAVEFRONT_SIZE)
+constexpr int kWarpSize = __AMDGCN_WAVEFRONT_SIZE;
+#else
+#error "device/port.h: the compiler does not say the target's wavefront size (__AMDGCN_WAVEFRONT_SIZE)"
+#endif
+#elif defined(UNICCL_DEV_HIP)
+// hipcc's host pass: no device code runs there, and nothing shared with the
+// device depends on this value (kernel names, argument layouts).
+constexpr int kWarpSize = 64;
 #else
 constexpr int kWarpSize = 32;
 #endif
@@ -50,12 +61,24 @@ struct alignas(16) Pack16 {
 };
 
 // ------------------------------------------------------- 64-bit counters
-// Connection counters live in peer-visible (possibly host) memory: the
-// consumer must see the data the producer wrote before the counter moved,
-// hence acquire/release at system scope.
-UDEV uint64_t loadAcquireSys(const uint64_t* p) {
+// Connection counters (tail, head) and their slots live in polled memory
+// (gpu::deviceAllocPolled: uncached on AMD) or coherent host memory. The
+// consumer must see the data the producer wrote before the counter moved.
+//
+// CUDA: every poll is an ld.acquire.sys, every post an st.release.sys.
+// HIP (after RCCL's protocol code): the poll is a relaxed system-scope load
+// (glc / sc0 sc1: served by coherent memory, and, being atomic, never
+// hoisted out of the spin loop), followed once by an agent-scope acquire
+// (acquireAfterPoll: invalidates this CU's L1; the slots are uncached, so
+// no L2 invalidate is needed). A post is a release fence then a relaxed
+// system-scope store: agent scope on GFX9 (CDNA), which is a wait for this
+// thread's stores and, on gfx94x, an agent-scope L2 writeback of
+// non-coherent lines only, never the full system-scope L2 writeback of
+// gfx90a's __threadfence_system; system scope elsewhere (RDNA, where it is
+// the same wait). port_check.py reads the generated code for these bits.
+UDEV uint64_t pollCounter(const uint64_t* p) {
 #if defined(UNICCL_DEV_HIP)
-  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
+  return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
   uint64_t v;
   asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
@@ -63,11 +86,37 @@ UDEV uint64_t loadAcquireSys(const uint64_t* p) {
 #endif
 }
 
-UDEV void storeReleaseSys(uint64_t* p, uint64_t v) {
+// After a pollCounter spin saw the value it waited for: later loads of the
+// data it guards see that data. Nothing on CUDA (the polls were acquires).
+UDEV void acquireAfterPoll() {
 #if defined(UNICCL_DEV_HIP)
-  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "agent");
+#endif
+}
+
+// Publishes a counter: this thread's earlier stores (and, after a barrier,
+// the group's) are visible to whoever sees the new value.
+UDEV void postCounter(uint64_t* p, uint64_t v) {
+#if defined(UNICCL_DEV_HIP)
+#if defined(__GFX9__)
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "agent");
+#else
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "");   // system scope
+#endif
+  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#endif
+}
+
+// A counter store that orders nothing (the LL receiver's head: the lines
+// carry their own flags and the slot's loads completed before the group's
+// barrier), but still reaches polled memory with the coherence bits.
+UDEV void postCounterRelaxed(uint64_t* p, uint64_t v) {
+#if defined(UNICCL_DEV_HIP)
+  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  *reinterpret_cast<volatile uint64_t*>(p) = v;
 #endif
 }
 
@@ -194,7 +243,26 @@ UDEV void storeLLLine(Pack16* p, uint32_t d0, uint32_t d1, uint32_t flag) {
 #endif
 }
 
-// Also used for work items, which may sit in host memory the host rewrites.
+// Polls an LL line a peer rewrites. CUDA: one volatile 16-byte load. HIP:
+// two relaxed system-scope 8-byte loads (each half carries its flag). RCCL
+// uses __builtin_nontemporal_load here; clang 15 hoists those out of a spin
+// loop (checked: the loop then never sees the flag), an atomic load it
+// cannot, with the same coherent access (glc / sc0 sc1).
+UDEV Pack16 loadLLLine(const Pack16* p) {
+#if defined(UNICCL_DEV_HIP)
+  const uint64_t* q = reinterpret_cast<const uint64_t*>(p);
+  const uint64_t a = __hip_atomic_load(q, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  const uint64_t b = __hip_atomic_load(q + 1, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  return Pack16{(uint32_t)a, (uint32_t)(a >> 32), (uint32_t)b, (uint32_t)(b >> 32)};
+#else
+  Pack16 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+  return v;
+#endif
+}
+
+// Work items, which may sit in host memory the host rewrites.
 UDEV Pack16 loadVolatile16(const Pack16* p) {
   Pack16 v;
 #if defined(UNICCL_DEV_HIP)
@@ -219,35 +287,43 @@ UDEV T& blockShared() {
 // Whole block.
 UDEV void barrierBlock() { __syncthreads(); }
 
-// Shared state of one sub-group barrier (used on HIP, which has no named
-// barriers; CUDA ignores it and uses bar.sync id, n).
+#if defined(UNICCL_DEV_HIP)
+// Workgroup-scope atomics on shared memory and the wavefront's meeting point:
+// what device/sub_barrier.h builds the sub-group barrier from.
+UDEV unsigned wgLoadAcquire(const unsigned* p) {
+  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_WORKGROUP);
+}
+UDEV unsigned wgFetchAddAcqRel(unsigned* p, unsigned v) {
+  return __hip_atomic_fetch_add(p, v, __ATOMIC_ACQ_REL, __HIP_MEMORY_SCOPE_WORKGROUP);
+}
+UDEV void wgStoreRelaxed(unsigned* p, unsigned v) {
+  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_WORKGROUP);
+}
+UDEV void wgStoreRelease(unsigned* p, unsigned v) {
+  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_WORKGROUP);
+}
+// Lanes of a wavefront run in lockstep: this only keeps the compiler from
+// moving memory accesses across the reconvergence point.
+UDEV void waveSync() { __builtin_amdgcn_wave_barrier(); }
+UDEV void sleepBrief();
+}  // namespace uniccl::dev
+#include "device/sub_barrier.h"
+namespace uniccl::dev {
+#else
+// CUDA has named barriers (bar.sync id, n): the state is unused there.
 struct SubBarrierState {
   unsigned arrived;
   unsigned generation;
 };
+#endif
 
 // Barrier of `nthreads` threads (a multiple of the warp size, whole warps)
 // identified by `id` (1..15; 0 is the block barrier). Orders shared and
 // global memory accesses of the participants like __syncthreads does.
 UDEV void barrierSub(int id, int nthreads, SubBarrierState* st) {
 #if defined(UNICCL_DEV_HIP)
-  // One lane per wavefront arrives; the last arrival bumps the generation.
-  // Lanes of a wavefront run in lockstep, so the others wait for lane 0.
-  const unsigned nwaves = (unsigned)nthreads / kWarpSize;
-  __threadfence_block();
-  if ((threadIdx.x % kWarpSize) == 0) {
-    unsigned gen = __hip_atomic_load(&st->generation, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_WORKGROUP);
-    unsigned prev = __hip_atomic_fetch_add(&st->arrived, 1u, __ATOMIC_ACQ_REL, __HIP_MEMORY_SCOPE_WORKGROUP);
-    if (prev == nwaves - 1) {
-      __hip_atomic_store(&st->arrived, 0u, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_WORKGROUP);
-      __hip_atomic_store(&st->generation, gen + 1, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_WORKGROUP);
-    } else {
-      while (__hip_atomic_load(&st->generation, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_WORKGROUP) == gen)
-        __builtin_amdgcn_s_sleep(1);
-    }
-  }
-  __builtin_amdgcn_wave_barrier();
-  __threadfence_block();
+  (void)id;
+  barrierSubWaves(nthreads, st);
 #else
   (void)st;
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(nthreads) : "memory");
@@ -273,6 +349,16 @@ UDEV void releaseDependentGrids() {
 }
 
 // ------------------------------------------------------- sleep / timer
+// One iteration of a spin on polled memory (a counter, an LL flag). HIP: a
+// short s_sleep as RCCL does in every wait, so a spinning wavefront leaves
+// its SIMD's issue slots to the others (the copy loops, the peer's blocks
+// on a shared GPU). CUDA: nothing (NVIDIA's spins stay as they were).
+UDEV void spinPause() {
+#if defined(UNICCL_DEV_HIP)
+  __builtin_amdgcn_s_sleep(1);
+#endif
+}
+
 UDEV void sleepBrief() {
 #if defined(UNICCL_DEV_HIP)
   __builtin_amdgcn_s_sleep(2);
@@ -281,11 +367,21 @@ UDEV void sleepBrief() {
 #endif
 }
 
-// Nanoseconds (CUDA %globaltimer) or the constant-rate real-time counter
-// (HIP s_memrealtime, 100 MHz on CDNA): only differences are meaningful.
+// A steady timer: nanoseconds on CUDA (%globaltimer); on HIP the constant-
+// rate wall clock (100 MHz on gfx9/10/11), whose rate the host reads
+// (gpu::DeviceProps::timerRateKHz) to turn ticks into nanoseconds. gfx11
+// has no s_memrealtime: there the counter comes back through a message.
 UDEV uint64_t globalTimer() {
 #if defined(UNICCL_DEV_HIP)
+#if __has_builtin(__builtin_readsteadycounter)
+  return __builtin_readsteadycounter();   // clang 19+: the right instruction per target
+#elif defined(__GFX11__)
+  uint64_t t;
+  asm volatile("s_sendmsg_rtn_b64 %0, sendmsg(MSG_RTN_GET_REALTIME)\n\ts_waitcnt lgkmcnt(0)" : "=s"(t));
+  return t;
+#else
   return __builtin_amdgcn_s_memrealtime();
+#endif
 #else
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));

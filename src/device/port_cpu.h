@@ -26,7 +26,13 @@
 
 namespace uniccl::dev {
 
-constexpr int kWarpSize = 32;
+// The emulated wavefront: 32 lanes by default, 64 in the wave64 build of
+// the emulated kernels (tests/emu). Sub-group barriers run HIP's algorithm
+// (device/sub_barrier.h) at either width.
+#ifndef UNICCL_EMU_WAVE
+#define UNICCL_EMU_WAVE 32
+#endif
+constexpr int kWarpSize = UNICCL_EMU_WAVE;
 
 struct EmuDim3 {
   unsigned x, y, z;
@@ -39,6 +45,7 @@ extern thread_local EmuDim3 blockDim;
 // The runner's per-block services.
 void* emuBlockShared();                 // this block's shared memory (zeroed at launch)
 void emuBarrier(int id, int nthreads);  // named barrier: id 0 = the whole block
+void emuWaveSync();                     // the lanes of this thread's wavefront meet
 void emuPoll();                         // a polling loop's pause: lets producers run on few cores
 
 // 16 bytes moved as one unit.
@@ -52,11 +59,13 @@ UDEV T& blockShared() {
   return *static_cast<T*>(emuBlockShared());
 }
 
-UDEV uint64_t loadAcquireSys(const uint64_t* p) {
+UDEV uint64_t pollCounter(const uint64_t* p) {
   emuPoll();
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
-UDEV void storeReleaseSys(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+UDEV void acquireAfterPoll() { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
+UDEV void postCounter(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+UDEV void postCounterRelaxed(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 UDEV void fenceSystem() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 UDEV void fenceBlock() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 UDEV uint32_t loadVolatile32(const volatile uint32_t* p) {
@@ -113,20 +122,29 @@ UDEV Pack16 loadVolatile16(const Pack16* p) {
   emuPoll();
   return loadCG(p);
 }
+UDEV Pack16 loadLLLine(const Pack16* p) { return loadVolatile16(p); }
 
 UDEV void barrierBlock() { emuBarrier(0, (int)blockDim.x); }
 
-struct SubBarrierState {
-  unsigned arrived;
-  unsigned generation;
-};
-UDEV void barrierSub(int id, int nthreads, SubBarrierState*) { emuBarrier(id, nthreads); }
+// HIP's sub-group barrier (device/sub_barrier.h) over host atomics; the
+// lockstep of a wavefront's lanes is a barrier of its kWarpSize threads.
+UDEV unsigned wgLoadAcquire(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+UDEV unsigned wgFetchAddAcqRel(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
+UDEV void wgStoreRelaxed(unsigned* p, unsigned v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+UDEV void wgStoreRelease(unsigned* p, unsigned v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+UDEV void waveSync() { emuWaveSync(); }
+UDEV void sleepBrief();
+}  // namespace uniccl::dev
+#include "device/sub_barrier.h"
+namespace uniccl::dev {
+UDEV void barrierSub(int /*id*/, int nthreads, SubBarrierState* st) { barrierSubWaves(nthreads, st); }
 
 // Emulated launches run one after the other: nothing to wait for.
 UDEV void waitPriorGrids() {}
 UDEV void releaseDependentGrids() {}
 
 UDEV void sleepBrief() { sched_yield(); }
+UDEV void spinPause() {}   // the polling loads yield already (emuPoll)
 
 UDEV uint64_t globalTimer() {
   timespec ts;

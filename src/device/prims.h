@@ -185,8 +185,9 @@ UDEV void llReduceCopy(const Fn& fn, const Group& g, const typename Fn::S* src, 
       Pack16 line;
       int spins = 0;
       for (;;) {
-        line = loadVolatile16(rcv + j);
+        line = loadLLLine(rcv + j);
         if (line.y == recvFlag && line.w == recvFlag) break;
+        spinPause();
         if (++spins == kAbortCheckSpins) {
           spins = 0;
           if (*g.abortB || loadVolatile32(g.abortFlag)) {
@@ -314,7 +315,7 @@ class Prims {
         // (as NCCL's fence.acq_rel.sys + relaxed store). The optional
         // sequentially consistent fence is kept only to measure its cost.
         if (scFence_) fenceSystem();
-        storeReleaseSys(sendRemoteTail_, ss + 1);
+        postCounter(sendRemoteTail_, ss + 1);
       }
     }
     if constexpr (Recv) {
@@ -323,10 +324,10 @@ class Prims {
           // The group's loads of the slot returned before the barrier above,
           // and LL lines carry their own flags: a posted store frees the slot
           // (as NCCL's LL; a release would wait for this thread's sends).
-          storeVolatileU64(recvRemoteHead_, rs + 1);
+          postCounterRelaxed(recvRemoteHead_, rs + 1);
         } else {
           if (recvFifo_ != nullptr) storeVolatile64(&recvFifo_[rs % kSteps].size, -1);  // the slot is free again
-          storeReleaseSys(recvRemoteHead_, rs + 1);
+          postCounter(recvRemoteHead_, rs + 1);
         }
       }
       recvStep_ = rs + 1;
@@ -353,7 +354,8 @@ class Prims {
  private:
   UDEV void waitRecvTail(uint64_t rs) {
     int spins = 0;
-    while (loadAcquireSys(recvTail_) <= rs) {
+    while (pollCounter(recvTail_) <= rs) {
+      spinPause();
       if (++spins == kAbortCheckSpins) {
         spins = 0;
         if (loadVolatile32(g_.abortFlag)) {
@@ -362,12 +364,14 @@ class Prims {
         }
       }
     }
+    acquireAfterPoll();
   }
   UDEV void waitSendHead(uint64_t ss) {
     // The head only grows: a value seen before that frees slot ss is enough.
     if (sendHeadSeen_ + kSteps > ss) return;
     int spins = 0;
-    while ((sendHeadSeen_ = loadAcquireSys(sendHead_)) + kSteps <= ss) {
+    while ((sendHeadSeen_ = pollCounter(sendHead_)) + kSteps <= ss) {
+      spinPause();
       if (++spins == kAbortCheckSpins) {
         spins = 0;
         if (loadVolatile32(g_.abortFlag)) {
@@ -376,6 +380,7 @@ class Prims {
         }
       }
     }
+    acquireAfterPoll();
   }
 
   const Group g_;

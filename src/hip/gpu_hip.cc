@@ -5,6 +5,7 @@
 #include <hip/hip_ext.h>
 #include <hip/hip_runtime.h>
 #include <hip/hip_version.h>
+#include <hsa/hsa_ext_amd.h>   // HSA_AMD_LINK_INFO_TYPE_XGMI
 
 #include <cctype>
 #include <cstdlib>
@@ -18,7 +19,10 @@
 
 // First ROCm releases known to ship these calls (HIP_VERSION = major*1e7 + minor*1e5 + patch).
 #define UNICCL_HIP_HAS_USER_OBJECTS (HIP_VERSION >= 50300000)
+// 5.2 leaves hipExtLaunchKernel out of a capture, and has no user objects.
+#define UNICCL_HIP_HAS_CAPTURE (HIP_VERSION >= 50300000)
 #define UNICCL_HIP_HAS_MEMORY_TYPE_FIELD (HIP_VERSION >= 60000000)  // hipPointerAttribute_t::type
+#define UNICCL_HIP_HAS_WALL_CLOCK_RATE (HIP_VERSION >= 60000000)  // hipDeviceAttributeWallClockRate
 #define UNICCL_HIP_HAS_STACK_LIMIT (HIP_VERSION >= 60000000)  // hipLimitStackSize (5.2's hipLimit_t lacks it)
 
 namespace uniccl::gpu {
@@ -124,6 +128,13 @@ ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
   std::strncpy(out.name, p.name, sizeof(out.name) - 1);
   out.multiProcessorCount = p.multiProcessorCount;
   out.warpSize = p.warpSize;
+#if UNICCL_HIP_HAS_WALL_CLOCK_RATE
+  int khz = 0;
+  HIP_TRY(hipDeviceGetAttribute(&khz, hipDeviceAttributeWallClockRate, dev));
+  out.timerRateKHz = khz > 0 ? khz : 100000;
+#else
+  out.timerRateKHz = 100000;   // the constant 100 MHz wall clock of gfx9, gfx10 and gfx11
+#endif
   out.computeMajor = p.major;
   out.computeMinor = p.minor;
   out.totalGlobalMem = p.totalGlobalMem;
@@ -138,9 +149,24 @@ ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
   return ncclSuccess;
 }
 
+// Peers reached over PCIe rather than XGMI (Radeon gfx10/gfx11, MI210
+// without a bridge) need the receiver's HDP (host data path) flushed after
+// each post before its kernels see the data, as RCCL does; uniccl does not
+// flush it, so such peers are answered "no direct access" and the core
+// connects them through SHM instead (docs/amd.md). INFO says so once.
 ncclResult_t canAccessPeer(int dev, int peer, bool* can) {
   int v = 0;
   HIP_TRY(hipDeviceCanAccessPeer(&v, dev, peer));
+  if (v != 0) {
+    uint32_t type = 0, hops = 0;
+    hipError_t err = hipExtGetLinkTypeAndHopCount(dev, peer, &type, &hops);
+    if (err != hipSuccess || type != HSA_AMD_LINK_INFO_TYPE_XGMI) {
+      (void)hipGetLastError();
+      INFO(kSubsysInit | kSubsysP2p, "GPU %d -> %d: no XGMI link (%s): not used for P2P (no HDP flush); SHM instead",
+           dev, peer, err != hipSuccess ? "link type unknown" : "PCIe");
+      v = 0;
+    }
+  }
   *can = v != 0;
   return ncclSuccess;
 }
@@ -194,6 +220,17 @@ ncclResult_t streamGetCaptureInfo(Stream s, CaptureInfo* info) {
   return ncclSuccess;
 }
 
+bool graphCaptureSupported(const char** why) {
+#if UNICCL_HIP_HAS_CAPTURE
+  *why = nullptr;
+  return true;
+#else
+  *why = "graph capture needs ROCm 5.3 or newer (this HIP runtime records no kernel launch of uniccl into a "
+         "graph and has no graph user objects)";
+  return false;
+#endif
+}
+
 // ------------------------------------------------------------------- events
 ncclResult_t eventCreate(Event* e, unsigned flags) {
   RelaxedCapture relaxed;
@@ -232,15 +269,38 @@ ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
   HIP_TRY(hipMalloc(ptr, bytes));
   return ncclSuccess;
 }
+// RCCL's choice for everything peers poll: uncached device memory
+// (hipDeviceMallocUncached, ROCm 5.7+), fine-grained before that. Stores
+// then reach memory without an L2 writeback and a peer's loads see them.
+#if defined(hipDeviceMallocUncached)
+#define UNICCL_HIP_POLLED_FLAGS hipDeviceMallocUncached
+#define UNICCL_HIP_POLLED_NAME "hipExtMallocWithFlags(hipDeviceMallocUncached)"
+#else
+#define UNICCL_HIP_POLLED_FLAGS hipDeviceMallocFinegrained
+#define UNICCL_HIP_POLLED_NAME "hipExtMallocWithFlags(hipDeviceMallocFinegrained)"
+#endif
+ncclResult_t deviceAllocPolled(void** ptr, size_t bytes) {
+  RelaxedCapture relaxed;
+  hipError_t err = hipExtMallocWithFlags(ptr, bytes, UNICCL_HIP_POLLED_FLAGS);
+  if (err != hipSuccess) {
+    WARN("%s failed: %s; connection buffers need memory that peers can poll (RCCL refuses P2P without it)",
+         UNICCL_HIP_POLLED_NAME, hipGetErrorString(err));
+    (void)hipGetLastError();
+    return err == hipErrorOutOfMemory ? ncclSystemError : ncclUnhandledCudaError;
+  }
+  return ncclSuccess;
+}
 ncclResult_t deviceFree(void* ptr) {
   RelaxedCapture relaxed;
   HIP_TRY(hipFree(ptr));
   return ncclSuccess;
 }
+// Coherent (fine-grained) whatever HIP_HOST_COHERENT says: the host and the
+// kernels poll this memory while kernels run.
 ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes) {
   RelaxedCapture relaxed;
   void* h = nullptr;
-  hipError_t err = hipHostMalloc(&h, bytes, hipHostMallocMapped | hipHostMallocPortable);
+  hipError_t err = hipHostMalloc(&h, bytes, hipHostMallocMapped | hipHostMallocPortable | hipHostMallocCoherent);
   if (err != hipSuccess) return failAlloc("hipHostMalloc(mapped)", err);
   void* d = nullptr;
   err = hipHostGetDevicePointer(&d, h, 0);
@@ -362,7 +422,14 @@ ncclResult_t ipcCloseMemHandle(void* devPtr) {
 // ------------------------------------------------------------------ kernels
 // hipExtLaunchKernel signals `done` from the kernel's own completion packet:
 // no separate event record is enqueued behind the launch.
+// Without a done event (every captured launch) an ordinary launch: it is
+// what stream capture records on every ROCm release.
 ncclResult_t launchKernel(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
+  if (done == nullptr) {
+    HIP_TRY(hipLaunchKernel(kernel, dim3(cfg.gridX), dim3(cfg.blockX), args, cfg.sharedMemBytes,
+                            (hipStream_t)cfg.stream));
+    return ncclSuccess;
+  }
   HIP_TRY(hipExtLaunchKernel(kernel, dim3(cfg.gridX), dim3(cfg.blockX), args, cfg.sharedMemBytes,
                              (hipStream_t)cfg.stream, nullptr, (hipEvent_t)done, 0));
   return ncclSuccess;

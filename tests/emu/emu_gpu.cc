@@ -347,6 +347,7 @@ ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
   std::snprintf(out.name, sizeof(out.name), "uniccl emulated GPU %d", dev);
   out.multiProcessorCount = 8;
   out.warpSize = 32;
+  out.timerRateKHz = 1000000;
   out.computeMajor = 9;
   out.computeMinor = 0;
   out.totalGlobalMem = kDeviceMemBytes;
@@ -451,6 +452,11 @@ ncclResult_t streamGetCaptureInfo(Stream h, CaptureInfo* info) {
   *info = CaptureInfo{CaptureStatus::None, 0, nullptr};  // capture is not emulated
   return ncclSuccess;
 }
+// Capture is not emulated (nothing ever captures): nothing to refuse.
+bool graphCaptureSupported(const char** why) {
+  *why = nullptr;
+  return true;
+}
 
 // ------------------------------------------------------------------- events
 ncclResult_t eventCreate(Event* out, unsigned flags) {
@@ -545,6 +551,8 @@ ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
 
 // Like cudaFree, waits for the owning device's streams first: work still
 // queued there may use the memory.
+// Host memory is coherent: polled memory is ordinary emulated device memory.
+ncclResult_t deviceAllocPolled(void** ptr, size_t bytes) { return deviceAlloc(ptr, bytes); }
 ncclResult_t deviceFree(void* ptr) {
   if (ptr == nullptr) return ncclSuccess;
   State& s = st();

@@ -43,10 +43,12 @@ struct Barrier {
 };
 
 constexpr size_t kSharedBytes = 16 << 10;   // BlockShared is well under this
+constexpr int kMaxThreads = dev::kThreadsPerBlock;
 
 struct BlockContext {
   alignas(64) unsigned char shared[kSharedBytes];
   Barrier barriers[16];   // bar.sync ids 0..15
+  Barrier waves[kMaxThreads / dev::kWarpSize];   // each wavefront's lockstep (emuWaveSync)
 };
 
 thread_local BlockContext* tBlock = nullptr;
@@ -60,6 +62,8 @@ void emuBarrier(int id, int nthreads) {
   // Memory effects before the barrier are visible after it: the mutex orders them.
   tBlock->barriers[id & 15].wait(nthreads);
 }
+
+void emuWaveSync() { tBlock->waves[threadIdx.x / kWarpSize].wait(kWarpSize); }
 
 void emuPoll() {
   // Polling threads give the CPU to the threads they wait for (2 cores run

@@ -155,8 +155,10 @@ ncclResult_t setupKernelCh(ncclComm* comm) {
   UCHECK(gpu::hostAllocMapped(&host, &dev, bytes));
   memset(host, 0, bytes);
   comm->profRingsHost = host;
+  gpu::DeviceProps props;
+  UCHECK(gpu::getDeviceProps(comm->gpuDev, &props));   // the stamps' timer rate (ticks to ns)
   comm->kernelCh = std::make_unique<KernelChTracker>(comm->profiler.get(), static_cast<KernelChRing*>(host),
-                                                     comm->nChannels);
+                                                     comm->nChannels, props.timerRateKHz);
   kernel_ch_poller::add(comm->kernelCh.get());
   comm->devCommHost.profRings = static_cast<dev::ProfRing*>(dev);
   return gpu::memcpy(comm->devComm, &comm->devCommHost, sizeof(comm->devCommHost));

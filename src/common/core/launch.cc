@@ -7,6 +7,7 @@
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/core/graph_buffers.h"
+#include "common/core/planner.h"
 #include "common/profiler/kernel_ch_poller.h"
 #include "common/util/debug.h"
 #include "common/util/param.h"
@@ -73,6 +74,7 @@ ncclResult_t collectStreams(ncclComm* comm, LaunchStreams* s) {
   // The launch stream is the first task's (checkTaskStreams may have asked already).
   if (comm->tasks.captureKnown) s->capture = comm->tasks.capture;
   else UCHECK(gpu::streamGetCaptureInfo(s->launch, &s->capture));
+  UCHECK(checkCaptureSupported(comm, s->capture, s->launch));   // a group of one skips checkTaskStreams
   s->captured = s->capture.status == gpu::CaptureStatus::Active;
   if (comm->orderEvent == nullptr) UCHECK(gpu::eventCreate(&comm->orderEvent));
   // Kernels of one communicator run in issue order even across streams

@@ -52,6 +52,7 @@ ncclResult_t fillLocalPeerInfo(int gpuDev, PeerInfo* info) {
   info->busIdNum = ((int64_t)props.pciDomain << 32) | ((int64_t)props.pciBus << 8) | props.pciDevice;
   info->memCapacity = props.totalGlobalMem;
   info->smCount = props.multiProcessorCount;
+  info->warpSize = (uint8_t)(props.warpSize > 0 && props.warpSize <= 64 ? props.warpSize : 32);
   return ncclSuccess;
 }
 

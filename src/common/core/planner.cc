@@ -134,6 +134,16 @@ void peersToConnect(ncclComm* comm, std::vector<int>* peers) {
   }
 }
 
+ncclResult_t checkCaptureSupported(const ncclComm* comm, const gpu::CaptureInfo& cap, gpu::Stream s) {
+  const char* why = nullptr;
+  if (cap.status == gpu::CaptureStatus::Active && !gpu::graphCaptureSupported(&why)) {
+    WARN("Rank %d: stream %p is capturing a graph, but %s; run the operation outside the capture",
+         comm->rank, s, why);
+    return ncclInvalidUsage;
+  }
+  return ncclSuccess;
+}
+
 ncclResult_t checkTaskStreams(ncclComm* comm) {
   gpu::Stream first = nullptr;
   bool haveFirst = false;
@@ -146,6 +156,7 @@ ncclResult_t checkTaskStreams(ncclComm* comm) {
       WARN("Stream %p is in an invalidated capture: end the capture and start again", t.stream);
       return ncclInvalidUsage;
     }
+    UCHECK(checkCaptureSupported(comm, cap, t.stream));
     if (!haveFirst) {
       first = t.stream;
       firstCap = cap;

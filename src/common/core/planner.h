@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/core/tasks.h"
+#include "common/gpu.h"
 #include "uniccl.h"
 
 struct ncclComm;
@@ -21,6 +22,9 @@ void peersToConnect(ncclComm* comm, std::vector<int>* peers);
 
 // Checks the streams of comm's tasks: all captured by one graph or none.
 ncclResult_t checkTaskStreams(ncclComm* comm);
+// ncclInvalidUsage (WARN) when `cap` is an active capture the runtime cannot
+// record uniccl's work into (gpu::graphCaptureSupported: ROCm < 5.3).
+ncclResult_t checkCaptureSupported(const ncclComm* comm, const gpu::CaptureInfo& cap, gpu::Stream s);
 
 // Plans comm->tasks into work items, launches them on the tasks' stream(s)
 // and clears the task list (also on error).

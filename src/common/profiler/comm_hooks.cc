@@ -78,7 +78,10 @@ ncclResult_t launchTasksWithEvents(ncclComm* comm) {
     c.root = t.root;
     c.dtype = t.dtype;
     c.nChannels = tune.nChannels;
-    c.nWarps = dev::kThreadsPerBlock / 32;
+    // Warps of the GPU's own width (64-lane wavefronts on CDNA).
+    const int warp = comm->peers.empty() || comm->peers[comm->rank].warpSize == 0
+                         ? 32 : comm->peers[comm->rank].warpSize;
+    c.nWarps = dev::kThreadsPerBlock / warp;
     c.algo = tune.algo == dev::kAlgoTree ? "Tree" : "Ring";
     c.proto = protoName(tune.proto);
     p->launchTaskEvents.push_back(profilerStartColl(p, collParents ? p->collApiParents[i] : nullptr, p->launchGroup, c));

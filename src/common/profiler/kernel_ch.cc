@@ -10,8 +10,9 @@ uint64_t loadAcquire(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_ACQ
 
 }  // namespace
 
-KernelChTracker::KernelChTracker(ProfilerContext* prof, KernelChRing* rings, int nChannels)
-    : prof_(prof), rings_(rings), channels_(nChannels > 0 ? nChannels : 0) {}
+KernelChTracker::KernelChTracker(ProfilerContext* prof, KernelChRing* rings, int nChannels, int64_t timerRateKHz)
+    : prof_(prof), rings_(rings), ticksPerMs_(timerRateKHz > 0 ? (uint64_t)timerRateKHz : 1000000),
+      channels_(nChannels > 0 ? nChannels : 0) {}
 
 KernelChTracker::~KernelChTracker() { flush(); }
 
@@ -48,8 +49,8 @@ int KernelChTracker::poll() {
         // The stop stamp is written after the start stamp, by the same thread.
         if (loadAcquire(&ring.stop[slot].counter) != p.counter) break;
         if (loadAcquire(&ring.start[slot].counter) != p.counter) break;
-        ready.push_back(Ready{p.parent, (int)chId, __atomic_load_n(&ring.start[slot].timer, __ATOMIC_RELAXED),
-                              __atomic_load_n(&ring.stop[slot].timer, __ATOMIC_RELAXED)});
+        ready.push_back(Ready{p.parent, (int)chId, toNs(__atomic_load_n(&ring.start[slot].timer, __ATOMIC_RELAXED)),
+                              toNs(__atomic_load_n(&ring.stop[slot].timer, __ATOMIC_RELAXED))});
         ch.head++;
       }
       if (ch.head >= (size_t)kKernelChSlots) {  // keep the vector short under a steady stream of work
@@ -77,7 +78,7 @@ void KernelChTracker::flush() {
       const int slot = (int)(p.counter % kKernelChSlots);
       if (loadAcquire(&ring.start[slot].counter) != p.counter) break;
       void* h = profilerStartKernelCh(prof_, p.parent, (int)chId,
-                                      __atomic_load_n(&ring.start[slot].timer, __ATOMIC_RELAXED));
+                                      toNs(__atomic_load_n(&ring.start[slot].timer, __ATOMIC_RELAXED)));
       profilerStopKernelCh(prof_, h, 0);
     }
     ch.pending.clear();

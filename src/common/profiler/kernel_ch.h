@@ -8,7 +8,7 @@
 //   - the host gives every profiled work item of a channel a counter c > 0
 //     (consecutive per channel, from expect()); c == 0 means "not profiled";
 //   - when channel ch begins work c, one thread of its block writes
-//       rings[ch].start[c % kKernelChSlots] = {counter c, GPU global timer (ns)}
+//       rings[ch].start[c % kKernelChSlots] = {counter c, GPU global timer (ticks)}
 //     as one 16-byte store (HIP: the timer, then the counter with a
 //     system-scope release), and the same into rings[ch].stop[...] when the
 //     block has finished c.
@@ -29,7 +29,7 @@ constexpr int kKernelChSlots = 64;
 
 struct KernelChStamp {
   uint64_t counter;  // work counter, written after timer
-  uint64_t timer;    // GPU global timer, ns
+  uint64_t timer;    // GPU global timer, ticks (ns on CUDA; the tracker converts)
 };
 
 struct KernelChRing {
@@ -44,7 +44,9 @@ static_assert(sizeof(KernelChRing) == sizeof(dev::ProfRing) && kKernelChSlots ==
 class KernelChTracker {
  public:
   // `rings`: nChannels rings in host-mapped memory, zeroed (the caller owns them).
-  KernelChTracker(ProfilerContext* prof, KernelChRing* rings, int nChannels);
+  // `timerRateKHz`: ticks per ms of the stamps' timer (gpu::DeviceProps);
+  // the profiler is given nanoseconds.
+  KernelChTracker(ProfilerContext* prof, KernelChRing* rings, int nChannels, int64_t timerRateKHz = 1000000);
   ~KernelChTracker();  // stops events still open (as flush())
 
   // Launch thread: work about to be handed to `channel` for the task whose
@@ -77,8 +79,12 @@ class KernelChTracker {
     std::vector<Pending> pending;  // in counter order
     size_t head = 0;               // first pending entry not yet finished
   };
+  uint64_t toNs(uint64_t ticks) const {
+    return ticksPerMs_ == 1000000 ? ticks : (uint64_t)((unsigned __int128)ticks * 1000000u / ticksPerMs_);
+  }
   ProfilerContext* prof_;
   KernelChRing* rings_;
+  uint64_t ticksPerMs_;
   std::mutex mutex_;  // expect() and poll() run on different threads
   std::vector<Channel> channels_;
   std::mutex pollMutex_;               // serializes poll(); expect() never takes it

@@ -224,7 +224,8 @@ ncclResult_t Transports::wire(ncclComm* comm, int peer, char* own, char* remote)
 // ------------------------------------------------------------------- P2P
 ncclResult_t Transports::offerP2p(ncclComm* comm, int peer, PeerLink& link, ConnectOffer* msg) {
   size_t bytes = msg->blockBytes;
-  UCHECK(gpu::deviceAlloc(&link.ownBlock, bytes));
+  // The peer spins on the tail and slots, this GPU on the head: polled memory.
+  UCHECK(gpu::deviceAllocPolled(&link.ownBlock, bytes));
   UCHECK(gpu::memset(link.ownBlock, 0, bytes));
   if (comm->peers[peer].processHash == comm->peers[comm->rank].processHash) {
     msg->blockPtr = reinterpret_cast<uint64_t>(link.ownBlock);

@@ -44,6 +44,7 @@ struct Alloc {
   size_t bytes;
   gpu::MemoryKind kind;
   int device;
+  bool polled;   // deviceAllocPolled or hostAllocMapped: memory others may spin on
 };
 
 constexpr uint64_t kIpcMagic = 0x756e6963636c4950ull;  // "unicclIP"
@@ -56,6 +57,7 @@ struct State {
   int residentBlocks = 256;
   int workQueues = 8;
   bool processesShare = false;
+  bool captureSupported = true;
   int currentDevice = 0;
   std::map<FakeEvent*, std::unique_ptr<FakeEvent>> events;
   std::map<FakeStream*, std::unique_ptr<FakeStream>> streams;
@@ -136,11 +138,12 @@ const Alloc* containing(State& s, const void* p, uintptr_t* start) {
   return &it->second;
 }
 
-ncclResult_t allocate(State& s, void** p, size_t bytes, gpu::MemoryKind kind) {
+ncclResult_t allocate(State& s, void** p, size_t bytes, gpu::MemoryKind kind, bool polled = false) {
   // Page-aligned like the real allocators (conn FIFOs check 64-byte alignment).
   void* m = nullptr;
   if (posix_memalign(&m, 4096, bytes == 0 ? 1 : bytes) != 0) return ncclSystemError;
-  s.allocs[reinterpret_cast<uintptr_t>(m)] = Alloc{bytes, kind, kind == gpu::MemoryKind::Device ? s.currentDevice : -1};
+  s.allocs[reinterpret_cast<uintptr_t>(m)] =
+      Alloc{bytes, kind, kind == gpu::MemoryKind::Device ? s.currentDevice : -1, polled};
   *p = m;
   return ncclSuccess;
 }
@@ -181,6 +184,7 @@ void reset() {
   s.residentBlocks = 256;
   s.workQueues = 8;
   s.processesShare = false;
+  s.captureSupported = true;
   s.currentDevice = 0;
   s.serial = 0;
   s.nextGraphId = 1;
@@ -324,6 +328,11 @@ void destroyGraph(gpu::Graph graph) {
   for (auto& o : objs) o.first(o.second);
 }
 
+void setCaptureSupported(bool on) {
+  std::lock_guard<std::mutex> lk(st().mu);
+  st().captureSupported = on;
+}
+
 void failNext(const std::string& call, ncclResult_t err, int times) {
   std::lock_guard<std::mutex> lk(st().mu);
   st().inject[call] = {err, times};
@@ -332,6 +341,13 @@ uint64_t callCount(const std::string& call) {
   std::lock_guard<std::mutex> lk(st().mu);
   auto it = st().calls.find(call);
   return it == st().calls.end() ? 0 : it->second;
+}
+
+bool isPolledMemory(const void* p) {
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  const Alloc* a = containing(s, p, nullptr);
+  return a != nullptr && a->polled;
 }
 
 Live live() {
@@ -377,6 +393,7 @@ ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
   std::snprintf(p.name, sizeof(p.name), "uniccl fake GPU %d", dev);
   p.multiProcessorCount = 4;
   p.warpSize = 32;
+  p.timerRateKHz = 1000000;
   p.computeMajor = 9;
   p.totalGlobalMem = size_t(1) << 30;
   p.pciBus = 0x10 + dev;
@@ -434,6 +451,12 @@ ncclResult_t streamGetCaptureInfo(Stream stream, CaptureInfo* info) {
   }
   *info = out;
   return ncclSuccess;
+}
+bool graphCaptureSupported(const char** why) {
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  *why = s.captureSupported ? nullptr : "graph capture is not supported by this (fake) runtime";
+  return s.captureSupported;
 }
 
 ncclResult_t eventCreate(Event* e, unsigned flags) {
@@ -535,6 +558,10 @@ ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
   FAKE_ENTER("deviceAlloc");
   return allocate(s, ptr, bytes, MemoryKind::Device);
 }
+ncclResult_t deviceAllocPolled(void** ptr, size_t bytes) {
+  FAKE_ENTER("deviceAllocPolled");
+  return allocate(s, ptr, bytes, MemoryKind::Device, true);
+}
 ncclResult_t deviceFree(void* ptr) {
   FAKE_ENTER("deviceFree");
   return release(s, ptr, true);
@@ -542,7 +569,7 @@ ncclResult_t deviceFree(void* ptr) {
 ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes) {
   FAKE_ENTER("hostAllocMapped");
   void* p = nullptr;
-  if (ncclResult_t r = allocate(s, &p, bytes, MemoryKind::Host); r != ncclSuccess) return r;
+  if (ncclResult_t r = allocate(s, &p, bytes, MemoryKind::Host, true); r != ncclSuccess) return r;
   *hostPtr = p;
   *devPtr = p;  // one address space: the "device" reads host memory directly
   return ncclSuccess;

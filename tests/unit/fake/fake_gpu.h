@@ -89,6 +89,8 @@ void setLaunchHook(std::function<void(const Launch&)> hook);
 gpu::Graph beginCapture(gpu::Stream s);
 gpu::Graph endCapture(gpu::Stream s);
 void invalidateCapture(gpu::Stream s);
+// graphCaptureSupported's answer (default yes; no stands for ROCm < 5.3).
+void setCaptureSupported(bool on);
 // Runs the graph's nodes in order: its kernels are logged.
 void replayGraph(gpu::Graph g);
 // Destroys the graph: the destructors of its user objects run.
@@ -99,6 +101,11 @@ void destroyGraph(gpu::Graph g);
 void failNext(const std::string& call, ncclResult_t err = ncclUnhandledCudaError, int times = 1);
 // How many times gpu::<call> was called since reset().
 uint64_t callCount(const std::string& call);
+
+// ------------------------------------------------------------ memory kinds
+// Whether p lies in memory others may spin on: an allocation of
+// deviceAllocPolled or hostAllocMapped (not deviceAlloc, hostAllocPinned).
+bool isPolledMemory(const void* p);
 
 // ----------------------------------------------------- leak accounting
 struct Live {

@@ -422,6 +422,30 @@ TEST_F(ProfilerTest, KernelChEventsComeFromTheRings) {
   EXPECT_EQ(tracker.poll(), 0);
 }
 
+// A GPU whose timer is not in nanoseconds (AMD's 100 MHz wall clock): the
+// tracker hands the profiler nanoseconds (the plugin contract).
+TEST_F(ProfilerTest, KernelChTimerTicksBecomeNanoseconds) {
+  setenv("NCCL_PROFILER_PLUGIN", "testprof", 1);
+  auto ctx = profilerInit(commInfo());
+  std::vector<KernelChRing> rings(1);
+  memset(rings.data(), 0, rings.size() * sizeof(KernelChRing));
+  KernelChTracker tracker(ctx.get(), rings.data(), 1, 100000);   // 100 MHz
+  int parent;
+  const uint64_t c = tracker.expect(0, &parent);
+  gpuStamp(&rings[0].start[c % kKernelChSlots], c, 123456789012ull);
+  gpuStamp(&rings[0].stop[c % kKernelChSlots], c, 123456789112ull);
+  EXPECT_EQ(tracker.poll(), 0);
+  std::vector<ProfTestCall> starts, stops;
+  for (const ProfTestCall& x : calls()) {
+    if (x.op == kOpStart && x.descr.type == ncclProfileKernelCh) starts.push_back(x);
+    if (x.op == kOpRecord) stops.push_back(x);
+  }
+  ASSERT_EQ(starts.size(), 1u);
+  ASSERT_EQ(stops.size(), 1u);
+  EXPECT_EQ(starts[0].descr.kernelCh.pTimer, 1234567890120ull);
+  EXPECT_EQ(stops[0].args.kernelCh.pTimer - starts[0].descr.kernelCh.pTimer, 1000u);   // 100 ticks = 1 us
+}
+
 // The process-wide poller thread reports KernelCh events of registered
 // trackers (also after it fell asleep: a kick wakes it) and is joined when
 // the last tracker goes.
