@@ -22,10 +22,18 @@ constexpr int kAbortCheckSpins = 1000;
 
 // A set of threads that progresses together: the whole block (barrier 0) or
 // one half of a p2p block (named barrier 1 or 2). Abort flags live in shared
-// memory, one pair per group: flag A is written only before the first barrier
-// of a step and read after it, flag B written between the two barriers and
-// read after the second, so every thread of the group reads the same value
-// and they all leave together (nobody is left at a barrier).
+// memory, one pair per group: flag A is written before the first barrier of
+// a step and read after it, flag B written between the two barriers and read
+// after the second. A flag holds the number of the step (1, 2, ... within a
+// Prims) that saw the abort, and a step obeys only a flag of its own number
+// or lower: steps that skip their barriers (LL sends) let a fast thread
+// reach the next step's wait and flag it while a slow thread still reads
+// the flags of the step before; that reader goes on to the flagged step's
+// barrier, and every thread of the group then leaves at the same step
+// (nobody is left at a barrier). The numbers count the steps of one Prims:
+// where one group interleaves several (the tree's up and down Prims), a
+// flag of one is compared with another's count, which is no worse than the
+// plain flag this replaced, but not exact (a per-group count would be).
 struct Group {
   int tid;        // thread index inside the group
   int nthreads;
@@ -40,6 +48,9 @@ struct Group {
     else barrierSub(barId, nthreads, bar);
   }
 };
+
+// A group flag set at step `flag` stops step `stepNo` only from that step on.
+UDEV bool abortedBy(uint32_t flag, uint32_t stepNo) { return flag != 0 && flag <= stepNo; }
 
 UDEV int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 UDEV int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -160,10 +171,12 @@ UDEV_NOINLINE void reduceCopy(const Fn& fn, int tid, int nthreads, const typenam
 
 // LL: line j of a slot carries data bytes [8j, 8j+8) of the step. Each thread
 // polls its own receive lines until both flags show this step. On abort the
-// thread sets the group's flag B and stops; the caller's barrier makes it common.
+// thread sets the group's flag B to stepNo (Group says why a number) and
+// stops; the caller's barrier makes it common.
 template <typename Fn, bool Src, bool Recv, bool Dst, bool Send, bool Pre, bool Post>
 UDEV void llReduceCopy(const Fn& fn, const Group& g, const typename Fn::S* src, const Pack16* rcv,
-                       typename Fn::S* dst, Pack16* snd, int64_t n, uint32_t recvFlag, uint32_t sendFlag) {
+                       typename Fn::S* dst, Pack16* snd, int64_t n, uint32_t recvFlag, uint32_t sendFlag,
+                       uint32_t stepNo) {
   using S = typename Fn::S;
   using V = PackView<S, 8>;
   constexpr int kE = 8 / sizeof(S);
@@ -191,7 +204,7 @@ UDEV void llReduceCopy(const Fn& fn, const Group& g, const typename Fn::S* src, 
         if (++spins == kAbortCheckSpins) {
           spins = 0;
           if (*g.abortB || loadVolatile32(g.abortFlag)) {
-            *g.abortB = 1;
+            *g.abortB = stepNo;
             return;
           }
         }
@@ -268,6 +281,7 @@ class Prims {
   template <bool Src, bool Recv, bool Dst, bool Send, bool Pre, bool Post>
   UDEV bool step(const S* src, S* dst, int64_t n) {
     const uint64_t rs = recvStep_, ss = sendStep_;
+    const uint32_t stepNo = ++stepNo_;
     bool presync = true;
     if constexpr (Recv && Proto == kProtoSimple) {
       if (g_.tid == 0) waitRecvTail(rs);
@@ -288,7 +302,7 @@ class Prims {
     if (presync) {
       g_.sync();
       synced_ = true;
-      if (*g_.abortA) return false;
+      if (abortedBy(*g_.abortA, stepNo)) return false;
     }
     if constexpr (Proto == kProtoSimple) {
       const S* rslot = Recv ? reinterpret_cast<const S*>(recvBuf_ + (rs % kSteps) * slotBytes_) : nullptr;
@@ -298,13 +312,13 @@ class Prims {
       const Pack16* rslot = Recv ? reinterpret_cast<const Pack16*>(recvBuf_ + (rs % kSteps) * slotBytes_) : nullptr;
       Pack16* sslot = Send ? reinterpret_cast<Pack16*>(sendBuf_ + (ss % kSteps) * slotBytes_) : nullptr;
       llReduceCopy<Fn, Src, Recv, Dst, Send, Pre, Post>(fn_, g_, src, rslot, dst, sslot, n, (uint32_t)(rs + 1),
-                                                        (uint32_t)(ss + 1));
+                                                        (uint32_t)(ss + 1), stepNo);
     }
     // LL sends need no barrier before moving on: the flags publish the data.
     if constexpr (Recv || Proto == kProtoSimple) {
       g_.sync();
       synced_ = true;
-      if (*g_.abortB) return false;
+      if (abortedBy(*g_.abortB, stepNo)) return false;
     }
     if constexpr (Send && Proto == kProtoSimple) {
       if (g_.tid == sendPoller_) {
@@ -359,7 +373,7 @@ class Prims {
       if (++spins == kAbortCheckSpins) {
         spins = 0;
         if (loadVolatile32(g_.abortFlag)) {
-          *g_.abortA = 1;
+          *g_.abortA = stepNo_;
           return;
         }
       }
@@ -375,7 +389,7 @@ class Prims {
       if (++spins == kAbortCheckSpins) {
         spins = 0;
         if (loadVolatile32(g_.abortFlag)) {
-          *g_.abortA = 1;
+          *g_.abortA = stepNo_;
           return;
         }
       }
@@ -402,6 +416,7 @@ class Prims {
   uint64_t headStart_ = 0;        // every thread: conn->headSeen when this Prims began
   bool headStartValid_ = true;    // every thread alike: no step has needed a fresher head yet
   bool synced_ = false;           // every thread alike: a step passed a group barrier
+  uint32_t stepNo_ = 0;           // steps begun, every thread alike (the abort flags' numbers)
   ConnSlot* recvFifo_ = nullptr;  // network connections only
   ConnSlot* sendFifo_ = nullptr;
 };
