@@ -3,6 +3,8 @@
 // (Socket, IB) or loaded from an external plugin.
 #pragma once
 
+#include <cstdint>
+
 #include "uniccl_net.h"
 
 namespace uniccl {
@@ -19,6 +21,11 @@ ncclResult_t netSelect(const NetApi** out);
 // ncclConfig_t.netName), initialized; nullptr or "" = netSelect(). Unknown
 // names fail with ncclInvalidArgument and a WARN listing the available ones.
 ncclResult_t netSelectByName(const char* name, const NetApi** out);
+
+// How long a network connection setup keeps trying before it fails
+// (UNICCL_NET_CONNECT_TIMEOUT_MS, default 30000): the socket and IB
+// transports' connect/accept and the NET transport's link setup.
+int64_t netConnectTimeoutMs();
 
 // Forgets the choice and unloads the plugin so the next netSelect reads the
 // environment again. Tests only: no comm of the old table may be alive.

@@ -454,8 +454,6 @@ void setNoDelay(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-int64_t connectTimeoutMs() { return paramInt("UNICCL_NET_CONNECT_TIMEOUT_MS", 30000); }
-
 bool retryableConnectError(int err) {
   return err == ECONNREFUSED || err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH ||
          err == ECONNRESET || err == EAGAIN || err == EINTR;
@@ -673,7 +671,7 @@ ncclResult_t socketConnect(int dev, void* opaqueHandle, void** sendComm, ncclNet
     st->nThreads = threadsParam();
     st->nSocks = std::min(st->nThreads * socksPerThreadParam(), kMaxSocks);
     st->nThreads = std::min(st->nThreads, st->nSocks);
-    st->deadline = deadlineAfterMs(connectTimeoutMs());
+    st->deadline = deadlineAfterMs(netConnectTimeoutMs());
     st->retryAt = Clock::now();
     h->stage = st;
   }
@@ -686,7 +684,7 @@ ncclResult_t socketConnect(int dev, void* opaqueHandle, void** sendComm, ncclNet
       if (Clock::now() > st->deadline) {
         WARN("NET/Socket: connect to %s did not complete within %lld ms (is the peer listening? "
              "UNICCL_NET_CONNECT_TIMEOUT_MS sets the limit)",
-             st->addr.toString().c_str(), (long long)connectTimeoutMs());
+             st->addr.toString().c_str(), (long long)netConnectTimeoutMs());
         res = ncclRemoteError;
       }
       break;
@@ -725,7 +723,7 @@ ncclResult_t socketAccept(void* listenComm, void** recvComm, ncclNetDeviceHandle
     setNoDelay(fd);
     PendingSocket p;
     p.sock = Socket::adopt(fd, peer);
-    p.deadline = deadlineAfterMs(connectTimeoutMs());
+    p.deadline = deadlineAfterMs(netConnectTimeoutMs());
     lc->pending.push_back(std::move(p));
   }
   for (size_t i = 0; i < lc->pending.size();) {
@@ -761,7 +759,7 @@ ncclResult_t socketAccept(void* listenComm, void** recvComm, ncclNetDeviceHandle
           lc->nThreads = hl.nThreads;
           lc->socks.clear();
           lc->socks.resize(hl.nSocks + 1);
-          lc->deadline = deadlineAfterMs(connectTimeoutMs());
+          lc->deadline = deadlineAfterMs(netConnectTimeoutMs());
         }
         if (lc->socks[hl.index].isOpen()) {
           WARN("NET/Socket: rejected a duplicate socket %d from %s", hl.index, p.sock.address().toString().c_str());
@@ -795,7 +793,7 @@ ncclResult_t socketAccept(void* listenComm, void** recvComm, ncclNetDeviceHandle
   }
   if (lc->nSocks >= 0 && Clock::now() > lc->deadline) {
     WARN("NET/Socket: a peer began connecting to %s but did not finish within %lld ms (%d of %d sockets)",
-         lc->listener.address().toString().c_str(), (long long)connectTimeoutMs(), lc->arrived, lc->nSocks + 1);
+         lc->listener.address().toString().c_str(), (long long)netConnectTimeoutMs(), lc->arrived, lc->nSocks + 1);
     lc->socks.clear();
     lc->nSocks = -1;
     lc->arrived = 0;

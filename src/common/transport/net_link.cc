@@ -25,8 +25,6 @@ constexpr uint64_t kForeverSteps = uint64_t{1} << 62;
 
 using Clock = std::chrono::steady_clock;
 
-int64_t setupTimeoutMs() { return paramInt("UNICCL_NET_CONNECT_TIMEOUT_MS", 30000); }
-
 // How long an orderly teardown waits for the steps our kernels already
 // handed to the proxy to leave (the peer is still receiving them).
 constexpr auto kDrainTimeout = std::chrono::seconds(5);
@@ -35,7 +33,7 @@ constexpr auto kDrainTimeout = std::chrono::seconds(5);
 // communicator is aborted, or the setup timeout passes.
 template <typename Step>
 ncclResult_t pollUntil(ncclComm* comm, const char* what, int peer, Step step, void** out) {
-  const auto deadline = Clock::now() + std::chrono::milliseconds(setupTimeoutMs());
+  const auto deadline = Clock::now() + std::chrono::milliseconds(netConnectTimeoutMs());
   int spins = 0;
   while (*out == nullptr) {
     UCHECK(step());
@@ -47,7 +45,7 @@ ncclResult_t pollUntil(ncclComm* comm, const char* what, int peer, Step step, vo
     if (Clock::now() > deadline) {
       WARN("Rank %d: network %s with rank %d did not complete within %lld ms (is rank %d alive and "
            "reachable on the network interface? UNICCL_NET_CONNECT_TIMEOUT_MS sets the limit)",
-           comm->rank, what, peer, (long long)setupTimeoutMs(), peer);
+           comm->rank, what, peer, (long long)netConnectTimeoutMs(), peer);
       return ncclRemoteError;
     }
     if (++spins < 1000) sched_yield();

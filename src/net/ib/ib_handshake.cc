@@ -50,8 +50,6 @@ bool checkConnInfo(const ConnInfo& info, uint64_t magic, std::string* why) {
   return true;
 }
 
-int64_t connectTimeoutMs() { return paramInt("UNICCL_NET_CONNECT_TIMEOUT_MS", 30000); }
-
 ncclResult_t receiveSome(Socket& sock, void* buf, size_t bytes, size_t* got, const char* what) {
   while (*got < bytes) {
     int err = 0;

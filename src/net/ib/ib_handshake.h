@@ -50,8 +50,6 @@ QpEndpoint endpointOf(const ConnInfo& info);
 // Whether `info` belongs to this connection; on mismatch `why` says what differs.
 bool checkConnInfo(const ConnInfo& info, uint64_t magic, std::string* why);
 
-int64_t connectTimeoutMs();
-
 // Receives the rest of a fixed-size message without blocking: *got advances;
 // returns ncclRemoteError with a WARN when the peer closed or the socket failed.
 ncclResult_t receiveSome(Socket& sock, void* buf, size_t bytes, size_t* got, const char* what);

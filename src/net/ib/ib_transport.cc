@@ -17,6 +17,7 @@
 #include "common/util/param.h"
 #include "common/util/socket.h"
 #include "net/ib/ib_handshake.h"
+#include "net/net.h"
 #include "net/ib/ib_mr.h"
 
 namespace uniccl {
@@ -302,7 +303,7 @@ ncclResult_t connectStart(int dev, IbHandle* h, ConnectStage* st) {
   QpParams qpp;
   if (!getDevice(dev, &d, nullptr, &qpp)) return badDevice(dev);
   st->magic = h->magic;
-  st->deadline = deadlineAfterMs(connectTimeoutMs());
+  st->deadline = deadlineAfterMs(netConnectTimeoutMs());
   UCHECK(st->sock.connect(h->addr, st->deadline));  // the listener exists: the kernel completes this at once
   auto comm = newComm(true, d, h->addr.toString());
   UCHECK(createCq(d, &comm->cq));
@@ -454,7 +455,7 @@ ncclResult_t ibConnect(int dev, void* opaqueHandle, void** sendComm, ncclNetDevi
   if (res == ncclSuccess && !done) {
     if (Clock::now() <= st->deadline) return ncclSuccess;  // in progress
     WARN("NET/IB: connect to %s: no answer within %lld ms (UNICCL_NET_CONNECT_TIMEOUT_MS sets the limit)",
-         st->sock.address().toString().c_str(), (long long)connectTimeoutMs());
+         st->sock.address().toString().c_str(), (long long)netConnectTimeoutMs());
     res = ncclRemoteError;
   }
   if (res == ncclSuccess) {
@@ -483,7 +484,7 @@ ncclResult_t ibAccept(void* listenComm, void** recvComm, ncclNetDeviceHandle_v8_
     }
     auto st = std::make_unique<AcceptStage>();
     st->sock = Socket::adopt(fd, peer);
-    st->deadline = deadlineAfterMs(connectTimeoutMs());
+    st->deadline = deadlineAfterMs(netConnectTimeoutMs());
     lc->stages.push_back(std::move(st));
   }
   for (size_t i = 0; i < lc->stages.size();) {
@@ -494,7 +495,7 @@ ncclResult_t ibAccept(void* listenComm, void** recvComm, ncclNetDeviceHandle_v8_
       WARN("NET/IB: a peer (%s) began connecting to %s but did not finish within %lld ms "
            "(UNICCL_NET_CONNECT_TIMEOUT_MS sets the limit)",
            st->sock.address().toString().c_str(), lc->listener.address().toString().c_str(),
-           (long long)connectTimeoutMs());
+           (long long)netConnectTimeoutMs());
       res = ncclRemoteError;
     }
     if (res != ncclSuccess) {
