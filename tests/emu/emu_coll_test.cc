@@ -842,6 +842,10 @@ int main(int argc, char** argv) {
     const bool ok = initRes == ncclInvalidUsage && msg.find(expectInitError) != std::string::npos;
     printf("emu_coll_test: init of %d ranks, %d per GPU: %s (%s) - %s\n", nranks, ranksPerGpu,
            ncclGetErrorString(initRes), msg.c_str(), ok ? "refused as expected" : "FAILED: expected a refusal");
+    // A failed grouped init leaves each rank a failed communicator to
+    // destroy, as NCCL does (ncclCommInitAll frees its own).
+    for (ncclComm_t c : comms)
+      if (c != nullptr) ncclCommDestroy(c);
     return ok ? 0 : 1;
   }
   EXPECT_OK(initRes);

