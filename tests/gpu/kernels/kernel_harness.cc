@@ -10,7 +10,7 @@
 //
 // Usage: kernel_harness [--types f32,bf16] [--colls ar,bc,red,ag,rs,p2p]
 //        [--ranks 1,2,3,4] [--protos ll,simple] [--big 0|1] [--gpus N]
-//        [--seed S] [--verbose]
+//        [--seed S]
 // Ranks wrap over the GPUs (rank r on GPU r % N), so `--ranks 2,3,4,8` on
 // one GPU is the multi-rank matrix with every rank sharing it. Ranks that
 // share a GPU spin on each other, so two things must hold for a ring not to
@@ -22,6 +22,7 @@
 // queues than the process has is skipped).
 // Exit: 0 all passed, 1 mismatch/hang, 77 no GPU (or every rank set skipped).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -29,6 +30,7 @@
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -289,7 +291,54 @@ struct Arena {
 struct Stats { int pass = 0, fail = 0; };
 std::map<std::pair<int, int>, Stats> gStats;  // (type, coll)
 int gFailPrinted = 0;
-bool gVerbose = false;
+
+// Watches each (ranks, type) stage from the side. A launch call blocks once
+// the GPU's launch queue is full, so if the ranks' kernels wait on each other
+// the launching thread never reaches waitAll() and nothing would ever say so.
+// After `limitSeconds` the guard names the stage and sets the stage's abort
+// flag: the kernels exit, the queued launches drain, and the stage fails.
+class StageGuard {
+ public:
+  explicit StageGuard(double limitSeconds) : limit_(limitSeconds), th_([this] { run(); }) {}
+  ~StageGuard() {
+    { std::lock_guard<std::mutex> l(m_); quit_ = true; }
+    th_.join();
+  }
+  void begin(const char* what, volatile uint32_t* abortFlag) {
+    std::lock_guard<std::mutex> l(m_);
+    snprintf(what_, sizeof what_, "%s", what);
+    flag_ = abortFlag; fired_ = false; active_ = true;
+    start_ = std::chrono::steady_clock::now();
+  }
+  // Ends the stage; true when the guard had to abort it.
+  bool end() {
+    std::lock_guard<std::mutex> l(m_);
+    active_ = false;
+    return fired_;
+  }
+ private:
+  void run() {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      std::lock_guard<std::mutex> l(m_);
+      if (quit_) return;
+      if (!active_ || fired_) continue;
+      const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      if (el > limit_) {
+        fired_ = true;
+        fprintf(stderr, "HANG: %s still running after %.0f s (launching or waiting); setting the abort flag\n", what_, el);
+        *flag_ = 1;
+      }
+    }
+  }
+  const double limit_;
+  std::mutex m_;
+  char what_[96] = {0};
+  volatile uint32_t* flag_ = nullptr;
+  bool active_ = false, fired_ = false, quit_ = false;
+  std::chrono::steady_clock::time_point start_;
+  std::thread th_;
+};
 
 void fail(const Case& c, int R, int rank, const char* what, int64_t i, double got, double want) {
   if (gFailPrinted++ < 30)
@@ -375,8 +424,7 @@ int main(int argc, char** argv) {
     else if (a == "--big") { big = atoi(v) != 0; i++; }
     else if (a == "--gpus") { gpus = atoi(v); i++; }
     else if (a == "--seed") { seed = strtoull(v, nullptr, 0); i++; }
-    else if (a == "--verbose") gVerbose = true;
-    else { fprintf(stderr, "usage: %s [--types f32,..] [--colls ar,bc,red,ag,rs,p2p] [--ranks 1,2,3,4] [--protos ll,simple] [--big 0|1] [--gpus N] [--seed S] [--verbose]\n", argv[0]); return 2; }
+    else { fprintf(stderr, "usage: %s [--types f32,..] [--colls ar,bc,red,ag,rs,p2p] [--ranks 1,2,3,4] [--protos ll,simple] [--big 0|1] [--gpus N] [--seed S]\n", argv[0]); return 2; }
   }
   // Before the first runtime call (the runtime reads it when it creates the
   // context): a queue per stream of the ranks that share a GPU.
@@ -391,6 +439,7 @@ int main(int argc, char** argv) {
   printf("kernel harness: seed %llu, gpus %d, ranks", (unsigned long long)seed, gpus);
   for (int r : ranks) printf(" %d", r);
   printf(" (rank r on GPU r %% %d)\n", gpus);
+  fflush(stdout);
 
   // Conversion spot checks (the reference uses the same conversions).
   {
@@ -423,6 +472,8 @@ int main(int argc, char** argv) {
   const gpu::WorkQueues queues = gpu::workQueues();
 
   Rng rng{seed * 2654435761u + 1};
+  // Generous: a stage takes seconds; only a stuck one reaches this.
+  StageGuard guard(120);
   const auto tStart = std::chrono::steady_clock::now();
   int hangs = 0, rankSetsRun = 0;
   for (int R : ranks) {
@@ -449,6 +500,10 @@ int main(int argc, char** argv) {
     Fabric fab;
     fab.init(R, gpus, rng);
     for (int t : types) {
+      const auto tType = std::chrono::steady_clock::now();
+      char stage[96];
+      snprintf(stage, sizeof stage, "R=%d type %s", R, kTypeNames[t]);
+      guard.begin(stage, fab.abortHost);
       const bool haveKernel = collectiveKernel((ncclDataType_t)t) != nullptr;
       const int es = kTypeSize[t];
       // Build the cases of this (R, type).
@@ -632,7 +687,8 @@ int main(int argc, char** argv) {
         }
         at += k;
       }
-      if (!fab.waitAll(30)) {
+      const bool waited = fab.waitAll(30);
+      if (guard.end() || !waited) {
         fprintf(stderr, "HANG: R=%d type %s (aborted through the abort flag)\n", R, kTypeNames[t]);
         hangs++;
         for (auto& c : cases) gStats[{t, c.coll}].fail++;
@@ -706,7 +762,10 @@ int main(int argc, char** argv) {
         Stats& s = gStats[{t, c.coll}];
         if (ok) s.pass++; else s.fail++;
       }
-      if (gVerbose) printf("  R=%d %s: %zu items\n", R, kTypeNames[t], nItems);
+      // A line per stage, flushed: a run stopped from outside shows how far it got.
+      printf("  R=%d %-5s %5zu items %6.1f s\n", R, kTypeNames[t], nItems,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - tType).count());
+      fflush(stdout);
     }
   }
 
