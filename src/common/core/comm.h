@@ -12,6 +12,7 @@
 
 #include "common/bootstrap/bootstrap.h"
 #include "common/core/config.h"
+#include "common/core/launch_plan.h"
 #include "common/core/peer_info.h"
 #include "common/core/redop.h"
 #include "common/core/registry.h"
@@ -96,9 +97,6 @@ struct ncclComm {
   uniccl::gpu::Event ceEntry = nullptr;
   uniccl::gpu::Event ceExit = nullptr;
   uniccl::gpu::Event ceKernelsDone = nullptr;   // the group's kernels ended (AllReduce halves follow)
-  // This group forked a kernel onto ceStream (a message to itself): the
-  // group's own kernels launch plainly (no PDL) so both start together.
-  bool sideKernelForked = false;
   // In-place AlltoAll (core/inplace_stage.h): device scratch the sends of
   // eager groups read from, and the event recorded after the last group
   // that read it (on stageFreeStream).
@@ -116,12 +114,13 @@ struct ncclComm {
   // and their reader; nullptr unless the plugin asks for KernelCh.
   std::unique_ptr<uniccl::KernelChTracker> kernelCh;
   void* profRingsHost = nullptr;
-  std::vector<int> p2pTaskScratch;            // planner: p2p task of each work item (profiling)
 
   uniccl::TaskList tasks;                     // tasks of the open group
   bool inGroupList = false;                   // queued in the thread's group comm list
-  std::vector<uniccl::dev::Work> workScratch; // planner output, capacity kept across groups
-  std::vector<uniccl::gpu::Stream> streamScratch;  // distinct streams of a group
+  uniccl::LaunchPlan plan;                    // what the group end launches (core/launch_plan.h)
+  // Whether a tree edge crosses the network (core/tuning.cc): -1 not known
+  // yet; fixed once the transports are wired, asked per tree collective.
+  mutable std::atomic<int8_t> treeUsesNetCache{-1};
 
   std::thread initThread;                     // non-blocking init runs here
   // A failed init's last error text: a non-blocking init fails on

@@ -404,8 +404,8 @@ ncclResult_t CopyEngineGroup::takeSelfCopies(ncclComm* c, gpu::Stream stream, co
   if (pairs == 0) return ncclSuccess;
   // Eager, the side kernel costs a launch and two event calls on the host
   // (2-3 us: slower below about 1 MiB); in a graph only a node.
-  gpu::CaptureInfo cap = c->tasks.capture;
-  if (!c->tasks.captureKnown) UCHECK(gpu::streamGetCaptureInfo(stream, &cap));
+  gpu::CaptureInfo cap = c->plan.capture;
+  if (!c->plan.captureKnown) UCHECK(gpu::streamGetCaptureInfo(stream, &cap));
   const size_t minBytes =
       cap.status == gpu::CaptureStatus::Active ? settings().selfGraphMinBytes : settings().selfMinBytes;
   size_t taken = 0;
@@ -431,7 +431,7 @@ ncclResult_t CopyEngineGroup::takeSelfCopies(ncclComm* c, gpu::Stream stream, co
     // the previous one's blocks ended, before this copy (an ordinary
     // dependency) could, and take the SMs first: graph AlltoAll 1 GiB on
     // 2x H200 330 GB/s instead of 355 (the copy then ran mostly after it).
-    c->sideKernelForked = true;
+    c->plan.sideKernelForked = true;
     gSelfCopies.fetch_add(1, std::memory_order_relaxed);
     TRACE(kSubsysP2p, "rank %d: %zu bytes to itself by a side-stream kernel", c->rank, taskBytes(s));
     drop[selfSends_[k]] = drop[selfRecvs_[k]] = true;
@@ -492,7 +492,6 @@ ncclResult_t CopyEngineGroup::join(const UseDevice& useDevice, bool launched) {
   }
   // Launch streams wait for the copies of their messages to themselves.
   for (const Side& s : selfSides_) {
-    s.comm->sideKernelForked = false;
     ncclResult_t r2 = useDevice(s.comm->gpuDev);
     if (r2 == ncclSuccess) r2 = gpu::streamWaitEvent(s.stream, s.comm->ceExit);
     if (r2 != ncclSuccess && res == ncclSuccess) res = r2;

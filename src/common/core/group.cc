@@ -77,7 +77,7 @@ bool planDeviceLaunches(const std::vector<ncclComm*>& comms, DeviceLaunches* d) 
   if (comms.size() < 2) return false;
   for (const ncclComm* c : comms) {
     if (c->profiler != nullptr || c->kernelCh != nullptr) return false;
-    if (!c->tasks.captureKnown || c->tasks.capture.status != gpu::CaptureStatus::None) return false;
+    if (!c->plan.captureKnown || c->plan.capture.status != gpu::CaptureStatus::None) return false;
   }
   for (ncclComm* c : comms) {
     bool seen = false;
@@ -109,6 +109,7 @@ void dropTasks(std::vector<ncclComm*>& comms) {
   for (ncclComm* c : comms) {
     if (!c->tasks.empty()) disableCopyEngine(c);  // its peers may have launched their ends
     c->tasks.clear();
+    c->plan.endGroup();
     profilerDropTasks(c);  // [profiler]
     c->inGroupList = false;
   }
@@ -248,6 +249,7 @@ ncclResult_t enqueueTask(ncclComm* comm, const Task& task) {
 fail:
   disableCopyEngine(comm);  // counted, never launched
   list.clear();
+  comm->plan.endGroup();
   profilerDropTasks(comm);  // [profiler]
   return res;
 }

@@ -81,8 +81,8 @@ ncclResult_t InPlaceStaging::start(std::vector<ncclComm*>& comms, const UseDevic
 ncclResult_t InPlaceStaging::stage(ncclComm* c, const UseDevice& useDevice) {
   std::vector<StagedRange>& ranges = c->tasks.staged;
   UCHECK(useDevice(c->gpuDev));
-  gpu::CaptureInfo cap = c->tasks.capture;   // checkTaskStreams asked (one graph or none for all tasks)
-  if (!c->tasks.captureKnown) UCHECK(gpu::streamGetCaptureInfo(ranges[0].stream, &cap));
+  gpu::CaptureInfo cap = c->plan.capture;   // checkTaskStreams asked (one graph or none for all tasks)
+  if (!c->plan.captureKnown) UCHECK(gpu::streamGetCaptureInfo(ranges[0].stream, &cap));
   offsets_.clear();
   size_t total = 0;
   for (const StagedRange& r : ranges) {

@@ -56,8 +56,10 @@ bool releaseEarly(const ncclComm* comm, unsigned grid) {
   return comm->programmaticLaunch && !comm->gpuShared && (int64_t)grid <= maxBlocks;
 }
 
-ncclResult_t collectStreams(ncclComm* comm, LaunchStreams* s) {
-  std::vector<gpu::Stream>& others = comm->streamScratch;
+ncclResult_t collectStreams(ncclComm* comm) {
+  LaunchPlan& plan = comm->plan;
+  LaunchStreams* s = &plan.streams;
+  std::vector<gpu::Stream>& others = plan.otherStreams;
   others.clear();
   bool first = true;
   auto note = [&](gpu::Stream st) {
@@ -72,7 +74,7 @@ ncclResult_t collectStreams(ncclComm* comm, LaunchStreams* s) {
   for (const Task& t : comm->tasks.p2p) note(t.stream);
 
   // The launch stream is the first task's (checkTaskStreams may have asked already).
-  if (comm->tasks.captureKnown) s->capture = comm->tasks.capture;
+  if (plan.captureKnown) s->capture = plan.capture;
   else UCHECK(gpu::streamGetCaptureInfo(s->launch, &s->capture));
   UCHECK(checkCaptureSupported(comm, s->capture, s->launch));   // a group of one skips checkTaskStreams
   s->captured = s->capture.status == gpu::CaptureStatus::Active;
@@ -90,10 +92,12 @@ ncclResult_t collectStreams(ncclComm* comm, LaunchStreams* s) {
   return ncclSuccess;
 }
 
-ncclResult_t finishStreams(ncclComm* comm, const LaunchStreams& s) {
-  if (!comm->streamScratch.empty()) {
+ncclResult_t finishStreams(ncclComm* comm) {
+  const LaunchPlan& plan = comm->plan;
+  const LaunchStreams& s = plan.streams;
+  if (!plan.otherStreams.empty()) {
     UCHECK(gpu::eventRecord(comm->orderEvent, s.launch));
-    for (gpu::Stream o : comm->streamScratch) UCHECK(gpu::streamWaitEvent(o, comm->orderEvent));
+    for (gpu::Stream o : plan.otherStreams) UCHECK(gpu::streamWaitEvent(o, comm->orderEvent));
   }
   if (!s.captured) {
     comm->lastStream = s.launch;
@@ -116,8 +120,13 @@ static int lostPeerOf(const ncclComm* comm, const dev::Work* works, int n) {
   return -1;
 }
 
-ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const void* kernel,
-                         const LaunchStreams& s) {
+ncclResult_t launchWorks(ncclComm* comm, size_t k) {
+  const LaunchPlan& plan = comm->plan;
+  const KernelLaunch& L = plan.launches[k];
+  const LaunchStreams& s = plan.streams;
+  const dev::Work* works = &plan.works[L.firstWork];
+  const int n = (int)L.nWorks;
+  const unsigned grid = L.grid;
   if (int gone = lostPeerOf(comm, works, n); gone >= 0) {
     // A kernel would wait for a peer that is no longer there.
     WARN("Rank %d: rank %d closed its network connections (it destroyed its communicator or died); this "
@@ -130,54 +139,37 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
   args.comm = comm->devComm;
   args.channels = comm->channelsDev;
   args.nWorks = (uint32_t)n;
-  args.launchId = 0;
-  args.graph = dev::GraphTrack{};
-  unsigned grid = 0;
-  for (int i = 0; i < n; i++) grid = std::max(grid, (unsigned)works[i].channelHi + 1);
 
   gpu::LaunchConfig cfg;
   cfg.gridX = grid;
   cfg.blockX = dev::kThreadsPerBlock;
   cfg.stream = s.launch;
-  cfg.programmatic = comm->programmaticLaunch && !comm->sideKernelForked;
+  cfg.programmatic = comm->programmaticLaunch && !plan.sideKernelForked;
   args.releaseEarly = releaseEarly(comm, grid);
   void* argv[] = {&args};
 
-  bool inlined = n <= dev::kMaxInlineWorks;
+  // Where the work items travel: in the arguments (a few), in a copy the
+  // graph owns (captured: replays run long after the FIFO moved on), or in
+  // the work FIFO.
+  const bool inlined = n <= dev::kMaxInlineWorks;
+  uint32_t fifoEnd = 0;
   if (inlined) {
     args.works = nullptr;
     args.workOffset = 0;
     args.workMask = 0;
     memcpy(args.inlineWorks, works, n * sizeof(dev::Work));
-  }
-
-  if (s.captured) {
-    if (!inlined) {
-      // Replays run long after the FIFO moved on: the graph owns a copy.
-      void* host = nullptr;
-      void* devPtr = nullptr;
-      size_t bytes = n * sizeof(dev::Work);
-      UCHECK(gpu::hostAllocMapped(&host, &devPtr, bytes));
-      memcpy(host, works, bytes);
-      // On failure the buffer is queued for freeing already.
-      UCHECK(graphOwnBuffer(s.capture.graph, host, GraphBufferKind::kHostMapped));
-      args.works = static_cast<const dev::Work*>(devPtr);
-      args.workOffset = 0;
-      args.workMask = ~0u;
-    }
-    // The watchdog tracks replays by the progress words the kernel writes
-    // (watchdog/graph_tracker.h): the graph gets no node of its own.
-    LaunchWatch watch;
-    UCHECK(watchLaunchBegin(comm, s, works, n, grid, &watch));
-    args.graph = watch.graph;
-    void* profLaunch = profilerStartKernelLaunch(comm->profiler.get(), s.launch);
-    ncclResult_t res = gpu::launchKernel(kernel, cfg, argv, nullptr);
-    profilerStop(comm->profiler.get(), profLaunch);
-    return res;
-  }
-
-  uint32_t fifoEnd = 0;
-  if (!inlined) {
+  } else if (s.captured) {
+    void* host = nullptr;
+    void* devPtr = nullptr;
+    size_t bytes = n * sizeof(dev::Work);
+    UCHECK(gpu::hostAllocMapped(&host, &devPtr, bytes));
+    memcpy(host, works, bytes);
+    // On failure the buffer is queued for freeing already.
+    UCHECK(graphOwnBuffer(s.capture.graph, host, GraphBufferKind::kHostMapped));
+    args.works = static_cast<const dev::Work*>(devPtr);
+    args.workOffset = 0;
+    args.workMask = ~0u;
+  } else {
     uint32_t bytes = (uint32_t)(n * sizeof(dev::Work));
     uint32_t offset;
     UCHECK(comm->workFifo.reserve(bytes, &offset));
@@ -187,19 +179,27 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
     args.workMask = comm->workFifo.mask();
     fifoEnd = offset + bytes;
   }
-  // The watchdog times the launch by the progress words the kernel writes
-  // (watchdog/eager_tracker.h): only the id travels with the launch.
+
+  // The watchdog times the launch by the progress words the kernel writes:
+  // an eager launch carries only its id (watchdog/eager_tracker.h), a
+  // captured one its graph slot (watchdog/graph_tracker.h; the graph gets
+  // no node of its own).
   LaunchWatch watch;
-  UCHECK(watchLaunchBegin(comm, s, works, n, grid, &watch));
+  UCHECK(watchLaunchBegin(comm, k, &watch));
   args.launchId = watch.eagerId;
+  args.graph = watch.graph;
+  // A done event for eager launches that own FIFO space or are not
+  // tracked, and one in doneEventInterval() of the others (above).
   gpu::Event done = nullptr;
-  if (!inlined || watch.eagerId == 0 || ++comm->launchesWithoutDoneEvent >= doneEventInterval()) {
+  if (!s.captured &&
+      (!inlined || watch.eagerId == 0 || ++comm->launchesWithoutDoneEvent >= doneEventInterval())) {
     UCHECK(comm->donePool.get(&done));
     comm->launchesWithoutDoneEvent = 0;
   }
   void* profLaunch = profilerStartKernelLaunch(comm->profiler.get(), s.launch);
-  ncclResult_t res = gpu::launchKernel(kernel, cfg, argv, done);
+  ncclResult_t res = gpu::launchKernel(L.kernel, cfg, argv, done);
   profilerStop(comm->profiler.get(), profLaunch);
+  if (s.captured) return res;
   if (res != ncclSuccess) {
     if (done != nullptr) comm->donePool.put(done);
     return res;
@@ -207,7 +207,7 @@ ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const vo
   comm->transports.wakeNetProxy();   // network steps follow soon: the proxy stops backing off
   if (comm->kernelCh) kernel_ch_poller::kick();   // KernelCh stamps follow soon
   if (done != nullptr) res = comm->callbacks.push(done, inlined ? onInlineLaunchDone : onFifoLaunchDone, comm, fifoEnd);
-  watchLaunchEnd(comm, works, n, grid, &watch);
+  watchLaunchEnd(comm, k, &watch);
   return res;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "common/core/launch_plan.h"
 #include "common/gpu.h"
 #include "device/dev_types.h"
 #include "uniccl.h"
@@ -15,22 +16,17 @@ namespace uniccl {
 
 constexpr size_t kMaxWorksPerLaunch = 512;   // 32 KiB of FIFO per launch
 
-struct LaunchStreams {
-  gpu::Stream launch = nullptr;     // kernels go here (the group's first stream)
-  gpu::CaptureInfo capture{};       // of `launch`; the planner checked the others agree
-  bool captured = false;
-};
-
-// Finds the group's streams and orders the launch stream after the other
-// streams of the group and after the communicator's previous launch.
-ncclResult_t collectStreams(ncclComm* comm, LaunchStreams* streams);
-ncclResult_t launchWorks(ncclComm* comm, const dev::Work* works, int n, const void* kernel,
-                         const LaunchStreams& streams);
+// Finds the group's streams (comm->plan.streams, .otherStreams) and orders
+// the launch stream after the other streams of the group and after the
+// communicator's previous launch.
+ncclResult_t collectStreams(ncclComm* comm);
+// Launch k of comm->plan.
+ncclResult_t launchWorks(ncclComm* comm, size_t k);
 // Whether a launch of `grid` blocks lets the next programmatic launch of its
 // stream start once it passed its own wait (KernelArgs::releaseEarly).
 bool releaseEarly(const ncclComm* comm, unsigned grid);
 // Orders the group's other streams after its launches.
-ncclResult_t finishStreams(ncclComm* comm, const LaunchStreams& streams);
+ncclResult_t finishStreams(ncclComm* comm);
 
 // Waits until every launch of the communicator ended and ran its callbacks:
 // those with a done event through the callback queue, the others through

@@ -33,29 +33,28 @@ bool forEachSelfPair(const std::vector<Task>& ts, Fn&& fn) {
 
 }  // namespace
 
-ncclResult_t launchOneRank(ncclComm* comm, bool* handled) {
-  *handled = false;
-  if (comm->nRanks != 1) return ncclSuccess;
+bool oneRankNeedsNoKernel(const ncclComm* comm) {
+  if (comm->nRanks != 1) return false;
   const TaskList& tasks = comm->tasks;
-  size_t copies = 0;
   // With one rank every collective's result is its input (count elements:
   // AllGather's count is per rank, ReduceScatter's too), whatever the
   // built-in op; Avg over one rank divides by 1.
-  for (const Task& t : tasks.colls) {
-    if (t.userRedOp) return ncclSuccess;
-    copies += t.sendbuff != t.recvbuff;
-  }
-  const bool paired = forEachSelfPair(tasks.p2p, [&](const Task& s, const Task& r) {
-    copies += s.sendbuff != r.recvbuff && taskBytes(s) > 0;
-  });
-  if (!paired) return ncclSuccess;
-  *handled = true;
+  for (const Task& t : tasks.colls)
+    if (t.userRedOp) return false;
+  return forEachSelfPair(tasks.p2p, [](const Task&, const Task&) {});
+}
+
+ncclResult_t launchOneRank(ncclComm* comm) {
+  const TaskList& tasks = comm->tasks;
+  size_t copies = 0;
+  for (const Task& t : tasks.colls) copies += t.sendbuff != t.recvbuff;
+  forEachSelfPair(tasks.p2p, [&](const Task& s, const Task& r) { copies += s.sendbuff != r.recvbuff && taskBytes(s) > 0; });
   if (copies == 0) return ncclSuccess;   // all in place: nothing to order either
 
   // Same stream order as a kernel launch of the group: the copies go on its
   // launch stream after the group's other streams, which then wait for them.
-  LaunchStreams streams;
-  UCHECK(collectStreams(comm, &streams));
+  UCHECK(collectStreams(comm));
+  const LaunchStreams& streams = comm->plan.streams;
   ncclResult_t res = ncclSuccess;
   auto copy = [&](void* dst, const void* src, size_t bytes) {
     if (res != ncclSuccess || dst == src || bytes == 0) return;
@@ -67,7 +66,7 @@ ncclResult_t launchOneRank(ncclComm* comm, bool* handled) {
   UCHECK(res);
   TRACE(kSubsysColl, "rank 0/1: %zu collectives, %zu messages as %zu copies on stream %p", tasks.colls.size(),
         tasks.p2p.size() / 2, copies, streams.launch);
-  return finishStreams(comm, streams);
+  return finishStreams(comm);
 }
 
 uint64_t oneRankCopies() { return gCopies.load(std::memory_order_relaxed); }

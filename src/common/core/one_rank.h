@@ -22,12 +22,13 @@ struct ncclComm;
 
 namespace uniccl {
 
-// When comm has one rank and none of its tasks in this group needs a
-// kernel: queues the tasks' copies and sets *handled (the caller clears the
-// task list). Otherwise leaves everything to the kernels (*handled false);
-// a send to itself without a recv of the same size also stays there, where
-// the planner reports it.
-ncclResult_t launchOneRank(ncclComm* comm, bool* handled);
+// Whether comm has one rank and none of its tasks in this group needs a
+// kernel (the planner's choice: LaunchPlan::oneRankCopies). A send to
+// itself without a recv of the same size stays with the kernels' planner,
+// which reports it.
+bool oneRankNeedsNoKernel(const ncclComm* comm);
+// Queues the tasks' copies (when oneRankNeedsNoKernel(comm)); the caller clears the task list.
+ncclResult_t launchOneRank(ncclComm* comm);
 
 // Copies this process queued for communicators of one rank (tests, logs).
 uint64_t oneRankCopies();

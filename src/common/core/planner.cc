@@ -51,13 +51,23 @@ dev::Work collWork(const ncclComm* comm, const Task& t) {
 // P2p tasks become rounds: in round r every rank sends to rank+r and
 // receives from rank-r, so the two halves of one work item always face
 // matching halves on the peers, in the same order on every channel.
-// taskOfWork (optional): for every work appended, the index in tasks.p2p of
-// its send task (or of its recv task when it has no send).
+// taskOfWork: for every work appended, the index in tasks.p2p of its send
+// task (or of its recv task when it has no send).
 ncclResult_t p2pWorks(ncclComm* comm, std::vector<dev::Work>* out, std::vector<int>* taskOfWork) {
   const int n = comm->nRanks, me = comm->rank;
   const std::vector<Task>& tasks = comm->tasks.p2p;
   uint32_t slice = p2pSliceBytes(comm);
-  for (int r = 0; r < n; r++) {
+  // Only the rounds that carry a message, in increasing order (the order
+  // every rank uses): a group's cost follows its tasks, not the rank count.
+  std::vector<int>& rounds = comm->plan.p2pRounds;
+  rounds.clear();
+  for (const Task& t : tasks) {
+    const int peer = t.peer();
+    rounds.push_back(t.kind == TaskKind::Send ? (peer - me + n) % n : (me - peer + n) % n);
+  }
+  std::sort(rounds.begin(), rounds.end());
+  rounds.erase(std::unique(rounds.begin(), rounds.end()), rounds.end());
+  for (int r : rounds) {
     int sendPeer = (me + r) % n, recvPeer = (me - r + n) % n;
     size_t si = 0, ri = 0;
     for (;;) {
@@ -82,7 +92,7 @@ ncclResult_t p2pWorks(ncclComm* comm, std::vector<dev::Work>* out, std::vector<i
           return ncclInvalidUsage;
         }
       }
-      if (taskOfWork != nullptr) taskOfWork->push_back((int)(haveSend ? si : ri));
+      taskOfWork->push_back((int)(haveSend ? si : ri));
       if (haveSend) {
         const Task& t = tasks[si++];
         w.p.sendPeer = sendPeer;
@@ -104,21 +114,82 @@ ncclResult_t p2pWorks(ncclComm* comm, std::vector<dev::Work>* out, std::vector<i
 }
 
 // KernelCh profiling: which channels stamp each work item, and the Coll/P2p
-// event it reports under (comm->profiler->launchTaskEvents: colls, then p2p).
-void markProfiledWorks(ncclComm* comm, std::vector<dev::Work>& works, size_t nColl,
-                       const std::vector<int>& p2pTaskOfWork) {
+// event it reports under (comm->profiler->launchTaskEvents: colls, then p2p,
+// as LaunchPlan::workTask counts them).
+void markProfiledWorks(ncclComm* comm) {
+  LaunchPlan& plan = comm->plan;
   const std::vector<void*>& events = comm->profiler->launchTaskEvents;
-  for (size_t i = 0; i < works.size(); i++) {
-    const size_t task = i < nColl ? i : comm->tasks.colls.size() + (size_t)p2pTaskOfWork[i - nColl];
+  for (size_t i = 0; i < plan.works.size(); i++) {
+    const size_t task = (size_t)plan.workTask[i];
     void* parent = task < events.size() ? events[task] : nullptr;
-    dev::Work& w = works[i];
+    dev::Work& w = plan.works[i];
     // Channels from kMaxProfiledChannels on run unstamped (a 64-bit mask).
     for (int c = w.channelLo; c <= w.channelHi && c < dev::kMaxProfiledChannels; c++)
       if (comm->kernelCh->expect(c, parent) != 0) w.profMask |= 1ull << c;
   }
 }
 
+// Splits the plan's works into kernel launches: consecutive collectives of
+// one datatype share a kernel; p2p items ride along with whatever kernel
+// comes last (every kernel runs them).
+ncclResult_t planLaunches(LaunchPlan* plan) {
+  const std::vector<dev::Work>& works = plan->works;
+  const size_t nColl = plan->nColl;
+  size_t first = 0;
+  while (first < works.size()) {
+    size_t last = first + 1;
+    const void* kernel;
+    if (first < nColl) {
+      ncclDataType_t dt = (ncclDataType_t)works[first].c.dtype;
+      kernel = dev::collectiveKernel(dt);
+      if (kernel == nullptr) {
+        WARN("This uniccl build has no kernels for datatype %s (built with -Dkernel_filter=%s); "
+             "rebuild with -Dkernel_filter=all", dataTypeName(dt), UNICCL_KERNEL_FILTER);
+        return ncclInvalidUsage;
+      }
+      while (last < works.size() && last - first < kMaxWorksPerLaunch &&
+             (last >= nColl || works[last].c.dtype == works[first].c.dtype))
+        last++;
+    } else {
+      kernel = dev::p2pKernel();
+      last = std::min(works.size(), first + kMaxWorksPerLaunch);
+    }
+    KernelLaunch L;
+    L.firstWork = (uint32_t)first;
+    L.nWorks = (uint32_t)(last - first);
+    L.kernel = kernel;
+    for (size_t i = first; i < last; i++) L.grid = std::max(L.grid, (unsigned)works[i].channelHi + 1);
+    plan->launches.push_back(L);
+    first = last;
+  }
+  return ncclSuccess;
+}
+
 }  // namespace
+
+ncclResult_t planWorks(ncclComm* comm) {
+  LaunchPlan& plan = comm->plan;
+  plan.works.clear();
+  plan.workSeq.clear();
+  plan.workTask.clear();
+  plan.launches.clear();
+  const std::vector<Task>& colls = comm->tasks.colls;
+  for (size_t i = 0; i < colls.size(); i++) {
+    plan.works.push_back(collWork(comm, colls[i]));
+    plan.workSeq.push_back(colls[i].seq);
+    plan.workTask.push_back((int)i);
+  }
+  plan.nColl = plan.works.size();
+  if (!comm->tasks.p2p.empty()) {
+    UCHECK(p2pWorks(comm, &plan.works, &plan.workTask));
+    for (size_t i = plan.nColl; i < plan.works.size(); i++) {
+      const int t = plan.workTask[i];
+      plan.workSeq.push_back(comm->tasks.p2p[(size_t)t].seq);
+      plan.workTask[i] = (int)colls.size() + t;
+    }
+  }
+  return planLaunches(&plan);
+}
 
 size_t tuningBytes(const ncclComm* comm, const Task& t) {
   size_t bytes = t.count * dataTypeSize(t.dtype);
@@ -161,8 +232,8 @@ ncclResult_t checkTaskStreams(ncclComm* comm) {
       first = t.stream;
       firstCap = cap;
       haveFirst = true;
-      comm->tasks.capture = cap;
-      comm->tasks.captureKnown = true;
+      comm->plan.capture = cap;
+      comm->plan.captureKnown = true;
       return ncclSuccess;
     }
     bool capA = firstCap.status == gpu::CaptureStatus::Active, capB = cap.status == gpu::CaptureStatus::Active;
@@ -179,63 +250,32 @@ ncclResult_t checkTaskStreams(ncclComm* comm) {
   return ncclSuccess;
 }
 
-ncclResult_t launchTasks(ncclComm* comm) {
-  std::vector<dev::Work>& works = comm->workScratch;
-  works.clear();
-  ncclResult_t res = ncclSuccess;
-
+ncclResult_t planTasks(ncclComm* comm) {
   // One rank: copies on the stream instead of a kernel (core/one_rank.h).
-  bool copied = false;
-  res = launchOneRank(comm, &copied);
-  if (res != ncclSuccess || copied) {
-    comm->tasks.clear();
-    return res;
-  }
-  for (const Task& t : comm->tasks.colls) works.push_back(collWork(comm, t));
-  size_t nColl = works.size();
-  {
-    std::vector<int>* taskOfWork = nullptr;
-    if (comm->kernelCh) {
-      comm->p2pTaskScratch.clear();
-      taskOfWork = &comm->p2pTaskScratch;
-    }
-    if (!comm->tasks.p2p.empty()) UCHECK_GOTO(p2pWorks(comm, &works, taskOfWork), res, done);
-    if (comm->kernelCh) markProfiledWorks(comm, works, nColl, comm->p2pTaskScratch);
-  }
-  if (works.empty()) goto done;
+  comm->plan.oneRankCopies = oneRankNeedsNoKernel(comm);
+  if (comm->plan.oneRankCopies) return ncclSuccess;
+  return planWorks(comm);
+}
 
-  {
-    LaunchStreams streams;
-    UCHECK_GOTO(collectStreams(comm, &streams), res, done);
-    // Launches: consecutive collectives of one datatype share a kernel; p2p
-    // items ride along with whatever kernel comes last (every kernel runs them).
-    size_t first = 0;
-    while (first < works.size()) {
-      size_t last = first + 1;
-      const void* kernel;
-      if (first < nColl) {
-        ncclDataType_t dt = (ncclDataType_t)works[first].c.dtype;
-        kernel = dev::collectiveKernel(dt);
-        if (kernel == nullptr) {
-          WARN("This uniccl build has no kernels for datatype %s (built with -Dkernel_filter=%s); "
-               "rebuild with -Dkernel_filter=all", dataTypeName(dt), UNICCL_KERNEL_FILTER);
-          res = ncclInvalidUsage;
-          goto done;
-        }
-        while (last < works.size() && last - first < kMaxWorksPerLaunch &&
-               (last >= nColl || works[last].c.dtype == works[first].c.dtype))
-          last++;
-      } else {
-        kernel = dev::p2pKernel();
-        last = std::min(works.size(), first + kMaxWorksPerLaunch);
-      }
-      UCHECK_GOTO(launchWorks(comm, &works[first], (int)(last - first), kernel, streams), res, done);
-      first = last;
-    }
-    UCHECK_GOTO(finishStreams(comm, streams), res, done);
-  }
-done:
+ncclResult_t launchPlan(ncclComm* comm) {
+  LaunchPlan& plan = comm->plan;
+  if (plan.oneRankCopies) return launchOneRank(comm);
+  if (comm->kernelCh) markProfiledWorks(comm);
+  if (plan.works.empty()) return ncclSuccess;
+  UCHECK(collectStreams(comm));
+  for (size_t k = 0; k < plan.launches.size(); k++) UCHECK(launchWorks(comm, k));
+  return finishStreams(comm);
+}
+
+void endGroupTasks(ncclComm* comm) {
   comm->tasks.clear();
+  comm->plan.endGroup();
+}
+
+ncclResult_t launchTasks(ncclComm* comm) {
+  ncclResult_t res = planTasks(comm);
+  if (res == ncclSuccess) res = launchPlan(comm);
+  endGroupTasks(comm);
   return res;
 }
 

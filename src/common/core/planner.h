@@ -26,8 +26,22 @@ ncclResult_t checkTaskStreams(ncclComm* comm);
 // record uniccl's work into (gpu::graphCaptureSupported: ROCm < 5.3).
 ncclResult_t checkCaptureSupported(const ncclComm* comm, const gpu::CaptureInfo& cap, gpu::Stream s);
 
-// Plans comm->tasks into work items, launches them on the tasks' stream(s)
-// and clears the task list (also on error).
+// Fills comm->plan (core/launch_plan.h) from comm->tasks: the work items
+// (collectives in task order, then p2p rounds), each one's task sequence
+// number and index, and the kernel launches that carry them. Launches
+// nothing; ncclInvalidUsage when the build lacks a datatype's kernels.
+ncclResult_t planWorks(ncclComm* comm);
+
+// The steps of launchTasks, apart for the profiler (its Coll/P2p events are
+// described from the plan and started before the launches):
+// planTasks: comm->plan from comm->tasks (one-rank copies, or planWorks);
+// launchPlan: queues the plan's copies or kernel launches on the streams;
+// endGroupTasks: clears the task list and the plan.
+ncclResult_t planTasks(ncclComm* comm);
+ncclResult_t launchPlan(ncclComm* comm);
+void endGroupTasks(ncclComm* comm);
+
+// planTasks, launchPlan and endGroupTasks (also on error).
 ncclResult_t launchTasks(ncclComm* comm);
 
 }  // namespace uniccl

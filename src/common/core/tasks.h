@@ -57,16 +57,11 @@ struct TaskList {
   std::vector<Task> colls;
   std::vector<Task> p2p;
   std::vector<StagedRange> staged;   // indexed by Task::stage - 1
-  // Capture state of the first task's stream, once the group end asked
-  // (checkTaskStreams): the launch does not ask the runtime again.
-  bool captureKnown = false;
-  gpu::CaptureInfo capture{};
   bool empty() const { return colls.empty() && p2p.empty(); }
   void clear() {
     colls.clear();
     p2p.clear();
     staged.clear();
-    captureKnown = false;
   }
 };
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "common/core/tuning.h"
+#include "common/core/planner.h"
 #include "common/gpu.h"
 #include "device/dev_types.h"
 
@@ -25,8 +25,6 @@ bool isCaptured(gpu::Stream s) {
 }
 
 const char* protoName(uint8_t proto) { return proto == dev::kProtoLL ? "LL" : "Simple"; }
-
-size_t collBytes(const Task& t) { return t.count * dataTypeSize(t.dtype); }
 
 }  // namespace
 
@@ -60,16 +58,22 @@ void* profilerTaskApiBeginSlow(ncclComm* comm, const Task& task, int groupDepth)
 ncclResult_t launchTasksWithEvents(ncclComm* comm) {
   ProfilerContext* p = comm->profiler.get();
   const TaskList& tasks = comm->tasks;
+  // The plan first: the Coll events describe what the launch will run.
+  ncclResult_t res = planTasks(comm);
+  const LaunchPlan& plan = comm->plan;
+  const bool planned = res == ncclSuccess && !plan.oneRankCopies;
   // Parents line up with tasks only if every task went through enqueueTask
   // since the last launch; otherwise the tasks go without parents.
   const bool collParents = p->collApiParents.size() == tasks.colls.size();
   const bool p2pParents = p->p2pApiParents.size() == tasks.p2p.size();
   p->launchGroup = profilerStartGroup(p);
   p->launchTaskEvents.clear();
+  // Warps of the GPU's own width (64-lane wavefronts on CDNA).
+  const int warp = comm->peers.empty() || comm->peers[comm->rank].warpSize == 0
+                       ? 32 : comm->peers[comm->rank].warpSize;
   for (size_t i = 0; i < tasks.colls.size(); i++) {
     const Task& t = tasks.colls[i];
     ProfilerCollInfo c;
-    CollTuning tune = tuneCollective(comm, t.kind, collBytes(t));
     c.seqNumber = t.seq;
     c.func = taskKindName(t.kind);
     c.sendBuff = t.sendbuff;
@@ -77,13 +81,18 @@ ncclResult_t launchTasksWithEvents(ncclComm* comm) {
     c.count = t.count;
     c.root = t.root;
     c.dtype = t.dtype;
-    c.nChannels = tune.nChannels;
-    // Warps of the GPU's own width (64-lane wavefronts on CDNA).
-    const int warp = comm->peers.empty() || comm->peers[comm->rank].warpSize == 0
-                         ? 32 : comm->peers[comm->rank].warpSize;
     c.nWarps = dev::kThreadsPerBlock / warp;
-    c.algo = tune.algo == dev::kAlgoTree ? "Tree" : "Ring";
-    c.proto = protoName(tune.proto);
+    if (planned) {   // collectives are the plan's first works, in task order
+      const dev::Work& w = plan.works[i];
+      c.nChannels = w.channelHi - w.channelLo + 1;
+      c.algo = w.c.algo == dev::kAlgoTree ? "Tree" : "Ring";
+      c.proto = protoName(w.proto);
+    } else {         // one-rank copies (no kernel), or a group the planner refused
+      c.nChannels = 0;
+      c.nWarps = 0;
+      c.algo = "None";
+      c.proto = "None";
+    }
     p->launchTaskEvents.push_back(profilerStartColl(p, collParents ? p->collApiParents[i] : nullptr, p->launchGroup, c));
   }
   for (size_t i = 0; i < tasks.p2p.size(); i++) {
@@ -94,13 +103,14 @@ ncclResult_t launchTasksWithEvents(ncclComm* comm) {
     c.count = t.count;
     c.dtype = t.dtype;
     c.peer = t.peer();
-    c.nChannels = comm->p2pChannels;
+    c.nChannels = planned ? comm->p2pChannels : 0;
     p->launchTaskEvents.push_back(profilerStartP2p(p, p2pParents ? p->p2pApiParents[i] : nullptr, p->launchGroup, c));
   }
   p->collApiParents.clear();
   p->p2pApiParents.clear();
 
-  ncclResult_t res = launchTasks(comm);
+  if (res == ncclSuccess) res = launchPlan(comm);
+  endGroupTasks(comm);
 
   // Stopped in reverse so that the events of one launch nest in a timeline.
   for (size_t i = p->launchTaskEvents.size(); i-- > 0;) profilerStop(p, p->launchTaskEvents[i]);

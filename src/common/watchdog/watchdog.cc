@@ -216,50 +216,47 @@ void watchdogUnregister(ncclComm* comm) {
   joinStopped(std::move(last));
 }
 
-void describeLaunch(const ncclComm* comm, const dev::Work* works, int n, WorkDesc* d) {
+void describeLaunch(const ncclComm* comm, size_t k, WorkDesc* d) {
   *d = WorkDesc{};
-  if (n <= 0) return;
-  const dev::Work& w = works[0];
+  const LaunchPlan& plan = comm->plan;
+  if (k >= plan.launches.size() || plan.launches[k].nWorks == 0) return;
+  const KernelLaunch& L = plan.launches[k];
+  const dev::Work& w = plan.works[L.firstWork];
   d->coll = w.coll;
-  d->nWorks = (uint16_t)std::min(n, 65535);
-  // The planner builds the launch's items in comm->workScratch, collectives
-  // first and in task order, while comm->tasks still holds the group.
-  const std::vector<dev::Work>& scratch = comm->workScratch;
-  bool inScratch = !scratch.empty() && works >= scratch.data() && works < scratch.data() + scratch.size();
-  size_t idx = inScratch ? (size_t)(works - scratch.data()) : 0;
+  d->nWorks = (uint16_t)std::min<uint32_t>(L.nWorks, 65535);
+  // The task of the launch's first work item.
+  if (L.firstWork < plan.workSeq.size()) d->seq = plan.workSeq[L.firstWork];
   if (w.coll == dev::kCollP2p) {
     d->count = w.p.sendBytes;
     d->sendPeer = w.p.sendPeer;
     d->recvPeer = w.p.recvPeer;
-    if (!comm->tasks.p2p.empty()) d->seq = comm->tasks.p2p.front().seq;
   } else {
     d->dtype = w.c.dtype;
     d->redOp = w.c.redOp;
     d->count = w.c.count;
     d->sendPeer = comm->channelsHost[0].ringNext;
     d->recvPeer = comm->channelsHost[0].ringPrev;
-    if (inScratch && idx < comm->tasks.colls.size()) d->seq = comm->tasks.colls[idx].seq;
   }
 }
 
-ncclResult_t watchLaunchBegin(ncclComm* comm, const LaunchStreams& s, const dev::Work* works, int n, unsigned grid,
-                              LaunchWatch* w) {
+ncclResult_t watchLaunchBegin(ncclComm* comm, size_t k, LaunchWatch* w) {
   *w = LaunchWatch{};
   if (!comm->watch) return ncclSuccess;
+  const LaunchStreams& s = comm->plan.streams;
   if (s.captured) {
     WorkDesc d;
-    describeLaunch(comm, works, n, &d);
-    return comm->watch->graphs.captured(s.capture, grid, d, &w->graph);
+    describeLaunch(comm, k, &d);
+    return comm->watch->graphs.captured(s.capture, comm->plan.launches[k].grid, d, &w->graph);
   }
   w->eagerId = comm->watch->eager.nextId();
   return ncclSuccess;
 }
 
-void watchLaunchEnd(ncclComm* comm, const dev::Work* works, int n, unsigned grid, LaunchWatch* w) {
+void watchLaunchEnd(ncclComm* comm, size_t k, LaunchWatch* w) {
   if (!comm->watch || w->eagerId == 0) return;
   WorkDesc d;
-  describeLaunch(comm, works, n, &d);
-  comm->watch->eager.launched(w->eagerId, grid, d);
+  describeLaunch(comm, k, &d);
+  comm->watch->eager.launched(w->eagerId, comm->plan.launches[k].grid, d);
 }
 
 ncclResult_t watchWaitEagerLaunches(ncclComm* comm) {

@@ -41,9 +41,9 @@ struct LaunchWatch {
   uint64_t eagerId = 0;     // eager launch id (0: not tracked)
   dev::GraphTrack graph{};  // captured launch (words == nullptr: not tracked)
 };
-ncclResult_t watchLaunchBegin(ncclComm* comm, const LaunchStreams& s, const dev::Work* works, int n, unsigned grid,
-                              LaunchWatch* w);
-void watchLaunchEnd(ncclComm* comm, const dev::Work* works, int n, unsigned grid, LaunchWatch* w);
+// `k`: the launch's index in comm->plan.launches.
+ncclResult_t watchLaunchBegin(ncclComm* comm, size_t k, LaunchWatch* w);
+void watchLaunchEnd(ncclComm* comm, size_t k, LaunchWatch* w);
 
 // Waits until the comm's eager launches the tracker queued have all
 // reported their end (launch.cc gives most launches no done event of their
@@ -52,8 +52,8 @@ void watchLaunchEnd(ncclComm* comm, const dev::Work* works, int n, unsigned grid
 // with its error. Nothing to wait for without a timeout (no tracker).
 ncclResult_t watchWaitEagerLaunches(ncclComm* comm);
 
-// Describes a launch of `n` work items for the timeout message.
-void describeLaunch(const ncclComm* comm, const dev::Work* works, int n, WorkDesc* d);
+// Describes launch k of comm->plan for the timeout message.
+void describeLaunch(const ncclComm* comm, size_t k, WorkDesc* d);
 
 // One poll of every registered comm at time nowMs (what the thread does every
 // UNICCL_WATCHDOG_POLL_MS); exposed so tests can drive a fake clock.

@@ -47,7 +47,7 @@ class InPlaceAlltoAll : public ::testing::Test {
     ASSERT_EQ(ncclGroupStart(), ncclSuccess);
     ASSERT_EQ(ncclAlltoAll(buf, buf, count, ncclFloat32, comm, st), ncclSuccess);
     std::vector<ncclComm*> comms{comm};
-    comm->tasks.captureKnown = false;   // the group end's checkTaskStreams is not run here
+    comm->plan.captureKnown = false;   // the group end's checkTaskStreams is not run here
     ASSERT_EQ(inPlaceStaging().start(comms, kUseDevice), ncclSuccess);
     ASSERT_EQ(inPlaceStaging().finish(kUseDevice), ncclSuccess);
   }

@@ -530,7 +530,6 @@ TEST_F(Enqueue, LaunchWorksCarriesItsWorksToTheKernel) {
     }
   });
   fake::setSyncHook([](gpu::Event) { fake::completeOldest(); });
-  LaunchStreams streams;
   uint64_t total = 0;
   constexpr int kLaunches = 300;
   for (int i = 0; i < kLaunches; ++i) {
@@ -546,7 +545,16 @@ TEST_F(Enqueue, LaunchWorksCarriesItsWorksToTheKernel) {
       wantGrid = std::max(wantGrid, (unsigned)w.channelHi + 1);
     }
     total += n;
-    ASSERT_EQ(launchWorks(comm, sent.data(), n, reinterpret_cast<const void*>(&fakeKernel), streams), ncclSuccess);
+    // A plan of one launch carrying these works (what the planner makes).
+    LaunchPlan& plan = comm->plan;
+    plan.endGroup();
+    plan.works = sent;
+    KernelLaunch L;
+    L.nWorks = (uint32_t)n;
+    L.kernel = reinterpret_cast<const void*>(&fakeKernel);
+    L.grid = wantGrid;
+    plan.launches.push_back(L);
+    ASSERT_EQ(launchWorks(comm, 0), ncclSuccess);
     if (rng() % 2) fake::completeOldest();
     ASSERT_EQ(comm->callbacks.poll(false), ncclSuccess);
   }

@@ -442,23 +442,27 @@ class WatchdogThread : public Watch {
     Watch::TearDown();
   }
   ncclResult_t launch(uint64_t seq) {
-    comm->tasks.colls.clear();
-    Task t{};
-    t.kind = TaskKind::AllReduce;
-    t.seq = seq;
-    comm->tasks.colls.push_back(t);
-    comm->workScratch.assign(1, dev::Work{});
-    dev::Work& w = comm->workScratch[0];
+    // The plan the planner would make: one AllReduce, one launch.
+    LaunchPlan& plan = comm->plan;
+    plan.endGroup();
+    dev::Work w{};
     w.coll = dev::kCollAllReduce;
     w.c.dtype = ncclFloat32;
     w.c.count = 4096;
-    LaunchStreams s;
-    s.launch = stream;
+    plan.works.push_back(w);
+    plan.workSeq.push_back(seq);
+    plan.workTask.push_back(0);
+    plan.nColl = 1;
+    KernelLaunch L;
+    L.nWorks = 1;
+    L.grid = kGrid;
+    plan.launches.push_back(L);
+    plan.streams.launch = stream;
     LaunchWatch lw;
-    ncclResult_t res = watchLaunchBegin(comm.get(), s, comm->workScratch.data(), 1, kGrid, &lw);
+    ncclResult_t res = watchLaunchBegin(comm.get(), 0, &lw);
     if (res != ncclSuccess) return res;
     lastId = lw.eagerId;
-    watchLaunchEnd(comm.get(), comm->workScratch.data(), 1, kGrid, &lw);
+    watchLaunchEnd(comm.get(), 0, &lw);
     return ncclSuccess;
   }
   // The kernel of launch `id` starts / ends (what its blocks write).
@@ -607,19 +611,25 @@ TEST_F(WatchdogThread, FakeClockPollAndQueuedWork) {
 }
 
 TEST_F(WatchdogThread, DescribeLaunchNamesTheCollective) {
-  comm->tasks.colls.clear();
-  Task t{};
-  t.seq = 77;
-  comm->tasks.colls.push_back(t);
-  comm->tasks.colls.push_back(t);
-  comm->tasks.colls[1].seq = 78;
-  comm->workScratch.assign(3, dev::Work{});
-  comm->workScratch[1].coll = dev::kCollAllGather;
-  comm->workScratch[1].c.dtype = ncclFloat32;
-  comm->workScratch[1].c.count = 123;
-  comm->workScratch[2].coll = dev::kCollP2p;
+  // Two launches: an AllReduce (seq 77), then an AllGather (seq 78) with a
+  // p2p item (seq 90) riding along.
+  LaunchPlan& plan = comm->plan;
+  plan.endGroup();
+  plan.works.assign(3, dev::Work{});
+  plan.works[1].coll = dev::kCollAllGather;
+  plan.works[1].c.dtype = ncclFloat32;
+  plan.works[1].c.count = 123;
+  plan.works[2].coll = dev::kCollP2p;
+  plan.workSeq = {77, 78, 90};
+  plan.workTask = {0, 1, 2};
+  plan.nColl = 2;
+  KernelLaunch first, second;
+  first.nWorks = 1;
+  second.firstWork = 1;
+  second.nWorks = 2;
+  plan.launches = {first, second};
   WorkDesc d;
-  describeLaunch(comm.get(), &comm->workScratch[1], 2, &d);
+  describeLaunch(comm.get(), 1, &d);
   EXPECT_EQ(d.seq, 78u);
   EXPECT_EQ(d.nWorks, 2);
   char buf[256];
