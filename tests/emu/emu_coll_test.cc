@@ -780,6 +780,7 @@ void runMixedGroup(std::vector<Rank>& ranks, int rounds) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  countTuningDecisions();   // which algorithms ran (checked at the end)
   int nranks = 2;
   bool profile = false;   // --profile: one AllReduce and one send/recv ring only (the profiler test)
   std::string expectAlgo;

@@ -33,6 +33,9 @@ struct TuningEnv {
   bool allreduceExchange = true;   // UNICCL_ALLREDUCE_EXCHANGE
 };
 
+// Counted only once a test asked (countTuningDecisions): a shared atomic
+// add per collective would otherwise sit on every thread's hot path.
+std::atomic<bool> gCountDecisions{false};
 std::atomic<uint64_t> gDecisions[kNumTaskKinds][dev::kNumAlgos];
 
 bool listHas(const std::string& list, const char* name) {
@@ -97,7 +100,7 @@ size_t roundUp(size_t a, size_t b) { return divUp(a, b) * b; }
 // Some tree edge goes through the network (then LL is off, as on a ring
 // that does). Only asked when no ring edge does, i.e. on one host, where
 // nRanks is small.
-bool treeUsesNet(const ncclComm* comm) {
+bool treeEdgeUsesNet(const ncclComm* comm) {
   const int n = comm->nRanks;
   for (int which = 0; which < 2 && which < comm->nChannels; which++) {
     for (int r = 0; r < n; r++) {
@@ -106,6 +109,17 @@ bool treeUsesNet(const ncclComm* comm) {
     }
   }
   return false;
+}
+
+// Whether a tree edge of the first two channels' trees (channel c runs
+// tree c % 2) crosses the network. Fixed once the communicator is wired:
+// walked once (every rank's parent), then cached in the communicator.
+bool treeUsesNet(const ncclComm* comm) {
+  int8_t known = comm->treeUsesNetCache.load(std::memory_order_relaxed);
+  if (known >= 0) return known != 0;
+  const bool net = treeEdgeUsesNet(comm);
+  if (comm->transports.reachKnown()) comm->treeUsesNetCache.store(net ? 1 : 0, std::memory_order_relaxed);
+  return net;
 }
 
 uint8_t chooseAlgo(const ncclComm* comm, const TuningEnv& env, TaskKind kind, size_t bytes) {
@@ -177,6 +191,8 @@ bool treeAlgoPossible(int nRanks) {
   if (nRanks < 2 || !env.algos.tree) return false;
   return !env.algos.ring || (nRanks >= env.treeMinRanks && env.treeMaxBytes > 0);
 }
+
+void countTuningDecisions() { gCountDecisions.store(true, std::memory_order_relaxed); }
 
 uint64_t tuningDecisions(TaskKind kind, int algo) {
   if ((int)kind >= kNumTaskKinds || algo < 0 || algo >= dev::kNumAlgos) return 0;
@@ -258,7 +274,7 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
     t.nChannels = channels(env.simpleChannelBytes);
     t.sliceBytes = (uint32_t)std::min(slot, roundUp(std::max<size_t>(divUp(bytes, t.nChannels * perRankChunks), 1), 4096));
   }
-  gDecisions[(int)kind][t.algo].fetch_add(1, std::memory_order_relaxed);
+  if (gCountDecisions.load(std::memory_order_relaxed)) gDecisions[(int)kind][t.algo].fetch_add(1, std::memory_order_relaxed);
   TRACE(kSubsysTune, "%s %zu bytes on %d ranks: %s/%s, %d channels, slice %u", taskKindName(kind), bytes, comm->nRanks,
         tree ? "Tree" : t.exchange ? "Ring(exchange)" : "Ring", t.proto == dev::kProtoLL ? "LL" : "Simple", t.nChannels, t.sliceBytes);
   return t;

@@ -40,8 +40,10 @@ AlgoMask parseAlgoList(const char* value);
 // costs buffer memory on every channel). Ranks must share the settings.
 bool treeAlgoPossible(int nRanks);
 
-// Tuning decisions made so far in this process per (collective, algorithm):
-// lets tests assert which algorithm ran (the profiler's query counts too).
+// Tuning decisions made in this process per (collective, algorithm) since
+// countTuningDecisions() (tests: which algorithm ran; ncclGroupSimulateEnd's
+// estimates count too). Off by default: nothing is counted.
+void countTuningDecisions();
 uint64_t tuningDecisions(TaskKind kind, int algo);
 // Number of channels a communicator wires at init: the transport's default
 // or NCCL_MIN/MAX_NCHANNELS and the config's CTA bounds, at most
