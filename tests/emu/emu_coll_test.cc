@@ -792,7 +792,17 @@ int main(int argc, char** argv) {
   bool smallCounts = false; // --small: counts up to 1000 only (many ranks: CI time)
   bool revokeShrink = false; // --revoke-shrink: only runRevokeShrink
   std::string expectInitError;  // --expect-init-error=TEXT: init must be refused with TEXT
+  // --colls=A,B: only these collectives' cases ("SendRecv": the p2p cases).
+  // The tree tests run AllReduce only: the other collectives have only the
+  // ring, which the other tests cover (CI time).
+  std::string collList;
+  auto wants = [&collList](const char* name) {
+    if (collList.empty()) return true;
+    const std::string list = "," + collList + ",";
+    return list.find("," + std::string(name) + ",") != std::string::npos;
+  };
   for (int i = 1; i < argc; i++) {
+    if (!strncmp(argv[i], "--colls=", 8)) collList = argv[i] + 8;
     if (!strncmp(argv[i], "--ranks=", 8)) nranks = atoi(argv[i] + 8);
     if (!strcmp(argv[i], "--profile")) profile = true;
     if (!strcmp(argv[i], "--type=bf16")) {
@@ -891,6 +901,7 @@ int main(int argc, char** argv) {
   const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
   for (const char* coll : profile ? std::vector<const char*>{} : std::vector<const char*>(std::begin(colls), std::end(colls))) {
     if (ceOnly && strcmp(coll, "AlltoAll") && strcmp(coll, "Broadcast")) continue;
+    if (!wants(coll)) continue;
     const bool reduces = !strcmp(coll, "AllReduce") || !strcmp(coll, "Reduce") || !strcmp(coll, "ReduceScatter");
     for (size_t count : counts) {
       for (int inPlace = 0; inPlace < 2; inPlace++) {
@@ -907,25 +918,25 @@ int main(int argc, char** argv) {
       }
     }
   }
-  if (!profile)
+  if (!profile && wants("SendRecv"))
     for (size_t count : counts) runSendRecv(ranks, count);
   if (!profile && !ceOnly) {
     for (size_t count : {(size_t)1, (size_t)7, (size_t)4099})
       for (int inPlace = 0; inPlace < 2; inPlace++) {
-        runPreMulSum(ranks, "AllReduce", count, inPlace);
-        runPreMulSum(ranks, "ReduceScatter", count, inPlace);
+        if (wants("AllReduce")) runPreMulSum(ranks, "AllReduce", count, inPlace);
+        if (wants("ReduceScatter")) runPreMulSum(ranks, "ReduceScatter", count, inPlace);
       }
   }
-  if (!profile && nranks == 1)
+  if (!profile && nranks == 1 && wants("SendRecv"))
     for (size_t count : counts) runSelfMessagesOneRank(ranks[0], count);
-  if (!profile && nranks > 1) runP2pOrder(ranks, expectCe);
+  if (!profile && nranks > 1 && wants("SendRecv")) runP2pOrder(ranks, expectCe);
   if (ceOnly) runAllReduceCe(ranks, expectCe);
   // Many back-to-back collectives without a sync: work FIFO reuse, slot wrap,
   // persistent step counters (and the proxy's for NET). Every iteration sums
   // its own slice, with data that differs per rank and per iteration, so a
   // launch that did nothing, or a slot read from an earlier iteration, shows
   // (small integers: exact in bf16 up to 16 ranks).
-  if (!profile && !ceOnly) {
+  if (!profile && !ceOnly && wants("AllReduce")) {
     constexpr size_t kCount = 1000;
     constexpr int kIters = 50;
     auto value = [](int r, int it, size_t i) { return (float)((i + 3 * it + 5 * r) % 16); };
