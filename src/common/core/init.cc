@@ -116,7 +116,6 @@ ncclResult_t setupDevice(ncclComm* comm) {
   d.rank = comm->rank;
   d.nRanks = n;
   d.nChannels = comm->nChannels;
-  d.simpleScFence = paramInt("UNICCL_SIMPLE_SC_FENCE", 0) != 0;
   // Kernels launched programmatically (PDL) start while the previous kernel
   // of their stream still runs and wait for it only after their preamble
   // (device/kernel.h): in a graph of small collectives the launch gap
