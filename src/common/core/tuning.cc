@@ -10,6 +10,7 @@
 #include "common/core/comm.h"
 #include "common/core/tree_topo.h"
 #include "common/util/debug.h"
+#include "common/util/name_list.h"
 #include "common/util/param.h"
 
 namespace uniccl {
@@ -35,18 +36,6 @@ struct TuningEnv {
 
 std::atomic<uint64_t> gDecisions[kNumTaskKinds][dev::kNumAlgos];
 
-bool listHas(const std::string& list, const char* name) {
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t end = list.find(',', start);
-    if (end == std::string::npos) end = list.size();
-    std::string item = list.substr(start, end - start);
-    if (strcasecmp(item.c_str(), name) == 0) return true;
-    start = end + 1;
-  }
-  return false;
-}
-
 TuningEnv readEnv() {
   TuningEnv e;
   e.llThreshold = (size_t)std::max<int64_t>(0, paramInt("UNICCL_LL_THRESHOLD", 0));
@@ -57,16 +46,16 @@ TuningEnv readEnv() {
   // A channel per 4 KiB of LL: 32-64 KiB ran 1.05-1.25x faster than with one per 16 KiB (session 4 sweep).
   e.llChannelBytes = (size_t)std::max<int64_t>(1, paramInt("UNICCL_LL_CHANNEL_BYTES", 4 << 10));
   if (const char* p = getEnv("NCCL_PROTO")) {
-    std::string s(p);
-    bool exclude = !s.empty() && s[0] == '^';
-    if (exclude) s = s.substr(1);
-    bool ll = listHas(s, "LL"), simple = listHas(s, "Simple");
+    // Items as NCCL compares them: whole, ignoring case, spaces kept.
+    const NameList list = parseNameList(p, NameListSyntax{});
+    const bool exclude = list.exclude;
+    bool ll = list.hasIgnoringCase("LL"), simple = list.hasIgnoringCase("Simple");
     e.allowLL = exclude ? !ll : ll;
     e.allowSimple = exclude ? !simple : simple;
     if (!e.allowLL && !e.allowSimple) {
       WARN("NCCL_PROTO=%s leaves no protocol this build implements (LL, Simple; LL128 is not implemented): using both", p);
       e.allowLL = e.allowSimple = true;
-    } else if (listHas(s, "LL128") && !exclude) {
+    } else if (list.hasIgnoringCase("LL128") && !exclude) {
       INFO(kSubsysTune | kSubsysEnv, "NCCL_PROTO=%s: LL128 is not implemented by uniccl; using the others", p);
     }
   }
@@ -136,20 +125,15 @@ AlgoMask parseAlgoList(const char* value) {
          value);
     return m;
   }
-  const bool exclude = !s.empty() && s[0] == '^';
-  if (exclude) s = s.substr(1);
+  // Items trimmed of spaces and tabs, names ignoring case (NCCL's parser).
+  NameListSyntax syntax;
+  syntax.trim = " \t";
+  const NameList list = parseNameList(value, syntax);
+  const bool exclude = list.exclude;
   // Names of NCCL's other algorithms: accepted and ignored (INFO).
   static const char* const kOthers[] = {"CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
-  size_t start = 0;
   bool ring = false, tree = false, unknown = false, other = false;
-  while (start <= s.size()) {
-    size_t end = s.find(',', start);
-    if (end == std::string::npos) end = s.size();
-    std::string item = s.substr(start, end - start);
-    start = end + 1;
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (item.empty()) continue;
+  for (const std::string& item : list.items) {
     if (strcasecmp(item.c_str(), "Ring") == 0) ring = true;
     else if (strcasecmp(item.c_str(), "Tree") == 0) tree = true;
     else if (std::any_of(std::begin(kOthers), std::end(kOthers), [&](const char* o) { return strcasecmp(item.c_str(), o) == 0; }))
