@@ -26,7 +26,7 @@
 #include "common/profiler/comm_hooks.h"
 #include "common/profiler/kernel_ch_poller.h"
 #include "common/util/debug.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 #include "common/util/socket.h"
 #include "common/watchdog/watchdog.h"
 #include "device/kernels.h"
@@ -122,7 +122,7 @@ ncclResult_t setupDevice(ncclComm* comm) {
   // overlaps the previous kernel. All kernels share one build, so the p2p
   // kernel stands for them.
   bool pdl = false;
-  if (paramInt("UNICCL_PDL", 1) != 0) UCHECK(gpu::programmaticLaunchSupported(dev::p2pKernel(), &pdl));
+  if (knobInt(Knob::UNICCL_PDL) != 0) UCHECK(gpu::programmaticLaunchSupported(dev::p2pKernel(), &pdl));
   comm->programmaticLaunch = pdl;
   INFO(kSubsysInit, "rank %d: programmatic dependent launch %s", comm->rank, pdl ? "on" : "off");
   d.buffBytes[dev::kProtoLL] = (int)comm->transports.layout().llBytes;

@@ -10,10 +10,13 @@
 #include "common/core/comm.h"
 #include "common/core/tree_topo.h"
 #include "common/util/debug.h"
+#include "common/util/knobs.h"
 #include "common/util/name_list.h"
-#include "common/util/param.h"
 
 namespace uniccl {
+
+static_assert(knobSpec(Knob::NCCL_MAX_NCHANNELS).intDefault == dev::kMaxChannels,
+              "NCCL_MAX_NCHANNELS defaults to every channel the kernels have");
 
 namespace {
 
@@ -38,14 +41,14 @@ std::atomic<uint64_t> gDecisions[kNumTaskKinds][dev::kNumAlgos];
 
 TuningEnv readEnv() {
   TuningEnv e;
-  e.llThreshold = (size_t)std::max<int64_t>(0, paramInt("UNICCL_LL_THRESHOLD", 0));
+  e.llThreshold = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_LL_THRESHOLD));
   // LL up to 512 KiB per message (NCCL: 16 KiB): on 2 H200 LL was faster at every size up to 512 KiB,
   // SendRecv 32 KiB graph 4.6 vs 8.5 us by Simple, 1 MiB Simple again (session 6 sweep).
-  e.p2pLLThreshold = (size_t)std::max<int64_t>(0, paramInt("NCCL_P2P_LL_THRESHOLD", 512 << 10));
-  e.simpleChannelBytes = (size_t)std::max<int64_t>(1, paramInt("UNICCL_SIMPLE_CHANNEL_BYTES", 64 << 10));
+  e.p2pLLThreshold = (size_t)std::max<int64_t>(0, knobInt(Knob::NCCL_P2P_LL_THRESHOLD));
+  e.simpleChannelBytes = (size_t)std::max<int64_t>(1, knobInt(Knob::UNICCL_SIMPLE_CHANNEL_BYTES));
   // A channel per 4 KiB of LL: 32-64 KiB ran 1.05-1.25x faster than with one per 16 KiB (session 4 sweep).
-  e.llChannelBytes = (size_t)std::max<int64_t>(1, paramInt("UNICCL_LL_CHANNEL_BYTES", 4 << 10));
-  if (const char* p = getEnv("NCCL_PROTO")) {
+  e.llChannelBytes = (size_t)std::max<int64_t>(1, knobInt(Knob::UNICCL_LL_CHANNEL_BYTES));
+  if (const char* p = knobValue(Knob::NCCL_PROTO)) {
     // Items as NCCL compares them: whole, ignoring case, spaces kept.
     const NameList list = parseNameList(p, NameListSyntax{});
     const bool exclude = list.exclude;
@@ -59,10 +62,10 @@ TuningEnv readEnv() {
       INFO(kSubsysTune | kSubsysEnv, "NCCL_PROTO=%s: LL128 is not implemented by uniccl; using the others", p);
     }
   }
-  if (const char* a = getEnv("NCCL_ALGO")) e.algos = parseAlgoList(a);
-  e.treeMinRanks = (int)std::max<int64_t>(2, paramInt("UNICCL_TREE_MIN_RANKS", 8));
-  e.treeMaxBytes = (size_t)std::max<int64_t>(0, paramInt("UNICCL_TREE_MAX_BYTES", 64 << 10));
-  e.allreduceExchange = paramInt("UNICCL_ALLREDUCE_EXCHANGE", 1) != 0;
+  if (const char* a = knobValue(Knob::NCCL_ALGO)) e.algos = parseAlgoList(a);
+  e.treeMinRanks = (int)std::max<int64_t>(2, knobInt(Knob::UNICCL_TREE_MIN_RANKS));
+  e.treeMaxBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_TREE_MAX_BYTES));
+  e.allreduceExchange = knobInt(Knob::UNICCL_ALLREDUCE_EXCHANGE) != 0;
   return e;
 }
 
@@ -181,11 +184,11 @@ static int defaultP2pChannels(const ncclComm* comm) {
 }
 
 ncclResult_t chooseChannelCount(const ncclComm* comm, int* nChannels) {
-  int n = comm->allP2p                       ? (int)paramInt("UNICCL_P2P_NCHANNELS", defaultP2pChannels(comm))
-          : comm->transports.ringUsesNet() ? (int)paramInt("UNICCL_NET_NCHANNELS", 2)
-                                           : (int)paramInt("UNICCL_SHM_NCHANNELS", 2);
-  int lo = (int)paramInt("NCCL_MIN_NCHANNELS", 1);
-  int hi = (int)paramInt("NCCL_MAX_NCHANNELS", dev::kMaxChannels);
+  int n = comm->allP2p                       ? (int)knobInt(Knob::UNICCL_P2P_NCHANNELS, defaultP2pChannels(comm))
+          : comm->transports.ringUsesNet() ? (int)knobInt(Knob::UNICCL_NET_NCHANNELS)
+                                           : (int)knobInt(Knob::UNICCL_SHM_NCHANNELS);
+  int lo = (int)knobInt(Knob::NCCL_MIN_NCHANNELS);
+  int hi = (int)knobInt(Knob::NCCL_MAX_NCHANNELS);
   if (comm->config.minCTAs > 0) lo = std::max(lo, comm->config.minCTAs);
   if (comm->config.maxCTAs > 0) hi = std::min(hi, comm->config.maxCTAs);
   n = std::max(n, lo);

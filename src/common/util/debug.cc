@@ -11,8 +11,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/util/knobs.h"
 #include "common/util/name_list.h"
-#include "common/util/param.h"
 #include "common/util/version.h"
 
 namespace uniccl {
@@ -54,13 +54,13 @@ void readHostname() {
 // Caller holds gOutputMutex.
 void applyConfigLocked() {
   readHostname();
-  int level = parseLogLevel(getEnv("NCCL_DEBUG"));
-  uint64_t subsys = parseLogSubsys(getEnv("NCCL_DEBUG_SUBSYS"));
+  int level = parseLogLevel(knobValue(Knob::NCCL_DEBUG));
+  uint64_t subsys = parseLogSubsys(knobValue(Knob::NCCL_DEBUG_SUBSYS));
   if (gFile) {
     fclose(gFile);
     gFile = nullptr;
   }
-  const char* fileName = getEnv("NCCL_DEBUG_FILE");
+  const char* fileName = knobValue(Knob::NCCL_DEBUG_FILE);
   if (fileName && fileName[0] && level > kLogNone) {
     char path[4096];
     expandLogFileName(fileName, path, sizeof(path));

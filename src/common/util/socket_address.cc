@@ -10,8 +10,8 @@
 #include <cstring>
 
 #include "common/util/debug.h"
+#include "common/util/knobs.h"
 #include "common/util/name_list.h"
-#include "common/util/param.h"
 
 namespace uniccl {
 
@@ -124,7 +124,7 @@ bool interfaceMatches(const char* spec, const char* name) { return parseInterfac
 namespace {
 
 int familyFromEnv() {
-  const char* env = getEnv("NCCL_SOCKET_FAMILY");
+  const char* env = knobValue(Knob::NCCL_SOCKET_FAMILY);
   if (!env || !env[0]) return AF_UNSPEC;
   if (strcasecmp(env, "AF_INET") == 0) return AF_INET;
   if (strcasecmp(env, "AF_INET6") == 0) return AF_INET6;
@@ -173,7 +173,7 @@ ncclResult_t findInterfaces(std::vector<std::pair<std::string, SocketAddress>>* 
     WARN("getifaddrs failed: %s", strerror(errno));
     return ncclSystemError;
   }
-  const char* spec = getEnv("NCCL_SOCKET_IFNAME");
+  const char* spec = knobValue(Knob::NCCL_SOCKET_IFNAME);
   if (spec && spec[0]) {
     collect(list, spec, family, maxIfs, out);
   } else {
