@@ -5,7 +5,7 @@
 //
 //   UNICCL_PROFILER_TRACE_FILE        path prefix (default "uniccl_trace"); the file is
 //                                     <prefix>.<commId as 16 hex digits>.rank<rank>.json
-//   UNICCL_PROFILER_TRACE_MASK        event types to record (default 0xf47: API, launch,
+//   UNICCL_PROFILER_TRACE_MASK        event types to record (default 0xf4f: API, launch,
 //                                     Group/Coll/P2p, ProxyOp, KernelCh)
 //   UNICCL_PROFILER_TRACE_MAX_EVENTS  events kept per rank (default 1000000); later ones
 //                                     are counted as dropped
@@ -23,9 +23,20 @@ namespace trace {
 
 namespace {
 
+// knobs.def: {name, default} of each knob (its Str defaults are the values themselves).
+struct Knob {
+  const char* name;
+  int64_t intDefault;
+  const char* defaultDoc;
+};
+#define UNICCL_KNOB(NAME, TYPE, SOURCE, DEFAULT, DEFAULT_DOC, DOC) constexpr Knob k##NAME{#NAME, DEFAULT, DEFAULT_DOC};
+#include "knobs.def"
+#undef UNICCL_KNOB
+
 constexpr int kDefaultMask = ncclProfileGroupApi | ncclProfileCollApi | ncclProfileP2pApi | ncclProfileKernelLaunch |
                              ncclProfileGroup | ncclProfileColl | ncclProfileP2p | ncclProfileProxyOp |
                              ncclProfileKernelCh;
+static_assert(kUNICCL_PROFILER_TRACE_MASK.intDefault == kDefaultMask, "knobs.def shows the default mask");
 
 long threadId() {
   static thread_local long tid = syscall(SYS_gettid);
@@ -38,8 +49,9 @@ void copyStr(char* dst, size_t n, const char* src) {
   dst[n - 1] = '\0';
 }
 
-int64_t envInt(const char* name, int64_t dflt) {
-  const char* v = getenv(name);
+int64_t envInt(const Knob& k) {
+  const char* v = getenv(k.name);
+  const int64_t dflt = k.intDefault;
   if (v == nullptr || *v == '\0') return dflt;
   char* end = nullptr;
   long long x = strtoll(v, &end, 0);
@@ -63,10 +75,10 @@ ncclResult_t traceInit(void** context, uint64_t commId, int* eActivationMask, co
   ctx->commName = commName ? commName : "";
   ctx->log = logfn;
   ctx->initNs = nowNs();
-  int64_t maxEvents = envInt("UNICCL_PROFILER_TRACE_MAX_EVENTS", 1000000);
+  int64_t maxEvents = envInt(kUNICCL_PROFILER_TRACE_MAX_EVENTS);
   ctx->maxEvents = maxEvents > 0 ? (size_t)maxEvents : 0;
-  const char* prefix = getenv("UNICCL_PROFILER_TRACE_FILE");
-  if (prefix == nullptr || *prefix == '\0') prefix = "uniccl_trace";
+  const char* prefix = getenv(kUNICCL_PROFILER_TRACE_FILE.name);
+  if (prefix == nullptr || *prefix == '\0') prefix = kUNICCL_PROFILER_TRACE_FILE.defaultDoc;
   char suffix[64];
   snprintf(suffix, sizeof(suffix), ".%016llx.rank%d.json", (unsigned long long)commId, rank);
   ctx->path = std::string(prefix) + suffix;
@@ -78,7 +90,7 @@ ncclResult_t traceInit(void** context, uint64_t commId, int* eActivationMask, co
     delete ctx;
     return ncclSystemError;
   }
-  *eActivationMask = (int)envInt("UNICCL_PROFILER_TRACE_MASK", kDefaultMask);
+  *eActivationMask = (int)envInt(kUNICCL_PROFILER_TRACE_MASK);
   TLOG(ctx, NCCL_LOG_INFO, "Trace profiler: rank %d of comm %016llx traces event mask 0x%x into %s", rank,
        (unsigned long long)commId, *eActivationMask, ctx->path.c_str());
   *context = ctx;

@@ -16,6 +16,7 @@
 #include "common/check.h"
 #include "common/gpu.h"
 #include "common/util/debug.h"
+#include "common/util/knobs.h"
 
 namespace uniccl::gpu {
 
@@ -420,17 +421,25 @@ ncclResult_t kernelResidentBlocks(const void* kernel, unsigned blockThreads, int
   *blocks = perSm * sms;
   return ncclSuccess;
 }
+namespace {
+#define UNICCL_KNOB UNICCL_KNOB_CONSTANT
+#include "cuda/knobs.def"
+#undef UNICCL_KNOB
+}  // namespace
+
 WorkQueues workQueues() {
   // The runtime reads the variable when it creates the context; 8 is its default.
-  const char* v = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-  int n = v != nullptr ? atoi(v) : 8;
-  return WorkQueues{n > 0 ? n : 8, "CUDA_DEVICE_MAX_CONNECTIONS"};
+  const KnobSpec& k = kCUDA_DEVICE_MAX_CONNECTIONS;
+  const char* v = knobValue(k);
+  int n = v != nullptr ? atoi(v) : (int)k.intDefault;
+  return WorkQueues{n > 0 ? n : (int)k.intDefault, k.name};
 }
 ncclResult_t processesShareDevice(bool* concurrent, const char** how) {
   // A client of an MPS server finds the server through its pipe directory;
   // the control daemon keeps a "control" pipe there while it runs.
-  const char* dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
-  std::string control = std::string(dir != nullptr && *dir ? dir : "/tmp/nvidia-mps") + "/control";
+  // The documented default is the runtime's directory itself.
+  const char* dir = knobValue(kCUDA_MPS_PIPE_DIRECTORY);
+  std::string control = std::string(dir != nullptr && *dir ? dir : kCUDA_MPS_PIPE_DIRECTORY.defaultDoc) + "/control";
   *concurrent = access(control.c_str(), F_OK) == 0;
   *how = *concurrent ? "an MPS control daemon runs" : "no MPS control daemon (CUDA_MPS_PIPE_DIRECTORY/control)";
   return ncclSuccess;

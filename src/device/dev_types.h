@@ -169,7 +169,6 @@ struct DevComm {
   int rank;
   int nRanks;
   int nChannels;              // channels wired for rings (blocks of a full-width launch)
-  int simpleScFence;          // 1: a fence.sc.sys before each Simple tail store (UNICCL_SIMPLE_SC_FENCE, A/B only)
   int buffBytes[kNumProtos];  // bytes of one connection's buffer per protocol (kSteps slots)
   volatile uint32_t* abortFlag;  // host-mapped; nonzero: every spin loop gives up and the kernel exits
   Channel* channels;          // device array [kMaxChannels]

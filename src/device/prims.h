@@ -16,9 +16,16 @@
 #include "device/port.h"
 #include "device/reduce.h"
 
+#ifndef UNICCL_SIMPLE_SC_FENCE
+#define UNICCL_SIMPLE_SC_FENCE 0
+#endif
+
 namespace uniccl::dev {
 
 constexpr int kAbortCheckSpins = 1000;
+// A system-wide sequentially consistent fence before every Simple tail store
+// (meson -Dsimple_sc_fence=true; A/B measurements only: 1-9% slower).
+constexpr bool kSimpleScFence = UNICCL_SIMPLE_SC_FENCE != 0;
 
 // A set of threads that progresses together: the whole block (barrier 0) or
 // one half of a p2p block (named barrier 1 or 2). Abort flags live in shared
@@ -232,7 +239,6 @@ class Prims {
   UDEV Prims(const Group& g, const DevComm* comm, const Fn& fn, RecvConn* rc, SendConn* sc)
       : g_(g), fn_(fn), rc_(rc), sc_(sc) {
     slotBytes_ = comm->buffBytes[Proto] / kSteps;
-    scFence_ = comm->simpleScFence != 0;
     sendPoller_ = g.nthreads > kWarpSize ? kWarpSize : 0;
     if (rc) {
       recvBuf_ = rc->buffs[Proto];
@@ -326,9 +332,10 @@ class Prims {
         if (sendFifo_ != nullptr) storeVolatile64(&sendFifo_[ss % kSteps].size, n * (int64_t)sizeof(S));
         // The release store publishes every thread's slot stores: the barrier
         // above ordered them before this thread, and release is cumulative
-        // (as NCCL's fence.acq_rel.sys + relaxed store). The optional
-        // sequentially consistent fence is kept only to measure its cost.
-        if (scFence_) fenceSystem();
+        // (as NCCL's fence.acq_rel.sys + relaxed store). The sequentially
+        // consistent fence is kept only to measure its cost: a build option
+        // (simple_sc_fence), so that default kernels have no branch for it.
+        if constexpr (kSimpleScFence) fenceSystem();
         postCounter(sendRemoteTail_, ss + 1);
       }
     }
@@ -403,7 +410,6 @@ class Prims {
   SendConn* sc_;
   int64_t slotBytes_ = 0;
   int sendPoller_ = 0;
-  bool scFence_ = false;
   char* recvBuf_ = nullptr;
   uint64_t* recvTail_ = nullptr;
   uint64_t* recvRemoteHead_ = nullptr;

@@ -16,6 +16,7 @@
 #include "common/check.h"
 #include "common/gpu.h"
 #include "common/util/debug.h"
+#include "common/util/knobs.h"
 
 // First ROCm releases known to ship these calls (HIP_VERSION = major*1e7 + minor*1e5 + patch).
 #define UNICCL_HIP_HAS_USER_OBJECTS (HIP_VERSION >= 50300000)
@@ -461,11 +462,18 @@ ncclResult_t kernelResidentBlocks(const void* kernel, unsigned blockThreads, int
   *blocks = perCu * cus;
   return ncclSuccess;
 }
+namespace {
+#define UNICCL_KNOB UNICCL_KNOB_CONSTANT
+#include "hip/knobs.def"
+#undef UNICCL_KNOB
+}  // namespace
+
 WorkQueues workQueues() {
   // HIP's runtime spreads streams over GPU_MAX_HW_QUEUES hardware queues (default 4).
-  const char* v = getenv("GPU_MAX_HW_QUEUES");
-  int n = v != nullptr ? atoi(v) : 4;
-  return WorkQueues{n > 0 ? n : 4, "GPU_MAX_HW_QUEUES"};
+  const KnobSpec& k = kGPU_MAX_HW_QUEUES;
+  const char* v = knobValue(k);
+  int n = v != nullptr ? atoi(v) : (int)k.intDefault;
+  return WorkQueues{n > 0 ? n : (int)k.intDefault, k.name};
 }
 ncclResult_t processesShareDevice(bool* concurrent, const char** how) {
   // Not established for ROCm here (no AMD GPU has run uniccl): ranks of

@@ -22,7 +22,7 @@
 #include "common/check.h"
 #include "common/util/debug.h"
 #include "common/util/plugin_library.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 #include "net/net.h"
 #include "net/socket_transport.h"
 
@@ -132,7 +132,7 @@ NetState& state() {
 }
 
 void* openPlugin(std::string* openedName) {
-  const char* env = getEnv("NCCL_NET_PLUGIN");
+  const char* env = knobValue(Knob::NCCL_NET_PLUGIN);
   if (env && strcasecmp(env, "none") == 0) {
     INFO(kSubsysInit | kSubsysNet, "NET/Plugin: disabled by NCCL_NET_PLUGIN=none");
     return nullptr;
@@ -256,7 +256,7 @@ ncclResult_t netSelect(const NetApi** out) {
   if (!s.selected) {
     s.selected = true;
     loadOnce(s);
-    const char* want = getEnv("NCCL_NET");
+    const char* want = knobValue(Knob::NCCL_NET);
     s.result = want && want[0] != '\0' ? findByName(s, want, &s.api) : pickDefault(s, &s.api);
     if (s.result == ncclSuccess) INFO(kSubsysInit | kSubsysNet, "Using network %s", s.api->name);
   } else if (s.result != ncclSuccess) {

@@ -37,7 +37,7 @@
 
 #include "common/check.h"
 #include "common/util/debug.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 #include "common/util/socket.h"
 
 namespace uniccl {
@@ -113,7 +113,7 @@ struct MsgHeader {
 constexpr int32_t kMsgInline = 1;
 
 size_t inlineLimit() {
-  static const size_t limit = (size_t)std::max<int64_t>(0, paramInt("UNICCL_SOCKET_INLINE_BYTES", 16 << 10));
+  static const size_t limit = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_SOCKET_INLINE_BYTES));
   return limit;
 }
 
@@ -496,9 +496,9 @@ struct ListenComm {
   Deadline deadline;  // for the rest of the connection, once its first socket said hello
 };
 
-int threadsParam() { return (int)std::min<int64_t>(std::max<int64_t>(paramInt("NCCL_SOCKET_NTHREADS", 2), 1), kMaxThreads); }
+int threadsParam() { return (int)std::min<int64_t>(std::max<int64_t>(knobInt(Knob::NCCL_SOCKET_NTHREADS), 1), kMaxThreads); }
 
-int socksPerThreadParam() { return (int)std::max<int64_t>(paramInt("NCCL_NSOCKS_PERTHREAD", 2), 1); }
+int socksPerThreadParam() { return (int)std::max<int64_t>(knobInt(Knob::NCCL_NSOCKS_PERTHREAD), 1); }
 
 // One step of a non-blocking connect of socket `stage->socks.size()`.
 // Returns ncclSuccess (maybe without progress) or an error.

@@ -8,7 +8,7 @@
 #include "common/bootstrap/root.h"
 #include "common/check.h"
 #include "common/util/debug.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 
 namespace uniccl {
 namespace {
@@ -54,7 +54,7 @@ ncclResult_t bootstrapIdFromEnv(ncclUniqueId* id, bool* found) {
     return ncclInvalidArgument;
   }
   *found = false;
-  const char* env = getEnv("NCCL_COMM_ID");
+  const char* env = knobValue(Knob::NCCL_COMM_ID);
   if (!env || !env[0]) return ncclSuccess;
   UniqueIdContents c;
   memset(&c, 0, sizeof(c));

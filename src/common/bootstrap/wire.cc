@@ -7,7 +7,7 @@
 
 #include "common/check.h"
 #include "common/util/debug.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 
 namespace uniccl {
 namespace bootstrap {
@@ -45,10 +45,11 @@ ncclResult_t recvHeader(Socket& sock, uint64_t magic, uint64_t maxLength, WireHe
 }
 
 int64_t timeoutMs() {
-  int64_t s = paramInt("UNICCL_BOOTSTRAP_TIMEOUT", 120);
+  int64_t s = knobInt(Knob::UNICCL_BOOTSTRAP_TIMEOUT);
   if (s <= 0) {
-    WARN("UNICCL_BOOTSTRAP_TIMEOUT=%ld must be a positive number of seconds; using 120", (long)s);
-    s = 120;
+    const int64_t dflt = knobSpec(Knob::UNICCL_BOOTSTRAP_TIMEOUT).intDefault;
+    WARN("UNICCL_BOOTSTRAP_TIMEOUT=%ld must be a positive number of seconds; using %ld", (long)s, (long)dflt);
+    s = dflt;
   }
   return s * 1000;
 }

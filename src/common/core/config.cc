@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "common/util/debug.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 #include "device/dev_types.h"
 
 namespace uniccl {
@@ -172,8 +172,9 @@ void resolve(const ncclConfig_t& c, CommConfig* out) {
 
 // Reads integer variable `name`; false when unset or not an integer (the
 // latter is reported, since a typo would otherwise silently do nothing).
-bool envInt(const char* name, int* value) {
-  const char* s = getEnv(name);
+bool envInt(Knob k, int* value) {
+  const char* name = knobSpec(k).name;
+  const char* s = knobValue(k);
   if (s == nullptr || *s == '\0') return false;
   errno = 0;
   char* end = nullptr;
@@ -191,9 +192,10 @@ void ignored(const char* name, int v, const char* allowed) {
   INFO(kSubsysEnv, "%s=%d ignored: allowed are %s", name, v, allowed);
 }
 
-void envBool(const char* name, bool* field) {
+void envBool(Knob k, bool* field) {
+  const char* name = knobSpec(k).name;
   int v;
-  if (!envInt(name, &v)) return;
+  if (!envInt(k, &v)) return;
   if (v == 0 || v == 1) {
     *field = v == 1;
     INFO(kSubsysEnv, "%s set by environment to %d", name, v);
@@ -202,9 +204,10 @@ void envBool(const char* name, bool* field) {
   }
 }
 
-void envPositive(const char* name, int* field) {
+void envPositive(Knob k, int* field) {
+  const char* name = knobSpec(k).name;
   int v;
-  if (!envInt(name, &v)) return;
+  if (!envInt(k, &v)) return;
   if (v > 0) {
     *field = v;
     INFO(kSubsysEnv, "%s set by environment to %d", name, v);
@@ -218,10 +221,10 @@ void envPositive(const char* name, int* field) {
 void applyConfigEnv(CommConfig* cfg) {
   // As in NCCL, a valid environment setting wins over the program's config:
   // it is how a user retunes a program without rebuilding it.
-  envBool("NCCL_COMM_BLOCKING", &cfg->blocking);
+  envBool(Knob::NCCL_COMM_BLOCKING, &cfg->blocking);
 
   int v;
-  if (envInt("NCCL_CGA_CLUSTER_SIZE", &v)) {
+  if (envInt(Knob::NCCL_CGA_CLUSTER_SIZE, &v)) {
     if (v < 0) {
       ignored("NCCL_CGA_CLUSTER_SIZE", v, "0 to 8");
     } else {
@@ -229,19 +232,19 @@ void applyConfigEnv(CommConfig* cfg) {
       INFO(kSubsysEnv, "NCCL_CGA_CLUSTER_SIZE set by environment to %d", cfg->cgaClusterSize);
     }
   }
-  envPositive("NCCL_MIN_CTAS", &cfg->minCTAs);
-  envPositive("NCCL_MAX_CTAS", &cfg->maxCTAs);
-  envPositive("NCCL_NCHANNELS_PER_NET_PEER", &cfg->nChannelsPerNetPeer);
-  envBool("NCCL_NVLINK_UTIL_CENTRIC_SCHED_ENABLE", &cfg->nvlinkCentricSched);
+  envPositive(Knob::NCCL_MIN_CTAS, &cfg->minCTAs);
+  envPositive(Knob::NCCL_MAX_CTAS, &cfg->maxCTAs);
+  envPositive(Knob::NCCL_NCHANNELS_PER_NET_PEER, &cfg->nChannelsPerNetPeer);
+  envBool(Knob::NCCL_NVLINK_UTIL_CENTRIC_SCHED_ENABLE, &cfg->nvlinkCentricSched);
 
-  if (const char* net = getEnv("NCCL_NET"); net != nullptr && *net != '\0') {
+  if (const char* net = knobValue(Knob::NCCL_NET); net != nullptr && *net != '\0') {
     cfg->netName = net;
     INFO(kSubsysEnv, "NCCL_NET set by environment to %s", net);
   }
-  envBool("NCCL_COMM_SPLIT_SHARE_RESOURCES", &cfg->splitShare);
-  envBool("NCCL_COMM_SHRINK_SHARE_RESOURCES", &cfg->shrinkShare);
-  envBool("NCCL_COLLNET_ENABLE", &cfg->collnetEnable);
-  if (envInt("NCCL_CTA_POLICY", &v)) {
+  envBool(Knob::NCCL_COMM_SPLIT_SHARE_RESOURCES, &cfg->splitShare);
+  envBool(Knob::NCCL_COMM_SHRINK_SHARE_RESOURCES, &cfg->shrinkShare);
+  envBool(Knob::NCCL_COLLNET_ENABLE, &cfg->collnetEnable);
+  if (envInt(Knob::NCCL_CTA_POLICY, &v)) {
     if (v >= NCCL_CTA_POLICY_DEFAULT && v <= NCCL_CTA_POLICY_ZERO) {
       cfg->ctaPolicy = v;
       INFO(kSubsysEnv, "NCCL_CTA_POLICY set by environment to %d", v);
@@ -249,7 +252,7 @@ void applyConfigEnv(CommConfig* cfg) {
       ignored("NCCL_CTA_POLICY", v, "0, 1 or 2");
     }
   }
-  envPositive("NCCL_NVLS_NCHANNELS", &cfg->nvlsCTAs);
+  envPositive(Knob::NCCL_NVLS_NCHANNELS, &cfg->nvlsCTAs);
 
   // Caps keep the channel counts inside what the library can launch; values
   // above come from the environment or from large config values, which NCCL

@@ -1,7 +1,7 @@
 // Communicator options: the user's ncclConfig_t (from any NCCL header since
 // 2.14) plus the NCCL_* environment of the same options, resolved into one
 // plain struct with every default filled in. Other knobs are read where they
-// are used (paramInt/getEnv; docs/environment.md lists them all).
+// are used, through the registry (util/knobs.h; docs/environment.md lists them all).
 #pragma once
 
 #include <string>

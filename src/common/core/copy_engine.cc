@@ -8,7 +8,7 @@
 #include "common/core/comm.h"
 #include "common/core/launch.h"
 #include "common/util/debug.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 #include "device/dev_types.h"
 #include "device/kernels.h"
 
@@ -30,12 +30,12 @@ struct Settings {
 
 const Settings& settings() {
   static const Settings s{
-      paramInt("UNICCL_COPY_ENGINE", 1) != 0,
-      (size_t)std::max<int64_t>(1, paramInt("UNICCL_COPY_ENGINE_MIN_BYTES", 8 << 20)),
-      (size_t)std::max<int64_t>(1, paramInt("UNICCL_COPY_ENGINE_ALLREDUCE_MIN_BYTES", 512 << 20)),
-      (int)std::clamp<int64_t>(paramInt("UNICCL_SELF_COPY_BLOCKS", 64), 0, dev::kMaxChannels),
-      (size_t)std::max<int64_t>(1, paramInt("UNICCL_SELF_COPY_MIN_BYTES", 8 << 20)),
-      (size_t)std::max<int64_t>(1, paramInt("UNICCL_SELF_COPY_GRAPH_MIN_BYTES", 64 << 10))};
+      knobInt(Knob::UNICCL_COPY_ENGINE) != 0,
+      (size_t)std::max<int64_t>(1, knobInt(Knob::UNICCL_COPY_ENGINE_MIN_BYTES)),
+      (size_t)std::max<int64_t>(1, knobInt(Knob::UNICCL_COPY_ENGINE_ALLREDUCE_MIN_BYTES)),
+      (int)std::clamp<int64_t>(knobInt(Knob::UNICCL_SELF_COPY_BLOCKS), 0, dev::kMaxChannels),
+      (size_t)std::max<int64_t>(1, knobInt(Knob::UNICCL_SELF_COPY_MIN_BYTES)),
+      (size_t)std::max<int64_t>(1, knobInt(Knob::UNICCL_SELF_COPY_GRAPH_MIN_BYTES))};
   return s;
 }
 

@@ -12,7 +12,7 @@
 #include "common/core/comm.h"
 #include "common/gpu.h"
 #include "common/util/debug.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 
 namespace uniccl {
 
@@ -88,7 +88,7 @@ ncclResult_t fillSharingInfo(const std::vector<const void*>& kernels, unsigned b
   }
   info->residentBlocks = kernels.empty() ? 0 : resident;
   info->virtualId = virtualId;
-  info->shareLimit = virtualId >= 0 ? INT_MAX : (int32_t)std::max<int64_t>(1, paramInt("UNICCL_RANKS_PER_GPU", 1));
+  info->shareLimit = virtualId >= 0 ? INT_MAX : (int32_t)std::max<int64_t>(1, knobInt(Knob::UNICCL_RANKS_PER_GPU));
   info->workQueues = gpu::workQueues().count;
   bool concurrent = false;
   const char* how = "";

@@ -26,7 +26,7 @@
 #include "common/profiler/comm_hooks.h"
 #include "common/profiler/kernel_ch_poller.h"
 #include "common/util/debug.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 #include "common/util/socket.h"
 #include "common/watchdog/watchdog.h"
 #include "device/kernels.h"
@@ -116,14 +116,13 @@ ncclResult_t setupDevice(ncclComm* comm) {
   d.rank = comm->rank;
   d.nRanks = n;
   d.nChannels = comm->nChannels;
-  d.simpleScFence = paramInt("UNICCL_SIMPLE_SC_FENCE", 0) != 0;
   // Kernels launched programmatically (PDL) start while the previous kernel
   // of their stream still runs and wait for it only after their preamble
   // (device/kernel.h): in a graph of small collectives the launch gap
   // overlaps the previous kernel. All kernels share one build, so the p2p
   // kernel stands for them.
   bool pdl = false;
-  if (paramInt("UNICCL_PDL", 1) != 0) UCHECK(gpu::programmaticLaunchSupported(dev::p2pKernel(), &pdl));
+  if (knobInt(Knob::UNICCL_PDL) != 0) UCHECK(gpu::programmaticLaunchSupported(dev::p2pKernel(), &pdl));
   comm->programmaticLaunch = pdl;
   INFO(kSubsysInit, "rank %d: programmatic dependent launch %s", comm->rank, pdl ? "on" : "off");
   d.buffBytes[dev::kProtoLL] = (int)comm->transports.layout().llBytes;

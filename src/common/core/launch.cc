@@ -10,7 +10,7 @@
 #include "common/core/planner.h"
 #include "common/profiler/kernel_ch_poller.h"
 #include "common/util/debug.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 #include "common/watchdog/watchdog.h"
 
 namespace uniccl {
@@ -37,8 +37,11 @@ void onInlineLaunchDone(void*, uint64_t) {}
 // UNICCL_DONE_EVENT_INTERVAL (default 64; 1: every launch) still records one,
 // so a kernel fault also surfaces through the callback queue; it surfaces
 // anyway at the next launch (faults are sticky).
+static_assert(knobSpec(Knob::UNICCL_PDL_RELEASE_CHANNELS).intDefault == dev::kMaxChannels / 2,
+              "PDL releases early up to half the channels by default");
+
 uint32_t doneEventInterval() {
-  static const uint32_t n = (uint32_t)std::max<int64_t>(1, paramInt("UNICCL_DONE_EVENT_INTERVAL", 64));
+  static const uint32_t n = (uint32_t)std::max<int64_t>(1, knobInt(Knob::UNICCL_DONE_EVENT_INTERVAL));
   return n;
 }
 
@@ -50,7 +53,7 @@ bool releaseEarly(const ncclComm* comm, unsigned grid) {
   // kernel's waiting blocks would hold SMs for the whole of a long
   // collective, which the user's kernels on other streams could use (it
   // costs under 1% of graph-mode busbw at 16-64 MiB on 2x H200).
-  static const int64_t maxBlocks = paramInt("UNICCL_PDL_RELEASE_CHANNELS", dev::kMaxChannels / 2);
+  static const int64_t maxBlocks = knobInt(Knob::UNICCL_PDL_RELEASE_CHANNELS);
   // Ranks sharing a GPU never release early: the next kernel's parked blocks
   // would hold residency their peers' blocks were counted on (gpu_sharing.h).
   return comm->programmaticLaunch && !comm->gpuShared && (int64_t)grid <= maxBlocks;

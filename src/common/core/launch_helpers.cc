@@ -13,7 +13,7 @@
 
 #include "common/util/cpu_relax.h"
 #include "common/util/debug.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 
 namespace uniccl {
 
@@ -31,8 +31,8 @@ struct Settings {
 
 const Settings& settings() {
   static const Settings s{
-      (int)std::clamp<int64_t>(paramInt("UNICCL_LAUNCH_HELPERS", 15), 0, kMaxHelpers),
-      std::chrono::microseconds(std::max<int64_t>(0, paramInt("UNICCL_LAUNCH_HELPER_SPIN_US", 1000))),
+      (int)std::clamp<int64_t>(knobInt(Knob::UNICCL_LAUNCH_HELPERS), 0, kMaxHelpers),
+      std::chrono::microseconds(std::max<int64_t>(0, knobInt(Knob::UNICCL_LAUNCH_HELPER_SPIN_US))),
   };
   return s;
 }

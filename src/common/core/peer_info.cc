@@ -9,6 +9,7 @@
 #include "common/check.h"
 #include "common/gpu.h"
 #include "common/util/debug.h"
+#include "common/util/knobs.h"
 
 namespace uniccl {
 
@@ -25,7 +26,7 @@ uint64_t fnv1a(const char* s, size_t n, uint64_t h = 1469598103934665603ULL) {
 // Hostname plus boot id: two containers with the same hostname on different
 // machines still differ; UNICCL_HOSTID overrides it for unusual setups.
 uint64_t hostHash() {
-  if (const char* id = getenv("UNICCL_HOSTID")) return fnv1a(id, strlen(id));
+  if (const char* id = knobValue(Knob::UNICCL_HOSTID)) return fnv1a(id, strlen(id));
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   std::string key(host);

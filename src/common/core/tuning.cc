@@ -10,9 +10,13 @@
 #include "common/core/comm.h"
 #include "common/core/tree_topo.h"
 #include "common/util/debug.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
+#include "common/util/name_list.h"
 
 namespace uniccl {
+
+static_assert(knobSpec(Knob::NCCL_MAX_NCHANNELS).intDefault == dev::kMaxChannels,
+              "NCCL_MAX_NCHANNELS defaults to every channel the kernels have");
 
 namespace {
 
@@ -38,45 +42,33 @@ struct TuningEnv {
 std::atomic<bool> gCountDecisions{false};
 std::atomic<uint64_t> gDecisions[kNumTaskKinds][dev::kNumAlgos];
 
-bool listHas(const std::string& list, const char* name) {
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t end = list.find(',', start);
-    if (end == std::string::npos) end = list.size();
-    std::string item = list.substr(start, end - start);
-    if (strcasecmp(item.c_str(), name) == 0) return true;
-    start = end + 1;
-  }
-  return false;
-}
-
 TuningEnv readEnv() {
   TuningEnv e;
-  e.llThreshold = (size_t)std::max<int64_t>(0, paramInt("UNICCL_LL_THRESHOLD", 0));
+  e.llThreshold = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_LL_THRESHOLD));
   // LL up to 512 KiB per message (NCCL: 16 KiB): on 2 H200 LL was faster at every size up to 512 KiB,
   // SendRecv 32 KiB graph 4.6 vs 8.5 us by Simple, 1 MiB Simple again (session 6 sweep).
-  e.p2pLLThreshold = (size_t)std::max<int64_t>(0, paramInt("NCCL_P2P_LL_THRESHOLD", 512 << 10));
-  e.simpleChannelBytes = (size_t)std::max<int64_t>(1, paramInt("UNICCL_SIMPLE_CHANNEL_BYTES", 64 << 10));
+  e.p2pLLThreshold = (size_t)std::max<int64_t>(0, knobInt(Knob::NCCL_P2P_LL_THRESHOLD));
+  e.simpleChannelBytes = (size_t)std::max<int64_t>(1, knobInt(Knob::UNICCL_SIMPLE_CHANNEL_BYTES));
   // A channel per 4 KiB of LL: 32-64 KiB ran 1.05-1.25x faster than with one per 16 KiB (session 4 sweep).
-  e.llChannelBytes = (size_t)std::max<int64_t>(1, paramInt("UNICCL_LL_CHANNEL_BYTES", 4 << 10));
-  if (const char* p = getEnv("NCCL_PROTO")) {
-    std::string s(p);
-    bool exclude = !s.empty() && s[0] == '^';
-    if (exclude) s = s.substr(1);
-    bool ll = listHas(s, "LL"), simple = listHas(s, "Simple");
+  e.llChannelBytes = (size_t)std::max<int64_t>(1, knobInt(Knob::UNICCL_LL_CHANNEL_BYTES));
+  if (const char* p = knobValue(Knob::NCCL_PROTO)) {
+    // Items as NCCL compares them: whole, ignoring case, spaces kept.
+    const NameList list = parseNameList(p, NameListSyntax{});
+    const bool exclude = list.exclude;
+    bool ll = list.hasIgnoringCase("LL"), simple = list.hasIgnoringCase("Simple");
     e.allowLL = exclude ? !ll : ll;
     e.allowSimple = exclude ? !simple : simple;
     if (!e.allowLL && !e.allowSimple) {
       WARN("NCCL_PROTO=%s leaves no protocol this build implements (LL, Simple; LL128 is not implemented): using both", p);
       e.allowLL = e.allowSimple = true;
-    } else if (listHas(s, "LL128") && !exclude) {
+    } else if (list.hasIgnoringCase("LL128") && !exclude) {
       INFO(kSubsysTune | kSubsysEnv, "NCCL_PROTO=%s: LL128 is not implemented by uniccl; using the others", p);
     }
   }
-  if (const char* a = getEnv("NCCL_ALGO")) e.algos = parseAlgoList(a);
-  e.treeMinRanks = (int)std::max<int64_t>(2, paramInt("UNICCL_TREE_MIN_RANKS", 8));
-  e.treeMaxBytes = (size_t)std::max<int64_t>(0, paramInt("UNICCL_TREE_MAX_BYTES", 64 << 10));
-  e.allreduceExchange = paramInt("UNICCL_ALLREDUCE_EXCHANGE", 1) != 0;
+  if (const char* a = knobValue(Knob::NCCL_ALGO)) e.algos = parseAlgoList(a);
+  e.treeMinRanks = (int)std::max<int64_t>(2, knobInt(Knob::UNICCL_TREE_MIN_RANKS));
+  e.treeMaxBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_TREE_MAX_BYTES));
+  e.allreduceExchange = knobInt(Knob::UNICCL_ALLREDUCE_EXCHANGE) != 0;
   return e;
 }
 
@@ -150,20 +142,15 @@ AlgoMask parseAlgoList(const char* value) {
          value);
     return m;
   }
-  const bool exclude = !s.empty() && s[0] == '^';
-  if (exclude) s = s.substr(1);
+  // Items trimmed of spaces and tabs, names ignoring case (NCCL's parser).
+  NameListSyntax syntax;
+  syntax.trim = " \t";
+  const NameList list = parseNameList(value, syntax);
+  const bool exclude = list.exclude;
   // Names of NCCL's other algorithms: accepted and ignored (INFO).
   static const char* const kOthers[] = {"CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
-  size_t start = 0;
   bool ring = false, tree = false, unknown = false, other = false;
-  while (start <= s.size()) {
-    size_t end = s.find(',', start);
-    if (end == std::string::npos) end = s.size();
-    std::string item = s.substr(start, end - start);
-    start = end + 1;
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (item.empty()) continue;
+  for (const std::string& item : list.items) {
     if (strcasecmp(item.c_str(), "Ring") == 0) ring = true;
     else if (strcasecmp(item.c_str(), "Tree") == 0) tree = true;
     else if (std::any_of(std::begin(kOthers), std::end(kOthers), [&](const char* o) { return strcasecmp(item.c_str(), o) == 0; }))
@@ -213,11 +200,11 @@ static int defaultP2pChannels(const ncclComm* comm) {
 }
 
 ncclResult_t chooseChannelCount(const ncclComm* comm, int* nChannels) {
-  int n = comm->allP2p                       ? (int)paramInt("UNICCL_P2P_NCHANNELS", defaultP2pChannels(comm))
-          : comm->transports.ringUsesNet() ? (int)paramInt("UNICCL_NET_NCHANNELS", 2)
-                                           : (int)paramInt("UNICCL_SHM_NCHANNELS", 2);
-  int lo = (int)paramInt("NCCL_MIN_NCHANNELS", 1);
-  int hi = (int)paramInt("NCCL_MAX_NCHANNELS", dev::kMaxChannels);
+  int n = comm->allP2p                       ? (int)knobInt(Knob::UNICCL_P2P_NCHANNELS, defaultP2pChannels(comm))
+          : comm->transports.ringUsesNet() ? (int)knobInt(Knob::UNICCL_NET_NCHANNELS)
+                                           : (int)knobInt(Knob::UNICCL_SHM_NCHANNELS);
+  int lo = (int)knobInt(Knob::NCCL_MIN_NCHANNELS);
+  int hi = (int)knobInt(Knob::NCCL_MAX_NCHANNELS);
   if (comm->config.minCTAs > 0) lo = std::max(lo, comm->config.minCTAs);
   if (comm->config.maxCTAs > 0) hi = std::min(hi, comm->config.maxCTAs);
   n = std::max(n, lo);

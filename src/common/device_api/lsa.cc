@@ -3,7 +3,7 @@
 #include <numeric>
 
 #include "common/core/comm.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 
 namespace uniccl {
 
@@ -22,7 +22,7 @@ int lsaTeamSize(int nRanks, int sizeHint, const std::function<bool(int, int)>& c
 }
 
 LsaPlace lsaPlace(const ncclComm* comm) {
-  int hint = (int)paramInt("NCCL_LSA_TEAM_SIZE", 0);
+  int hint = (int)knobInt(Knob::NCCL_LSA_TEAM_SIZE);
   LsaPlace place;
   place.size = lsaTeamSize(comm->nRanks, hint, [comm](int a, int b) {
     return comm->transports.reachKnown() && comm->transports.p2pReachable(a, b);

@@ -5,7 +5,7 @@
 #include "common/check.h"
 #include "common/enqueue/event_callback_queue.h"
 #include "common/util/debug.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 
 namespace uniccl {
 
@@ -26,8 +26,10 @@ uint32_t WorkFifo::normalizeBytes(int64_t requested) {
   return pow2;
 }
 
+static_assert(knobSpec(Knob::NCCL_WORK_FIFO_BYTES).intDefault == WorkFifo::kDefaultBytes, "one default");
+
 uint32_t WorkFifo::configuredBytes() {
-  return normalizeBytes(paramInt("NCCL_WORK_FIFO_BYTES", kDefaultBytes));
+  return normalizeBytes(knobInt(Knob::NCCL_WORK_FIFO_BYTES));
 }
 
 ncclResult_t WorkFifo::init(uint32_t bytes, EventCallbackQueue* callbacks) {

@@ -11,7 +11,7 @@
 
 #include "common/util/debug.h"
 #include "common/util/plugin_library.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 
 namespace uniccl {
 
@@ -32,7 +32,7 @@ LoaderState& state() {
 
 // Opens the library the environment names; nullptr (logged) when none.
 void* openLibrary(std::string* opened, bool* isProgram) {
-  const char* env = getEnv("NCCL_PROFILER_PLUGIN");
+  const char* env = knobValue(Knob::NCCL_PROFILER_PLUGIN);
   *isProgram = false;
   if (env && strcasecmp(env, "none") == 0) {
     INFO(kSubsysInit, "PROFILER/Plugin: disabled by NCCL_PROFILER_PLUGIN=none");

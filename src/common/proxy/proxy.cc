@@ -18,7 +18,7 @@
 #include "common/profiler/profiler.h"
 #include "common/util/cpu_relax.h"
 #include "common/util/debug.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 
 namespace uniccl {
 
@@ -33,9 +33,9 @@ inline bool aborted(const ProxyConnection* c) {
 class Proxy {
  public:
   Proxy()
-      : spin_(std::chrono::microseconds(paramInt("UNICCL_PROXY_SPIN_US", 20))),
-        yield_(std::chrono::microseconds(paramInt("UNICCL_PROXY_YIELD_US", 1000))),
-        sleep_(std::chrono::microseconds(paramInt("UNICCL_PROXY_SLEEP_US", 100))) {
+      : spin_(std::chrono::microseconds(knobInt(Knob::UNICCL_PROXY_SPIN_US))),
+        yield_(std::chrono::microseconds(knobInt(Knob::UNICCL_PROXY_YIELD_US))),
+        sleep_(std::chrono::microseconds(knobInt(Knob::UNICCL_PROXY_SLEEP_US))) {
     if (sleep_.count() < 1) sleep_ = std::chrono::microseconds(1);
   }
 

@@ -7,7 +7,7 @@
 #include "common/core/comm.h"
 #include "common/transport/transport.h"
 #include "common/util/debug.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 
 namespace uniccl {
 
@@ -45,8 +45,8 @@ ncclResult_t Transports::init(ncclComm* comm) {
   nRanks_ = comm->nRanks;
   links_.clear();
   links_.resize(nRanks_);
-  layout_.simpleBytes = (size_t)paramInt("NCCL_BUFFSIZE", 4 << 20);
-  layout_.llBytes = (size_t)paramInt("UNICCL_LL_BUFFSIZE", 512 << 10);
+  layout_.simpleBytes = (size_t)knobInt(Knob::NCCL_BUFFSIZE);
+  layout_.llBytes = (size_t)knobInt(Knob::UNICCL_LL_BUFFSIZE);
   // Slots must hold whole 16-byte lines and stay 128-byte aligned.
   size_t unit = 128 * dev::kSteps;
   if (layout_.simpleBytes < unit || layout_.simpleBytes % unit != 0 ||
@@ -58,8 +58,8 @@ ncclResult_t Transports::init(ncclComm* comm) {
 
   // Which peers' GPUs can this rank address? Then share the rows so both
   // sides of every pair take the same decision.
-  bool p2pDisabled = paramInt("NCCL_P2P_DISABLE", 0) != 0;
-  shmDisabled_ = paramInt("NCCL_SHM_DISABLE", 0) != 0;
+  bool p2pDisabled = knobInt(Knob::NCCL_P2P_DISABLE) != 0;
+  shmDisabled_ = knobInt(Knob::NCCL_SHM_DISABLE) != 0;
   std::vector<uint8_t> row(nRanks_, 0);
   const PeerInfo& me = comm->peers[comm->rank];
   for (int j = 0; j < nRanks_; j++) {
@@ -91,7 +91,7 @@ ncclResult_t Transports::init(ncclComm* comm) {
   // would take, and measured as fast or faster on H200 NVLink
   // (docs/performance.md). The reach matrix is common, so every rank
   // picks the same size.
-  if (ringAllP2p && getEnv("NCCL_BUFFSIZE") == nullptr) layout_.simpleBytes = 2 << 20;
+  if (ringAllP2p && knobValue(Knob::NCCL_BUFFSIZE) == nullptr) layout_.simpleBytes = 2 << 20;
   return ncclSuccess;
 }
 

@@ -11,7 +11,8 @@
 #include <cstring>
 #include <mutex>
 
-#include "common/util/param.h"
+#include "common/util/knobs.h"
+#include "common/util/name_list.h"
 #include "common/util/version.h"
 
 namespace uniccl {
@@ -53,13 +54,13 @@ void readHostname() {
 // Caller holds gOutputMutex.
 void applyConfigLocked() {
   readHostname();
-  int level = parseLogLevel(getEnv("NCCL_DEBUG"));
-  uint64_t subsys = parseLogSubsys(getEnv("NCCL_DEBUG_SUBSYS"));
+  int level = parseLogLevel(knobValue(Knob::NCCL_DEBUG));
+  uint64_t subsys = parseLogSubsys(knobValue(Knob::NCCL_DEBUG_SUBSYS));
   if (gFile) {
     fclose(gFile);
     gFile = nullptr;
   }
-  const char* fileName = getEnv("NCCL_DEBUG_FILE");
+  const char* fileName = knobValue(Knob::NCCL_DEBUG_FILE);
   if (fileName && fileName[0] && level > kLogNone) {
     char path[4096];
     expandLogFileName(fileName, path, sizeof(path));
@@ -168,20 +169,13 @@ uint64_t parseLogSubsys(const char* value) {
                 {"CALL", kSubsysCall},   {"PROXY", kSubsysProxy}, {"NVLS", kSubsysNvls},
                 {"BOOTSTRAP", kSubsysBootstrap}, {"REG", kSubsysReg}, {"PROFILE", kSubsysProfile},
                 {"ALL", kSubsysAll}};
-  bool invert = value[0] == '^';
-  if (invert) value++;
+  NameListSyntax syntax;
+  syntax.trim = " \t";
+  const NameList list = parseNameList(value, syntax);
   uint64_t mask = 0;
-  const char* p = value;
-  while (*p) {
-    const char* end = strchr(p, ',');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    while (len > 0 && (*p == ' ' || *p == '\t')) p++, len--;
-    while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
-    for (const auto& n : kNames)
-      if (strlen(n.name) == len && strncasecmp(p, n.name, len) == 0) mask |= n.bit;
-    if (!end) break;
-    p = end + 1;
-  }
+  for (const auto& n : kNames)
+    if (list.hasIgnoringCase(n.name)) mask |= n.bit;
+  const bool invert = list.exclude;
   return invert ? ~mask : mask;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/util/debug.h"
+#include "common/util/knobs.h"
 
 namespace uniccl {
 namespace {
@@ -62,7 +63,7 @@ void loadFile(const char* path, ConfigMap* map) {
 
 std::unique_ptr<ConfigMap> readConfigFiles() {
   auto map = std::make_unique<ConfigMap>();
-  const char* confFile = getenv("NCCL_CONF_FILE");
+  const char* confFile = knobValue(Knob::NCCL_CONF_FILE);
   if (confFile && confFile[0]) {
     loadFile(confFile, map.get());
   } else {
@@ -93,8 +94,9 @@ const char* getEnv(const char* name) {
   return it == map.end() ? nullptr : it->second.c_str();
 }
 
-int64_t paramInt(const char* name, int64_t dflt) {
-  const char* str = getEnv(name);
+int64_t paramInt(const char* name, int64_t dflt) { return paramIntValue(name, getEnv(name), dflt); }
+
+int64_t paramIntValue(const char* name, const char* str, int64_t dflt) {
   if (!str) return dflt;
   while (*str == ' ' || *str == '\t') str++;
   errno = 0;

@@ -10,7 +10,8 @@
 #include <cstring>
 
 #include "common/util/debug.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
+#include "common/util/name_list.h"
 
 namespace uniccl {
 
@@ -109,29 +110,21 @@ ncclResult_t parseSocketAddress(const char* text, SocketAddress* out) {
   return ncclSuccess;
 }
 
-bool interfaceMatches(const char* spec, const char* name) {
-  bool exclude = spec[0] == '^';
-  if (exclude) spec++;
-  bool exact = spec[0] == '=';
-  if (exact) spec++;
-  bool matched = false;
-  const char* p = spec;
-  while (*p) {
-    const char* end = strchr(p, ',');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    if (len > 0) {
-      if (exact ? (strlen(name) == len && strncmp(name, p, len) == 0) : strncmp(name, p, len) == 0) matched = true;
-    }
-    if (!end) break;
-    p = end + 1;
-  }
-  return exclude ? !matched : matched;
+namespace {
+// NCCL_SOCKET_IFNAME: items kept as written, prefixes unless '='.
+NameList parseInterfaceList(const char* spec) {
+  NameListSyntax syntax;
+  syntax.exactMark = true;
+  return parseNameList(spec, syntax);
 }
+}  // namespace
+
+bool interfaceMatches(const char* spec, const char* name) { return parseInterfaceList(spec).accepts(name); }
 
 namespace {
 
 int familyFromEnv() {
-  const char* env = getEnv("NCCL_SOCKET_FAMILY");
+  const char* env = knobValue(Knob::NCCL_SOCKET_FAMILY);
   if (!env || !env[0]) return AF_UNSPEC;
   if (strcasecmp(env, "AF_INET") == 0) return AF_INET;
   if (strcasecmp(env, "AF_INET6") == 0) return AF_INET6;
@@ -150,10 +143,11 @@ bool usable(const sockaddr* sa) {
 
 void collect(ifaddrs* list, const char* spec, int family, int maxIfs,
              std::vector<std::pair<std::string, SocketAddress>>* out) {
+  const NameList names = parseInterfaceList(spec);
   for (ifaddrs* ifa = list; ifa && (int)out->size() < maxIfs; ifa = ifa->ifa_next) {
     if (!ifa->ifa_addr || !usable(ifa->ifa_addr) || !(ifa->ifa_flags & IFF_UP)) continue;
     if (family != AF_UNSPEC && ifa->ifa_addr->sa_family != family) continue;
-    if (!interfaceMatches(spec, ifa->ifa_name)) continue;
+    if (!names.accepts(ifa->ifa_name)) continue;
     bool seen = false;
     for (const auto& e : *out) seen |= e.first == ifa->ifa_name;
     if (seen) continue;  // one address per interface, as NCCL
@@ -179,7 +173,7 @@ ncclResult_t findInterfaces(std::vector<std::pair<std::string, SocketAddress>>* 
     WARN("getifaddrs failed: %s", strerror(errno));
     return ncclSystemError;
   }
-  const char* spec = getEnv("NCCL_SOCKET_IFNAME");
+  const char* spec = knobValue(Knob::NCCL_SOCKET_IFNAME);
   if (spec && spec[0]) {
     collect(list, spec, family, maxIfs, out);
   } else {

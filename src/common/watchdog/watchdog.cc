@@ -13,14 +13,14 @@
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/util/debug.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 
 namespace uniccl {
 
 namespace {
 
-constexpr int64_t kDefaultTimeoutSec = 600;
-constexpr int64_t kDefaultPollMs = 100;
+constexpr int64_t kDefaultTimeoutSec = knobSpec(Knob::UNICCL_TIMEOUT).intDefault;
+constexpr int64_t kDefaultPollMs = knobSpec(Knob::UNICCL_WATCHDOG_POLL_MS).intDefault;
 
 // Registry and thread. The poll runs with `mu` held, so unregistering
 // (which takes `mu`) waits for a running poll and the comm is never touched
@@ -121,15 +121,15 @@ int64_t watchdogNowMs() {
 
 int64_t watchdogTimeoutMsFromEnv() {
   // Milliseconds, for tests and fine control; wins over UNICCL_TIMEOUT.
-  if (getEnv("UNICCL_TIMEOUT_MS") != nullptr) {
-    int64_t ms = paramInt("UNICCL_TIMEOUT_MS", 0);
+  if (knobValue(Knob::UNICCL_TIMEOUT_MS) != nullptr) {
+    int64_t ms = knobInt(Knob::UNICCL_TIMEOUT_MS);
     if (ms < 0) {
       WARN("UNICCL_TIMEOUT_MS=%lld is negative; collective timeouts are off", (long long)ms);
       return 0;
     }
     return ms;
   }
-  int64_t sec = paramInt("UNICCL_TIMEOUT", kDefaultTimeoutSec);
+  int64_t sec = knobInt(Knob::UNICCL_TIMEOUT);
   if (sec < 0) {
     WARN("UNICCL_TIMEOUT=%lld is negative; collective timeouts are off (use 0 to turn them off, or seconds)",
          (long long)sec);
@@ -181,7 +181,7 @@ ncclResult_t watchdogRegister(ncclComm* comm, int64_t timeoutMs) {
   std::lock_guard<std::mutex> lock(w.mu);
   w.comms.push_back(comm);
   if (!w.thread.joinable()) {
-    int64_t pollMs = std::max<int64_t>(1, paramInt("UNICCL_WATCHDOG_POLL_MS", kDefaultPollMs));
+    int64_t pollMs = std::max<int64_t>(1, knobInt(Knob::UNICCL_WATCHDOG_POLL_MS));
     w.stop = std::make_shared<std::atomic<bool>>(false);
     try {
       w.thread = std::thread(threadMain, w.stop, pollMs);

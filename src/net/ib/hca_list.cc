@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "common/util/debug.h"
+#include "common/util/name_list.h"
 
 namespace uniccl {
 namespace ib {
@@ -15,25 +16,16 @@ constexpr size_t kMaxEntries = 32;  // NCCL's MAX_IB_DEVS
 ncclResult_t parseHcaList(const char* spec, HcaFilter* out) {
   *out = HcaFilter();
   if (spec == nullptr) return ncclSuccess;
-  const char* p = spec;
-  while (*p == ' ') p++;
-  if (*p == '^') {
-    out->exclude = true;
-    p++;
-  }
-  if (*p == '=') {
-    out->exact = true;
-    p++;
-  }
-  std::string text(p);
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    start = comma == std::string::npos ? text.size() + 1 : comma + 1;
-    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
-    while (!item.empty() && item.back() == ' ') item.pop_back();
-    if (item.empty()) continue;
+  // Spaces before the marks and around items are dropped; names are
+  // prefixes unless '=' (NCCL's parser for NCCL_IB_HCA).
+  NameListSyntax syntax;
+  syntax.trim = " ";
+  syntax.skipLeadingSpaces = true;
+  syntax.exactMark = true;
+  const NameList list = parseNameList(spec, syntax);
+  out->exclude = list.exclude;
+  out->exact = list.exact;
+  for (const std::string& item : list.items) {
     HcaEntry e;
     size_t colon = item.find(':');
     e.name = item.substr(0, colon);

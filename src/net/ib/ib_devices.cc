@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "common/util/debug.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 
 namespace uniccl {
 namespace ib {
@@ -53,15 +53,15 @@ std::string gidToString(const Gid& gid) {
 
 ncclResult_t discoveryOptionsFromEnv(DiscoveryOptions* opts) {
   *opts = DiscoveryOptions();
-  const char* hca = getEnv("NCCL_IB_HCA");
+  const char* hca = knobValue(Knob::NCCL_IB_HCA);
   if (parseHcaList(hca, &opts->hca) != ncclSuccess) return ncclInvalidArgument;
-  opts->gidIndex = (int)paramInt("NCCL_IB_GID_INDEX", -1);
-  opts->roceVersion = (int)paramInt("NCCL_IB_ROCE_VERSION_NUM", 2);
+  opts->gidIndex = (int)knobInt(Knob::NCCL_IB_GID_INDEX);
+  opts->roceVersion = (int)knobInt(Knob::NCCL_IB_ROCE_VERSION_NUM);
   if (opts->roceVersion != 1 && opts->roceVersion != 2) {
     WARN("NCCL_IB_ROCE_VERSION_NUM=%d: expected 1 or 2; using 2", opts->roceVersion);
     opts->roceVersion = 2;
   }
-  const char* fam = getEnv("NCCL_IB_ADDR_FAMILY");
+  const char* fam = knobValue(Knob::NCCL_IB_ADDR_FAMILY);
   if (fam == nullptr || fam[0] == '\0' || strcasecmp(fam, "AF_INET") == 0) {
     opts->family = AF_INET;
   } else if (strcasecmp(fam, "AF_INET6") == 0) {

@@ -14,7 +14,7 @@
 
 #include "common/check.h"
 #include "common/util/debug.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 #include "common/util/socket.h"
 #include "net/ib/ib_handshake.h"
 #include "net/net.h"
@@ -351,7 +351,7 @@ ncclResult_t ibInit(ncclDebugLogger_t) {
     return ncclInternalError;
   }
   g.devices.clear();
-  if (paramInt("NCCL_IB_DISABLE", 0) != 0) {
+  if (knobInt(Knob::NCCL_IB_DISABLE) != 0) {
     INFO(kSubsysInit | kSubsysNet, "NET/IB: disabled by NCCL_IB_DISABLE");
     g.initialized = true;
     return ncclSuccess;
@@ -371,8 +371,8 @@ ncclResult_t ibInit(ncclDebugLogger_t) {
     g.oobAddr = ifs[0].second;
   }
   g.qp = qpParamsFromEnv();
-  g.gdr = paramInt("UNICCL_IB_GDR", 0) != 0;
-  g.flush = paramInt("NCCL_GDR_FLUSH_DISABLE", 0) == 0;
+  g.gdr = knobInt(Knob::UNICCL_IB_GDR) != 0;
+  g.flush = knobInt(Knob::NCCL_GDR_FLUSH_DISABLE) == 0;
   g.devices = std::move(devs);
   g.initialized = true;
   INFO(kSubsysInit | kSubsysNet, "NET/IB: %zu device(s)%s", g.devices.size(),

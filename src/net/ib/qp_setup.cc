@@ -4,16 +4,18 @@
 #include <cstring>
 
 #include "common/util/debug.h"
-#include "common/util/param.h"
+#include "common/util/knobs.h"
 
 namespace uniccl {
 namespace ib {
 
 namespace {
-uint8_t boundedParam(const char* name, int64_t dflt, int64_t lo, int64_t hi) {
-  int64_t v = paramInt(name, dflt);
+uint8_t boundedParam(Knob k, int64_t lo, int64_t hi) {
+  const KnobSpec& spec = knobSpec(k);
+  const int64_t dflt = spec.intDefault;
+  int64_t v = knobInt(spec);
   if (v < lo || v > hi) {
-    WARN("%s=%lld is out of range [%lld, %lld]: using %lld", name, (long long)v, (long long)lo, (long long)hi,
+    WARN("%s=%lld is out of range [%lld, %lld]: using %lld", spec.name, (long long)v, (long long)lo, (long long)hi,
          (long long)dflt);
     v = dflt;
   }
@@ -23,11 +25,11 @@ uint8_t boundedParam(const char* name, int64_t dflt, int64_t lo, int64_t hi) {
 
 QpParams qpParamsFromEnv() {
   QpParams p;
-  p.timeout = boundedParam("NCCL_IB_TIMEOUT", 20, 1, 31);
-  p.retryCnt = boundedParam("NCCL_IB_RETRY_CNT", 7, 0, 7);
-  p.sl = boundedParam("NCCL_IB_SL", 0, 0, 15);
-  p.trafficClass = boundedParam("NCCL_IB_TC", 0, 0, 255);
-  int64_t pkey = paramInt("NCCL_IB_PKEY", 0);
+  p.timeout = boundedParam(Knob::NCCL_IB_TIMEOUT, 1, 31);
+  p.retryCnt = boundedParam(Knob::NCCL_IB_RETRY_CNT, 0, 7);
+  p.sl = boundedParam(Knob::NCCL_IB_SL, 0, 15);
+  p.trafficClass = boundedParam(Knob::NCCL_IB_TC, 0, 255);
+  int64_t pkey = knobInt(Knob::NCCL_IB_PKEY);
   if (pkey < 0 || pkey > 0xffff) {
     WARN("NCCL_IB_PKEY=%lld is out of range [0, 65535]: using 0", (long long)pkey);
     pkey = 0;
