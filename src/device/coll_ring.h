@@ -32,9 +32,13 @@ UDEV void channelShare(int64_t total, const CollCtx& c, int64_t* off, int64_t* n
 template <typename Fn>
 UDEV Fn makeFn(const Work& w) {
   using S = typename Fn::S;
-  Fn fn;
-  if (w.c.scalarIsPtr) {
+  Fn fn{};
+  if (w.c.scalarKind == kScalarPtr) {
     fn.scalar = *reinterpret_cast<const S*>(static_cast<uintptr_t>(w.c.scalar));
+  } else if (w.c.scalarKind == kScalarInvRanks) {
+    // fp8 ncclAvg: 1/n in this target's fp8 encoding (the host cannot know it).
+    if constexpr (Fn::kHasPre && Math<typename Fn::T>::kFromFloat)
+      fn.scalar = Math<typename Fn::T>::fromFloat(1.0 / (double)w.c.scalar);
   } else {
     const uint64_t bits = w.c.scalar;
     memcpy(&fn.scalar, &bits, sizeof(S));  // little endian: the low bytes

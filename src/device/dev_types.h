@@ -57,6 +57,16 @@ enum RedOp : uint8_t {
   kNumRedOps = 6,
 };
 
+// What a collective's `scalar` holds (PreMulSum, SumPostDiv).
+enum ScalarKind : uint8_t {
+  kScalarBits = 0,      // the scalar's bits in the datatype's format (low bytes)
+  kScalarPtr = 1,       // a device pointer to it (ncclScalarDevice)
+  // fp8 ncclAvg: the number of ranks n; the kernel makes 1/n in its own fp8
+  // encoding (OCP or FNUZ per target: device/port.h), which the host does
+  // not know.
+  kScalarInvRanks = 2,
+};
+
 // Algorithm of a collective work item. AllReduce may run on either; the
 // other collectives always use the ring.
 enum Algo : uint8_t { kAlgoRing = 0, kAlgoTree = 1, kNumAlgos = 2 };
@@ -190,7 +200,7 @@ struct alignas(16) Work {
     struct {                  // collectives
       uint8_t redOp;          // RedOp
       uint8_t dtype;          // ncclDataType_t value
-      uint8_t scalarIsPtr;    // PreMulSum/SumPostDiv scalar lives in device memory at `scalar`
+      uint8_t scalarKind;     // ScalarKind: what `scalar` holds
       uint8_t algo;           // Algo (kAlgoTree: AllReduce only)
       int32_t root;           // Broadcast/Reduce root (user rank)
       uint32_t sliceBytes;    // bytes moved per step (<= one slot of the protocol)
@@ -199,7 +209,7 @@ struct alignas(16) Work {
       const void* sendbuff;
       void* recvbuff;
       uint64_t count;         // elements: total for AllReduce/Broadcast/Reduce; per rank for AllGather/ReduceScatter
-      uint64_t scalar;        // raw bits of the scalar in dtype's format, or a device pointer to it
+      uint64_t scalar;        // raw bits of the scalar in dtype's format, a device pointer to it, or n
     } c;
     struct {                  // p2p: a send half and a recv half (either may be empty)
       int32_t sendPeer;       // -1: no send part; == rank: local copy sendBuff -> recvBuff

@@ -26,9 +26,31 @@
 #if defined(__HIPCC__) || defined(__HIP__)
 #define UNICCL_DEV_HIP 1
 #include <hip/hip_runtime.h>
+#include <hip/hip_version.h>
 #else
 #define UNICCL_DEV_CUDA 1
 #include <cuda_runtime.h>
+#endif
+
+// The encoding of ncclFloat8e4m3 / ncclFloat8e5m2 in this pass's device code
+// (device/small_float.h): UNICCL_FP8_FNUZ set means AMD's FNUZ formats
+// (e4m3fnuz: bias 8, max 240; e5m2fnuz: bias 16, max 57344; no infinity, no
+// negative zero, 0x80 the only NaN), unset OCP's e4m3fn / e5m2 (NVIDIA's,
+// NCCL's). Per target, as librccl.so.1 encodes them (docs/amd.md): OCP where
+// RCCL uses ROCm's OCP fp8 types (ROCm 6.3+ on gfx950, gfx1200, gfx1201,
+// gfx1250), FNUZ everywhere else: its hardware conversions on gfx942, its
+// software FNUZ conversions on targets without fp8 hardware (gfx908, gfx90a,
+// gfx940/941, gfx10, gfx11) and on every target before ROCm 6.3. CUDA: OCP.
+// hipcc's host pass compiles no kernel: OCP there (host code that converts
+// fp8 for an AMD GPU must ask which format that GPU's kernels use).
+#if defined(UNICCL_FP8_FNUZ)
+#error "device/port.h: UNICCL_FP8_FNUZ is chosen per target here, not on the command line"
+#endif
+#if defined(UNICCL_DEV_HIP) && defined(__HIP_DEVICE_COMPILE__)
+#if !(HIP_VERSION >= 60300000 && (defined(__gfx950__) || defined(__gfx1200__) || defined(__gfx1201__) || \
+                                  defined(__gfx1250__)))
+#define UNICCL_FP8_FNUZ 1
+#endif
 #endif
 
 #define UNICCL_HD __host__ __device__ __forceinline__

@@ -34,6 +34,14 @@ namespace uniccl::dev {
 #endif
 constexpr int kWarpSize = UNICCL_EMU_WAVE;
 
+// The emulated fp8 encoding: OCP (e4m3fn / e5m2, NVIDIA's) by default, AMD's
+// FNUZ formats in the FNUZ build of the emulated kernels (tests/emu:
+// -DUNICCL_EMU_FP8_FNUZ), as MI300 runs them (device/port.h says which
+// targets use which; device/small_float.h converts).
+#if defined(UNICCL_EMU_FP8_FNUZ)
+#define UNICCL_FP8_FNUZ 1
+#endif
+
 struct EmuDim3 {
   unsigned x, y, z;
 };

@@ -37,6 +37,7 @@ template <typename Tag> struct IntMath {
   static UDEV S max(S a, S b) { return a > b ? a : b; }
   static UDEV S min(S a, S b) { return a < b ? a : b; }
   static UDEV S div(S a, S b) { return b == 0 ? a : (S)(a / b); }
+  static constexpr bool kFromFloat = false;
 };
 template <> struct Math<TI8> : IntMath<TI8> {};
 template <> struct Math<TU8> : IntMath<TU8> {};
@@ -52,6 +53,8 @@ template <typename S> struct NativeFloatMath {
   static UDEV S max(S a, S b) { return a < b ? b : a; }
   static UDEV S min(S a, S b) { return b < a ? b : a; }
   static UDEV S div(S a, S b) { return a / b; }
+  static constexpr bool kFromFloat = true;
+  static UDEV S fromFloat(double f) { return (S)f; }
 };
 template <> struct Math<TF32> : NativeFloatMath<float> {};
 template <> struct Math<TF64> : NativeFloatMath<double> {};
@@ -63,6 +66,9 @@ template <typename S, float (*ToF)(S), S (*FromF)(float)> struct NarrowFloatMath
   static UDEV S max(S a, S b) { return ToF(a) < ToF(b) ? b : a; }
   static UDEV S min(S a, S b) { return ToF(b) < ToF(a) ? b : a; }
   static UDEV S div(S a, S b) { return FromF(ToF(a) / ToF(b)); }
+  // A value made on the device (fp8 ncclAvg's 1/n), in float first as RCCL does.
+  static constexpr bool kFromFloat = true;
+  static UDEV S fromFloat(double f) { return FromF((float)f); }
 };
 template <> struct Math<TF16> : NarrowFloatMath<uint16_t, halfToFloat, floatToHalf> {};
 template <> struct Math<TBF16> : NarrowFloatMath<uint16_t, bf16ToFloat, floatToBf16> {};
@@ -74,6 +80,7 @@ template <> struct Math<TE5M2> : NarrowFloatMath<uint8_t, e5m2ToFloat, floatToE5
 template <typename Tag, int Op>
 struct RedFn {
   using S = typename Tag::S;
+  using T = Tag;
   using M = Math<Tag>;
   S scalar;
 

@@ -1,10 +1,17 @@
 // Conversions between float and the narrow floating formats (fp16, bf16,
-// fp8 e4m3 "FN", fp8 e5m2) as plain bit manipulation, so both vendors (HIP
-// of ROCm 5.2 has no fp8 types) and the host test reference share one
-// definition. Rounding is to nearest, ties to even, subnormals included.
-// Overflow: fp16/bf16 go to infinity (IEEE); fp8 saturates to the largest
-// finite value (NVIDIA's __NV_SATFINITE, what the __nv_fp8 constructors do).
-// NaN stays NaN.
+// fp8 e4m3 "FN", fp8 e5m2, and AMD's FNUZ fp8 formats) as plain bit
+// manipulation, so both vendors (HIP of ROCm 5.2 has no fp8 types) and the
+// host test reference share one definition. Rounding is to nearest, ties to
+// even, subnormals included. Overflow: fp16/bf16 go to infinity (IEEE); OCP
+// fp8 saturates to the largest finite value (NVIDIA's __NV_SATFINITE, what
+// the __nv_fp8 constructors do); FNUZ fp8 as RCCL converts (below). NaN
+// stays NaN.
+//
+// e4m3ToFloat / floatToE4m3 (and e5m2) are ncclFloat8e4m3's (e5m2's)
+// encoding in the code being compiled: OCP, or FNUZ where device/port.h sets
+// UNICCL_FP8_FNUZ for the target (the AMD targets RCCL uses FNUZ on) or the
+// emulator's FNUZ build asks for it. The explicit OCP and FNUZ functions
+// (e4m3OcpToFloat, e4m3FnuzToFloat, ...) are there for both everywhere.
 #pragma once
 
 #include <cstdint>
@@ -84,6 +91,52 @@ UNICCL_HD float smallToFloat(uint32_t c) {
   return bitsFloat(sign | ((e - kBias + 127) << 23) | (m << (23 - M)));
 }
 
+// AMD's FNUZ formats (e4m3fnuz, e5m2fnuz: MI300's fp8): E exponent bits
+// with bias 2^(E-1), M mantissa bits, no infinities, no negative zero, 0x80
+// the only NaN. Conversion as RCCL's (its software path, and gfx942's
+// clamp-then-convert): round to nearest even; a finite value beyond the
+// largest finite magnitude saturates to it (240 / 57344, code 0x7f or 0xff);
+// NaN and both infinities become 0x80; a result that rounds to zero is +0
+// (0x00) whatever its sign.
+template <int E, int M>
+UNICCL_HD uint32_t floatToFnuz(float f) {
+  constexpr int kBias = 1 << (E - 1);
+  constexpr int kEmin = 1 - kBias;
+  constexpr uint32_t kNaN = 1u << (E + M);
+  constexpr uint32_t kMaxFinite = (1u << (E + M)) - 1;
+  const uint32_t u = floatBits(f);
+  const uint32_t a = u & 0x7fffffffu;
+  if (a >= 0x7f800000u) return kNaN;   // NaN, +-inf
+  if (a < 0x00800000u) return 0;       // float zero/subnormal: below every narrow subnormal
+  const int exp = (int)(a >> 23) - 127;
+  const uint32_t mant = (a & 0x7fffffu) | 0x800000u;
+  uint32_t code;
+  if (exp < kEmin) {
+    code = shiftRoundEven(mant, 23 - M + (kEmin - exp));
+  } else {
+    const uint32_t r = shiftRoundEven(mant, 23 - M);
+    code = ((uint32_t)(exp + kBias) << M) + r - (1u << M);
+  }
+  if (code > kMaxFinite) code = kMaxFinite;
+  if (code == 0) return 0;             // no negative zero: 0x80 is NaN
+  return ((u >> 31) << (E + M)) | code;
+}
+
+template <int E, int M>
+UNICCL_HD float fnuzToFloat(uint32_t c) {
+  constexpr int kBias = 1 << (E - 1);
+  if (c == (1u << (E + M))) return bitsFloat(0x7fc00000u);
+  const uint32_t sign = ((c >> (E + M)) & 1u) << 31;
+  const uint32_t e = (c >> M) & ((1u << E) - 1);
+  const uint32_t m = c & ((1u << M) - 1);
+  if (e == 0) {
+    const float scale = bitsFloat((uint32_t)(127 + 1 - kBias - M) << 23);
+    const float v = (float)m * scale;
+    return sign ? -v : v;
+  }
+  return bitsFloat(sign | ((e - kBias + 127) << 23) | (m << (23 - M)));
+}
+
 #if defined(UNICCL_HW_FLOAT_CVT)
 #define UNICCL_CVT(hw, sw) return hw
 #else
@@ -99,10 +152,33 @@ UNICCL_HD uint16_t floatToBf16Bits(float f) {
   return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 UNICCL_HD uint16_t floatToBf16(float f) { UNICCL_CVT(hwFloatToBf16(f), floatToBf16Bits(f)); }
-UNICCL_HD float e4m3ToFloat(uint8_t c) { UNICCL_CVT(hwE4m3ToFloat(c), (smallToFloat<4, 3, true>(c))); }
-UNICCL_HD uint8_t floatToE4m3(float f) { UNICCL_CVT(hwFloatToE4m3(f), ((uint8_t)floatToSmall<4, 3, true, true>(f))); }
-UNICCL_HD float e5m2ToFloat(uint8_t c) { UNICCL_CVT(hwE5m2ToFloat(c), (smallToFloat<5, 2, false>(c))); }
-UNICCL_HD uint8_t floatToE5m2(float f) { UNICCL_CVT(hwFloatToE5m2(f), ((uint8_t)floatToSmall<5, 2, false, true>(f))); }
+
+// OCP fp8 (NVIDIA's hardware conversions where the GPU has them).
+UNICCL_HD float e4m3OcpToFloat(uint8_t c) { UNICCL_CVT(hwE4m3ToFloat(c), (smallToFloat<4, 3, true>(c))); }
+UNICCL_HD uint8_t floatToE4m3Ocp(float f) { UNICCL_CVT(hwFloatToE4m3(f), ((uint8_t)floatToSmall<4, 3, true, true>(f))); }
+UNICCL_HD float e5m2OcpToFloat(uint8_t c) { UNICCL_CVT(hwE5m2ToFloat(c), (smallToFloat<5, 2, false>(c))); }
+UNICCL_HD uint8_t floatToE5m2Ocp(float f) { UNICCL_CVT(hwFloatToE5m2(f), ((uint8_t)floatToSmall<5, 2, false, true>(f))); }
 #undef UNICCL_CVT
+
+// FNUZ fp8 (bit manipulation on every target).
+UNICCL_HD float e4m3FnuzToFloat(uint8_t c) { return fnuzToFloat<4, 3>(c); }
+UNICCL_HD uint8_t floatToE4m3Fnuz(float f) { return (uint8_t)floatToFnuz<4, 3>(f); }
+UNICCL_HD float e5m2FnuzToFloat(uint8_t c) { return fnuzToFloat<5, 2>(c); }
+UNICCL_HD uint8_t floatToE5m2Fnuz(float f) { return (uint8_t)floatToFnuz<5, 2>(f); }
+
+// ncclFloat8e4m3 / ncclFloat8e5m2 in the code being compiled.
+#if defined(UNICCL_FP8_FNUZ)
+constexpr bool kFp8Fnuz = true;
+UNICCL_HD float e4m3ToFloat(uint8_t c) { return e4m3FnuzToFloat(c); }
+UNICCL_HD uint8_t floatToE4m3(float f) { return floatToE4m3Fnuz(f); }
+UNICCL_HD float e5m2ToFloat(uint8_t c) { return e5m2FnuzToFloat(c); }
+UNICCL_HD uint8_t floatToE5m2(float f) { return floatToE5m2Fnuz(f); }
+#else
+constexpr bool kFp8Fnuz = false;
+UNICCL_HD float e4m3ToFloat(uint8_t c) { return e4m3OcpToFloat(c); }
+UNICCL_HD uint8_t floatToE4m3(float f) { return floatToE4m3Ocp(f); }
+UNICCL_HD float e5m2ToFloat(uint8_t c) { return e5m2OcpToFloat(c); }
+UNICCL_HD uint8_t floatToE5m2(float f) { return floatToE5m2Ocp(f); }
+#endif
 
 }  // namespace uniccl::dev

@@ -69,7 +69,7 @@ ncclResult_t recordColl(TaskKind kind, const char* fn, const void* sendbuff, voi
     LoweredOp lowered;
     UCHECK(comm->redOps.lower(op, dtype, n, &lowered));
     t.redOp = lowered.op;
-    t.scalarIsPtr = lowered.scalarIsPtr;
+    t.scalarKind = lowered.scalarKind;
     t.scalar = lowered.scalar;
     t.userRedOp = (int)op >= (int)ncclNumOps;
   }

@@ -38,7 +38,7 @@ dev::Work collWork(const ncclComm* comm, const Task& t) {
   w.channelHi = (uint8_t)(tune.nChannels - 1);
   w.c.redOp = t.redOp;
   w.c.dtype = (uint8_t)t.dtype;
-  w.c.scalarIsPtr = t.scalarIsPtr;
+  w.c.scalarKind = t.scalarKind;
   w.c.root = t.root;
   w.c.sliceBytes = tune.sliceBytes;
   w.c.sendbuff = t.sendbuff;

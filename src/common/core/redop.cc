@@ -135,7 +135,7 @@ ncclResult_t RedOpTable::destroy(ncclRedOp_t op) {
 }
 
 ncclResult_t RedOpTable::lower(ncclRedOp_t op, ncclDataType_t dtype, int nRanks, LoweredOp* out) const {
-  out->scalarIsPtr = false;
+  out->scalarKind = dev::kScalarBits;
   out->scalar = 0;
   switch (op) {
     case ncclSum: out->op = dev::kOpSum; return ncclSuccess;
@@ -143,7 +143,13 @@ ncclResult_t RedOpTable::lower(ncclRedOp_t op, ncclDataType_t dtype, int nRanks,
     case ncclMax: out->op = dev::kOpMax; return ncclSuccess;
     case ncclMin: out->op = dev::kOpMin; return ncclSuccess;
     case ncclAvg:
-      if (isFloatingType(dtype)) {
+      if (dtype == ncclFloat8e4m3 || dtype == ncclFloat8e5m2) {
+        // The kernels make 1/n in their target's fp8 encoding (OCP on NVIDIA,
+        // FNUZ on MI300 and the AMD targets RCCL converts in software).
+        out->op = dev::kOpPreMulSum;
+        out->scalarKind = dev::kScalarInvRanks;
+        out->scalar = (uint64_t)nRanks;
+      } else if (isFloatingType(dtype)) {
         out->op = dev::kOpPreMulSum;
         out->scalar = floatingBits(1.0 / nRanks, dtype);
       } else {
@@ -166,7 +172,7 @@ ncclResult_t RedOpTable::lower(ncclRedOp_t op, ncclDataType_t dtype, int nRanks,
     return ncclInvalidArgument;
   }
   out->op = dev::kOpPreMulSum;
-  out->scalarIsPtr = u.scalarIsPtr;
+  out->scalarKind = u.scalarIsPtr ? dev::kScalarPtr : dev::kScalarBits;
   out->scalar = u.scalar;
   return ncclSuccess;
 }

@@ -13,8 +13,8 @@ namespace uniccl {
 
 struct LoweredOp {
   dev::RedOp op;
-  bool scalarIsPtr;
-  uint64_t scalar;   // raw bits in the datatype's format, or a device pointer
+  dev::ScalarKind scalarKind;
+  uint64_t scalar;   // raw bits in the datatype's format, a device pointer, or n (dev::kScalarInvRanks)
 };
 
 struct UserRedOp {
@@ -43,7 +43,9 @@ const char* redOpName(ncclRedOp_t op);
 bool isFloatingType(ncclDataType_t dtype);
 
 // Raw bits of `value` in the given floating datatype's format
-// (round to nearest even), for scalars built on the host (ncclAvg).
+// (round to nearest even), for scalars built on the host (ncclAvg of fp16,
+// bf16, fp32, fp64). fp8: OCP's encodings, which AMD targets with FNUZ fp8
+// do not use: fp8 ncclAvg leaves 1/n to the kernels (dev::kScalarInvRanks).
 uint64_t floatingBits(double value, ncclDataType_t dtype);
 
 }  // namespace uniccl

@@ -23,7 +23,7 @@ struct Task {
   TaskKind kind;
   ncclDataType_t dtype;
   uint8_t redOp;          // dev::RedOp after lowering
-  uint8_t scalarIsPtr;
+  uint8_t scalarKind;     // dev::ScalarKind
   // The op is an ncclRedOpCreatePreMulSum op: it scales by the user's scalar,
   // so even on one rank the result is no copy of the input (core/one_rank.h).
   uint8_t userRedOp;
@@ -32,7 +32,7 @@ struct Task {
   // StagedRange of the TaskList, and the group end reads it from a staged
   // copy instead (core/inplace_stage.h).
   uint32_t stage;
-  uint64_t scalar;        // raw scalar bits / device pointer (PreMulSum, SumPostDiv)
+  uint64_t scalar;        // raw scalar bits / device pointer / n (PreMulSum, SumPostDiv: dev::ScalarKind)
   const void* sendbuff;
   void* recvbuff;
   size_t count;           // elements (per rank for AllGather / ReduceScatter)

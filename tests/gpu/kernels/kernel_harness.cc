@@ -620,7 +620,7 @@ int main(int argc, char** argv) {
             w.p.sendBytes = c.sendBytes[r];
             w.p.recvBytes = c.recvBytes[(r - c.shift + R) % R];
           } else {
-            w.c.redOp = (uint8_t)c.op; w.c.dtype = (uint8_t)t; w.c.scalarIsPtr = c.scalarPtr; w.c.root = c.root;
+            w.c.redOp = (uint8_t)c.op; w.c.dtype = (uint8_t)t; w.c.scalarKind = c.scalarPtr ? kScalarPtr : kScalarBits; w.c.root = c.root;
             w.c.sliceBytes = c.sliceBytes;
             w.c.sendbuff = ar[r].dev + c.sendOff[r];
             w.c.recvbuff = ar[r].dev + c.recvOff[r];

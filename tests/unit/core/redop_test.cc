@@ -40,6 +40,27 @@ TEST(RedOp, AvgIsPreMulSumForFloatsAndPostDivForIntegers) {
   double d;
   memcpy(&d, &l.scalar, 8);
   EXPECT_EQ(d, 0.125);
+  EXPECT_EQ(l.scalarKind, dev::kScalarBits);
+}
+
+// fp8's encoding depends on the GPU target (OCP, or FNUZ on MI300: device/
+// port.h), so the host passes n and the kernels make 1/n themselves.
+TEST(RedOp, Fp8AvgLeavesTheInverseToTheKernels) {
+  RedOpTable t;
+  LoweredOp l;
+  for (ncclDataType_t dt : {ncclFloat8e4m3, ncclFloat8e5m2}) {
+    ASSERT_EQ(t.lower(ncclAvg, dt, 3, &l), ncclSuccess);
+    EXPECT_EQ(l.op, dev::kOpPreMulSum);
+    EXPECT_EQ(l.scalarKind, dev::kScalarInvRanks);
+    EXPECT_EQ(l.scalar, 3u);
+  }
+  // A user's PreMulSum scalar stays the bits the user gave (in the GPU's encoding).
+  ncclRedOp_t op;
+  uint8_t bits = 0x40;
+  ASSERT_EQ(t.create(&op, &bits, ncclFloat8e4m3, ncclScalarHostImmediate), ncclSuccess);
+  ASSERT_EQ(t.lower(op, ncclFloat8e4m3, 3, &l), ncclSuccess);
+  EXPECT_EQ(l.scalarKind, dev::kScalarBits);
+  EXPECT_EQ(l.scalar, 0x40u);
 }
 
 TEST(RedOp, UserOpsCreateLowerDestroy) {
@@ -51,7 +72,7 @@ TEST(RedOp, UserOpsCreateLowerDestroy) {
   LoweredOp l;
   ASSERT_EQ(t.lower(op, ncclFloat64, 2, &l), ncclSuccess);
   EXPECT_EQ(l.op, dev::kOpPreMulSum);
-  EXPECT_FALSE(l.scalarIsPtr);
+  EXPECT_EQ(l.scalarKind, dev::kScalarBits);
   double back;
   memcpy(&back, &l.scalar, 8);
   EXPECT_EQ(back, 2.5);
@@ -61,7 +82,7 @@ TEST(RedOp, UserOpsCreateLowerDestroy) {
   ncclRedOp_t op2;
   ASSERT_EQ(t.create(&op2, &scalar, ncclFloat64, ncclScalarDevice), ncclSuccess);
   ASSERT_EQ(t.lower(op2, ncclFloat64, 2, &l), ncclSuccess);
-  EXPECT_TRUE(l.scalarIsPtr);
+  EXPECT_EQ(l.scalarKind, dev::kScalarPtr);
   EXPECT_EQ(l.scalar, reinterpret_cast<uint64_t>(&scalar));
   ASSERT_EQ(t.destroy(op), ncclSuccess);
   EXPECT_EQ(t.lower(op, ncclFloat64, 2, &l), ncclInvalidArgument);
