@@ -64,7 +64,8 @@ flags=(-std=c++17 -O1 -g -fno-omit-frame-pointer -Iinclude -Isrc -I"$work/gen" -
        -fsanitize=address,undefined -fno-sanitize-recover=undefined -pthread)
 lib_srcs=(src/common/bootstrap/wire.cc src/common/bootstrap/unique_id.cc src/common/bootstrap/root.cc
           src/common/util/socket.cc src/common/util/socket_address.cc src/common/util/debug.cc
-          src/common/util/param.cc src/common/core/config.cc)
+          src/common/util/param.cc src/common/util/knobs.cc src/common/util/name_list.cc
+          src/common/core/config.cc)
 start=$(date +%s)
 build_failed=0
 objs=()
