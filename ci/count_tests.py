@@ -4,6 +4,8 @@
   count_tests.py LABEL testlog.json   -> prints "LABEL passed failed skipped"
   count_tests.py --total FILE         -> sums such lines, prints a table and
                                          the closing "N passed, N failed" line
+  count_tests.py --slowest N testlog.json -> the N longest tests and their seconds
+                                         (where CI time goes, for ci/test.sh's log)
 """
 import json
 import sys
@@ -44,8 +46,26 @@ def total(path):
     print(f"{p} passed, {f} failed" + (f", {s} skipped" if s else ""))
 
 
+def slowest(n, path):
+    runs = []
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.strip():
+                    t = json.loads(line)
+                    runs.append((t.get("duration", 0.0), t.get("name", "?")))
+    except OSError:
+        return
+    runs.sort(reverse=True)
+    total_s = sum(d for d, _ in runs)
+    print(f"slowest tests (of {len(runs)}, {total_s:.0f} s summed): " +
+          ", ".join(f"{name} {d:.0f} s" for d, name in runs[:n]))
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "--total":
+    if sys.argv[1] == "--slowest":
+        slowest(int(sys.argv[2]), sys.argv[3])
+    elif sys.argv[1] == "--total":
         total(sys.argv[2])
     else:
         count(sys.argv[1], sys.argv[2])

@@ -45,11 +45,21 @@ run_suite() {  # label, dir, suite
   local rc=$?
   python3 "$root/ci/count_tests.py" "$label" "$dir/meson-logs/testlog.json" >>"$root/.test-counts"
   tail -n 25 "$dir/test-$suite.log"
+  python3 "$root/ci/count_tests.py" --slowest 8 "$dir/meson-logs/testlog.json"
   return $rc
 }
 
 rm -f "$root/.test-counts"
 status=0
+# Wall time of each phase, printed before the closing line: where CI's
+# minutes go (the budget is 30 on a 2-core machine).
+phase_times=()
+phase_start=0
+phase_done() {  # label: the phase that just ended
+  phase_times+=("$(printf '%-16s %5d s' "$1" $((SECONDS - phase_start)))")
+  phase_start=$SECONDS
+}
+phase_done "setup"
 
 # The NCCL comparison benchmarks only where an NCCL is found; a named
 # UNICCL_NCCL_HOME without one is an error (find_nccl.sh says why).
@@ -74,6 +84,7 @@ if configure "$build/cuda" -Dgpu_backend=cuda -Dkernel_filter="$filter" -Dnccl_h
     echo "install-check 0 1" >>"$root/.test-counts"; status=1
   fi
   tail -n 5 "$build/cuda/install-check.log"
+  phase_done "cuda"
 else
   echo "cuda build FAILED"; echo "cuda-build 0 1" >>"$root/.test-counts"; status=1
 fi
@@ -91,6 +102,7 @@ if [ "${UNICCL_SKIP_SANITIZERS:-0}" != 1 ]; then
     else
       echo "$label build FAILED"; echo "$label-build 0 1" >>"$root/.test-counts"; status=1
     fi
+    phase_done "$label"
   done
 fi
 
@@ -102,6 +114,7 @@ if [ "${UNICCL_SKIP_FUZZ:-0}" != 1 ]; then
   tail -n 12 "$build/fuzz.log"
   if grep -q '^fuzz: SKIPPED' "$build/fuzz.log"; then echo "fuzz 0 0 1" >>"$root/.test-counts"
   else sed -n 's/^fuzz: [0-9]* targets, \([0-9]*\) passed, \([0-9]*\) failed$/fuzz \1 \2 0/p' "$build/fuzz.log" >>"$root/.test-counts"; fi
+  phase_done "fuzz"
 fi
 
 if [ "${UNICCL_SKIP_HIP:-0}" != 1 ] && ! command -v hipcc >/dev/null; then
@@ -122,7 +135,11 @@ elif [ "${UNICCL_SKIP_HIP:-0}" != 1 ]; then
   else
     echo "hip build FAILED"; echo "hip-build 0 1" >>"$root/.test-counts"; status=1
   fi
+  phase_done "hip"
 fi
+
+echo "=== time per phase (total $SECONDS s) ==="
+printf '%s\n' "${phase_times[@]}"
 
 python3 ci/count_tests.py --total "$root/.test-counts"
 exit $status
