@@ -120,6 +120,43 @@ ncclResult_t pointerGetInfo(const void* ptr, PointerInfo* info);
 // Start and size of the allocation that contains ptr (for registration).
 ncclResult_t memGetAddressRange(const void* ptr, void** base, size_t* size);
 
+// ---------------------------------------------------------- virtual memory
+// Physical allocations that peers can map (ncclMemAlloc, symmetric memory
+// windows): CUDA's cuMem* / HIP's hipMem* virtual-memory calls. A handle is
+// opaque (CUmemGenericAllocationHandle, hipMemGenericAllocationHandle_t, or
+// the emulator's); it moves between processes of one host as a POSIX file
+// descriptor (util/fd_passing.h), inside a process as it is.
+using MemHandle = uint64_t;
+struct VmmInfo {
+  bool supported;       // physical allocation + reserve + map + access work on this device
+  bool fdExport;        // handles export as POSIX file descriptors (cross-process windows)
+  size_t granularity;   // map/reserve/allocation sizes are multiples of it
+  const char* why;      // when !supported (or !fdExport): what is missing, for messages
+};
+ncclResult_t vmmQuery(int dev, VmmInfo* info);
+// `bytes` (a multiple of the granularity) of physical memory on `dev`,
+// exportable as a file descriptor where VmmInfo::fdExport says so.
+ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev);
+// Drops this reference; the memory goes when no handle and no mapping holds it.
+ncclResult_t memRelease(MemHandle handle);
+// A new file descriptor for the handle (the caller closes it).
+ncclResult_t memExportFd(MemHandle handle, int* fd);
+// A new handle (a reference) for the memory behind `fd`; the fd stays the caller's.
+ncclResult_t memImportFd(int fd, MemHandle* handle);
+// A new reference to the physical allocation mapped at `ptr` (any address
+// inside a VMM mapping), with the mapping's start and size. ncclInvalidArgument
+// without a log when ptr is not inside a VMM mapping (ordinary device memory).
+ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** mapBase, size_t* mapBytes);
+// Address space only: `bytes` of it, aligned to `align` (0: the granularity).
+ncclResult_t addressReserve(void** va, size_t bytes, size_t align);
+ncclResult_t addressFree(void* va, size_t bytes);
+// Maps all of `handle` (bytes = its size) at va, inside a reservation, then
+// gives device `dev` read/write access to it. Unmap before addressFree.
+// Mapped memory is device memory of the handle's device for pointerGetInfo
+// and memGetAddressRange (the range is the mapping).
+ncclResult_t memMap(void* va, size_t bytes, MemHandle handle, int dev);
+ncclResult_t memUnmap(void* va, size_t bytes);
+
 // -------------------------------------------------------------- IPC handles
 constexpr size_t kIpcHandleBytes = 64;
 struct IpcMemHandle { char bytes[kIpcHandleBytes]; };
