@@ -7,11 +7,10 @@
  * the handles, ncclTeam) have NCCL 2.28.9's exact layout; a unit test pins
  * every size and offset (tests/unit/api/device_abi_test.cc).
  *
- * What works in this version (README "Status"): the team functions, the
- * requirement builders and the team arithmetic below. ncclDevCommCreate
- * answers ncclInvalidUsage: device communicators need symmetric memory
- * windows, which uniccl does not implement yet. Device-side sessions
- * (barriers, LL all-to-all, GIN) are not declared here at all.
+ * What works in this version (README "Status", docs/device_api.md): the
+ * team functions, the requirement builders, the team arithmetic below, and
+ * device communicators over LSA teams. GIN and multimem requests are
+ * refused by ncclDevCommCreate with ncclInvalidUsage.
  */
 #ifndef UNICCL_NCCL_DEVICE_CORE_H
 #define UNICCL_NCCL_DEVICE_CORE_H
@@ -158,7 +157,8 @@ typedef struct ncclDevCommRequirements ncclDevCommRequirements_t;
 #endif
 
 /* ------------------------------------------------------- host API functions */
-/* Not supported yet: ncclInvalidUsage (needs symmetric memory windows). */
+/* Collective over comm (in a group, it runs at ncclGroupEnd). GIN and
+ * multimem requests: ncclInvalidUsage on every rank. */
 NCCL_EXTERN_C __host__ ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const* reqs,
                                                       ncclDevComm_t* outDevComm);
 NCCL_EXTERN_C __host__ ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const* devComm);

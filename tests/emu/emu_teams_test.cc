@@ -3,8 +3,8 @@
 // 2, 3 and 4 ranks, one host. Every emulated GPU reaches every other, so
 // the LSA team is the whole communicator and the rail single ranks; with
 // NCCL_P2P_DISABLE=1 (run as a second test) nobody reaches anybody: LSA
-// teams of one rank, one rail of all. ncclDevCommCreate refuses on a real
-// comm as on a hand-built one.
+// teams of one rank, one rail of all. Device communicators made on them
+// carry the same teams.
 //
 //   emu_teams_test [--no-p2p]     (--no-p2p: expect NCCL_P2P_DISABLE=1's teams)
 #include <cstdio>
@@ -50,9 +50,21 @@ void checkTeams(int nRanks, bool p2p) {
     EXPECT_EQI(rail.stride, lsaSize, "rank %d of %d", r, nRanks);
     for (int i = 0; i < lsa.nRanks; i++) EXPECT_EQI(ncclTeamRankToWorld(c, lsa, i), r - r % lsaSize + i, "lsa %d", i);
     for (int i = 0; i < rail.nRanks; i++) EXPECT_EQI(ncclTeamRankToWorld(c, rail, i), r % lsaSize + i * lsaSize, "rail %d", i);
-    ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
-    ncclDevComm dc;
-    EXPECT_EQI(ncclDevCommCreate(c, &reqs, &dc), ncclInvalidUsage, "%s", ncclGetLastError(nullptr));
+  }
+  // Device communicators (collective: one group drives every rank) carry the same teams.
+  std::vector<ncclDevComm> dc(nRanks);
+  ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  reqs.lsaBarrierCount = 1;
+  ncclGroupStart();
+  for (int r = 0; r < nRanks; r++) ncclDevCommCreate(comms[r], &reqs, &dc[r]);
+  res = ncclGroupEnd();
+  EXPECT_EQI(res, ncclSuccess, "ncclDevCommCreate: %s", ncclGetLastError(nullptr));
+  for (int r = 0; r < nRanks && res == ncclSuccess; r++) {
+    EXPECT_EQI(dc[r].lsaSize, lsaSize, "devComm of rank %d", r);
+    EXPECT_EQI(dc[r].lsaRank, r % lsaSize, "devComm of rank %d", r);
+    ncclTeam_t rail = ncclTeamRail(dc[r]);
+    EXPECT_EQI(rail.nRanks, nRanks / lsaSize, "devComm rail of rank %d", r);
+    EXPECT_EQI(ncclDevCommDestroy(comms[r], &dc[r]), ncclSuccess, "%s", ncclGetLastError(nullptr));
   }
   for (ncclComm_t c : comms) ncclCommDestroy(c);
   printf("%d ranks: LSA teams of %d, rails of %d\n", nRanks, lsaSize, nRanks / lsaSize);

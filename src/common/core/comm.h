@@ -29,6 +29,7 @@
 
 namespace uniccl {
 
+struct SymmetricState;
 constexpr uint64_t kCommMagic = 0x756e6963636c436dULL;  // "uniccl" + "Cm"
 
 enum class CommState : int {
@@ -134,6 +135,10 @@ struct ncclComm {
 
   uniccl::RedOpTable redOps;                  // ncclRedOpCreatePreMulSum ops of this comm
   uniccl::BufferRegistry registry;            // ncclCommRegister'ed buffers
+  // Symmetric memory windows and the device window table
+  // (common/symmetric/symmetric.h); created by the first registration,
+  // released by releaseSymmetric() at destroy and abort.
+  uniccl::SymmetricState* symmetric = nullptr;
 
   // Pointer validation cache: recently checked device allocations.
   struct CheckedRange { uintptr_t base = 0, end = 0; };

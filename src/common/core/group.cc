@@ -9,6 +9,7 @@
 #include "common/core/comm.h"
 #include "common/core/copy_engine.h"
 #include "common/core/cost_model.h"
+#include "common/core/device_guard.h"
 #include "common/core/gpu_sharing.h"
 #include "common/core/inplace_stage.h"
 #include "common/core/graph_buffers.h"
@@ -21,8 +22,6 @@
 namespace uniccl {
 
 namespace {
-
-class DeviceGuard;
 
 // A group's launches as one job per device (core/launch_helpers.h): the
 // comms of one device launch in group order on one thread, different
@@ -46,27 +45,6 @@ struct GroupState {
 
 thread_local GroupState tGroup;
 
-// Restores the calling thread's current device when a group switched it.
-class DeviceGuard {
- public:
-  DeviceGuard() { ok_ = gpu::getDevice(&saved_) == ncclSuccess; }
-  ~DeviceGuard() {
-    if (ok_ && switched_) gpu::setDevice(saved_);
-  }
-  ncclResult_t use(int dev) {
-    if (ok_ && dev == current()) return ncclSuccess;
-    switched_ = true;
-    current_ = dev;
-    return gpu::setDevice(dev);
-  }
-
- private:
-  int current() const { return switched_ ? current_ : saved_; }
-  int saved_ = -1;
-  int current_ = -1;
-  bool ok_ = false;
-  bool switched_ = false;
-};
 
 // Splits the group's launches by device when helper threads may issue some
 // of them: eager groups over two or more devices, without a profiler (its

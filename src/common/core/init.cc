@@ -25,6 +25,7 @@
 #include "common/core/validate.h"
 #include "common/profiler/comm_hooks.h"
 #include "common/profiler/kernel_ch_poller.h"
+#include "common/symmetric/symmetric.h"
 #include "common/util/debug.h"
 #include "common/util/knobs.h"
 #include "common/util/socket.h"
@@ -270,6 +271,7 @@ void commFree(ncclComm* comm, bool abort) {
   }
   if (comm->profRingsHost != nullptr) gpu::hostFree(comm->profRingsHost);
   profilerCommFinalize(comm);  // [profiler] plugin finalize (+ dlclose with the last comm), after the last event
+  releaseSymmetric(comm);   // windows: after the kernels that may use them ended
   for (void* p : comm->deviceAllocs) gpu::deviceFree(p);
   comm->deviceAllocs.clear();
   if (comm->orderEvent != nullptr) gpu::eventDestroy(comm->orderEvent);

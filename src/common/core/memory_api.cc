@@ -1,5 +1,5 @@
-// Memory-related API: ncclMemAlloc/Free, buffer registration, memory
-// windows, and the PreMulSum operator constructors.
+// Memory-related API: ncclMemAlloc/Free, buffer registration and the
+// PreMulSum operator constructors (windows: common/symmetric/window_api.cc).
 #include <cstdint>
 
 #include "common/api_export.h"
@@ -63,22 +63,6 @@ ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
   UCHECK(checkCommHandle(comm, "ncclCommDeregister"));
   if (handle == nullptr) return ncclSuccess;   // as NCCL: nothing was registered
   return comm->registry.remove(handle);
-}
-
-NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
-         int winFlags);
-ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags) {
-  UCHECK(checkCommHandle(comm, "ncclCommWindowRegister"));
-  WARN("ncclCommWindowRegister: symmetric memory windows are not supported by this uniccl version "
-       "(see README, status table); use ncclCommRegister");
-  return ncclInvalidUsage;
-}
-
-NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win);
-ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
-  UCHECK(checkCommHandle(comm, "ncclCommWindowDeregister"));
-  WARN("ncclCommWindowDeregister: symmetric memory windows are not supported by this uniccl version");
-  return ncclInvalidUsage;
 }
 
 NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,

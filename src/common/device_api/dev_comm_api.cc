@@ -1,38 +1,122 @@
-// ncclDevCommCreate / ncclDevCommDestroy: not supported by this uniccl
-// version, and they say so. A device communicator hands kernels symmetric
-// memory windows (every LSA peer's buffer mapped at a fixed stride) and a
-// resource window for barriers and LL all-to-all slots; uniccl has no
-// symmetric windows yet (ncclCommWindowRegister is unsupported too). Create
-// validates its arguments like a real implementation, then answers
-// ncclInvalidUsage with an explicit message; since it never makes a device
-// communicator, Destroy rejects whatever it is given. README's status table
-// lists what of the Device API exists.
+// ncclDevCommCreate / ncclDevCommDestroy: device communicators.
+//
+// A device communicator is a plain struct (include/nccl_device/core.h,
+// NCCL 2.28.9's layout) that kernels receive by value: ranks, the LSA team,
+// the comm's device window table, and a resource window (a symmetric window
+// of memory uniccl allocates) holding the LSA barriers and the buffers the
+// requirements list asks for (resource_layout.h). Creation is collective,
+// like registering a window; the ranks agree on success before any of them
+// allocates, so a refusal on one rank (different requirements) fails all
+// of them instead of leaving the others waiting.
+//
+// Not provided: GIN (GPU-initiated networking) and multimem: asking for
+// them is refused with ncclInvalidUsage (docs/device_api.md).
+#include <cstring>
+
 #include "common/api_export.h"
 #include "common/check.h"
 #include "common/core/comm.h"
+#include "common/core/device_guard.h"
+#include "common/core/group.h"
 #include "common/core/validate.h"
+#include "common/device_api/lsa.h"
+#include "common/device_api/resource_layout.h"
+#include "common/symmetric/symmetric.h"
 #include "common/util/debug.h"
 #include "nccl_device.h"
 
 using namespace uniccl;
 
+namespace {
+
+// NCCL's reciprocal for division on the GPU without a divide: floor((2^32 -
+// 1) / x), plus one for powers of two (so x = 1 gives 0, read as "divide by 1").
+uint32_t reciprocal32(uint32_t x) { return 0xffffffffu / x + ((x & (x - 1)) == 0 ? 1u : 0u); }
+
+// Every rank's verdict on the requirements: one failure fails all.
+ncclResult_t agreeOnPlan(ncclComm* comm, ncclResult_t mine) {
+  std::vector<int32_t> st(comm->nRanks, 0);
+  st[comm->rank] = (int32_t)mine;
+  UCHECK(comm->bootstrap->allGather(st.data(), sizeof(int32_t)));
+  for (int r = 0; r < comm->nRanks; r++) {
+    if (st[r] == ncclSuccess) continue;
+    if (mine == ncclSuccess)
+      WARN("ncclDevCommCreate: rank %d refused the requirements (error %d); no device communicator is created", r,
+           st[r]);
+    return mine != ncclSuccess ? mine : (ncclResult_t)st[r];
+  }
+  return ncclSuccess;
+}
+
+// argStatus: this rank's arguments were found bad already; it still takes
+// part in the agreement so that the others fail with it.
+ncclResult_t createDevComm(ncclComm* comm, const ncclDevCommRequirements_t* reqs, ncclDevComm_t* outDevComm,
+                           ncclResult_t argStatus) {
+  DeviceGuard device;
+  UCHECK(device.use(comm->gpuDev));
+  const LsaPlace lsa = lsaPlace(comm);
+  ResourceLayout layout;
+  ncclResult_t plan = argStatus != ncclSuccess ? argStatus
+                                               : planResources(*reqs, comm->nRanks, lsa.size, lsa.self, &layout);
+  UCHECK(agreeOnPlan(comm, plan));
+
+  void* mem = nullptr;
+  ncclResult_t res = ncclMemAlloc(&mem, layout.bytes);
+  if (res == ncclSuccess) res = gpu::memset(mem, 0, layout.bytes);   // barriers start at epoch 0
+  // The window registration is collective and fails on every rank if one fails.
+  SymWindow* win = nullptr;
+  ncclResult_t reg = registerWindow(comm, mem, layout.bytes, NCCL_WIN_DEFAULT, /*internal=*/true, res, &win);
+  if (res == ncclSuccess) res = reg;
+  ncclDevCommWindowTable* table = nullptr;
+  if (res == ncclSuccess) res = windowTableHead(comm, &table);
+  if (res != ncclSuccess) {
+    if (win != nullptr) deregisterWindow(comm, win);
+    if (mem != nullptr) ncclMemFree(mem);
+    return res;
+  }
+  addDevCommResources(comm, DevCommResources{win->dev, win, mem});
+
+  ncclDevComm_t d;
+  memset(&d, 0, sizeof(d));
+  d.rank = comm->rank;
+  d.nRanks = comm->nRanks;
+  d.nRanks_rcp32 = reciprocal32((uint32_t)comm->nRanks);
+  d.lsaRank = lsa.self;
+  d.lsaSize = lsa.size;
+  d.lsaSize_rcp32 = reciprocal32((uint32_t)lsa.size);
+  d.windowTable = table;
+  d.resourceWindow = win->dev;
+  d.resourceWindow_inlined = win->host;
+  d.lsaBarrier = layout.lsaBarrier;
+  for (const ResourceLayout::Placement& p : layout.placements) *p.out = p.handle;
+  *outDevComm = d;
+  INFO(NCCL_INIT, "Rank %d: device communicator: LSA team %d of %d, %zu bytes of resources, %d LSA barriers",
+       comm->rank, lsa.self, lsa.size, layout.bytes, layout.lsaBarrier.nBarriers);
+  return ncclSuccess;
+}
+
+}  // namespace
+
 NCCL_API(ncclResult_t, ncclDevCommCreate, ncclComm_t comm, ncclDevCommRequirements_t const* reqs,
          ncclDevComm_t* outDevComm);
 ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const* reqs, ncclDevComm_t* outDevComm) {
   const char* fn = "ncclDevCommCreate";
-  UCHECK(checkCommUsable(comm, fn));
+  UCHECK(groupErrCheck(checkCommUsable(comm, fn)));
+  ncclResult_t args = ncclSuccess;
   if (reqs == nullptr) {
     WARN("%s: reqs is a null pointer", fn);
-    return ncclInvalidArgument;
-  }
-  if (outDevComm == nullptr) {
+    args = ncclInvalidArgument;
+  } else if (outDevComm == nullptr) {
     WARN("%s: outDevComm is a null pointer", fn);
-    return ncclInvalidArgument;
+    args = ncclInvalidArgument;
   }
-  WARN("%s: the Device API's device communicators are not supported by this uniccl version yet "
-       "(they need symmetric memory windows); see README, Status",
-       fn);
-  return ncclInvalidUsage;
+  if (inGroup()) {
+    // A bad call fails the group (NCCL's rule); the requirements are read at ncclGroupEnd.
+    if (args != ncclSuccess) return groupErrCheck(args);
+    deferToGroupEnd([comm, reqs, outDevComm]() { return createDevComm(comm, reqs, outDevComm, ncclSuccess); });
+    return ncclSuccess;
+  }
+  return createDevComm(comm, reqs, outDevComm, args);
 }
 
 NCCL_API(ncclResult_t, ncclDevCommDestroy, ncclComm_t comm, ncclDevComm_t const* devComm);
@@ -43,7 +127,15 @@ ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const* devComm) {
     WARN("%s: devComm is a null pointer", fn);
     return ncclInvalidArgument;
   }
-  WARN("%s: devComm %p was not made by ncclDevCommCreate (which this uniccl version does not support yet)", fn,
-       (const void*)devComm);
-  return ncclInvalidArgument;
+  DevCommResources r;
+  if (!takeDevCommResources(comm, devComm->resourceWindow, &r)) {
+    WARN("%s: devComm %p was not made by ncclDevCommCreate on this communicator (rank %d), or is destroyed already",
+         fn, (const void*)devComm, comm->rank);
+    return ncclInvalidArgument;
+  }
+  DeviceGuard device;
+  UCHECK(device.use(comm->gpuDev));
+  ncclResult_t res = deregisterWindow(comm, r.window);
+  ncclResult_t freed = ncclMemFree(r.memory);
+  return res != ncclSuccess ? res : freed;
 }

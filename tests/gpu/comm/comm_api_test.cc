@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "nccl_device.h"  // ncclWindow_vidmem (what a window handle points to)
 #include "rccl/rccl.h"  // ncclCommInitRankMulti
 #include "../coll/rt.h"
 
@@ -359,16 +360,57 @@ bool testPreMulSum() {
   return c.destroyAll();
 }
 
-bool testUnsupportedAndSimulate() {
+// Symmetric windows on the GPU (VMM memory from ncclMemAlloc), registered
+// in a group over every rank: each rank reads every peer's buffer through
+// its own flat range. A buffer from the plain allocator fails every rank.
+bool checkWindows(Comms& c) {
+  const size_t bytes = 1 << 20;
+  std::vector<void*> buf(gN, nullptr);
+  std::vector<ncclWindow_t> win(gN, nullptr);
+  bool ok = true;
+  for (int r = 0; r < gN; r++) {
+    RT_OK(rt::setDevice(r));
+    NCCL_OK(ncclMemAlloc(&buf[r], bytes));
+    RT_OK(rt::memset(buf[r], r + 1, bytes));
+  }
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < gN; r++) GROUPED_OK(ncclCommWindowRegister(c[r], buf[r], bytes, &win[r], NCCL_WIN_COLL_SYMMETRIC));
+  NCCL_OK(ncclGroupEnd());
+  for (int r = 0; r < gN && ok; r++) {
+    RT_OK(rt::setDevice(r));
+    ncclWindow_vidmem v;
+    RT_OK(rt::toHost(&v, win[r], sizeof(v)));
+    EXPECT(v.worldRank == r && v.stride4G >= 1, "rank %d: window says rank %d, stride4G %u", r, v.worldRank, v.stride4G);
+    for (int p = 0; p < gN; p++) {
+      unsigned char got[2] = {0, 0};
+      const char* slot = v.lsaFlatBase + (size_t)(p - r + v.lsaRank) * ((size_t)v.stride4G << 32);
+      RT_OK(rt::toHost(got, slot + bytes - 2, 2));
+      EXPECT(got[0] == p + 1 && got[1] == p + 1, "rank %d reads peer %d's window: %d %d", r, p, got[0], got[1]);
+      ok = ok && got[0] == p + 1;
+    }
+  }
+  for (int r = 0; r < gN; r++) NCCL_OK(ncclCommWindowDeregister(c[r], win[r]));
+  std::vector<void*> plain(gN, nullptr);
+  for (int r = 0; r < gN; r++) {
+    RT_OK(rt::setDevice(r));
+    RT_OK(rt::malloc(&plain[r], bytes));
+  }
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < gN; r++) GROUPED_OK(ncclCommWindowRegister(c[r], plain[r], bytes, &win[r], NCCL_WIN_DEFAULT));
+  EXPECT_ERR(ncclGroupEnd(), ncclInvalidArgument, "ncclCommWindowRegister");
+  for (int r = 0; r < gN; r++) {
+    RT_OK(rt::setDevice(r));
+    RT_OK(rt::free(plain[r]));
+    NCCL_OK(ncclMemFree(buf[r]));
+  }
+  return ok;
+}
+
+bool testWindowsAndSimulate() {
   Comms c(gN);
   NCCL_OK(ncclCommInitAll(c.data(), gN, nullptr));
+  if (!checkWindows(c)) return false;
   RT_OK(rt::setDevice(0));
-  void* buf = nullptr;
-  NCCL_OK(ncclMemAlloc(&buf, 1 << 16));
-  ncclWindow_t win = nullptr;
-  EXPECT_ERR(ncclCommWindowRegister(c[0], buf, 1 << 16, &win, NCCL_WIN_DEFAULT), ncclInvalidUsage,
-             "ncclCommWindowRegister");
-  NCCL_OK(ncclMemFree(buf));
   ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
   EXPECT_ERR(ncclGroupSimulateEnd(&sim), ncclInvalidUsage, "ncclGroupSimulateEnd");   // no group open
   // The simulated group must not run; the comms must still work after it.
@@ -656,7 +698,7 @@ int main(int argc, char** argv) {
       {"mem-register", testMemory},
       {"premulsum", testPreMulSum},
       {"revoke-shrink", testRevokeShrink},
-      {"unsupported+simulate", testUnsupportedAndSimulate},
+      {"windows+simulate", testWindowsAndSimulate},
       {"repeated-init", testRepeatedInit},
       {"share-refused", testShareRefused},
       {"share-opt-in", testShareOptIn},

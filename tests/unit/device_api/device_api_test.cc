@@ -1,7 +1,8 @@
 // The host side of the Device API (src/common/device_api): LSA team sizes
 // from reachability, the team functions on hand-built communicators of 1-4
 // ranks (fake GPU backend), the requirement builders against NCCL 2.28.9's
-// sizes, and ncclDevCommCreate/Destroy's explicit refusal.
+// sizes, device communicators' resource placement and refusals (GIN,
+// multimem), bad handles, and windows' flat layout.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -10,6 +11,8 @@
 
 #include "common/core/comm.h"
 #include "common/device_api/lsa.h"
+#include "common/device_api/resource_layout.h"
+#include "common/symmetric/flat_layout.h"
 #include "fake_gpu.h"
 #include "nccl_device.h"
 
@@ -229,7 +232,7 @@ TEST(DeviceApiRequirements, LlAllToAll) {
   EXPECT_EQ(ncclLLA2ACreateRequirement(4, 6, &h, nullptr), ncclInvalidArgument);
 }
 
-TEST_F(DeviceApiComm, DevCommCreateIsAnExplicitUnsupportedFeature) {
+TEST_F(DeviceApiComm, DevCommBadHandles) {
   ncclComm* c = make(0, {0, 0});
   ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
   ncclDevComm dc;
@@ -239,17 +242,9 @@ TEST_F(DeviceApiComm, DevCommCreateIsAnExplicitUnsupportedFeature) {
   clearError();
   EXPECT_EQ(ncclDevCommCreate(nullptr, &reqs, &dc), ncclInvalidArgument);
   EXPECT_NE(lastError().find("comm is NULL"), std::string::npos) << lastError();
-  clearError();
-  EXPECT_EQ(ncclDevCommCreate(c, nullptr, &dc), ncclInvalidArgument);
-  EXPECT_NE(lastError().find("reqs is a null pointer"), std::string::npos) << lastError();
-  clearError();
-  EXPECT_EQ(ncclDevCommCreate(c, &reqs, nullptr), ncclInvalidArgument);
-  EXPECT_NE(lastError().find("outDevComm is a null pointer"), std::string::npos) << lastError();
-
-  clearError();
-  EXPECT_EQ(ncclDevCommCreate(c, &reqs, &dc), ncclInvalidUsage);
-  EXPECT_NE(lastError().find("not supported by this uniccl version"), std::string::npos) << lastError();
   EXPECT_EQ(memcmp(&dc, &untouched, sizeof(dc)), 0) << "a failed create wrote its output";
+  // (NULL reqs / outDevComm on a real communicator: emu-symmetric, where
+  // every rank fails together.)
 
   clearError();
   EXPECT_EQ(ncclDevCommDestroy(c, nullptr), ncclInvalidArgument);
@@ -258,6 +253,116 @@ TEST_F(DeviceApiComm, DevCommCreateIsAnExplicitUnsupportedFeature) {
   EXPECT_EQ(ncclDevCommDestroy(c, &dc), ncclInvalidArgument);
   EXPECT_NE(lastError().find("was not made by ncclDevCommCreate"), std::string::npos) << lastError();
   EXPECT_EQ(ncclDevCommDestroy(nullptr, &dc), ncclInvalidArgument);
+}
+
+// Where ncclDevCommCreate puts the resources, and what it refuses.
+TEST(DeviceApiResources, PlacesBarriersThenTheListAligned) {
+  ncclLLA2AHandle_t a2a{};
+  ncclDevResourceRequirements_t a2aReq, user;
+  ASSERT_EQ(ncclLLA2ACreateRequirement(2, 5, &a2a, &a2aReq), ncclSuccess);
+  ncclDevResourceHandle_t userHandle = 0xffffffffu;
+  memset(&user, 0, sizeof(user));
+  user.bufferSize = 1000;
+  user.bufferAlign = 1024;
+  user.outBufferHandle = &userHandle;
+  user.next = &a2aReq;
+  ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  reqs.lsaBarrierCount = 2;
+  reqs.resourceRequirementsList = &user;
+  ResourceLayout l;
+  ASSERT_EQ(planResources(reqs, 8, 4, 1, &l), ncclSuccess);
+  EXPECT_EQ(l.lsaBarrier.nBarriers, 2);
+  EXPECT_EQ(l.lsaBarrier.bufHandle, 0u);
+  ASSERT_EQ(l.placements.size(), 2u);
+  EXPECT_EQ(l.placements[0].out, &userHandle);
+  EXPECT_EQ(l.placements[0].handle * 128 % 1024, 0u);
+  EXPECT_GE(l.placements[0].handle * 128, 2u * (3 + 4) * 4);   // after the barriers of a 4-rank team
+  EXPECT_EQ(l.placements[1].out, &a2a.bufHandle);
+  EXPECT_GE(l.placements[1].handle * 128, l.placements[0].handle * 128 + 1000);
+  EXPECT_GE(l.bytes, l.placements[1].handle * 128 + a2aReq.bufferSize);
+  EXPECT_EQ(l.bytes % 4096, 0u);
+  EXPECT_EQ(userHandle, 0xffffffffu) << "handles are written by ncclDevCommCreate on success only";
+
+  // barrierCount asks for LSA barriers too; with one LSA team it needs no GIN.
+  reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  reqs.barrierCount = 3;
+  ASSERT_EQ(planResources(reqs, 4, 4, 0, &l), ncclSuccess);
+  EXPECT_EQ(l.lsaBarrier.nBarriers, 3);
+  EXPECT_EQ(l.bytes, 4096u);
+}
+
+TEST(DeviceApiResources, RefusesGinMultimemAndMalformedLists) {
+  ResourceLayout l;
+  auto refused = [&](const ncclDevCommRequirements& r, ncclResult_t want, const char* word) {
+    clearError();
+    EXPECT_EQ(planResources(r, 8, 4, 0, &l), want) << word;
+    EXPECT_NE(lastError().find(word), std::string::npos) << lastError();
+  };
+  ncclDevCommRequirements r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  r.ginSignalCount = 1;
+  refused(r, ncclInvalidUsage, "GIN");
+  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  r.railGinBarrierCount = 1;
+  refused(r, ncclInvalidUsage, "GIN");
+  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  r.ginForceEnable = true;
+  refused(r, ncclInvalidUsage, "GIN");
+  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  r.barrierCount = 1;   // 8 ranks in LSA teams of 4: the world barrier crosses teams
+  refused(r, ncclInvalidUsage, "several LSA teams");
+  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  r.lsaMultimem = true;
+  refused(r, ncclInvalidUsage, "multicast");
+  ncclTeamRequirements_t team{};
+  team.multimem = true;
+  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  r.teamRequirementsList = &team;
+  refused(r, ncclInvalidUsage, "multimem");
+  ncclDevResourceRequirements_t loop{};
+  loop.bufferSize = 8;
+  loop.next = &loop;
+  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  r.resourceRequirementsList = &loop;
+  refused(r, ncclInvalidArgument, "a cycle");
+  ncclDevResourceRequirements_t odd{};
+  odd.bufferSize = 8;
+  odd.bufferAlign = 48;
+  r.resourceRequirementsList = &odd;
+  refused(r, ncclInvalidArgument, "power of two");
+  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  r.lsaBarrierCount = -1;
+  refused(r, ncclInvalidArgument, "negative");
+}
+
+// The flat range of a window: every peer's buffer at base + p * stride.
+TEST(FlatLayout, PeersAtOneStrideWhateverTheirOffsets) {
+  const size_t g = 1 << 21;
+  std::vector<FlatPeer> peers = {{4 * g, g + 4096}, {2 * g, 4096}, {6 * g, 3 * g + 4096}};
+  FlatLayout l;
+  const char* why = nullptr;
+  ASSERT_TRUE(planFlatLayout(peers, g, &l, &why)) << why;
+  EXPECT_EQ(l.stride % kFlatStrideUnit, 0u);
+  for (size_t p = 0; p < peers.size(); p++) {
+    EXPECT_EQ(l.mapOffset[p] % g, 0u) << p;
+    // The buffer of peer p lands at flatBase + p * stride.
+    EXPECT_EQ(l.mapOffset[p] + peers[p].offset, l.flatBaseOffset + p * l.stride) << p;
+    EXPECT_LE(l.mapOffset[p] + peers[p].allocBytes, l.reserveBytes) << p;
+    if (p > 0) EXPECT_LE(l.mapOffset[p - 1] + peers[p - 1].allocBytes, l.mapOffset[p]) << "overlap at " << p;
+  }
+  // Over 4 GiB an allocation takes a wider stride.
+  std::vector<FlatPeer> big = {{(size_t)5 << 30, 0}, {(size_t)5 << 30, 0}};
+  ASSERT_TRUE(planFlatLayout(big, g, &l, &why)) << why;
+  EXPECT_EQ(l.stride, (size_t)8 << 30);
+}
+
+TEST(FlatLayout, RefusesOffsetsThatDifferModuloTheGranularity) {
+  const size_t g = 1 << 21;
+  FlatLayout l;
+  const char* why = nullptr;
+  EXPECT_FALSE(planFlatLayout({{2 * g, 4096}, {2 * g, 8192}}, g, &l, &why));
+  EXPECT_NE(std::string(why).find("different offsets"), std::string::npos) << why;
+  EXPECT_FALSE(planFlatLayout({{g + 1, 0}}, g, &l, &why));
+  EXPECT_FALSE(planFlatLayout({{g, g}}, g, &l, &why));
 }
 
 }  // namespace

@@ -1,0 +1,93 @@
+#include "common/device_api/resource_layout.h"
+
+#include "common/check.h"
+#include "common/util/debug.h"
+
+namespace uniccl {
+
+namespace {
+
+constexpr size_t kUnit = 128;   // bytes per ncclDevResourceHandle unit
+constexpr int kMaxListLength = 1 << 16;   // a longer list is a cycle or garbage
+
+ncclResult_t refuseGin(const char* what) {
+  WARN("ncclDevCommCreate: %s needs GIN (GPU-initiated networking), which this uniccl version does not provide; "
+       "device communicators reach LSA peers only", what);
+  return ncclInvalidUsage;
+}
+
+bool isPow2(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+}  // namespace
+
+ncclResult_t planResources(const ncclDevCommRequirements_t& reqs, int nRanks, int lsaSize, int lsaRank,
+                           ResourceLayout* out) {
+  if (reqs.lsaMultimem) {
+    WARN("ncclDevCommCreate: lsaMultimem needs NVLink multicast, which uniccl does not use");
+    return ncclInvalidUsage;
+  }
+  int n = 0;
+  for (const ncclTeamRequirements_t* t = reqs.teamRequirementsList; t != nullptr; t = t->next) {
+    if (++n > kMaxListLength) {
+      WARN("ncclDevCommCreate: teamRequirementsList has more than %d entries (a cycle?)", kMaxListLength);
+      return ncclInvalidArgument;
+    }
+    if (t->multimem) {
+      WARN("ncclDevCommCreate: a team requirement asks for multimem, which needs NVLink multicast (not used by uniccl)");
+      return ncclInvalidUsage;
+    }
+  }
+  if (reqs.lsaBarrierCount < 0 || reqs.barrierCount < 0 || reqs.railGinBarrierCount < 0 || reqs.ginSignalCount < 0 ||
+      reqs.ginCounterCount < 0) {
+    WARN("ncclDevCommCreate: negative count in the requirements (barriers %d, LSA barriers %d, rail GIN barriers %d, "
+         "GIN signals %d, counters %d)", reqs.barrierCount, reqs.lsaBarrierCount, reqs.railGinBarrierCount,
+         reqs.ginSignalCount, reqs.ginCounterCount);
+    return ncclInvalidArgument;
+  }
+  if (reqs.ginForceEnable) return refuseGin("ginForceEnable");
+  if (reqs.railGinBarrierCount > 0) return refuseGin("railGinBarrierCount");
+  if (reqs.ginSignalCount > 0 || reqs.ginCounterCount > 0) return refuseGin("GIN signals or counters");
+  // A world barrier spans the rail team too: one rank per rail is just the LSA barrier.
+  if (reqs.barrierCount > 0 && nRanks / lsaSize > 1) return refuseGin("barrierCount over several LSA teams");
+
+  size_t used = 0;
+  auto place = [&](size_t bytes, size_t align, ncclDevResourceHandle_t* handle) {
+    const size_t a = align > kUnit ? align : kUnit;
+    used = (used + a - 1) / a * a;
+    *handle = (ncclDevResourceHandle_t)(used / kUnit);
+    used += bytes;
+  };
+  const int lsaBarriers = reqs.lsaBarrierCount > reqs.barrierCount ? reqs.lsaBarrierCount : reqs.barrierCount;
+  out->lsaBarrier = ncclLsaBarrierHandle_t{0, 0};
+  if (lsaBarriers > 0) {
+    ncclDevResourceRequirements_t r;
+    ncclTeam_t lsa{lsaSize, lsaRank, 1};
+    UCHECK(ncclLsaBarrierCreateRequirement(lsa, lsaBarriers, &out->lsaBarrier, &r));
+    place(r.bufferSize, r.bufferAlign, &out->lsaBarrier.bufHandle);
+  }
+  out->placements.clear();
+  n = 0;
+  for (const ncclDevResourceRequirements_t* r = reqs.resourceRequirementsList; r != nullptr; r = r->next) {
+    if (++n > kMaxListLength) {
+      WARN("ncclDevCommCreate: resourceRequirementsList has more than %d entries (a cycle?)", kMaxListLength);
+      return ncclInvalidArgument;
+    }
+    if (r->ginSignalCount > 0 || r->ginCounterCount > 0) return refuseGin("a resource requirement with GIN signals");
+    if (r->bufferAlign != 0 && !isPow2(r->bufferAlign)) {
+      WARN("ncclDevCommCreate: resource requirement %d asks for alignment %zu (not a power of two)", n, r->bufferAlign);
+      return ncclInvalidArgument;
+    }
+    if (r->bufferSize > (size_t(1) << 40)) {
+      WARN("ncclDevCommCreate: resource requirement %d asks for %zu bytes", n, r->bufferSize);
+      return ncclInvalidArgument;
+    }
+    ncclDevResourceHandle_t h = 0;
+    place(r->bufferSize, r->bufferAlign, &h);
+    if (r->outBufferHandle != nullptr) out->placements.push_back(ResourceLayout::Placement{r->outBufferHandle, h});
+  }
+  out->bytes = (used + 4095) / 4096 * 4096;
+  if (out->bytes == 0) out->bytes = 4096;
+  return ncclSuccess;
+}
+
+}  // namespace uniccl

@@ -1,0 +1,31 @@
+// Where a device communicator's resources go in its resource window: the
+// LSA barriers the requirements ask for, then every buffer of the
+// resource-requirements list, each at a 128-byte unit (ncclDevResourceHandle)
+// aligned to what it asks. Pure: ncclDevCommCreate allocates and publishes.
+// What uniccl cannot provide (GIN, multimem) is refused here with the reason.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "nccl_device.h"
+
+namespace uniccl {
+
+struct ResourceLayout {
+  size_t bytes = 0;                          // the resource window's size (>= 4096)
+  ncclLsaBarrierHandle_t lsaBarrier{};       // devComm.lsaBarrier
+  struct Placement {
+    ncclDevResourceHandle_t* out;            // where the handle is written on success
+    ncclDevResourceHandle_t handle;
+  };
+  std::vector<Placement> placements;
+};
+
+// nRanks/lsaSize: the communicator's; lsaRank: this rank's place in its team.
+// ncclInvalidUsage (with the WARN) for GIN or multimem requests,
+// ncclInvalidArgument for malformed requirements.
+ncclResult_t planResources(const ncclDevCommRequirements_t& reqs, int nRanks, int lsaSize, int lsaRank,
+                           ResourceLayout* out);
+
+}  // namespace uniccl

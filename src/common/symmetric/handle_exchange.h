@@ -1,0 +1,34 @@
+// What ranks tell each other when they register a window, and how each rank
+// gets a handle to every LSA peer's physical allocation: a peer in the same
+// process shares its handle as it is; a peer in another process of the host
+// sends a file descriptor over a Unix-domain socket (util/fd_passing.h).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/device_api/lsa.h"
+#include "common/gpu.h"
+
+struct ncclComm;
+
+namespace uniccl {
+
+struct WindowAnnounce {
+  int32_t status;       // ncclResult_t of the rank's local checks
+  int32_t fdExport;     // its handles export as file descriptors
+  uint64_t handle;      // valid in the rank's own process
+  uint64_t allocBytes;  // the physical allocation holding its buffer
+  uint64_t offset;      // the buffer's offset in it
+  uint64_t granularity;
+};
+
+// Allgathers every rank's announcement (all[r] for rank r).
+ncclResult_t announce(ncclComm* comm, const WindowAnnounce* mine, std::vector<WindowAnnounce>* all);
+
+// handles[p] for LSA team rank p (this rank's own included); imported[p]
+// when this call made a new reference the caller must release.
+ncclResult_t peerHandles(ncclComm* comm, const LsaPlace& lsa, const std::vector<WindowAnnounce>& all,
+                         std::vector<gpu::MemHandle>* handles, std::vector<bool>* imported);
+
+}  // namespace uniccl

@@ -1,0 +1,84 @@
+// Symmetric memory windows (ncclCommWindowRegister) of one communicator.
+//
+// A window is a buffer every rank registers together. Each rank maps the
+// physical allocations behind its LSA peers' buffers (and its own) into one
+// flat address range, peer p at lsaFlatBase + p * stride (flat_layout.h),
+// and publishes an ncclWindow_vidmem in device memory that kernels read
+// (the Device API's ncclGetLsaPointer and friends, the symmetric
+// collectives). The comm's device window table (window_table.h) lists the
+// windows by the user's buffer address, for ncclFindWindow.
+//
+// Owner: ncclComm::symmetric; releaseSymmetric() at destroy and abort unmaps
+// and frees everything still registered.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/gpu.h"
+#include "common/symmetric/window_table.h"
+#include "nccl_device.h"
+
+struct ncclComm;
+
+namespace uniccl {
+
+struct SymWindow {
+  void* userBase = nullptr;     // what the user registered
+  size_t userBytes = 0;
+  int flags = 0;                // NCCL_WIN_*
+  bool internal = false;        // a device communicator's resource window, not the user's
+  void* reserve = nullptr;      // the flat range's reservation
+  size_t reserveBytes = 0;
+  struct Mapping {
+    void* va;
+    size_t bytes;
+  };
+  std::vector<Mapping> mappings;    // one per LSA peer (own allocation included)
+  ncclWindow_vidmem host{};         // what the device copy holds
+  ncclWindow_vidmem* dev = nullptr; // ncclWindow_t handed out (device memory)
+  int tableSlot = -1;               // entry in the comm's window table
+};
+
+// A device communicator's resources (device_api/dev_comm_api.cc): its
+// resource window and the ncclMemAlloc memory under it.
+struct DevCommResources {
+  ncclWindow_t resourceWindow;
+  SymWindow* window;
+  void* memory;
+};
+
+struct SymmetricState {
+  std::mutex mu;   // windows, table, devComms (register/deregister may come from several threads of one process)
+  std::vector<std::unique_ptr<SymWindow>> windows;
+  WindowTable table;
+  std::vector<DevCommResources> devComms;
+};
+
+// Registers [buff, buff + bytes) on every rank of comm (collective: every
+// rank calls it with its own buffer). buff must lie in memory that peers can
+// map (ncclMemAlloc, or the VMM allocations of frameworks) and be aligned to
+// NCCL_WIN_REQUIRED_ALIGNMENT. internal: a device communicator's resource
+// window. A rank whose arguments were already found bad passes that error
+// as argStatus: it still takes part, so every rank fails at once instead of
+// waiting for it.
+ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags, bool internal,
+                            ncclResult_t argStatus, SymWindow** out);
+// Local: unmaps this rank's view; peers keep theirs (their mappings hold the
+// memory), so no rank waits on another.
+ncclResult_t deregisterWindow(ncclComm* comm, SymWindow* win);
+// The registered window whose handle is `handle`; nullptr when none.
+SymWindow* findWindow(ncclComm* comm, ncclWindow_t handle);
+// The comm's device window table (ncclDevComm::windowTable), created on first use.
+ncclResult_t windowTableHead(ncclComm* comm, ncclDevCommWindowTable** head);
+// Device communicators' resources, by their resource window.
+void addDevCommResources(ncclComm* comm, const DevCommResources& r);
+// Removes and returns the record; false when none has that window.
+bool takeDevCommResources(ncclComm* comm, ncclWindow_t resourceWindow, DevCommResources* out);
+// Destroy and abort: every window and table, whatever state they are in.
+void releaseSymmetric(ncclComm* comm);
+
+}  // namespace uniccl

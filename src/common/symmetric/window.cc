@@ -1,0 +1,249 @@
+// Window registration: a collective over the communicator. Every rank
+// announces its buffer (allgather), maps its LSA peers' allocations into a
+// flat range (flat_layout.h), then all ranks confirm (a second allgather)
+// before any drops its own reference, so a failure on one rank unwinds on
+// every rank and no rank is left holding a half-made window.
+#include <cstring>
+#include <vector>
+
+#include "common/check.h"
+#include "common/core/comm.h"
+#include "common/core/device_guard.h"
+#include "common/device_api/lsa.h"
+#include "common/symmetric/flat_layout.h"
+#include "common/symmetric/handle_exchange.h"
+#include "common/symmetric/symmetric.h"
+#include "common/util/debug.h"
+
+namespace uniccl {
+
+namespace {
+
+SymmetricState* state(ncclComm* comm) {
+  if (comm->symmetric == nullptr) comm->symmetric = new SymmetricState();
+  return comm->symmetric;
+}
+
+// Undoes whatever part of a window exists: mappings, reservation, device copy.
+void unmapWindow(SymWindow* w) {
+  for (const SymWindow::Mapping& m : w->mappings) gpu::memUnmap(m.va, m.bytes);
+  w->mappings.clear();
+  if (w->reserve != nullptr) gpu::addressFree(w->reserve, w->reserveBytes);
+  w->reserve = nullptr;
+  if (w->dev != nullptr) gpu::deviceFree(w->dev);
+  w->dev = nullptr;
+}
+
+// The local half of registration: what this rank can say about its buffer.
+ncclResult_t probeBuffer(ncclComm* comm, void* buff, size_t bytes, WindowAnnounce* a, gpu::MemHandle* own) {
+  gpu::VmmInfo info{};
+  UCHECK(gpu::vmmQuery(comm->gpuDev, &info));
+  if (!info.supported) {
+    WARN("ncclCommWindowRegister: rank %d: GPU %d cannot map memory between ranks (%s); symmetric windows are "
+         "unavailable here, collectives on ordinary memory still work", comm->rank, comm->gpuDev,
+         info.why ? info.why : "no virtual-memory support");
+    return ncclInvalidUsage;
+  }
+  void* mapBase = nullptr;
+  size_t mapBytes = 0;
+  if (gpu::memRetainFromAddress(buff, own, &mapBase, &mapBytes) != ncclSuccess) {
+    WARN("ncclCommWindowRegister: rank %d: buffer %p is not memory that peers can map; allocate window buffers "
+         "with ncclMemAlloc", comm->rank, buff);
+    return ncclInvalidArgument;
+  }
+  const size_t offset = (size_t)((char*)buff - (char*)mapBase);
+  if (bytes > mapBytes - offset) {
+    gpu::memRelease(*own);
+    WARN("ncclCommWindowRegister: rank %d: %zu bytes from %p run past the end of its allocation (%zu bytes at %p)",
+         comm->rank, bytes, buff, mapBytes, mapBase);
+    return ncclInvalidArgument;
+  }
+  a->handle = *own;
+  a->allocBytes = mapBytes;
+  a->offset = offset;
+  a->granularity = info.granularity;
+  a->fdExport = info.fdExport ? 1 : 0;
+  return ncclSuccess;
+}
+
+// Maps every LSA peer's allocation into a fresh flat range and fills the
+// window's device-visible description.
+ncclResult_t mapWindow(ncclComm* comm, const LsaPlace& lsa, const std::vector<WindowAnnounce>& all,
+                       const std::vector<gpu::MemHandle>& handles, SymWindow* w) {
+  const int first = comm->rank - lsa.self;
+  std::vector<FlatPeer> peers(lsa.size);
+  size_t granularity = 0;
+  for (int p = 0; p < lsa.size; p++) {
+    const WindowAnnounce& a = all[first + p];
+    peers[p] = FlatPeer{(size_t)a.allocBytes, (size_t)a.offset};
+    if (a.granularity > granularity) granularity = a.granularity;
+  }
+  FlatLayout layout;
+  const char* why = nullptr;
+  if (!planFlatLayout(peers, granularity, &layout, &why)) {
+    WARN("ncclCommWindowRegister: rank %d: cannot lay the LSA team's buffers out at one stride: %s", comm->rank, why);
+    return ncclInvalidArgument;
+  }
+  UCHECK(gpu::addressReserve(&w->reserve, layout.reserveBytes, granularity));
+  w->reserveBytes = layout.reserveBytes;
+  for (int p = 0; p < lsa.size; p++) {
+    void* va = static_cast<char*>(w->reserve) + layout.mapOffset[p];
+    UCHECK(gpu::memMap(va, peers[p].allocBytes, handles[p], comm->gpuDev));
+    w->mappings.push_back(SymWindow::Mapping{va, peers[p].allocBytes});
+  }
+  memset(&w->host, 0, sizeof(w->host));
+  w->host.winHost = w;
+  w->host.lsaFlatBase = static_cast<char*>(w->reserve) + layout.flatBaseOffset;
+  w->host.lsaRank = lsa.self;
+  w->host.worldRank = comm->rank;
+  w->host.stride4G = (uint32_t)(layout.stride / kFlatStrideUnit);
+  void* dev = nullptr;
+  UCHECK(gpu::deviceAlloc(&dev, sizeof(ncclWindow_vidmem)));
+  w->dev = static_cast<ncclWindow_vidmem*>(dev);
+  return gpu::memcpy(w->dev, &w->host, sizeof(w->host));
+}
+
+// Every rank's status after its part: the first failure (by rank) decides
+// what all ranks return.
+ncclResult_t agree(ncclComm* comm, ncclResult_t mine, const char* step) {
+  std::vector<int32_t> st(comm->nRanks, 0);
+  st[comm->rank] = (int32_t)mine;
+  UCHECK(comm->bootstrap->allGather(st.data(), sizeof(int32_t)));
+  for (int r = 0; r < comm->nRanks; r++) {
+    if (st[r] == ncclSuccess) continue;
+    if (r != comm->rank && mine == ncclSuccess)
+      WARN("ncclCommWindowRegister: rank %d failed to %s (error %d); the window is not registered on any rank", r,
+           step, st[r]);
+    return mine != ncclSuccess ? mine : (ncclResult_t)st[r];
+  }
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags, bool internal,
+                            ncclResult_t argStatus, SymWindow** out) {
+  DeviceGuard device;
+  UCHECK(device.use(comm->gpuDev));
+  SymmetricState* s = state(comm);
+  const LsaPlace lsa = lsaPlace(comm);
+
+  // 1. Announce: what each rank's buffer is, or that it cannot take part.
+  gpu::MemHandle own = 0;
+  WindowAnnounce mine{};
+  ncclResult_t local = argStatus != ncclSuccess ? argStatus : probeBuffer(comm, buff, bytes, &mine, &own);
+  const bool haveOwn = local == ncclSuccess;
+  mine.status = (int32_t)local;
+  std::vector<WindowAnnounce> all(comm->nRanks);
+  ncclResult_t res = announce(comm, &mine, &all);
+  if (res == ncclSuccess) {
+    for (int r = 0; r < comm->nRanks && res == ncclSuccess; r++) {
+      if (all[r].status == ncclSuccess) continue;
+      if (r != comm->rank)
+        WARN("ncclCommWindowRegister: rank %d cannot register its buffer (error %d); the window is not registered on "
+             "any rank", r, all[r].status);
+      res = local != ncclSuccess ? local : (ncclResult_t)all[r].status;
+    }
+  }
+  if (res != ncclSuccess) {
+    if (haveOwn) gpu::memRelease(own);
+    return res;
+  }
+
+  // 2. Map: the LSA peers' handles (own and same-process peers' as they are,
+  //    other processes' through file descriptors), then the flat range.
+  auto w = std::make_unique<SymWindow>();
+  w->userBase = buff;
+  w->userBytes = bytes;
+  w->flags = flags;
+  w->internal = internal;
+  std::vector<gpu::MemHandle> handles;
+  std::vector<bool> imported;
+  local = peerHandles(comm, lsa, all, &handles, &imported);
+  if (local == ncclSuccess) local = mapWindow(comm, lsa, all, handles, w.get());
+  // 3. Confirm on every rank before anyone drops a reference that a peer may
+  //    still be mapping; the mappings now hold the memory.
+  res = agree(comm, local, "map its peers' buffers");
+  for (size_t p = 0; p < handles.size(); p++)
+    if (imported[p]) gpu::memRelease(handles[p]);
+  gpu::memRelease(own);
+  if (res != ncclSuccess) {
+    unmapWindow(w.get());
+    return res;
+  }
+
+  std::lock_guard<std::mutex> lk(s->mu);
+  res = s->table.add((uintptr_t)buff, bytes, w->dev, &w->tableSlot);
+  if (res != ncclSuccess) {
+    unmapWindow(w.get());
+    return res;
+  }
+  INFO(NCCL_INIT, "Rank %d: window %p registered: %zu bytes at %p, LSA team of %d, stride %u x 4 GiB", comm->rank,
+       (void*)w->dev, bytes, buff, lsa.size, w->host.stride4G);
+  *out = w.get();
+  s->windows.push_back(std::move(w));
+  return ncclSuccess;
+}
+
+ncclResult_t deregisterWindow(ncclComm* comm, SymWindow* win) {
+  DeviceGuard device;
+  UCHECK(device.use(comm->gpuDev));
+  SymmetricState* s = state(comm);
+  std::lock_guard<std::mutex> lk(s->mu);
+  for (auto it = s->windows.begin(); it != s->windows.end(); ++it) {
+    if (it->get() != win) continue;
+    ncclResult_t res = win->tableSlot >= 0 ? s->table.remove(win->tableSlot) : ncclSuccess;
+    unmapWindow(win);
+    s->windows.erase(it);
+    return res;
+  }
+  return ncclInvalidArgument;
+}
+
+SymWindow* findWindow(ncclComm* comm, ncclWindow_t handle) {
+  if (comm->symmetric == nullptr || handle == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lk(comm->symmetric->mu);
+  for (auto& w : comm->symmetric->windows)
+    if (w->dev == handle) return w.get();
+  return nullptr;
+}
+
+ncclResult_t windowTableHead(ncclComm* comm, ncclDevCommWindowTable** head) {
+  SymmetricState* s = state(comm);
+  std::lock_guard<std::mutex> lk(s->mu);
+  return s->table.head(head);
+}
+
+void addDevCommResources(ncclComm* comm, const DevCommResources& r) {
+  SymmetricState* s = state(comm);
+  std::lock_guard<std::mutex> lk(s->mu);
+  s->devComms.push_back(r);
+}
+
+bool takeDevCommResources(ncclComm* comm, ncclWindow_t resourceWindow, DevCommResources* out) {
+  SymmetricState* s = comm->symmetric;
+  if (s == nullptr || resourceWindow == nullptr) return false;
+  std::lock_guard<std::mutex> lk(s->mu);
+  for (auto it = s->devComms.begin(); it != s->devComms.end(); ++it) {
+    if (it->resourceWindow != resourceWindow) continue;
+    *out = *it;
+    s->devComms.erase(it);
+    return true;
+  }
+  return false;
+}
+
+void releaseSymmetric(ncclComm* comm) {
+  SymmetricState* s = comm->symmetric;
+  if (s == nullptr) return;
+  for (auto& w : s->windows) unmapWindow(w.get());
+  s->windows.clear();
+  // The device communicators' memory, once no window maps it any more.
+  for (const DevCommResources& r : s->devComms) ncclMemFree(r.memory);
+  s->devComms.clear();
+  s->table.release();
+  delete s;
+  comm->symmetric = nullptr;
+}
+
+}  // namespace uniccl
