@@ -56,6 +56,7 @@ struct SymmetricState {
   std::vector<std::unique_ptr<SymWindow>> windows;
   WindowTable table;
   std::vector<DevCommResources> devComms;
+  uint64_t registrations = 0;   // registrations run (names their sockets; equal on every rank)
 };
 
 // Registers [buff, buff + bytes) on every rank of comm (collective: every

@@ -127,6 +127,7 @@ ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags,
   UCHECK(device.use(comm->gpuDev));
   SymmetricState* s = state(comm);
   const LsaPlace lsa = lsaPlace(comm);
+  const uint64_t seq = s->registrations++;
 
   // 1. Announce: what each rank's buffer is, or that it cannot take part.
   gpu::MemHandle own = 0;
@@ -159,7 +160,7 @@ ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags,
   w->internal = internal;
   std::vector<gpu::MemHandle> handles;
   std::vector<bool> imported;
-  local = peerHandles(comm, lsa, all, &handles, &imported);
+  local = peerHandles(comm, lsa, all, seq, &handles, &imported);
   if (local == ncclSuccess) local = mapWindow(comm, lsa, all, handles, w.get());
   // 3. Confirm on every rank before anyone drops a reference that a peer may
   //    still be mapping; the mappings now hold the memory.
