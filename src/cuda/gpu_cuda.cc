@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -312,33 +313,279 @@ ncclResult_t pointerGetInfo(const void* ptr, PointerInfo* info) {
   return ncclSuccess;
 }
 
-// The runtime API has no address-range query; the driver's is reached through
-// the runtime's entry-point lookup so that libcuda need not be linked.
-ncclResult_t memGetAddressRange(const void* ptr, void** base, size_t* size) {
-  using Fn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
-  static Fn fn = []() -> Fn {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      return nullptr;
+// ------------------------------------------------------------ driver calls
+// The runtime API has no address-range query and no virtual-memory calls;
+// the driver's are reached through the runtime's entry-point lookup so that
+// libcuda need not be linked. Looked up once, on first use.
+namespace {
+struct Driver {
+  decltype(&::cuGetErrorString) getErrorString = nullptr;
+  decltype(&::cuDeviceGet) deviceGet = nullptr;
+  decltype(&::cuDeviceGetAttribute) deviceGetAttribute = nullptr;
+  decltype(&::cuMemGetAddressRange) getAddressRange = nullptr;
+  decltype(&::cuMemGetAllocationGranularity) getAllocationGranularity = nullptr;
+  decltype(&::cuMemCreate) create = nullptr;
+  decltype(&::cuMemRelease) release = nullptr;
+  decltype(&::cuMemExportToShareableHandle) exportToShareableHandle = nullptr;
+  decltype(&::cuMemImportFromShareableHandle) importFromShareableHandle = nullptr;
+  decltype(&::cuMemRetainAllocationHandle) retainAllocationHandle = nullptr;
+  decltype(&::cuMemAddressReserve) addressReserve = nullptr;
+  decltype(&::cuMemAddressFree) addressFree = nullptr;
+  decltype(&::cuMemMap) map = nullptr;
+  decltype(&::cuMemSetAccess) setAccess = nullptr;
+  decltype(&::cuMemUnmap) unmap = nullptr;
+  const char* missing = nullptr;   // the first virtual-memory entry point not found (nullptr: all found)
+  char why[192] = {};              // VmmInfo::why when one is missing
+};
+
+template <typename Fn>
+bool lookup(const char* symbol, Fn* out) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  *out = reinterpret_cast<Fn>(p);
+  return true;
+}
+
+const Driver& driver() {
+  static const Driver d = [] {
+    Driver r;
+    lookup("cuGetErrorString", &r.getErrorString);
+    lookup("cuMemGetAddressRange", &r.getAddressRange);
+    struct Entry { const char* name; bool found; };
+    const Entry vmm[] = {
+        {"cuDeviceGet", lookup("cuDeviceGet", &r.deviceGet)},
+        {"cuDeviceGetAttribute", lookup("cuDeviceGetAttribute", &r.deviceGetAttribute)},
+        {"cuMemGetAllocationGranularity", lookup("cuMemGetAllocationGranularity", &r.getAllocationGranularity)},
+        {"cuMemCreate", lookup("cuMemCreate", &r.create)},
+        {"cuMemRelease", lookup("cuMemRelease", &r.release)},
+        {"cuMemExportToShareableHandle", lookup("cuMemExportToShareableHandle", &r.exportToShareableHandle)},
+        {"cuMemImportFromShareableHandle", lookup("cuMemImportFromShareableHandle", &r.importFromShareableHandle)},
+        {"cuMemRetainAllocationHandle", lookup("cuMemRetainAllocationHandle", &r.retainAllocationHandle)},
+        {"cuMemAddressReserve", lookup("cuMemAddressReserve", &r.addressReserve)},
+        {"cuMemAddressFree", lookup("cuMemAddressFree", &r.addressFree)},
+        {"cuMemMap", lookup("cuMemMap", &r.map)},
+        {"cuMemSetAccess", lookup("cuMemSetAccess", &r.setAccess)},
+        {"cuMemUnmap", lookup("cuMemUnmap", &r.unmap)},
+        {"cuMemGetAddressRange", r.getAddressRange != nullptr},
+    };
+    for (const Entry& e : vmm) {
+      if (!e.found) {
+        r.missing = e.name;
+        std::snprintf(r.why, sizeof(r.why), "the CUDA driver has no %s entry point (driver too old for virtual "
+                      "memory management)", e.name);
+        break;
+      }
     }
-    return reinterpret_cast<Fn>(p);
+    return r;
   }();
-  if (fn == nullptr) {
+  return d;
+}
+
+// Logs a failed driver call once, where it happened.
+ncclResult_t cuFail(const char* call, CUresult r) {
+  const char* msg = nullptr;
+  if (driver().getErrorString == nullptr || driver().getErrorString(r, &msg) != CUDA_SUCCESS || msg == nullptr)
+    msg = "unknown error";
+  WARN("%s failed: %s (CUresult %d)", call, msg, (int)r);
+  return ncclUnhandledCudaError;
+}
+
+// The virtual-memory entry points, or a WARN naming the one the driver lacks.
+ncclResult_t vmmDriver(const char* call, const Driver** out) {
+  const Driver& d = driver();
+  if (d.missing != nullptr) {
+    WARN("%s: %s", call, d.why);
+    return ncclUnhandledCudaError;
+  }
+  *out = &d;
+  return ncclSuccess;
+}
+
+// What memCreate asks for on `dev`: pinned device memory, exportable as a
+// POSIX file descriptor and registrable for GPUDirect RDMA where the device
+// supports each.
+ncclResult_t allocationProp(const Driver& d, int dev, CUmemAllocationProp* prop, bool* fdExport) {
+  CUdevice cuDev = 0;
+  int fd = 0, rdma = 0;
+  CUresult r = d.deviceGet(&cuDev, dev);
+  if (r != CUDA_SUCCESS) return cuFail("cuDeviceGet", r);
+  r = d.deviceGetAttribute(&fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, cuDev);
+  if (r != CUDA_SUCCESS) return cuFail("cuDeviceGetAttribute(HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)", r);
+  r = d.deviceGetAttribute(&rdma, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, cuDev);
+  if (r != CUDA_SUCCESS) return cuFail("cuDeviceGetAttribute(GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED)", r);
+  CUmemAllocationProp p = {};
+  p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.location.id = dev;
+  p.requestedHandleTypes = fd != 0 ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : CU_MEM_HANDLE_TYPE_NONE;
+  p.allocFlags.gpuDirectRDMACapable = rdma != 0 ? 1 : 0;
+  *prop = p;
+  *fdExport = fd != 0;
+  return ncclSuccess;
+}
+}  // namespace
+
+#define CU_TRY(call)                                 \
+  do {                                               \
+    CUresult uniccl_cu_ = (call);                    \
+    if (uniccl_cu_ != CUDA_SUCCESS) return cuFail(#call, uniccl_cu_); \
+  } while (0)
+
+ncclResult_t memGetAddressRange(const void* ptr, void** base, size_t* size) {
+  const Driver& d = driver();
+  if (d.getAddressRange == nullptr) {
     WARN("cudaGetDriverEntryPointByVersion(cuMemGetAddressRange) failed: driver entry point not found");
     return ncclUnhandledCudaError;
   }
   CUdeviceptr b = 0;
   size_t n = 0;
-  CUresult r = fn(&b, &n, (CUdeviceptr)(uintptr_t)ptr);
+  CUresult r = d.getAddressRange(&b, &n, (CUdeviceptr)(uintptr_t)ptr);
   if (r != CUDA_SUCCESS) {
     WARN("cuMemGetAddressRange(%p) failed: CUresult %d", ptr, (int)r);
     return ncclUnhandledCudaError;
   }
   *base = (void*)(uintptr_t)b;
   *size = n;
+  return ncclSuccess;
+}
+
+// ---------------------------------------------------------- virtual memory
+ncclResult_t vmmQuery(int dev, VmmInfo* info) {
+  const Driver& d = driver();
+  if (d.missing != nullptr) {
+    *info = VmmInfo{false, false, 0, d.why};
+    return ncclSuccess;
+  }
+  CUdevice cuDev = 0;
+  int vmm = 0;
+  CU_TRY(d.deviceGet(&cuDev, dev));
+  CU_TRY(d.deviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, cuDev));
+  if (vmm == 0) {
+    *info = VmmInfo{false, false, 0, "the GPU or its driver does not support virtual memory management "
+                    "(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED is 0)"};
+    return ncclSuccess;
+  }
+  CUmemAllocationProp prop;
+  bool fd = false;
+  UCHECK(allocationProp(d, dev, &prop, &fd));
+  size_t granularity = 0;
+  CU_TRY(d.getAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  *info = VmmInfo{true, fd, granularity,
+                  fd ? nullptr : "the driver cannot export this GPU's allocations as POSIX file descriptors "
+                                 "(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED is 0)"};
+  return ncclSuccess;
+}
+
+ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev) {
+  RelaxedCapture relaxed;
+  const Driver* d;
+  UCHECK(vmmDriver("memCreate", &d));
+  CUmemAllocationProp prop;
+  bool fd = false;
+  UCHECK(allocationProp(*d, dev, &prop, &fd));
+  CUmemGenericAllocationHandle h = 0;
+  CU_TRY(d->create(&h, bytes, &prop, 0));
+  *handle = (MemHandle)h;
+  return ncclSuccess;
+}
+
+ncclResult_t memRelease(MemHandle handle) {
+  RelaxedCapture relaxed;
+  const Driver* d;
+  UCHECK(vmmDriver("memRelease", &d));
+  CU_TRY(d->release((CUmemGenericAllocationHandle)handle));
+  return ncclSuccess;
+}
+
+ncclResult_t memExportFd(MemHandle handle, int* fd) {
+  const Driver* d;
+  UCHECK(vmmDriver("memExportFd", &d));
+  int out = -1;
+  CU_TRY(d->exportToShareableHandle(&out, (CUmemGenericAllocationHandle)handle,
+                                    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  *fd = out;
+  return ncclSuccess;
+}
+
+ncclResult_t memImportFd(int fd, MemHandle* handle) {
+  const Driver* d;
+  UCHECK(vmmDriver("memImportFd", &d));
+  CUmemGenericAllocationHandle h = 0;
+  CU_TRY(d->importFromShareableHandle(&h, (void*)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+  *handle = (MemHandle)h;
+  return ncclSuccess;
+}
+
+// CUDA_ERROR_INVALID_VALUE is the driver's answer for an address outside
+// every VMM mapping (cudaMalloc memory, host memory): not a failure.
+ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** mapBase, size_t* mapBytes) {
+  const Driver* d;
+  UCHECK(vmmDriver("memRetainFromAddress", &d));
+  CUmemGenericAllocationHandle h = 0;
+  CUresult r = d->retainAllocationHandle(&h, const_cast<void*>(ptr));
+  if (r == CUDA_ERROR_INVALID_VALUE) return ncclInvalidArgument;
+  if (r != CUDA_SUCCESS) return cuFail("cuMemRetainAllocationHandle", r);
+  CUdeviceptr b = 0;
+  size_t n = 0;
+  r = d->getAddressRange(&b, &n, (CUdeviceptr)(uintptr_t)ptr);
+  if (r != CUDA_SUCCESS) {
+    ncclResult_t res = cuFail("cuMemGetAddressRange", r);
+    (void)d->release(h);
+    return res;
+  }
+  *handle = (MemHandle)h;
+  *mapBase = (void*)(uintptr_t)b;
+  *mapBytes = n;
+  return ncclSuccess;
+}
+
+ncclResult_t addressReserve(void** va, size_t bytes, size_t align) {
+  RelaxedCapture relaxed;
+  const Driver* d;
+  UCHECK(vmmDriver("addressReserve", &d));
+  CUdeviceptr p = 0;
+  CU_TRY(d->addressReserve(&p, bytes, align, 0, 0));
+  *va = (void*)(uintptr_t)p;
+  return ncclSuccess;
+}
+
+ncclResult_t addressFree(void* va, size_t bytes) {
+  RelaxedCapture relaxed;
+  const Driver* d;
+  UCHECK(vmmDriver("addressFree", &d));
+  CU_TRY(d->addressFree((CUdeviceptr)(uintptr_t)va, bytes));
+  return ncclSuccess;
+}
+
+ncclResult_t memMap(void* va, size_t bytes, MemHandle handle, int dev) {
+  RelaxedCapture relaxed;
+  const Driver* d;
+  UCHECK(vmmDriver("memMap", &d));
+  const CUdeviceptr p = (CUdeviceptr)(uintptr_t)va;
+  CU_TRY(d->map(p, bytes, 0, (CUmemGenericAllocationHandle)handle, 0));
+  CUmemAccessDesc access = {};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = dev;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CUresult r = d->setAccess(p, bytes, &access, 1);
+  if (r != CUDA_SUCCESS) {
+    ncclResult_t res = cuFail("cuMemSetAccess", r);
+    (void)d->unmap(p, bytes);
+    return res;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t memUnmap(void* va, size_t bytes) {
+  RelaxedCapture relaxed;
+  const Driver* d;
+  UCHECK(vmmDriver("memUnmap", &d));
+  CU_TRY(d->unmap((CUdeviceptr)(uintptr_t)va, bytes));
   return ncclSuccess;
 }
 

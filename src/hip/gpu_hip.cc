@@ -25,6 +25,11 @@
 #define UNICCL_HIP_HAS_MEMORY_TYPE_FIELD (HIP_VERSION >= 60000000)  // hipPointerAttribute_t::type
 #define UNICCL_HIP_HAS_WALL_CLOCK_RATE (HIP_VERSION >= 60000000)  // hipDeviceAttributeWallClockRate
 #define UNICCL_HIP_HAS_STACK_LIMIT (HIP_VERSION >= 60000000)  // hipLimitStackSize (5.2's hipLimit_t lacks it)
+// Virtual memory (hipMemCreate .. hipMemUnmap, fd export): declared since
+// ROCm 5.2 as "beta", but 5.2 has no attribute saying whether a device
+// supports it and the ROCm 5 runtimes answer "no" for every device (ROCm/hip
+// issue 3151, 5.4.2); CLR implements the calls over ROCr's vmem API from 6.0.
+#define UNICCL_HIP_HAS_VMM (HIP_VERSION >= 60000000)
 
 namespace uniccl::gpu {
 
@@ -396,6 +401,142 @@ ncclResult_t memGetAddressRange(const void* ptr, void** base, size_t* size) {
   *size = n;
   return ncclSuccess;
 }
+
+// ---------------------------------------------------------- virtual memory
+#if UNICCL_HIP_HAS_VMM
+static_assert(sizeof(hipMemGenericAllocationHandle_t) <= sizeof(MemHandle), "MemHandle must hold the HIP handle");
+
+namespace {
+hipMemAllocationProp allocationProp(int dev) {
+  hipMemAllocationProp p = {};
+  p.type = hipMemAllocationTypePinned;
+  p.location.type = hipMemLocationTypeDevice;
+  p.location.id = dev;
+  p.requestedHandleType = hipMemHandleTypePosixFileDescriptor;   // the only kind HIP exports on Linux
+  return p;
+}
+hipMemGenericAllocationHandle_t toHip(MemHandle h) { return reinterpret_cast<hipMemGenericAllocationHandle_t>(h); }
+MemHandle fromHip(hipMemGenericAllocationHandle_t h) { return reinterpret_cast<MemHandle>(h); }
+}  // namespace
+
+ncclResult_t vmmQuery(int dev, VmmInfo* info) {
+  int vmm = 0;
+  HIP_TRY(hipDeviceGetAttribute(&vmm, hipDeviceAttributeVirtualMemoryManagementSupported, dev));
+  if (vmm == 0) {
+    *info = VmmInfo{false, false, 0, "the GPU or its driver does not support virtual memory management "
+                    "(hipDeviceAttributeVirtualMemoryManagementSupported is 0)"};
+    return ncclSuccess;
+  }
+  const hipMemAllocationProp prop = allocationProp(dev);
+  size_t granularity = 0;
+  HIP_TRY(hipMemGetAllocationGranularity(&granularity, &prop, hipMemAllocationGranularityMinimum));
+  *info = VmmInfo{true, true, granularity, nullptr};
+  return ncclSuccess;
+}
+ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev) {
+  RelaxedCapture relaxed;
+  const hipMemAllocationProp prop = allocationProp(dev);
+  hipMemGenericAllocationHandle_t h = nullptr;
+  HIP_TRY(hipMemCreate(&h, bytes, &prop, 0));
+  *handle = fromHip(h);
+  return ncclSuccess;
+}
+ncclResult_t memRelease(MemHandle handle) {
+  RelaxedCapture relaxed;
+  HIP_TRY(hipMemRelease(toHip(handle)));
+  return ncclSuccess;
+}
+ncclResult_t memExportFd(MemHandle handle, int* fd) {
+  int out = -1;
+  HIP_TRY(hipMemExportToShareableHandle(&out, toHip(handle), hipMemHandleTypePosixFileDescriptor, 0));
+  *fd = out;
+  return ncclSuccess;
+}
+ncclResult_t memImportFd(int fd, MemHandle* handle) {
+  hipMemGenericAllocationHandle_t h = nullptr;
+  HIP_TRY(hipMemImportFromShareableHandle(&h, (void*)(uintptr_t)fd, hipMemHandleTypePosixFileDescriptor));
+  *handle = fromHip(h);
+  return ncclSuccess;
+}
+// hipErrorInvalidValue is the runtime's answer for an address outside every
+// VMM mapping (hipMalloc memory, host memory): not a failure.
+ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** mapBase, size_t* mapBytes) {
+  hipMemGenericAllocationHandle_t h = nullptr;
+  hipError_t err = hipMemRetainAllocationHandle(&h, const_cast<void*>(ptr));
+  if (err == hipErrorInvalidValue) {
+    (void)hipGetLastError();
+    return ncclInvalidArgument;
+  }
+  if (err != hipSuccess) return fail("hipMemRetainAllocationHandle", err);
+  hipDeviceptr_t b = nullptr;
+  size_t n = 0;
+  err = hipMemGetAddressRange(&b, &n, (hipDeviceptr_t)ptr);
+  if (err != hipSuccess) {
+    ncclResult_t res = fail("hipMemGetAddressRange", err);
+    (void)hipMemRelease(h);
+    return res;
+  }
+  *handle = fromHip(h);
+  *mapBase = (void*)b;
+  *mapBytes = n;
+  return ncclSuccess;
+}
+ncclResult_t addressReserve(void** va, size_t bytes, size_t align) {
+  RelaxedCapture relaxed;
+  HIP_TRY(hipMemAddressReserve(va, bytes, align, nullptr, 0));
+  return ncclSuccess;
+}
+ncclResult_t addressFree(void* va, size_t bytes) {
+  RelaxedCapture relaxed;
+  HIP_TRY(hipMemAddressFree(va, bytes));
+  return ncclSuccess;
+}
+ncclResult_t memMap(void* va, size_t bytes, MemHandle handle, int dev) {
+  RelaxedCapture relaxed;
+  HIP_TRY(hipMemMap(va, bytes, 0, toHip(handle), 0));
+  hipMemAccessDesc access = {};
+  access.location.type = hipMemLocationTypeDevice;
+  access.location.id = dev;
+  access.flags = hipMemAccessFlagsProtReadWrite;
+  hipError_t err = hipMemSetAccess(va, bytes, &access, 1);
+  if (err != hipSuccess) {
+    ncclResult_t res = fail("hipMemSetAccess", err);
+    (void)hipMemUnmap(va, bytes);
+    return res;
+  }
+  return ncclSuccess;
+}
+ncclResult_t memUnmap(void* va, size_t bytes) {
+  RelaxedCapture relaxed;
+  HIP_TRY(hipMemUnmap(va, bytes));
+  return ncclSuccess;
+}
+#else
+// Older ROCm: vmmQuery answers "unsupported" (callers fall back or refuse,
+// naming `why`); every other call is an error naming the missing feature.
+namespace {
+constexpr const char* kNoVmm = "HIP virtual memory management (hipMemCreate/hipMemMap with fd export) needs ROCm 6.0 "
+                               "or newer: ROCm 5 has no device that reports it supported";
+ncclResult_t noVmm(const char* call) {
+  WARN("%s: %s (this runtime is HIP_VERSION %d)", call, kNoVmm, (int)HIP_VERSION);
+  return ncclInvalidUsage;
+}
+}  // namespace
+ncclResult_t vmmQuery(int, VmmInfo* info) {
+  *info = VmmInfo{false, false, 0, kNoVmm};
+  return ncclSuccess;
+}
+ncclResult_t memCreate(MemHandle*, size_t, int) { return noVmm("memCreate"); }
+ncclResult_t memRelease(MemHandle) { return noVmm("memRelease"); }
+ncclResult_t memExportFd(MemHandle, int*) { return noVmm("memExportFd"); }
+ncclResult_t memImportFd(int, MemHandle*) { return noVmm("memImportFd"); }
+// Nothing is ever mapped here: no address is inside a VMM mapping.
+ncclResult_t memRetainFromAddress(const void*, MemHandle*, void**, size_t*) { return ncclInvalidArgument; }
+ncclResult_t addressReserve(void**, size_t, size_t) { return noVmm("addressReserve"); }
+ncclResult_t addressFree(void*, size_t) { return noVmm("addressFree"); }
+ncclResult_t memMap(void*, size_t, MemHandle, int) { return noVmm("memMap"); }
+ncclResult_t memUnmap(void*, size_t) { return noVmm("memUnmap"); }
+#endif
 
 // -------------------------------------------------------------- IPC handles
 ncclResult_t ipcGetMemHandle(IpcMemHandle* handle, void* devPtr) {

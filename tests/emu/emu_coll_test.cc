@@ -28,6 +28,10 @@
 //                 [--small]: counts 0, 1, 7 and 1000 only
 //                 [--revoke-shrink]: only ncclCommRevoke with work in flight,
 //                 then ncclCommShrink (around rank 1 from 3 ranks on)
+//                 [--mem-alloc]: the send and receive buffers come from
+//                 ncclMemAlloc (the emulator's virtual memory: each one a
+//                 mapping of its own physical allocation) instead of
+//                 plain device memory
 //                 [--expect-init-error=TEXT]: the communicators must NOT come
 //                 up: init answers ncclInvalidUsage with TEXT in
 //                 ncclGetLastError (refusals of GPU sharing); exits there
@@ -43,6 +47,7 @@
 
 #include "common/core/copy_engine.h"
 #include "common/core/inplace_stage.h"
+#include "common/core/mem_alloc.h"
 #include "common/core/one_rank.h"
 #include "common/core/tuning.h"
 #include "common/gpu.h"
@@ -791,6 +796,7 @@ int main(int argc, char** argv) {
   int ranksPerGpu = 1;      // --ranks-per-gpu=K: rank r on device r / K
   bool smallCounts = false; // --small: counts up to 1000 only (many ranks: CI time)
   bool revokeShrink = false; // --revoke-shrink: only runRevokeShrink
+  bool memAllocBuffers = false;  // --mem-alloc: buffers from ncclMemAlloc
   std::string expectInitError;  // --expect-init-error=TEXT: init must be refused with TEXT
   // --colls=A,B: only these collectives' cases ("SendRecv": the p2p cases).
   // The tree tests run AllReduce only: the other collectives have only the
@@ -817,6 +823,7 @@ int main(int argc, char** argv) {
     if (!strncmp(argv[i], "--ranks-per-gpu=", 16)) ranksPerGpu = atoi(argv[i] + 16);
     if (!strcmp(argv[i], "--small")) smallCounts = true;
     if (!strcmp(argv[i], "--revoke-shrink")) revokeShrink = true;
+    if (!strcmp(argv[i], "--mem-alloc")) memAllocBuffers = true;
     if (!strncmp(argv[i], "--expect-init-error=", 20)) expectInitError = argv[i] + 20;
   }
   if (ranksPerGpu < 1) {
@@ -877,10 +884,21 @@ int main(int argc, char** argv) {
     // runP2pOrder moves two 70001-element messages whatever the counts (--small too).
     R.cap = std::max(maxCount * nranks, size_t(4 * 70001));
     void* p = nullptr;
-    EXPECT_OK(gpu::deviceAlloc(&p, R.cap * sizeof(float)));
-    R.send = static_cast<char*>(p);
-    EXPECT_OK(gpu::deviceAlloc(&p, R.cap * sizeof(float)));
-    R.recv = static_cast<char*>(p);
+    if (memAllocBuffers) {
+      EXPECT_OK(ncclMemAlloc(&p, R.cap * sizeof(float)));
+      R.send = static_cast<char*>(p);
+      EXPECT_OK(ncclMemAlloc(&p, R.cap * sizeof(float)));
+      R.recv = static_cast<char*>(p);
+      MemAllocInfo info{};
+      const bool vmm = memAllocFind(R.send, &info) && info.vmm && info.device == R.dev;
+      check("mem-alloc/rank" + std::to_string(r) + " is a mapping of the rank's GPU", std::vector<float>{vmm ? 1.0f : 0.0f},
+            std::vector<float>{1.0f});
+    } else {
+      EXPECT_OK(gpu::deviceAlloc(&p, R.cap * sizeof(float)));
+      R.send = static_cast<char*>(p);
+      EXPECT_OK(gpu::deviceAlloc(&p, R.cap * sizeof(float)));
+      R.recv = static_cast<char*>(p);
+    }
   }
 
   if (revokeShrink) {
@@ -966,8 +984,13 @@ int main(int argc, char** argv) {
   for (Rank& R : ranks) {
     EXPECT_OK(gpu::setDevice(R.dev));
     EXPECT_OK(ncclCommDestroy(R.comm));
-    gpu::deviceFree(R.send);
-    gpu::deviceFree(R.recv);
+    if (memAllocBuffers) {
+      EXPECT_OK(ncclMemFree(R.send));
+      EXPECT_OK(ncclMemFree(R.recv));
+    } else {
+      gpu::deviceFree(R.send);
+      gpu::deviceFree(R.recv);
+    }
     gpu::streamDestroy(static_cast<gpu::Stream>(R.stream));
   }
   // Which algorithms ran: every rank's AllReduce decisions (the other

@@ -8,10 +8,15 @@
 // and host functions of different streams run concurrently, as on a GPU.
 #include "emu_gpu.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdarg>
@@ -53,6 +58,12 @@ constexpr size_t kMaxDynShared = 227u << 10;              // sm_90's opt-in limi
 constexpr unsigned kMaxThreadsPerBlock = 1024;
 constexpr int kGarbage = 0xCD;                            // fresh memory is never zeros
 constexpr uint64_t kIpcMagic = 0x756e6963636c454dull;     // "unicclEM"
+// Virtual memory: physical allocations are memfds, reservations PROT_NONE
+// anonymous mappings, maps MAP_SHARED views of the memfd. 64 KiB stands for
+// the GPUs' 2 MiB (a multiple of the page size; small enough that tests can
+// make thousands of them).
+constexpr size_t kVmmGranularity = size_t(64) << 10;
+constexpr char kMemfdPrefix[] = "uniccl-emu-vmm-dev";     // + the device: an importer reads it back
 
 // Reports a failure once, where it happened, and keeps its text as the
 // calling thread's last runtime error.
@@ -100,11 +111,27 @@ struct EmuEvent {
   std::shared_ptr<Record> latest;  // nullptr: never recorded
 };
 
-enum class RangeKind { Device, HostPinned, HostMapped, Registered };
+// Mapped: a view of a physical allocation (memMap), device memory of the
+// allocation's device for pointerGetInfo and memGetAddressRange.
+enum class RangeKind { Device, HostPinned, HostMapped, Registered, Mapped };
 struct Range {
   size_t bytes;
   RangeKind kind;
-  int device;  // Device only
+  int device;  // Device and Mapped only
+  MemHandle handle = 0;    // Mapped only: the physical allocation
+  int accessDevice = -1;   // Mapped only: the device memMap gave access to
+};
+
+// A physical allocation (memCreate, or memImportFd of one made elsewhere).
+struct Phys {
+  int fd = -1;            // the memfd holding the bytes; closed when the allocation goes
+  size_t bytes = 0;
+  int device = 0;
+  int refs = 0;           // handles given out and not released (create, import, retain)
+  int maps = 0;           // live mappings of it
+  bool counted = false;   // made by memCreate here: its bytes count in deviceUsed (an import's belong to its exporter)
+  dev_t inodeDev = 0;     // the memfd's identity: an import of it here finds this allocation
+  ino_t inode = 0;
 };
 
 struct State {
@@ -116,7 +143,10 @@ struct State {
   std::unordered_set<EmuStream*> streams;  // every live stream, default ones included
   std::unordered_set<EmuEvent*> events;
   std::map<uintptr_t, Range> ranges;       // by base address; never overlapping
-  std::vector<size_t> deviceUsed;
+  std::vector<size_t> deviceUsed;          // deviceAlloc and memCreate bytes
+  std::map<MemHandle, Phys> phys;          // live physical allocations by handle
+  MemHandle nextHandle = 1;
+  std::map<uintptr_t, size_t> reservations;  // addressReserve'd ranges by start
   std::multiset<uintptr_t> ipcOpens;
   std::map<const void*, size_t> dynSharedLimit;
   std::set<std::pair<int, int>> peerEnabled;
@@ -670,7 +700,7 @@ ncclResult_t pointerGetInfo(const void* ptr, PointerInfo* info) {
   PointerInfo out{MemoryKind::Unregistered, -1};
   auto it = findRange(s, ptr);
   if (it != s.ranges.end()) {
-    if (it->second.kind == RangeKind::Device) {
+    if (it->second.kind == RangeKind::Device || it->second.kind == RangeKind::Mapped) {
       out.kind = MemoryKind::Device;
       out.device = it->second.device;
     } else {
@@ -681,16 +711,285 @@ ncclResult_t pointerGetInfo(const void* ptr, PointerInfo* info) {
   return ncclSuccess;
 }
 
-// The requested size, not a rounded one: overruns past it are caught.
+// The requested size, not a rounded one: overruns past it are caught. For
+// mapped memory, the mapping (a multiple of the granularity), as CUDA says.
 ncclResult_t memGetAddressRange(const void* ptr, void** base, size_t* size) {
   if (base == nullptr || size == nullptr) return fail(ncclUnhandledCudaError, "memGetAddressRange failed: invalid argument");
   State& s = st();
   std::lock_guard<std::mutex> lk(s.mu);
   auto it = findRange(s, ptr);
-  if (it == s.ranges.end() || it->second.kind != RangeKind::Device)
+  if (it == s.ranges.end() || (it->second.kind != RangeKind::Device && it->second.kind != RangeKind::Mapped))
     return fail(ncclUnhandledCudaError, "memGetAddressRange(%p) failed: not inside a device allocation", ptr);
   *base = reinterpret_cast<void*>(it->first);
   *size = it->second.bytes;
+  return ncclSuccess;
+}
+
+// ---------------------------------------------------------- virtual memory
+// A physical allocation is a memfd (named after its device, so that another
+// process importing it knows the device), a reservation a PROT_NONE anonymous
+// mapping, and memMap a MAP_SHARED view of the memfd inside it: two maps of
+// one handle, in this process or another, see the same bytes, and kernels
+// (host threads here) read and write them like any memory.
+namespace {
+
+// Lock held. Frees the allocation once neither a handle nor a mapping holds it.
+void dropIfUnused(State& s, std::map<MemHandle, Phys>::iterator it) {
+  Phys& p = it->second;
+  if (p.refs > 0 || p.maps > 0) return;
+  ::close(p.fd);
+  if (p.counted) s.deviceUsed[p.device] -= p.bytes;
+  s.phys.erase(it);
+}
+
+// Lock held. The allocation behind a handle the caller holds, or phys.end().
+std::map<MemHandle, Phys>::iterator findHandle(State& s, MemHandle h) {
+  auto it = s.phys.find(h);
+  return it != s.phys.end() && it->second.refs > 0 ? it : s.phys.end();
+}
+
+// Fills a fresh allocation with garbage, as deviceAlloc does (never zeros).
+bool fillGarbage(int fd, size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return false;
+  std::memset(p, kGarbage, bytes);
+  munmap(p, bytes);
+  return true;
+}
+
+// Lock held. The reservation that holds all of [p, p + bytes), or end().
+std::map<uintptr_t, size_t>::iterator findReservation(State& s, uintptr_t p, size_t bytes) {
+  auto it = s.reservations.upper_bound(p);
+  if (it == s.reservations.begin()) return s.reservations.end();
+  --it;
+  return p + bytes <= it->first + it->second ? it : s.reservations.end();
+}
+
+}  // namespace
+
+ncclResult_t vmmQuery(int dev, VmmInfo* info) {
+  if (info == nullptr || !validDevice(st(), dev))
+    return fail(ncclUnhandledCudaError, "vmmQuery(%d) failed: invalid device ordinal or null output", dev);
+  *info = VmmInfo{true, true, kVmmGranularity, nullptr};
+  return ncclSuccess;
+}
+
+ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev) {
+  State& s = st();
+  if (handle == nullptr) return fail(ncclUnhandledCudaError, "memCreate failed: invalid argument (null handle)");
+  if (!validDevice(s, dev)) return fail(ncclUnhandledCudaError, "memCreate failed: invalid device ordinal %d", dev);
+  if (bytes == 0 || bytes % kVmmGranularity != 0)
+    return fail(ncclUnhandledCudaError, "memCreate(%zu bytes) failed: invalid value (not a nonzero multiple of the "
+                "granularity, %zu bytes)", bytes, kVmmGranularity);
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    if (bytes > kDeviceMemBytes - s.deviceUsed[dev])
+      return fail(ncclUnhandledCudaError, "memCreate(%zu bytes) failed: out of memory (%zu of %zu bytes in use on "
+                  "emulated device %d)", bytes, s.deviceUsed[dev], kDeviceMemBytes, dev);
+    s.deviceUsed[dev] += bytes;  // reserved first, as deviceAlloc does
+  }
+  char name[64];
+  std::snprintf(name, sizeof(name), "%s%d", kMemfdPrefix, dev);
+  int fd = memfd_create(name, MFD_CLOEXEC);
+  struct stat sb {};
+  int err = 0;
+  if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0 || !fillGarbage(fd, bytes) || fstat(fd, &sb) != 0) err = errno;
+  std::lock_guard<std::mutex> lk(s.mu);
+  if (err != 0) {
+    if (fd >= 0) ::close(fd);
+    s.deviceUsed[dev] -= bytes;
+    return fail(ncclUnhandledCudaError, "memCreate(%zu bytes) failed: out of memory (memfd: %s)", bytes,
+                std::strerror(err));
+  }
+  const MemHandle h = s.nextHandle++;
+  Phys& p = s.phys[h];
+  p.fd = fd;
+  p.bytes = bytes;
+  p.device = dev;
+  p.refs = 1;
+  p.counted = true;
+  p.inodeDev = sb.st_dev;
+  p.inode = sb.st_ino;
+  *handle = h;
+  return ncclSuccess;
+}
+
+ncclResult_t memRelease(MemHandle handle) {
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  auto it = findHandle(s, handle);
+  if (it == s.phys.end())
+    return fail(ncclUnhandledCudaError, "memRelease(%llu) failed: invalid value (not a live allocation handle)",
+                (unsigned long long)handle);
+  --it->second.refs;
+  dropIfUnused(s, it);
+  return ncclSuccess;
+}
+
+ncclResult_t memExportFd(MemHandle handle, int* fd) {
+  if (fd == nullptr) return fail(ncclUnhandledCudaError, "memExportFd failed: invalid argument (null output)");
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  auto it = findHandle(s, handle);
+  if (it == s.phys.end())
+    return fail(ncclUnhandledCudaError, "memExportFd(%llu) failed: invalid value (not a live allocation handle)",
+                (unsigned long long)handle);
+  int d = fcntl(it->second.fd, F_DUPFD_CLOEXEC, 0);
+  if (d < 0) return fail(ncclSystemError, "memExportFd(%llu) failed: dup: %s", (unsigned long long)handle,
+                         std::strerror(errno));
+  *fd = d;
+  return ncclSuccess;
+}
+
+// The device comes from the memfd's name ("/memfd:uniccl-emu-vmm-dev<d>
+// (deleted)"), the size from the file. An allocation of this process is
+// found again (one more reference to it); another process's gets an entry
+// of its own, whose bytes stay counted by its creator.
+ncclResult_t memImportFd(int fd, MemHandle* handle) {
+  if (handle == nullptr) return fail(ncclUnhandledCudaError, "memImportFd failed: invalid argument (null handle)");
+  State& s = st();
+  char path[64], target[256];
+  std::snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(path, target, sizeof(target) - 1);
+  struct stat sb {};
+  if (n < 0 || fstat(fd, &sb) != 0)
+    return fail(ncclUnhandledCudaError, "memImportFd(%d) failed: invalid value (not an open file descriptor)", fd);
+  target[n] = '\0';
+  const std::string prefix = std::string("/memfd:") + kMemfdPrefix;
+  int dev = -1;
+  if (std::strncmp(target, prefix.c_str(), prefix.size()) == 0) dev = std::atoi(target + prefix.size());
+  if (dev < 0 || !validDevice(s, dev) || sb.st_size <= 0 || (size_t)sb.st_size % kVmmGranularity != 0)
+    return fail(ncclUnhandledCudaError, "memImportFd(%d) failed: invalid value (%s is not an allocation of an "
+                "emulated device of this runtime)", fd, target);
+  std::lock_guard<std::mutex> lk(s.mu);
+  for (auto& [h, p] : s.phys) {
+    if (p.inodeDev == sb.st_dev && p.inode == sb.st_ino) {
+      ++p.refs;
+      *handle = h;
+      return ncclSuccess;
+    }
+  }
+  int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (d < 0) return fail(ncclSystemError, "memImportFd(%d) failed: dup: %s", fd, std::strerror(errno));
+  const MemHandle h = s.nextHandle++;
+  Phys& p = s.phys[h];
+  p.fd = d;
+  p.bytes = (size_t)sb.st_size;
+  p.device = dev;
+  p.refs = 1;
+  p.inodeDev = sb.st_dev;
+  p.inode = sb.st_ino;
+  *handle = h;
+  return ncclSuccess;
+}
+
+ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** mapBase, size_t* mapBytes) {
+  if (handle == nullptr || mapBase == nullptr || mapBytes == nullptr)
+    return fail(ncclUnhandledCudaError, "memRetainFromAddress failed: invalid argument (null output)");
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  auto it = findRange(s, ptr);
+  if (it == s.ranges.end() || it->second.kind != RangeKind::Mapped) return ncclInvalidArgument;  // an answer, not a failure
+  ++s.phys.at(it->second.handle).refs;
+  *handle = it->second.handle;
+  *mapBase = reinterpret_cast<void*>(it->first);
+  *mapBytes = it->second.bytes;
+  return ncclSuccess;
+}
+
+ncclResult_t addressReserve(void** va, size_t bytes, size_t align) {
+  if (va == nullptr) return fail(ncclUnhandledCudaError, "addressReserve failed: invalid argument (null output)");
+  if (align == 0) align = kVmmGranularity;
+  if (bytes == 0 || bytes % kVmmGranularity != 0 || (align & (align - 1)) != 0)
+    return fail(ncclUnhandledCudaError, "addressReserve(%zu bytes, align %zu) failed: invalid value (the size must be "
+                "a nonzero multiple of the granularity, %zu bytes, the alignment a power of two)", bytes, align,
+                kVmmGranularity);
+  align = std::max(align, kVmmGranularity);
+  const size_t span = bytes + align;
+  void* m = mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED)
+    return fail(ncclUnhandledCudaError, "addressReserve(%zu bytes) failed: out of memory (mmap: %s)", bytes,
+                std::strerror(errno));
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(m), start = roundUp(lo, align), end = lo + span;
+  if (start > lo) munmap(m, start - lo);
+  if (end > start + bytes) munmap(reinterpret_cast<void*>(start + bytes), end - (start + bytes));
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  s.reservations[start] = bytes;
+  *va = reinterpret_cast<void*>(start);
+  return ncclSuccess;
+}
+
+ncclResult_t addressFree(void* va, size_t bytes) {
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  const uintptr_t p = reinterpret_cast<uintptr_t>(va);
+  auto it = s.reservations.find(p);
+  if (it == s.reservations.end() || it->second != bytes)
+    return fail(ncclUnhandledCudaError, "addressFree(%p, %zu) failed: invalid value (not a whole reservation of "
+                "addressReserve)", va, bytes);
+  if (overlaps(s, p, bytes))
+    return fail(ncclUnhandledCudaError, "addressFree(%p, %zu) failed: invalid value (memory is still mapped there: "
+                "memUnmap first)", va, bytes);
+  munmap(va, bytes);
+  s.reservations.erase(it);
+  return ncclSuccess;
+}
+
+ncclResult_t memMap(void* va, size_t bytes, MemHandle handle, int dev) {
+  State& s = st();
+  if (!validDevice(s, dev)) return fail(ncclUnhandledCudaError, "memMap failed: invalid device ordinal %d", dev);
+  std::lock_guard<std::mutex> lk(s.mu);
+  auto it = findHandle(s, handle);
+  if (it == s.phys.end())
+    return fail(ncclUnhandledCudaError, "memMap(%p) failed: invalid value (handle %llu is not a live allocation "
+                "handle)", va, (unsigned long long)handle);
+  Phys& ph = it->second;
+  const uintptr_t p = reinterpret_cast<uintptr_t>(va);
+  if (bytes != ph.bytes)
+    return fail(ncclUnhandledCudaError, "memMap(%p, %zu) failed: invalid value (the allocation has %zu bytes: map "
+                "all of it)", va, bytes, ph.bytes);
+  if (p % kVmmGranularity != 0 || findReservation(s, p, bytes) == s.reservations.end())
+    return fail(ncclUnhandledCudaError, "memMap(%p, %zu) failed: invalid value (not a granularity-aligned range "
+                "inside one reservation)", va, bytes);
+  if (overlaps(s, p, bytes))
+    return fail(ncclUnhandledCudaError, "memMap(%p, %zu) failed: invalid value (part of the range is already "
+                "mapped)", va, bytes);
+  if (mmap(va, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ph.fd, 0) == MAP_FAILED)
+    return fail(ncclUnhandledCudaError, "memMap(%p, %zu) failed: out of memory (mmap: %s)", va, bytes,
+                std::strerror(errno));
+  s.ranges[p] = Range{bytes, RangeKind::Mapped, ph.device, handle, dev};
+  ++ph.maps;
+  return ncclSuccess;
+}
+
+// Like deviceFree, waits for the work queued on the devices that may use the
+// mapping (its memory's and the one given access) before the bytes go.
+ncclResult_t memUnmap(void* va, size_t bytes) {
+  State& s = st();
+  std::unique_lock<std::mutex> lk(s.mu);
+  const uintptr_t p = reinterpret_cast<uintptr_t>(va);
+  auto it = s.ranges.find(p);
+  if (it == s.ranges.end() || it->second.kind != RangeKind::Mapped || it->second.bytes != bytes)
+    return fail(ncclUnhandledCudaError, "memUnmap(%p, %zu) failed: invalid value (not a whole mapping of memMap)", va,
+                bytes);
+  std::vector<EmuStream*> qs = streamsOf(s, it->second.device);
+  if (it->second.accessDevice != it->second.device) {
+    std::vector<EmuStream*> more = streamsOf(s, it->second.accessDevice);
+    qs.insert(qs.end(), more.begin(), more.end());
+  }
+  waitStreams(s, lk, qs);
+  it = s.ranges.find(p);  // another thread may have unmapped it meanwhile
+  if (it == s.ranges.end() || it->second.kind != RangeKind::Mapped || it->second.bytes != bytes)
+    return fail(ncclUnhandledCudaError, "memUnmap(%p, %zu) failed: invalid value (unmapped twice)", va, bytes);
+  // Back to reserved address space (PROT_NONE), never to a hole another mmap could take.
+  if (mmap(va, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
+    return fail(ncclSystemError, "memUnmap(%p, %zu) failed: mmap: %s", va, bytes, std::strerror(errno));
+  const MemHandle h = it->second.handle;
+  s.ranges.erase(it);
+  auto ph = s.phys.find(h);
+  --ph->second.maps;
+  dropIfUnused(s, ph);
   return ncclSuccess;
 }
 
@@ -939,8 +1238,15 @@ Usage usage() {
       case gpu::RangeKind::HostPinned:
       case gpu::RangeKind::HostMapped: ++u.hostAllocs; break;
       case gpu::RangeKind::Registered: ++u.registrations; break;
+      case gpu::RangeKind::Mapped: ++u.mappings; break;
     }
   }
+  for (const auto& [h, p] : s.phys) {
+    (void)h;
+    ++u.physAllocs;
+    if (p.counted) u.physBytes += p.bytes;
+  }
+  u.reservations = s.reservations.size();
   for (gpu::EmuStream* q : s.streams) u.streams += q->isDefault ? 0 : 1;
   u.events = s.events.size();
   u.ipcOpens = s.ipcOpens.size();

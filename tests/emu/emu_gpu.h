@@ -15,6 +15,14 @@
 //     only in the process that created them.
 //   - A forked child starts with a fresh emulated runtime (the parent's streams,
 //     events and allocation records do not carry over; CUDA refuses the child).
+//   - Virtual memory (gpu.h's memCreate .. memUnmap) is real on the host: a
+//     physical allocation is a memfd ("uniccl-emu-vmm-dev<d>"), exported and
+//     imported as a dup of it, so another process (a forked child) maps the
+//     same bytes; a reservation is a PROT_NONE anonymous mapping, memMap a
+//     MAP_SHARED view of the memfd inside it. The granularity is 64 KiB (the
+//     GPUs': 2 MiB). memCreate bytes count as device memory in use; mapped
+//     ranges are device memory of the allocation's device for pointerInfo
+//     and memGetAddressRange.
 #pragma once
 
 #include <cstddef>
@@ -42,6 +50,10 @@ struct Usage {
   size_t streams;         // streamCreate'd (default streams not counted)
   size_t events;
   size_t ipcOpens;        // ipcOpenMemHandle'd, not yet closed
+  size_t physAllocs;      // physical allocations alive (created or imported; held by a handle or a mapping)
+  size_t physBytes;       // bytes of those memCreate made here (device memory in use)
+  size_t mappings;        // memMap'ed ranges not yet unmapped
+  size_t reservations;    // addressReserve'd ranges not yet freed
 };
 Usage usage();
 

@@ -1,7 +1,9 @@
 // The emulated GPU backend against the contract of src/common/gpu.h: stream
 // order, cross-stream waits, events and timing, launches through a runner,
-// the default stream's synchronous semantics, memory kinds, per-thread
-// devices, IPC, errors, and many threads at once (also run under TSan).
+// the default stream's synchronous semantics, memory kinds, virtual memory
+// (maps of one allocation, a forked importer), per-thread devices, IPC,
+// errors, and many threads at once (also run under TSan).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -88,6 +90,10 @@ class EmuGpu : public ::testing::Test {
     EXPECT_EQ(u.streams, before_.streams);
     EXPECT_EQ(u.events, before_.events);
     EXPECT_EQ(u.ipcOpens, before_.ipcOpens);
+    EXPECT_EQ(u.physAllocs, before_.physAllocs);
+    EXPECT_EQ(u.physBytes, before_.physBytes);
+    EXPECT_EQ(u.mappings, before_.mappings);
+    EXPECT_EQ(u.reservations, before_.reservations);
     (void)gpu::setDevice(0);
   }
   emu::Usage before_{};
@@ -733,6 +739,326 @@ TEST_F(EmuGpu, ForkedChildRefusesForeignIpcAndStartsFresh) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
   ASSERT_EQ(gpu::deviceFree(d), ncclSuccess);
+}
+
+// ---------------------------------------------------------- virtual memory
+// Counts this process's open file descriptors (memfds and their exports).
+int openFds() {
+  int n = 0;
+  for (int fd = 0; fd < 4096; ++fd) n += fcntl(fd, F_GETFD) != -1;
+  return n;
+}
+
+// A reservation of `n` granules with a mapping of `h` at its start.
+struct View {
+  void* va = nullptr;
+  size_t reserved = 0, mapped = 0;
+  View(gpu::MemHandle h, size_t bytes, size_t reserve, int dev) : reserved(reserve) {
+    EXPECT_EQ(gpu::addressReserve(&va, reserve, 0), ncclSuccess);
+    if (va != nullptr && gpu::memMap(va, bytes, h, dev) == ncclSuccess) mapped = bytes;
+  }
+  ~View() {
+    if (mapped != 0) {
+      EXPECT_EQ(gpu::memUnmap(va, mapped), ncclSuccess);
+    }
+    if (va != nullptr) {
+      EXPECT_EQ(gpu::addressFree(va, reserved), ncclSuccess);
+    }
+  }
+  unsigned char* bytes() const { return static_cast<unsigned char*>(va); }
+};
+
+TEST_F(EmuGpu, VmmTwoMappingsOfOneAllocationShareTheBytes) {
+  gpu::VmmInfo vmm{};
+  ASSERT_EQ(gpu::vmmQuery(1, &vmm), ncclSuccess);
+  ASSERT_TRUE(vmm.supported);
+  EXPECT_TRUE(vmm.fdExport);
+  const size_t g = vmm.granularity;
+  ASSERT_EQ(g, size_t(64) << 10);
+  const size_t bytes = 3 * g;
+  gpu::MemHandle h = 0;
+  ASSERT_EQ(gpu::memCreate(&h, bytes, 1), ncclSuccess);
+  EXPECT_EQ(emu::usage().physAllocs, before_.physAllocs + 1);
+  EXPECT_EQ(emu::usage().physBytes, before_.physBytes + bytes);   // device memory in use
+  {
+    View a(h, bytes, bytes, 0);
+    ASSERT_EQ(a.mapped, bytes);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a.va) % g, 0u);
+    EXPECT_EQ(a.bytes()[bytes - 1], 0xCD) << "fresh memory is never zeros";
+    // Export, import (this process: the same allocation, one more reference)
+    // and map again further into a larger reservation.
+    int fd = -1;
+    ASSERT_EQ(gpu::memExportFd(h, &fd), ncclSuccess);
+    gpu::MemHandle imported = 0;
+    ASSERT_EQ(gpu::memImportFd(fd, &imported), ncclSuccess);
+    EXPECT_EQ(imported, h);
+    ASSERT_EQ(close(fd), 0);
+    void* big = nullptr;
+    ASSERT_EQ(gpu::addressReserve(&big, 2 * bytes, 4 * g), ncclSuccess);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(big) % (4 * g), 0u);
+    unsigned char* b = static_cast<unsigned char*>(big) + g;
+    ASSERT_EQ(gpu::memMap(b, bytes, imported, 0), ncclSuccess);
+    EXPECT_EQ(emu::usage().mappings, before_.mappings + 2);
+    auto pattern = randomBytes(bytes, 3);
+    std::memcpy(a.bytes(), pattern.data(), bytes);
+    EXPECT_EQ(std::memcmp(b, pattern.data(), bytes), 0);
+    b[7] = 0x11;
+    EXPECT_EQ(a.bytes()[7], 0x11);
+
+    // Device memory of the allocation's device; the range is the mapping.
+    gpu::PointerInfo info;
+    ASSERT_EQ(gpu::pointerGetInfo(b + bytes - 1, &info), ncclSuccess);
+    EXPECT_EQ(info.kind, gpu::MemoryKind::Device);
+    EXPECT_EQ(info.device, 1);
+    void* base = nullptr;
+    size_t size = 0;
+    ASSERT_EQ(gpu::memGetAddressRange(b + 12345, &base, &size), ncclSuccess);
+    EXPECT_EQ(base, b);
+    EXPECT_EQ(size, bytes);
+    ASSERT_EQ(gpu::pointerGetInfo(static_cast<char*>(big) + 10, &info), ncclSuccess);   // reserved, not mapped
+    EXPECT_EQ(info.kind, gpu::MemoryKind::Unregistered);
+
+    // Retain from an interior address: the handle, the mapping.
+    gpu::MemHandle r = 0;
+    void* mapBase = nullptr;
+    size_t mapBytes = 0;
+    ASSERT_EQ(gpu::memRetainFromAddress(a.bytes() + g + 17, &r, &mapBase, &mapBytes), ncclSuccess);
+    EXPECT_EQ(r, h);
+    EXPECT_EQ(mapBase, a.va);
+    EXPECT_EQ(mapBytes, bytes);
+    ASSERT_EQ(gpu::memRelease(r), ncclSuccess);
+    // Ordinary device memory is no VMM mapping: an answer, not a logged failure.
+    void* d = nullptr;
+    ASSERT_EQ(gpu::deviceAlloc(&d, 4096), ncclSuccess);
+    emu::clearLastError();
+    EXPECT_EQ(gpu::memRetainFromAddress(d, &r, &mapBase, &mapBytes), ncclInvalidArgument);
+    EXPECT_EQ(gpu::memRetainFromAddress(&r, &r, &mapBase, &mapBytes), ncclInvalidArgument);
+    EXPECT_STREQ(emu::lastErrorString(), "no error");
+    ASSERT_EQ(gpu::deviceFree(d), ncclSuccess);
+
+    // Neither cudaFree nor CUDA IPC takes VMM memory.
+    EXPECT_EQ(gpu::deviceFree(b), ncclUnhandledCudaError);
+    gpu::IpcMemHandle ipc;
+    EXPECT_EQ(gpu::ipcGetMemHandle(&ipc, b), ncclUnhandledCudaError);
+
+    ASSERT_EQ(gpu::memUnmap(b, bytes), ncclSuccess);
+    ASSERT_EQ(gpu::addressFree(big, 2 * bytes), ncclSuccess);
+    ASSERT_EQ(gpu::memRelease(imported), ncclSuccess);
+  }
+  // The mapping held the memory; the last handle goes with it.
+  EXPECT_EQ(emu::usage().physAllocs, before_.physAllocs + 1);
+  ASSERT_EQ(gpu::memRelease(h), ncclSuccess);
+  EXPECT_EQ(gpu::memRelease(h), ncclUnhandledCudaError);   // released twice
+}
+
+TEST_F(EmuGpu, VmmMemoryLivesUntilTheLastHandleAndMappingGo) {
+  const size_t g = size_t(64) << 10;
+  gpu::MemHandle h = 0;
+  ASSERT_EQ(gpu::memCreate(&h, g, 0), ncclSuccess);
+  {
+    View v(h, g, 2 * g, 0);
+    ASSERT_EQ(v.mapped, g);
+    v.bytes()[5] = 42;
+    ASSERT_EQ(gpu::memRelease(h), ncclSuccess);   // the mapping still holds it
+    EXPECT_EQ(emu::usage().physAllocs, before_.physAllocs + 1);
+    EXPECT_EQ(v.bytes()[5], 42);
+    EXPECT_EQ(gpu::memMap(v.bytes() + g, g, h, 0), ncclUnhandledCudaError);   // the handle is gone
+    int fd = -1;
+    EXPECT_EQ(gpu::memExportFd(h, &fd), ncclUnhandledCudaError);
+    gpu::MemHandle again = 0;
+    void* mapBase = nullptr;
+    size_t mapBytes = 0;
+    ASSERT_EQ(gpu::memRetainFromAddress(v.bytes() + 9, &again, &mapBase, &mapBytes), ncclSuccess);
+    EXPECT_EQ(again, h);
+    ASSERT_EQ(gpu::memRelease(again), ncclSuccess);
+  }
+  EXPECT_EQ(emu::usage().physAllocs, before_.physAllocs);
+  EXPECT_EQ(emu::usage().physBytes, before_.physBytes);
+}
+
+TEST_F(EmuGpu, VmmRefusesWhatCudaRefuses) {
+  const size_t g = size_t(64) << 10;
+  gpu::MemHandle h = 0;
+  EXPECT_EQ(gpu::memCreate(&h, g + 4096, 0), ncclUnhandledCudaError);   // not a multiple of the granularity
+  EXPECT_EQ(gpu::memCreate(&h, 0, 0), ncclUnhandledCudaError);
+  EXPECT_EQ(gpu::memCreate(&h, g, 99), ncclUnhandledCudaError);
+  gpu::DeviceProps p;
+  ASSERT_EQ(gpu::getDeviceProps(0, &p), ncclSuccess);
+  EXPECT_EQ(gpu::memCreate(&h, (p.totalGlobalMem / g + 1) * g, 0), ncclUnhandledCudaError);   // out of memory
+  EXPECT_NE(std::strstr(emu::lastErrorString(), "out of memory"), nullptr) << emu::lastErrorString();
+  void* va = nullptr;
+  EXPECT_EQ(gpu::addressReserve(&va, g + 1, 0), ncclUnhandledCudaError);
+  EXPECT_EQ(gpu::addressReserve(&va, g, 3 * g), ncclUnhandledCudaError);   // alignment not a power of two
+
+  ASSERT_EQ(gpu::memCreate(&h, 2 * g, 0), ncclSuccess);
+  ASSERT_EQ(gpu::addressReserve(&va, 4 * g, 0), ncclSuccess);
+  char* c = static_cast<char*>(va);
+  EXPECT_EQ(gpu::memMap(c, g, h, 0), ncclUnhandledCudaError);              // part of the allocation
+  EXPECT_EQ(gpu::memMap(c + 3 * g, 2 * g, h, 0), ncclUnhandledCudaError);  // past the reservation
+  EXPECT_EQ(gpu::memMap(c + 4096, 2 * g, h, 0), ncclUnhandledCudaError);   // not aligned
+  EXPECT_EQ(gpu::memMap(c, 2 * g, h, 7), ncclUnhandledCudaError);          // no such device
+  int local = 0;
+  EXPECT_EQ(gpu::memMap(&local, 2 * g, h, 0), ncclUnhandledCudaError);     // not reserved
+  ASSERT_EQ(gpu::memMap(c + g, 2 * g, h, 0), ncclSuccess);
+  EXPECT_EQ(gpu::memMap(c, 2 * g, h, 0), ncclUnhandledCudaError);          // overlaps the mapping
+  EXPECT_EQ(gpu::addressFree(va, 4 * g), ncclUnhandledCudaError);          // still mapped
+  EXPECT_NE(std::strstr(emu::lastErrorString(), "memUnmap first"), nullptr) << emu::lastErrorString();
+  EXPECT_EQ(gpu::addressFree(va, 2 * g), ncclUnhandledCudaError);          // not the whole reservation
+  EXPECT_EQ(gpu::memUnmap(c + g, g), ncclUnhandledCudaError);              // not the whole mapping
+  ASSERT_EQ(gpu::memUnmap(c + g, 2 * g), ncclSuccess);
+  EXPECT_EQ(gpu::memUnmap(c + g, 2 * g), ncclUnhandledCudaError);          // twice
+  ASSERT_EQ(gpu::addressFree(va, 4 * g), ncclSuccess);
+
+  // Only the emulator's own allocations import.
+  int pipeFds[2];
+  ASSERT_EQ(pipe(pipeFds), 0);
+  gpu::MemHandle bad = 0;
+  EXPECT_EQ(gpu::memImportFd(pipeFds[0], &bad), ncclUnhandledCudaError);
+  close(pipeFds[0]);
+  close(pipeFds[1]);
+  EXPECT_EQ(gpu::memImportFd(-1, &bad), ncclUnhandledCudaError);
+  ASSERT_EQ(gpu::memRelease(h), ncclSuccess);
+}
+
+// Kernels (host threads of the stream's worker) read and write mappings.
+void writingRunner(const void*, unsigned, unsigned, const void* argBytes) {
+  unsigned char* p = nullptr;
+  std::memcpy(&p, argBytes, sizeof(p));
+  for (int i = 0; i < 256; ++i) p[i] = static_cast<unsigned char>(p[i + 256] + 1);
+}
+
+TEST_F(EmuGpu, VmmKernelsUseMappedMemory) {
+  const size_t g = size_t(64) << 10;
+  gpu::MemHandle h = 0;
+  ASSERT_EQ(gpu::memCreate(&h, g, 1), ncclSuccess);
+  {
+    View a(h, g, g, 1), b(h, g, g, 0);
+    ASSERT_EQ(a.mapped, g);
+    ASSERT_EQ(b.mapped, g);
+    for (int i = 0; i < 256; ++i) a.bytes()[256 + i] = static_cast<unsigned char>(i);
+    emu::setKernelRunner(writingRunner);
+    ASSERT_EQ(gpu::setDevice(1), ncclSuccess);
+    Stream st;
+    dev::KernelArgs args;
+    std::memset(&args, 0, sizeof(args));
+    unsigned char* target = a.bytes();
+    static_assert(sizeof(args) >= sizeof(target), "the pointer travels in the arguments");
+    std::memcpy(&args, &target, sizeof(target));
+    void* argv[] = {&args};
+    gpu::LaunchConfig cfg;
+    cfg.stream = st.s;
+    ASSERT_EQ(gpu::launchKernel(&kernelA, cfg, argv, nullptr), ncclSuccess);
+    ASSERT_EQ(gpu::streamSynchronize(st.s), ncclSuccess);
+    for (int i = 0; i < 256; ++i) ASSERT_EQ(b.bytes()[i], static_cast<unsigned char>(i + 1)) << i;
+    emu::setKernelRunner(nullptr);
+    ASSERT_EQ(gpu::setDevice(0), ncclSuccess);
+  }
+  ASSERT_EQ(gpu::memRelease(h), ncclSuccess);
+}
+
+TEST_F(EmuGpu, VmmThousandCyclesLeakNothing) {
+  const size_t g = size_t(64) << 10;
+  const int fds = openFds();
+  for (int i = 0; i < 1000; ++i) {
+    gpu::MemHandle h = 0, imported = 0;
+    ASSERT_EQ(gpu::memCreate(&h, g, i % 2), ncclSuccess);
+    int fd = -1;
+    ASSERT_EQ(gpu::memExportFd(h, &fd), ncclSuccess);
+    ASSERT_EQ(gpu::memImportFd(fd, &imported), ncclSuccess);
+    ASSERT_EQ(close(fd), 0);
+    void* va = nullptr;
+    ASSERT_EQ(gpu::addressReserve(&va, g, 0), ncclSuccess);
+    ASSERT_EQ(gpu::memMap(va, g, imported, i % 2), ncclSuccess);
+    static_cast<unsigned char*>(va)[i] = 1;
+    ASSERT_EQ(gpu::memRelease(imported), ncclSuccess);
+    ASSERT_EQ(gpu::memRelease(h), ncclSuccess);
+    ASSERT_EQ(gpu::memUnmap(va, g), ncclSuccess);
+    ASSERT_EQ(gpu::addressFree(va, g), ncclSuccess);
+  }
+  EXPECT_EQ(openFds(), fds);
+  emu::Usage u = emu::usage();
+  EXPECT_EQ(u.physAllocs, before_.physAllocs);
+  EXPECT_EQ(u.physBytes, before_.physBytes);
+  EXPECT_EQ(u.mappings, before_.mappings);
+  EXPECT_EQ(u.reservations, before_.reservations);
+}
+
+// Threads mapping and unmapping at once (run under TSan too).
+TEST_F(EmuGpu, VmmManyThreads) {
+  const size_t g = size_t(64) << 10;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> ts;
+  gpu::MemHandle shared = 0;
+  ASSERT_EQ(gpu::memCreate(&shared, g, 0), ncclSuccess);
+  for (int t = 0; t < 4; ++t) {
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        gpu::MemHandle h = 0;
+        void* va = nullptr;
+        bool ok = gpu::memCreate(&h, g, t % 2) == ncclSuccess && gpu::addressReserve(&va, 2 * g, 0) == ncclSuccess &&
+                  gpu::memMap(va, g, h, t % 2) == ncclSuccess &&
+                  gpu::memMap(static_cast<char*>(va) + g, g, shared, t % 2) == ncclSuccess;
+        if (ok) {
+          static_cast<unsigned char*>(va)[g + t] = static_cast<unsigned char>(i);
+          gpu::MemHandle r = 0;
+          void* base = nullptr;
+          size_t bytes = 0;
+          ok = gpu::memRetainFromAddress(static_cast<char*>(va) + g + 1, &r, &base, &bytes) == ncclSuccess &&
+               r == shared && gpu::memRelease(r) == ncclSuccess &&
+               gpu::memUnmap(static_cast<char*>(va) + g, g) == ncclSuccess && gpu::memUnmap(va, g) == ncclSuccess &&
+               gpu::addressFree(va, 2 * g) == ncclSuccess && gpu::memRelease(h) == ncclSuccess;
+        }
+        if (!ok) failures.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  ASSERT_EQ(gpu::memRelease(shared), ncclSuccess);
+}
+
+// A forked child (a fresh runtime) imports an exported allocation, maps it
+// and writes through its own mapping; the parent sees the bytes. (Excluded
+// under TSan with the other fork test.)
+TEST_F(EmuGpu, VmmForkedChildMapsAnExportedAllocation) {
+  const size_t g = size_t(64) << 10;
+  gpu::MemHandle h = 0;
+  ASSERT_EQ(gpu::memCreate(&h, 2 * g, 1), ncclSuccess);
+  int fd = -1;
+  ASSERT_EQ(gpu::memExportFd(h, &fd), ncclSuccess);
+  {
+    View v(h, 2 * g, 2 * g, 1);
+    ASSERT_EQ(v.mapped, 2 * g);
+    std::memset(v.bytes(), 0x21, 2 * g);
+    Stream busy;   // the parent has worker threads at fork time
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int code = 0;
+      gpu::MemHandle mine = 0;
+      void* va = nullptr;
+      gpu::PointerInfo info{};
+      if (gpu::memImportFd(fd, &mine) != ncclSuccess) _exit(1);
+      if (gpu::addressReserve(&va, 2 * g, 0) != ncclSuccess || gpu::memMap(va, 2 * g, mine, 0) != ncclSuccess) _exit(2);
+      auto* p = static_cast<unsigned char*>(va);
+      if (p[0] != 0x21 || p[2 * g - 1] != 0x21) code |= 4;           // the parent's bytes
+      if (gpu::pointerGetInfo(p + 3, &info) != ncclSuccess || info.kind != gpu::MemoryKind::Device || info.device != 1)
+        code |= 8;                                                    // the device came with the fd
+      for (size_t i = 0; i < 2 * g; ++i) p[i] = static_cast<unsigned char>(i * 7);
+      if (gpu::memUnmap(va, 2 * g) != ncclSuccess || gpu::addressFree(va, 2 * g) != ncclSuccess ||
+          gpu::memRelease(mine) != ncclSuccess)
+        code |= 16;
+      if (emu::usage().physAllocs != 0 || emu::usage().physBytes != 0) code |= 32;   // the child created nothing
+      _exit(code);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    for (size_t i = 0; i < 2 * g; ++i) ASSERT_EQ(v.bytes()[i], static_cast<unsigned char>(i * 7)) << i;
+  }
+  ASSERT_EQ(close(fd), 0);
+  ASSERT_EQ(gpu::memRelease(h), ncclSuccess);
 }
 
 // ------------------------------------------------------------- concurrency

@@ -5,11 +5,14 @@
 #include "common/api_export.h"
 #include "common/check.h"
 #include "common/core/comm.h"
+#include "common/core/mem_alloc.h"
 #include "common/core/validate.h"
 #include "common/util/debug.h"
 
 using namespace uniccl;
 
+// Virtual memory where the GPU has it (peers can map the buffers), plain
+// device memory elsewhere: core/mem_alloc.h.
 NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size);
 ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
   if (ptr == nullptr) {
@@ -21,7 +24,7 @@ ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
     return ncclSuccess;
   }
   void* p = nullptr;
-  UCHECK(gpu::deviceAlloc(&p, size));
+  UCHECK(memAlloc(&p, size));
   *ptr = p;
   return ncclSuccess;
 }
@@ -29,18 +32,7 @@ ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
 NCCL_API(ncclResult_t, ncclMemFree, void* ptr);
 ncclResult_t ncclMemFree(void* ptr) {
   if (ptr == nullptr) return ncclSuccess;
-  gpu::PointerInfo info;
-  if (gpu::pointerGetInfo(ptr, &info) != ncclSuccess || info.kind != gpu::MemoryKind::Device) {
-    WARN("ncclMemFree: %p was not allocated by ncclMemAlloc", ptr);
-    return ncclInvalidArgument;
-  }
-  void* base = nullptr;
-  size_t size = 0;
-  if (gpu::memGetAddressRange(ptr, &base, &size) == ncclSuccess && base != ptr) {
-    WARN("ncclMemFree: %p points inside the allocation at %p; pass the pointer ncclMemAlloc returned", ptr, base);
-    return ncclInvalidArgument;
-  }
-  return gpu::deviceFree(ptr);
+  return memFree(ptr);
 }
 
 NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle);

@@ -3,6 +3,7 @@
 // src/hip; nothing here talks to a GPU runtime.
 #include "fake_gpu.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -12,6 +13,9 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace uniccl::fake {
@@ -48,6 +52,25 @@ struct Alloc {
 };
 
 constexpr uint64_t kIpcMagic = 0x756e6963636c4950ull;  // "unicclIP"
+constexpr char kMemfdPrefix[] = "uniccl-fake-vmm-dev";   // + the device: an import reads it back
+
+// Virtual memory, real in host memory (as the emulator's): a physical
+// allocation is a memfd, a reservation a PROT_NONE mapping, a map a
+// MAP_SHARED view of the memfd, so two maps of one handle share bytes.
+struct Phys {
+  int fd = -1;
+  size_t bytes = 0;
+  int device = 0;
+  int refs = 0;   // handles not yet released
+  int maps = 0;   // live mappings
+  dev_t inodeDev = 0;
+  ino_t inode = 0;
+};
+struct Mapping {
+  size_t bytes;
+  gpu::MemHandle handle;
+  int device;   // the allocation's
+};
 
 struct State {
   std::mutex mu;
@@ -75,6 +98,11 @@ struct State {
   std::vector<Launch> launches;
   std::map<std::string, std::pair<ncclResult_t, int>> inject;
   std::map<std::string, uint64_t> calls;
+  gpu::VmmInfo vmm{true, true, size_t(64) << 10, nullptr};
+  std::map<gpu::MemHandle, Phys> phys;
+  gpu::MemHandle nextHandle = 1;
+  std::map<uintptr_t, size_t> reservations;
+  std::map<uintptr_t, Mapping> mappings;
 };
 
 State& st() {
@@ -158,6 +186,23 @@ ncclResult_t release(State& s, void* p, bool device) {
   return ncclSuccess;
 }
 
+// The mapping that contains p. Lock held.
+const Mapping* mappingOf(State& s, const void* p, uintptr_t* start) {
+  auto it = s.mappings.upper_bound(reinterpret_cast<uintptr_t>(p));
+  if (it == s.mappings.begin()) return nullptr;
+  --it;
+  if (reinterpret_cast<uintptr_t>(p) >= it->first + it->second.bytes) return nullptr;
+  if (start) *start = it->first;
+  return &it->second;
+}
+
+// Closes the allocation once no handle and no mapping holds it. Lock held.
+void dropIfUnused(State& s, std::map<gpu::MemHandle, Phys>::iterator it) {
+  if (it->second.refs > 0 || it->second.maps > 0) return;
+  ::close(it->second.fd);
+  s.phys.erase(it);
+}
+
 void logLaunchAndHook(std::unique_lock<std::mutex>& lk, State& s, Launch l) {
   s.launches.push_back(l);
   auto hook = s.launchHook;
@@ -174,6 +219,13 @@ void reset() {
   std::lock_guard<std::mutex> lk(s.mu);
   for (auto& a : s.allocs) std::free(reinterpret_cast<void*>(a.first));
   s.allocs.clear();
+  for (auto& m : s.mappings) munmap(reinterpret_cast<void*>(m.first), m.second.bytes);
+  for (auto& r : s.reservations) munmap(reinterpret_cast<void*>(r.first), r.second);
+  for (auto& p : s.phys) ::close(p.second.fd);
+  s.mappings.clear();
+  s.reservations.clear();
+  s.phys.clear();
+  s.vmm = gpu::VmmInfo{true, true, size_t(64) << 10, nullptr};
   s.events.clear();
   s.streams.clear();
   s.graphs.clear();
@@ -361,7 +413,16 @@ Live live() {
   l.ipcOpens = s.ipcOpens.size();
   l.graphs = s.graphs.size();
   for (auto& g : s.graphs) l.userObjects += g.second->userObjects.size();
+  l.physAllocs = s.phys.size();
+  l.mappings = s.mappings.size();
+  l.reservations = s.reservations.size();
   return l;
+}
+
+void setVmm(bool supported, bool fdExport, size_t granularity) {
+  std::lock_guard<std::mutex> lk(st().mu);
+  st().vmm = gpu::VmmInfo{supported, fdExport, granularity,
+                          supported && fdExport ? nullptr : "virtual memory switched off in the fake (fake::setVmm)"};
 }
 
 }  // namespace uniccl::fake
@@ -611,6 +672,9 @@ ncclResult_t pointerGetInfo(const void* ptr, PointerInfo* info) {
   if (const Alloc* a = containing(s, ptr, nullptr)) {
     out.kind = a->kind;
     out.device = a->device;
+  } else if (const Mapping* m = mappingOf(s, ptr, nullptr)) {
+    out.kind = MemoryKind::Device;
+    out.device = m->device;
   } else {
     for (auto& r : s.registrations)
       if (reinterpret_cast<uintptr_t>(ptr) >= r.first && reinterpret_cast<uintptr_t>(ptr) < r.first + r.second)
@@ -622,10 +686,151 @@ ncclResult_t pointerGetInfo(const void* ptr, PointerInfo* info) {
 ncclResult_t memGetAddressRange(const void* ptr, void** base, size_t* size) {
   FAKE_ENTER("memGetAddressRange");
   uintptr_t start = 0;
+  if (const Mapping* m = mappingOf(s, ptr, &start)) {
+    *base = reinterpret_cast<void*>(start);
+    *size = m->bytes;
+    return ncclSuccess;
+  }
   const Alloc* a = containing(s, ptr, &start);
   if (!a) return bad(s, "pointer not in any allocation");
   *base = reinterpret_cast<void*>(start);
   *size = a->bytes;
+  return ncclSuccess;
+}
+
+// ----------------------------------------------------------- virtual memory
+ncclResult_t vmmQuery(int dev, VmmInfo* info) {
+  FAKE_ENTER("vmmQuery");
+  if (dev < 0 || dev >= s.deviceCount) return bad(s, "invalid device ordinal");
+  *info = s.vmm;
+  return ncclSuccess;
+}
+ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev) {
+  FAKE_ENTER("memCreate");
+  if (!s.vmm.supported) return bad(s, "virtual memory unsupported");
+  if (dev < 0 || dev >= s.deviceCount) return bad(s, "invalid device ordinal");
+  if (bytes == 0 || bytes % s.vmm.granularity != 0) return bad(s, "size not a multiple of the granularity");
+  char name[64];
+  std::snprintf(name, sizeof(name), "%s%d", kMemfdPrefix, dev);
+  int fd = memfd_create(name, MFD_CLOEXEC);
+  struct stat sb {};
+  if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0 || fstat(fd, &sb) != 0) {
+    if (fd >= 0) ::close(fd);
+    return ncclSystemError;
+  }
+  const MemHandle h = s.nextHandle++;
+  s.phys[h] = Phys{fd, bytes, dev, 1, 0, sb.st_dev, sb.st_ino};
+  *handle = h;
+  return ncclSuccess;
+}
+ncclResult_t memRelease(MemHandle handle) {
+  FAKE_ENTER("memRelease");
+  auto it = s.phys.find(handle);
+  if (it == s.phys.end() || it->second.refs == 0) return bad(s, "not a live allocation handle");
+  --it->second.refs;
+  dropIfUnused(s, it);
+  return ncclSuccess;
+}
+ncclResult_t memExportFd(MemHandle handle, int* fd) {
+  FAKE_ENTER("memExportFd");
+  auto it = s.phys.find(handle);
+  if (it == s.phys.end() || it->second.refs == 0) return bad(s, "not a live allocation handle");
+  if (!s.vmm.fdExport) return bad(s, "fd export unsupported");
+  int d = fcntl(it->second.fd, F_DUPFD_CLOEXEC, 0);
+  if (d < 0) return ncclSystemError;
+  *fd = d;
+  return ncclSuccess;
+}
+ncclResult_t memImportFd(int fd, MemHandle* handle) {
+  FAKE_ENTER("memImportFd");
+  char path[64], target[256];
+  std::snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(path, target, sizeof(target) - 1);
+  struct stat sb {};
+  if (n < 0 || fstat(fd, &sb) != 0) return bad(s, "not an open file descriptor");
+  target[n] = '\0';
+  const std::string prefix = std::string("/memfd:") + kMemfdPrefix;
+  if (std::strncmp(target, prefix.c_str(), prefix.size()) != 0) return bad(s, "not a fake allocation's fd");
+  const int dev = std::atoi(target + prefix.size());
+  for (auto& kv : s.phys)
+    if (kv.second.inodeDev == sb.st_dev && kv.second.inode == sb.st_ino) {
+      ++kv.second.refs;
+      *handle = kv.first;
+      return ncclSuccess;
+    }
+  int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (d < 0) return ncclSystemError;
+  const MemHandle h = s.nextHandle++;
+  s.phys[h] = Phys{d, (size_t)sb.st_size, dev, 1, 0, sb.st_dev, sb.st_ino};
+  *handle = h;
+  return ncclSuccess;
+}
+ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** mapBase, size_t* mapBytes) {
+  FAKE_ENTER("memRetainFromAddress");
+  uintptr_t start = 0;
+  const Mapping* m = mappingOf(s, ptr, &start);
+  if (m == nullptr) return ncclInvalidArgument;
+  ++s.phys.at(m->handle).refs;
+  *handle = m->handle;
+  *mapBase = reinterpret_cast<void*>(start);
+  *mapBytes = m->bytes;
+  return ncclSuccess;
+}
+ncclResult_t addressReserve(void** va, size_t bytes, size_t align) {
+  FAKE_ENTER("addressReserve");
+  const size_t g = s.vmm.granularity;
+  if (align == 0) align = g;
+  if (!s.vmm.supported || bytes == 0 || bytes % g != 0 || (align & (align - 1)) != 0) return bad(s, "invalid reservation");
+  align = std::max(align, g);
+  void* m = mmap(nullptr, bytes + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return ncclSystemError;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(m), start = (lo + align - 1) / align * align, end = lo + bytes + align;
+  if (start > lo) munmap(m, start - lo);
+  if (end > start + bytes) munmap(reinterpret_cast<void*>(start + bytes), end - start - bytes);
+  s.reservations[start] = bytes;
+  *va = reinterpret_cast<void*>(start);
+  return ncclSuccess;
+}
+ncclResult_t addressFree(void* va, size_t bytes) {
+  FAKE_ENTER("addressFree");
+  const uintptr_t p = reinterpret_cast<uintptr_t>(va);
+  auto it = s.reservations.find(p);
+  if (it == s.reservations.end() || it->second != bytes) return bad(s, "not a whole reservation");
+  auto m = s.mappings.lower_bound(p);
+  if (m != s.mappings.end() && m->first < p + bytes) return bad(s, "still mapped");
+  munmap(va, bytes);
+  s.reservations.erase(it);
+  return ncclSuccess;
+}
+ncclResult_t memMap(void* va, size_t bytes, MemHandle handle, int dev) {
+  FAKE_ENTER("memMap");
+  auto it = s.phys.find(handle);
+  if (it == s.phys.end() || it->second.refs == 0) return bad(s, "not a live allocation handle");
+  if (dev < 0 || dev >= s.deviceCount || bytes != it->second.bytes) return bad(s, "invalid device or size");
+  const uintptr_t p = reinterpret_cast<uintptr_t>(va);
+  auto r = s.reservations.upper_bound(p);
+  if (r == s.reservations.begin() || p % s.vmm.granularity != 0) return bad(s, "not inside a reservation");
+  --r;
+  if (p + bytes > r->first + r->second) return bad(s, "not inside a reservation");
+  auto next = s.mappings.lower_bound(p);
+  if ((next != s.mappings.end() && next->first < p + bytes) || mappingOf(s, va, nullptr) != nullptr)
+    return bad(s, "already mapped");
+  if (mmap(va, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, it->second.fd, 0) == MAP_FAILED)
+    return ncclSystemError;
+  s.mappings[p] = Mapping{bytes, handle, it->second.device};
+  ++it->second.maps;
+  return ncclSuccess;
+}
+ncclResult_t memUnmap(void* va, size_t bytes) {
+  FAKE_ENTER("memUnmap");
+  auto it = s.mappings.find(reinterpret_cast<uintptr_t>(va));
+  if (it == s.mappings.end() || it->second.bytes != bytes) return bad(s, "not a whole mapping");
+  if (mmap(va, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
+    return ncclSystemError;
+  auto ph = s.phys.find(it->second.handle);
+  s.mappings.erase(it);
+  --ph->second.maps;
+  dropIfUnused(s, ph);
   return ncclSuccess;
 }
 

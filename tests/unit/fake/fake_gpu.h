@@ -107,9 +107,22 @@ uint64_t callCount(const std::string& call);
 // deviceAllocPolled or hostAllocMapped (not deviceAlloc, hostAllocPinned).
 bool isPolledMemory(const void* p);
 
+// ----------------------------------------------------------- virtual memory
+// The virtual-memory calls (gpu.h's memCreate .. memUnmap) work on real host
+// memory: a physical allocation is a memfd, memExportFd/memImportFd dup it,
+// a reservation is PROT_NONE address space and memMap a MAP_SHARED view, so
+// two maps of one handle show the same bytes. Mapped ranges are device
+// memory of the allocation's device (pointerGetInfo, memGetAddressRange).
+// vmmQuery's answer (default: supported, fd export, 64 KiB granularity);
+// memCreate and addressReserve fail while unsupported.
+void setVmm(bool supported, bool fdExport = true, size_t granularity = size_t(64) << 10);
+
 // ----------------------------------------------------- leak accounting
 struct Live {
   size_t events, streams, deviceAllocs, hostAllocs, registrations, ipcOpens, graphs, userObjects;
+  size_t physAllocs;     // memCreate'd or imported allocations still held by a handle or a mapping
+  size_t mappings;       // memMap'ed ranges
+  size_t reservations;   // addressReserve'd ranges
 };
 Live live();
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <thread>
 
 #include "fake_gpu.h"
@@ -82,6 +83,56 @@ TEST_F(FakeGpu, InjectedFailuresAndCallCounts) {
   EXPECT_NE(gpu::hostFree(p), ncclSuccess);  // wrong free function
   ASSERT_EQ(gpu::deviceFree(p), ncclSuccess);
   EXPECT_EQ(fake::live().deviceAllocs, 0u);
+}
+
+// Virtual memory is real host memory: two maps of one allocation share
+// bytes, a mapping keeps the memory after the last handle, reset() undoes
+// everything, and setVmm switches support off.
+TEST_F(FakeGpu, VirtualMemory) {
+  fake::setDeviceCount(2);
+  gpu::VmmInfo vmm{};
+  ASSERT_EQ(gpu::vmmQuery(1, &vmm), ncclSuccess);
+  ASSERT_TRUE(vmm.supported);
+  EXPECT_TRUE(vmm.fdExport);
+  const size_t g = vmm.granularity;
+  gpu::MemHandle h = 0;
+  EXPECT_NE(gpu::memCreate(&h, g + 1, 1), ncclSuccess);
+  ASSERT_EQ(gpu::memCreate(&h, 2 * g, 1), ncclSuccess);
+  void *a = nullptr, *b = nullptr;
+  ASSERT_EQ(gpu::addressReserve(&a, 2 * g, 0), ncclSuccess);
+  ASSERT_EQ(gpu::addressReserve(&b, 4 * g, 0), ncclSuccess);
+  EXPECT_NE(gpu::memMap(a, g, h, 0), ncclSuccess);   // all of the allocation or nothing
+  ASSERT_EQ(gpu::memMap(a, 2 * g, h, 0), ncclSuccess);
+  ASSERT_EQ(gpu::memMap(static_cast<char*>(b) + g, 2 * g, h, 0), ncclSuccess);
+  EXPECT_NE(gpu::memMap(b, 2 * g, h, 0), ncclSuccess);   // overlaps
+  std::memset(a, 0x3d, 2 * g);
+  EXPECT_EQ(static_cast<unsigned char*>(b)[g + 2 * g - 1], 0x3d);
+  gpu::PointerInfo info;
+  ASSERT_EQ(gpu::pointerGetInfo(static_cast<char*>(b) + g + 5, &info), ncclSuccess);
+  EXPECT_EQ(info.kind, gpu::MemoryKind::Device);
+  EXPECT_EQ(info.device, 1);
+  void* base = nullptr;
+  size_t size = 0;
+  ASSERT_EQ(gpu::memGetAddressRange(static_cast<char*>(a) + g, &base, &size), ncclSuccess);
+  EXPECT_EQ(base, a);
+  EXPECT_EQ(size, 2 * g);
+  EXPECT_EQ(fake::live().mappings, 2u);
+  ASSERT_EQ(gpu::memRelease(h), ncclSuccess);
+  EXPECT_EQ(fake::live().physAllocs, 1u);   // the mappings hold it
+  EXPECT_NE(gpu::memRelease(h), ncclSuccess);
+  EXPECT_NE(gpu::addressFree(a, 2 * g), ncclSuccess);   // still mapped
+  ASSERT_EQ(gpu::memUnmap(a, 2 * g), ncclSuccess);
+  ASSERT_EQ(gpu::addressFree(a, 2 * g), ncclSuccess);
+  EXPECT_EQ(static_cast<unsigned char*>(b)[g], 0x3d);
+  fake::reset();   // unmaps, frees and closes what is left
+  const fake::Live l = fake::live();
+  EXPECT_EQ(l.physAllocs + l.mappings + l.reservations, 0u);
+
+  fake::setVmm(false);
+  ASSERT_EQ(gpu::vmmQuery(0, &vmm), ncclSuccess);
+  EXPECT_FALSE(vmm.supported);
+  EXPECT_NE(vmm.why, nullptr);
+  EXPECT_NE(gpu::memCreate(&h, vmm.granularity, 0), ncclSuccess);
 }
 
 std::atomic<int> gDestroyed{0};

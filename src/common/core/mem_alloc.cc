@@ -1,0 +1,153 @@
+#include "common/core/mem_alloc.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+#include "common/check.h"
+#include "common/util/debug.h"
+
+namespace uniccl {
+namespace {
+
+struct Table {
+  std::mutex mu;
+  std::map<uintptr_t, MemAllocInfo> byBase;
+};
+// Never destroyed: applications free buffers from their own static destructors.
+Table& table() {
+  static Table& t = *new Table();
+  return t;
+}
+
+// Lock held. The entry whose range contains p, or byBase.end().
+std::map<uintptr_t, MemAllocInfo>::iterator containing(Table& t, const void* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  auto it = t.byBase.upper_bound(a);
+  if (it == t.byBase.begin()) return t.byBase.end();
+  --it;
+  return a < it->first + std::max<size_t>(it->second.bytes, 1) ? it : t.byBase.end();
+}
+
+// A VMM allocation under construction: whatever was done is undone when it
+// goes out of scope, unless keep() was called.
+class VmmBuild {
+ public:
+  explicit VmmBuild(size_t bytes) : bytes_(bytes) {}
+  ~VmmBuild() {
+    if (mapped_) (void)gpu::memUnmap(va_, bytes_);
+    if (va_ != nullptr) (void)gpu::addressFree(va_, bytes_);
+    if (created_) (void)gpu::memRelease(handle_);
+  }
+  VmmBuild(const VmmBuild&) = delete;
+  VmmBuild& operator=(const VmmBuild&) = delete;
+
+  ncclResult_t build(int dev, size_t align) {
+    UCHECK(gpu::memCreate(&handle_, bytes_, dev));
+    created_ = true;
+    UCHECK(gpu::addressReserve(&va_, bytes_, align));
+    UCHECK(gpu::memMap(va_, bytes_, handle_, dev));
+    mapped_ = true;
+    return ncclSuccess;
+  }
+  void* va() const { return va_; }
+  gpu::MemHandle handle() const { return handle_; }
+  void keep() {
+    mapped_ = false;
+    created_ = false;
+    va_ = nullptr;
+  }
+
+ private:
+  size_t bytes_;
+  gpu::MemHandle handle_ = 0;
+  bool created_ = false;
+  void* va_ = nullptr;
+  bool mapped_ = false;
+};
+
+void remember(void* ptr, const MemAllocInfo& info) {
+  Table& t = table();
+  std::lock_guard<std::mutex> lk(t.mu);
+  t.byBase[reinterpret_cast<uintptr_t>(ptr)] = info;
+}
+
+}  // namespace
+
+ncclResult_t memAlloc(void** ptr, size_t bytes) {
+  int dev = 0;
+  UCHECK(gpu::getDevice(&dev));
+  gpu::VmmInfo vmm{};
+  UCHECK(gpu::vmmQuery(dev, &vmm));
+  if (!vmm.supported) {
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+      INFO(kSubsysAlloc | kSubsysInit, "ncclMemAlloc: no virtual memory management on GPU %d (%s): plain device "
+           "memory, which peers cannot map (no symmetric windows on it)", dev, vmm.why ? vmm.why : "unsupported");
+    void* p = nullptr;
+    UCHECK(gpu::deviceAlloc(&p, bytes));
+    remember(p, MemAllocInfo{p, bytes, false, 0, dev});
+    *ptr = p;
+    return ncclSuccess;
+  }
+  const size_t g = vmm.granularity;
+  if (g == 0 || bytes > SIZE_MAX - g) {
+    WARN("ncclMemAlloc: %zu bytes cannot be rounded up to the allocation granularity (%zu bytes)", bytes, g);
+    return ncclInvalidArgument;
+  }
+  const size_t rounded = (bytes + g - 1) / g * g;
+  VmmBuild b(rounded);
+  UCHECK(b.build(dev, std::max<size_t>(g, NCCL_WIN_REQUIRED_ALIGNMENT)));
+  remember(b.va(), MemAllocInfo{b.va(), rounded, true, b.handle(), dev});
+  *ptr = b.va();
+  b.keep();
+  TRACE(kSubsysAlloc, "ncclMemAlloc: %zu bytes (mapped %zu) at %p on GPU %d", bytes, rounded, *ptr, dev);
+  return ncclSuccess;
+}
+
+ncclResult_t memFree(void* ptr) {
+  MemAllocInfo e{};
+  {
+    Table& t = table();
+    std::lock_guard<std::mutex> lk(t.mu);
+    auto it = containing(t, ptr);
+    if (it == t.byBase.end()) {
+      WARN("ncclMemFree: %p was not allocated by ncclMemAlloc (or was freed already)", ptr);
+      return ncclInvalidArgument;
+    }
+    if (it->first != reinterpret_cast<uintptr_t>(ptr)) {
+      WARN("ncclMemFree: %p points inside the allocation at %p; pass the pointer ncclMemAlloc returned", ptr,
+           it->second.base);
+      return ncclInvalidArgument;
+    }
+    e = it->second;
+    t.byBase.erase(it);   // before the frees: a racing second free is refused, never done twice
+  }
+  if (!e.vmm) return gpu::deviceFree(ptr);
+  // Every step is tried, so that one failure leaks no more than it must;
+  // the first error is the answer.
+  ncclResult_t res = gpu::memUnmap(ptr, e.bytes);
+  ncclResult_t r = gpu::addressFree(ptr, e.bytes);
+  if (res == ncclSuccess) res = r;
+  r = gpu::memRelease(e.handle);
+  return res == ncclSuccess ? r : res;
+}
+
+bool memAllocFind(const void* ptr, MemAllocInfo* out) {
+  Table& t = table();
+  std::lock_guard<std::mutex> lk(t.mu);
+  auto it = containing(t, ptr);
+  if (it == t.byBase.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+size_t memAllocLive() {
+  Table& t = table();
+  std::lock_guard<std::mutex> lk(t.mu);
+  return t.byBase.size();
+}
+
+}  // namespace uniccl

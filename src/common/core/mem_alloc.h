@@ -1,0 +1,37 @@
+// ncclMemAlloc's memory (core/memory_api.cc). Where the GPU supports virtual
+// memory management (gpu::vmmQuery), each allocation is its own physical
+// allocation, rounded up to the granularity, mapped at a reservation of its
+// own with read/write access for the current device: memory whose handle
+// peers can import and map (symmetric windows), as NCCL's cuMem path gives.
+// Elsewhere, plain device memory (gpu::deviceAlloc), with an INFO line once.
+// A process-wide table keeps every allocation (base -> size, handle) until
+// memFree, so that only what memAlloc returned is freed, and only once.
+#pragma once
+
+#include <cstddef>
+
+#include "common/gpu.h"
+
+namespace uniccl {
+
+// `bytes` (> 0) on the current device. VMM allocations start on a multiple
+// of max(granularity, NCCL_WIN_REQUIRED_ALIGNMENT).
+ncclResult_t memAlloc(void** ptr, size_t bytes);
+// Frees what memAlloc returned (the same pointer). Anything else -- an
+// interior pointer, memory from elsewhere, a second free -- is
+// ncclInvalidArgument with a WARN, and nothing is freed.
+ncclResult_t memFree(void* ptr);
+
+// The memAlloc allocation that contains ptr (false: none).
+struct MemAllocInfo {
+  void* base;
+  size_t bytes;            // the mapping (VMM: a multiple of the granularity) or the size asked for
+  bool vmm;                // a physical allocation mapped with gpu::memMap
+  gpu::MemHandle handle;   // vmm only: the table's reference (not a new one)
+  int device;
+};
+bool memAllocFind(const void* ptr, MemAllocInfo* out);
+// Allocations made and not yet freed (leak checks in tests).
+size_t memAllocLive();
+
+}  // namespace uniccl
