@@ -222,6 +222,14 @@ bool windowsInGroup(int n) {
   if (n > 1) CHECK(ncclCommWindowDeregister(comms.c[0], win[1]) == ncclInvalidArgument, "foreign window accepted");
   for (int r = 0; r < n; r++) NCCL_OK(ncclCommWindowDeregister(comms.c[r], win[r]));
   for (int r = 0; r < n; r++) CHECK(ncclCommWindowDeregister(comms.c[r], win[r]) == ncclInvalidArgument, "rank %d", r);
+  // A bad call in the group fails the group end on every rank, without waiting.
+  std::vector<ncclWindow_t> bad(n, nullptr);
+  ncclGroupStart();
+  for (int r = 0; r < n; r++)
+    ncclCommWindowRegister(comms.c[r], static_cast<char*>(bufs.p[r]) + (r == n - 1 ? 128 : 0), 4096, &bad[r], 0);
+  ncclResult_t res = ncclGroupEnd();
+  CHECK(res == ncclInvalidArgument, "group with an unaligned buffer on rank %d: %s", n - 1, ncclGetErrorString(res));
+  for (int r = 0; r < n; r++) CHECK(bad[r] == nullptr, "rank %d: a window from a failed group", r);
   printf("%d ranks: windows in a group, device communicators: ok\n", n);
   return true;
 }
@@ -295,7 +303,9 @@ bool cycles(int n, int count) {
   if (!comms.init()) return false;
   Buffers bufs;
   if (!bufs.alloc(n)) return false;
-  uniccl::emu::Usage before = uniccl::emu::usage();
+  // The comm's device window table is made by the first registration and
+  // kept until the comm goes: counted from after the first cycle.
+  uniccl::emu::Usage before{};
   std::vector<ncclWindow_t> win(n);
   std::vector<ncclDevComm> dc(n);
   ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
@@ -310,6 +320,7 @@ bool cycles(int n, int count) {
       if (i % 10 == 0) NCCL_OK(ncclDevCommDestroy(comms.c[r], &dc[r]));
       NCCL_OK(ncclCommWindowDeregister(comms.c[r], win[r]));
     }
+    if (i == 0) before = uniccl::emu::usage();
   }
   uniccl::emu::Usage after = uniccl::emu::usage();
   CHECK(after.deviceAllocs == before.deviceAllocs && after.deviceBytes == before.deviceBytes,

@@ -39,6 +39,7 @@ struct GroupState {
   ncclResult_t error = ncclSuccess;   // first failure of a call inside the open group
   std::vector<ncclComm*> comms;                          // with tasks, in first-use order
   std::vector<std::function<ncclResult_t()>> initJobs;
+  std::vector<const void*> initJobKeys;   // [job]: its serialization key (nullptr: none)
   std::vector<int> peerScratch;
   DeviceLaunches launches;
 };
@@ -94,8 +95,13 @@ void dropTasks(std::vector<ncclComm*>& comms) {
   comms.clear();
 }
 
+ncclResult_t runInitJobs(GroupState& g) {
+  g.initJobKeys.clear();
+  return runConcurrently(g.initJobs);
+}
+
 ncclResult_t launchGroup(GroupState& g) {
-  ncclResult_t res = runConcurrently(g.initJobs);
+  ncclResult_t res = runInitJobs(g);
   if (res != ncclSuccess) {
     dropTasks(g.comms);
     return res;
@@ -168,7 +174,24 @@ ncclResult_t groupErrCheck(ncclResult_t result) {
   return result;
 }
 
-void deferToGroupEnd(std::function<ncclResult_t()> job) { tGroup.initJobs.push_back(std::move(job)); }
+void deferToGroupEnd(std::function<ncclResult_t()> job, const void* serialKey) {
+  GroupState& g = tGroup;
+  if (serialKey != nullptr) {
+    for (size_t i = 0; i < g.initJobs.size(); i++) {
+      if (g.initJobKeys[i] != serialKey) continue;
+      // Runs after the earlier job of the same key, on its thread; every job
+      // runs (collective steps stay in step across ranks), the first error wins.
+      g.initJobs[i] = [first = std::move(g.initJobs[i]), next = std::move(job)]() {
+        ncclResult_t a = first();
+        ncclResult_t b = next();
+        return a != ncclSuccess ? a : b;
+      };
+      return;
+    }
+  }
+  g.initJobs.push_back(std::move(job));
+  g.initJobKeys.push_back(serialKey);
+}
 
 ncclResult_t runConcurrently(std::vector<std::function<ncclResult_t()>>& jobs) {
   if (jobs.empty()) return ncclSuccess;
@@ -260,7 +283,7 @@ ncclResult_t ncclGroupEnd() {
     WARN("ncclGroupEnd: a call inside the group failed (%s); none of the group's operations were launched",
          ncclGetErrorString(err));
     dropTasks(g.comms);
-    ncclResult_t initRes = runConcurrently(g.initJobs);
+    ncclResult_t initRes = runInitJobs(g);
     (void)initRes;   // their outcome is each communicator's async error
     return err;
   }
@@ -286,5 +309,6 @@ ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   g.error = ncclSuccess;
   dropTasks(g.comms);
   g.initJobs.clear();
+  g.initJobKeys.clear();
   return ncclSuccess;
 }

@@ -21,9 +21,12 @@ bool inGroup();
 ncclResult_t groupErrCheck(ncclResult_t result);
 // Records a task (in a group) or plans and launches it at once.
 ncclResult_t enqueueTask(ncclComm* comm, const Task& task);
-// Defers a communicator initialization to the end of the open group, where
-// all deferred inits run concurrently (one thread drives several GPUs).
-void deferToGroupEnd(std::function<ncclResult_t()> job);
+// Defers a communicator initialization (or another collective setup call,
+// such as a window registration) to the end of the open group, where the
+// deferred jobs run concurrently (one thread drives several GPUs). Jobs with
+// the same non-null serialKey (their communicator) run one after the other,
+// in call order, on one thread: they share the comm's bootstrap.
+void deferToGroupEnd(std::function<ncclResult_t()> job, const void* serialKey = nullptr);
 // Runs the jobs at once, each on a thread of its own (a single job on this
 // thread), and returns the first failure by index with its ncclGetLastError
 // text copied to the calling thread (the text is per thread).

@@ -111,10 +111,11 @@ ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const*
     args = ncclInvalidArgument;
   }
   if (inGroup()) {
-    // A bad call fails the group (NCCL's rule); the requirements are read at ncclGroupEnd.
-    if (args != ncclSuccess) return groupErrCheck(args);
-    deferToGroupEnd([comm, reqs, outDevComm]() { return createDevComm(comm, reqs, outDevComm, ncclSuccess); });
-    return ncclSuccess;
+    // Runs at ncclGroupEnd (the requirements are read then), after this
+    // comm's earlier deferred calls. A bad call fails the group and still
+    // takes part, so the other ranks fail with it rather than wait for it.
+    deferToGroupEnd([comm, reqs, outDevComm, args]() { return createDevComm(comm, reqs, outDevComm, args); }, comm);
+    return args != ncclSuccess ? groupErrCheck(args) : ncclSuccess;
   }
   return createDevComm(comm, reqs, outDevComm, args);
 }

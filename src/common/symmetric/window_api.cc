@@ -44,15 +44,17 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
   UCHECK(groupErrCheck(checkCommUsable(comm, "ncclCommWindowRegister")));
   ncclResult_t args = checkRegister(buff, size, win, winFlags);
   if (inGroup()) {
-    // A bad call fails the group (NCCL's rule), which then registers nothing.
-    if (args != ncclSuccess) return groupErrCheck(args);
-    deferToGroupEnd([comm, buff, size, win, winFlags]() -> ncclResult_t {
+    // Runs at ncclGroupEnd, after this comm's earlier deferred calls (they
+    // share its bootstrap). A bad call fails the group (NCCL's rule) and
+    // still takes part in the registration, so the other ranks fail with it
+    // rather than wait for it (the group end runs deferred jobs either way).
+    deferToGroupEnd([comm, buff, size, win, winFlags, args]() -> ncclResult_t {
       SymWindow* w = nullptr;
-      UCHECK(registerWindow(comm, buff, size, winFlags, /*internal=*/false, ncclSuccess, &w));
+      UCHECK(registerWindow(comm, buff, size, winFlags, /*internal=*/false, args, &w));
       *win = w->dev;
       return ncclSuccess;
-    });
-    return ncclSuccess;
+    }, comm);
+    return args != ncclSuccess ? groupErrCheck(args) : ncclSuccess;
   }
   // Outside a group a bad call still joins the collective, so the other
   // ranks fail with it rather than wait for it.
