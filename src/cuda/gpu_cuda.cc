@@ -581,6 +581,18 @@ ncclResult_t memMap(void* va, size_t bytes, MemHandle handle, int dev) {
   return ncclSuccess;
 }
 
+ncclResult_t memSetAccess(void* va, size_t bytes, int dev) {
+  RelaxedCapture relaxed;
+  const Driver* d;
+  UCHECK(vmmDriver("memSetAccess", &d));
+  CUmemAccessDesc access = {};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = dev;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CU_TRY(d->setAccess((CUdeviceptr)(uintptr_t)va, bytes, &access, 1));
+  return ncclSuccess;
+}
+
 ncclResult_t memUnmap(void* va, size_t bytes) {
   RelaxedCapture relaxed;
   const Driver* d;
