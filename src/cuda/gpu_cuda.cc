@@ -522,13 +522,15 @@ ncclResult_t memImportFd(int fd, MemHandle* handle) {
 }
 
 // CUDA_ERROR_INVALID_VALUE is the driver's answer for an address outside
-// every VMM mapping (cudaMalloc memory, host memory): not a failure.
+// every VMM mapping (cudaMalloc memory, host memory), NOT_SUPPORTED where the
+// device has no VMM at all: answers, not failures (nor is a driver without
+// the entry points).
 ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** mapBase, size_t* mapBytes) {
-  const Driver* d;
-  UCHECK(vmmDriver("memRetainFromAddress", &d));
+  const Driver* d = &driver();
+  if (d->missing != nullptr) return ncclInvalidArgument;   // no VMM in this driver: nothing is mapped
   CUmemGenericAllocationHandle h = 0;
   CUresult r = d->retainAllocationHandle(&h, const_cast<void*>(ptr));
-  if (r == CUDA_ERROR_INVALID_VALUE) return ncclInvalidArgument;
+  if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_NOT_SUPPORTED) return ncclInvalidArgument;
   if (r != CUDA_SUCCESS) return cuFail("cuMemRetainAllocationHandle", r);
   CUdeviceptr b = 0;
   size_t n = 0;
