@@ -155,6 +155,11 @@ ncclResult_t addressFree(void* va, size_t bytes);
 // Mapped memory is device memory of the handle's device for pointerGetInfo
 // and memGetAddressRange (the range is the mapping).
 ncclResult_t memMap(void* va, size_t bytes, MemHandle handle, int dev);
+// Gives one more device, `dev`, read/write access to all of a mapping (va
+// and bytes as memMap made it): a peer GPU that loads from, stores to or
+// copies into it (ncclMemAlloc grants every GPU that can reach the memory's
+// own, as NCCL does: copy engines and kernels of other GPUs need it).
+ncclResult_t memSetAccess(void* va, size_t bytes, int dev);
 ncclResult_t memUnmap(void* va, size_t bytes);
 
 // -------------------------------------------------------------- IPC handles

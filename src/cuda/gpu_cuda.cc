@@ -522,13 +522,15 @@ ncclResult_t memImportFd(int fd, MemHandle* handle) {
 }
 
 // CUDA_ERROR_INVALID_VALUE is the driver's answer for an address outside
-// every VMM mapping (cudaMalloc memory, host memory): not a failure.
+// every VMM mapping (cudaMalloc memory, host memory), NOT_SUPPORTED where the
+// device has no VMM at all: answers, not failures (nor is a driver without
+// the entry points).
 ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** mapBase, size_t* mapBytes) {
-  const Driver* d;
-  UCHECK(vmmDriver("memRetainFromAddress", &d));
+  const Driver* d = &driver();
+  if (d->missing != nullptr) return ncclInvalidArgument;   // no VMM in this driver: nothing is mapped
   CUmemGenericAllocationHandle h = 0;
   CUresult r = d->retainAllocationHandle(&h, const_cast<void*>(ptr));
-  if (r == CUDA_ERROR_INVALID_VALUE) return ncclInvalidArgument;
+  if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_NOT_SUPPORTED) return ncclInvalidArgument;
   if (r != CUDA_SUCCESS) return cuFail("cuMemRetainAllocationHandle", r);
   CUdeviceptr b = 0;
   size_t n = 0;
@@ -578,6 +580,18 @@ ncclResult_t memMap(void* va, size_t bytes, MemHandle handle, int dev) {
     (void)d->unmap(p, bytes);
     return res;
   }
+  return ncclSuccess;
+}
+
+ncclResult_t memSetAccess(void* va, size_t bytes, int dev) {
+  RelaxedCapture relaxed;
+  const Driver* d;
+  UCHECK(vmmDriver("memSetAccess", &d));
+  CUmemAccessDesc access = {};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = dev;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CU_TRY(d->setAccess((CUdeviceptr)(uintptr_t)va, bytes, &access, 1));
   return ncclSuccess;
 }
 

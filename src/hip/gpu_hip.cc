@@ -506,6 +506,15 @@ ncclResult_t memMap(void* va, size_t bytes, MemHandle handle, int dev) {
   }
   return ncclSuccess;
 }
+ncclResult_t memSetAccess(void* va, size_t bytes, int dev) {
+  RelaxedCapture relaxed;
+  hipMemAccessDesc access = {};
+  access.location.type = hipMemLocationTypeDevice;
+  access.location.id = dev;
+  access.flags = hipMemAccessFlagsProtReadWrite;
+  HIP_TRY(hipMemSetAccess(va, bytes, &access, 1));
+  return ncclSuccess;
+}
 ncclResult_t memUnmap(void* va, size_t bytes) {
   RelaxedCapture relaxed;
   HIP_TRY(hipMemUnmap(va, bytes));
@@ -535,6 +544,7 @@ ncclResult_t memRetainFromAddress(const void*, MemHandle*, void**, size_t*) { re
 ncclResult_t addressReserve(void**, size_t, size_t) { return noVmm("addressReserve"); }
 ncclResult_t addressFree(void*, size_t) { return noVmm("addressFree"); }
 ncclResult_t memMap(void*, size_t, MemHandle, int) { return noVmm("memMap"); }
+ncclResult_t memSetAccess(void*, size_t, int) { return noVmm("memSetAccess"); }
 ncclResult_t memUnmap(void*, size_t) { return noVmm("memUnmap"); }
 #endif
 

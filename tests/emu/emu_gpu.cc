@@ -118,8 +118,8 @@ struct Range {
   size_t bytes;
   RangeKind kind;
   int device;  // Device and Mapped only
-  MemHandle handle = 0;    // Mapped only: the physical allocation
-  int accessDevice = -1;   // Mapped only: the device memMap gave access to
+  MemHandle handle = 0;              // Mapped only: the physical allocation
+  std::vector<int> accessDevices;    // Mapped only: memMap's device, then memSetAccess's
 };
 
 // A physical allocation (memCreate, or memImportFd of one made elsewhere).
@@ -958,13 +958,28 @@ ncclResult_t memMap(void* va, size_t bytes, MemHandle handle, int dev) {
   if (mmap(va, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ph.fd, 0) == MAP_FAILED)
     return fail(ncclUnhandledCudaError, "memMap(%p, %zu) failed: out of memory (mmap: %s)", va, bytes,
                 std::strerror(errno));
-  s.ranges[p] = Range{bytes, RangeKind::Mapped, ph.device, handle, dev};
+  s.ranges[p] = Range{bytes, RangeKind::Mapped, ph.device, handle, {dev}};
   ++ph.maps;
   return ncclSuccess;
 }
 
+// One address space: every device reaches the bytes anyway. The device is
+// remembered, for memUnmap to wait for its streams.
+ncclResult_t memSetAccess(void* va, size_t bytes, int dev) {
+  State& s = st();
+  if (!validDevice(s, dev)) return fail(ncclUnhandledCudaError, "memSetAccess failed: invalid device ordinal %d", dev);
+  std::lock_guard<std::mutex> lk(s.mu);
+  auto it = s.ranges.find(reinterpret_cast<uintptr_t>(va));
+  if (it == s.ranges.end() || it->second.kind != RangeKind::Mapped || it->second.bytes != bytes)
+    return fail(ncclUnhandledCudaError, "memSetAccess(%p, %zu) failed: invalid value (not a whole mapping of memMap)",
+                va, bytes);
+  std::vector<int>& devs = it->second.accessDevices;
+  if (std::find(devs.begin(), devs.end(), dev) == devs.end()) devs.push_back(dev);
+  return ncclSuccess;
+}
+
 // Like deviceFree, waits for the work queued on the devices that may use the
-// mapping (its memory's and the one given access) before the bytes go.
+// mapping (its memory's and those given access) before the bytes go.
 ncclResult_t memUnmap(void* va, size_t bytes) {
   State& s = st();
   std::unique_lock<std::mutex> lk(s.mu);
@@ -974,8 +989,9 @@ ncclResult_t memUnmap(void* va, size_t bytes) {
     return fail(ncclUnhandledCudaError, "memUnmap(%p, %zu) failed: invalid value (not a whole mapping of memMap)", va,
                 bytes);
   std::vector<EmuStream*> qs = streamsOf(s, it->second.device);
-  if (it->second.accessDevice != it->second.device) {
-    std::vector<EmuStream*> more = streamsOf(s, it->second.accessDevice);
+  for (int d : it->second.accessDevices) {
+    if (d == it->second.device) continue;
+    std::vector<EmuStream*> more = streamsOf(s, d);
     qs.insert(qs.end(), more.begin(), more.end());
   }
   waitStreams(s, lk, qs);

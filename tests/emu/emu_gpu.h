@@ -21,8 +21,9 @@
 //     same bytes; a reservation is a PROT_NONE anonymous mapping, memMap a
 //     MAP_SHARED view of the memfd inside it. The granularity is 64 KiB (the
 //     GPUs': 2 MiB). memCreate bytes count as device memory in use; mapped
-//     ranges are device memory of the allocation's device for pointerInfo
-//     and memGetAddressRange.
+//     ranges are device memory of the allocation's device for
+//     pointerGetInfo and memGetAddressRange; memSetAccess only checks (one
+//     address space: every device reaches them).
 #pragma once
 
 #include <cstddef>

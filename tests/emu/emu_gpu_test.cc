@@ -804,6 +804,9 @@ TEST_F(EmuGpu, VmmTwoMappingsOfOneAllocationShareTheBytes) {
     EXPECT_EQ(std::memcmp(b, pattern.data(), bytes), 0);
     b[7] = 0x11;
     EXPECT_EQ(a.bytes()[7], 0x11);
+    ASSERT_EQ(gpu::memSetAccess(b, bytes, 1), ncclSuccess);   // one more device may use it
+    EXPECT_EQ(gpu::memSetAccess(b, g, 1), ncclUnhandledCudaError);   // not the whole mapping
+    EXPECT_EQ(gpu::memSetAccess(b, bytes, 9), ncclUnhandledCudaError);
 
     // Device memory of the allocation's device; the range is the mapping.
     gpu::PointerInfo info;

@@ -50,6 +50,17 @@ class VmmBuild {
     UCHECK(gpu::addressReserve(&va_, bytes_, align));
     UCHECK(gpu::memMap(va_, bytes_, handle_, dev));
     mapped_ = true;
+    // Every GPU that can reach this one's memory may load, store or copy
+    // here (the copy engines of core/copy_engine.h write into a peer's
+    // buffer): give it access too, as NCCL's ncclMemAlloc does.
+    int n = 0;
+    UCHECK(gpu::getDeviceCount(&n));
+    for (int peer = 0; peer < n; ++peer) {
+      bool can = false;
+      if (peer == dev) continue;
+      UCHECK(gpu::canAccessPeer(peer, dev, &can));
+      if (can) UCHECK(gpu::memSetAccess(va_, bytes_, peer));
+    }
     return ncclSuccess;
   }
   void* va() const { return va_; }

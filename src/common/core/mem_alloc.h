@@ -1,8 +1,10 @@
 // ncclMemAlloc's memory (core/memory_api.cc). Where the GPU supports virtual
 // memory management (gpu::vmmQuery), each allocation is its own physical
 // allocation, rounded up to the granularity, mapped at a reservation of its
-// own with read/write access for the current device: memory whose handle
-// peers can import and map (symmetric windows), as NCCL's cuMem path gives.
+// own with read/write access for the current device and every GPU that can
+// reach it (gpu::canAccessPeer; copy engines and kernels of peers write
+// there): memory whose handle peers can import and map (symmetric windows),
+// as NCCL's cuMem path gives.
 // Elsewhere, plain device memory (gpu::deviceAlloc), with an INFO line once.
 // A process-wide table keeps every allocation (base -> size, handle) until
 // memFree, so that only what memAlloc returned is freed, and only once.

@@ -1,9 +1,12 @@
 // The GPU backend on a real device: done events, the event-callback queue and
 // the work FIFO end to end, and the rest of src/common/gpu.h (device
-// properties, peer access, memory kinds, IPC handles, stream capture, graph
-// user objects, host functions). Exits 77 (skipped)
+// properties, peer access, memory kinds, IPC handles, virtual memory (two
+// maps of one allocation, peers, another process importing an fd), stream
+// capture, graph user objects, host functions). Exits 77 (skipped)
 // where no GPU is present.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -11,13 +14,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "common/enqueue/event_callback_queue.h"
 #include "common/enqueue/event_pool.h"
 #include "common/enqueue/work_fifo.h"
+#include "common/core/mem_alloc.h"
 #include "common/gpu.h"
+#include "common/util/fd_passing.h"
 #include "test_kernels.h"
 
 namespace uniccl {
@@ -232,6 +238,244 @@ TEST(GpuBackend, MemoryKindsAndIpc) {
   std::free(plain);
 }
 
+// ---------------------------------------------------------- virtual memory
+// A reservation of `reserve` bytes with all of `h` mapped at its start.
+struct VmmView {
+  void* va = nullptr;
+  size_t reserved = 0, mapped = 0;
+  VmmView(gpu::MemHandle h, size_t bytes, size_t reserve, int dev) : reserved(reserve) {
+    EXPECT_EQ(gpu::addressReserve(&va, reserve, 0), ncclSuccess);
+    if (va != nullptr && gpu::memMap(va, bytes, h, dev) == ncclSuccess) mapped = bytes;
+  }
+  ~VmmView() {
+    if (mapped != 0) {
+      EXPECT_EQ(gpu::memUnmap(va, mapped), ncclSuccess);
+    }
+    if (va != nullptr) {
+      EXPECT_EQ(gpu::addressFree(va, reserved), ncclSuccess);
+    }
+  }
+  char* at(size_t off) const { return static_cast<char*>(va) + off; }
+};
+
+bool vmmSupported(int dev, gpu::VmmInfo* vmm) {
+  EXPECT_EQ(gpu::vmmQuery(dev, vmm), ncclSuccess);
+  if (!vmm->supported) std::printf("virtual memory unsupported on GPU %d: %s\n", dev, vmm->why);
+  return vmm->supported;
+}
+
+TEST(GpuBackend, VirtualMemoryTwoMapsOfOneAllocation) {
+  int dev = 0;
+  ASSERT_EQ(gpu::getDevice(&dev), ncclSuccess);
+  gpu::VmmInfo vmm{};
+  if (!vmmSupported(dev, &vmm)) GTEST_SKIP() << vmm.why;
+  std::printf("GPU %d: granularity %zu, fd export %d\n", dev, vmm.granularity, (int)vmm.fdExport);
+  const size_t g = vmm.granularity, bytes = 2 * g;
+  gpu::MemHandle h = 0;
+  ASSERT_EQ(gpu::memCreate(&h, bytes, dev), ncclSuccess);
+  {
+    VmmView a(h, bytes, bytes, dev), b(h, bytes, 2 * bytes, dev);
+    ASSERT_EQ(a.mapped, bytes);
+    ASSERT_EQ(b.mapped, bytes);
+    ASSERT_EQ(gpu::memset(a.va, 0, bytes), ncclSuccess);
+    ASSERT_EQ(gpu::memset(a.at(g), 0x11, 16), ncclSuccess);
+    // A kernel increments through one map; the other shows it.
+    Stream st;
+    void* counter = b.at(64);
+    void* args[] = {&counter};
+    gpu::LaunchConfig cfg;
+    cfg.stream = st.s;
+    ASSERT_EQ(gpu::launchKernel(gputest::incrementKernel(), cfg, args, nullptr), ncclSuccess);
+    ASSERT_EQ(gpu::streamSynchronize(st.s), ncclSuccess);
+    int v = 0;
+    ASSERT_EQ(gpu::memcpy(&v, a.at(64), sizeof(v)), ncclSuccess);
+    EXPECT_EQ(v, 1);
+    unsigned char c = 0;
+    ASSERT_EQ(gpu::memcpy(&c, b.at(g + 15), 1), ncclSuccess);
+    EXPECT_EQ(c, 0x11);
+
+    gpu::PointerInfo info;
+    ASSERT_EQ(gpu::pointerGetInfo(b.at(bytes - 1), &info), ncclSuccess);
+    EXPECT_EQ(info.kind, gpu::MemoryKind::Device);
+    EXPECT_EQ(info.device, dev);
+    void* base = nullptr;
+    size_t size = 0;
+    ASSERT_EQ(gpu::memGetAddressRange(b.at(g + 3), &base, &size), ncclSuccess);
+    EXPECT_EQ(base, b.va);
+    EXPECT_EQ(size, bytes);
+
+    gpu::MemHandle r = 0;
+    void* mapBase = nullptr;
+    size_t mapBytes = 0;
+    ASSERT_EQ(gpu::memRetainFromAddress(a.at(g + 5), &r, &mapBase, &mapBytes), ncclSuccess);
+    EXPECT_EQ(mapBase, a.va);
+    EXPECT_EQ(mapBytes, bytes);
+    ASSERT_EQ(gpu::memRelease(r), ncclSuccess);
+    void* d = nullptr;
+    ASSERT_EQ(gpu::deviceAlloc(&d, 1 << 20), ncclSuccess);
+    EXPECT_EQ(gpu::memRetainFromAddress(d, &r, &mapBase, &mapBytes), ncclInvalidArgument);   // not VMM memory
+    ASSERT_EQ(gpu::deviceFree(d), ncclSuccess);
+
+    if (vmm.fdExport) {
+      int fd = -1;
+      ASSERT_EQ(gpu::memExportFd(h, &fd), ncclSuccess);
+      gpu::MemHandle imported = 0;
+      ASSERT_EQ(gpu::memImportFd(fd, &imported), ncclSuccess);
+      close(fd);
+      {
+        VmmView c(imported, bytes, bytes, dev);
+        ASSERT_EQ(c.mapped, bytes);
+        ASSERT_EQ(gpu::memcpy(&v, c.at(64), sizeof(v)), ncclSuccess);
+        EXPECT_EQ(v, 1);
+      }
+      ASSERT_EQ(gpu::memRelease(imported), ncclSuccess);
+    }
+  }
+  ASSERT_EQ(gpu::memRelease(h), ncclSuccess);
+}
+
+// ncclMemAlloc's buffers on two GPUs: a peer copy between them (the copy
+// engine path of core/copy_engine.h), and a kernel on one GPU through a
+// mapping of the other's allocation with access given to it.
+TEST(GpuBackend, VirtualMemoryPeers) {
+  int n = 0;
+  ASSERT_EQ(gpu::getDeviceCount(&n), ncclSuccess);
+  if (n < 2) GTEST_SKIP() << "needs 2 GPUs";
+  gpu::VmmInfo vmm{};
+  if (!vmmSupported(0, &vmm) || !vmmSupported(1, &vmm)) GTEST_SKIP() << vmm.why;
+  bool can = false;
+  ASSERT_EQ(gpu::canAccessPeer(0, 1, &can), ncclSuccess);
+  if (!can) GTEST_SKIP() << "GPUs 0 and 1 are no peers";
+  const size_t bytes = 3 << 20;
+  void *p0 = nullptr, *p1 = nullptr;
+  ASSERT_EQ(gpu::setDevice(0), ncclSuccess);
+  ASSERT_EQ(memAlloc(&p0, bytes), ncclSuccess);
+  ASSERT_EQ(gpu::setDevice(1), ncclSuccess);
+  ASSERT_EQ(memAlloc(&p1, bytes), ncclSuccess);
+  std::vector<unsigned char> src(bytes), back(bytes, 0);
+  std::mt19937 rng(5);
+  for (auto& b : src) b = static_cast<unsigned char>(rng());
+  // Each buffer is written and read with its own GPU current (only that GPU
+  // has access); the copy between them runs on GPU 0's stream, as the copy
+  // engine path does for the sending rank.
+  ASSERT_EQ(gpu::memset(p1, 0, bytes), ncclSuccess);
+  ASSERT_EQ(gpu::setDevice(0), ncclSuccess);
+  ASSERT_EQ(gpu::memcpy(p0, src.data(), bytes), ncclSuccess);
+  {
+    Stream st;
+    ASSERT_EQ(gpu::memcpyAsync(p1, p0, bytes, st.s), ncclSuccess);
+    ASSERT_EQ(gpu::streamSynchronize(st.s), ncclSuccess);
+  }
+  ASSERT_EQ(gpu::setDevice(1), ncclSuccess);
+  ASSERT_EQ(gpu::memcpy(back.data(), p1, bytes), ncclSuccess);
+  EXPECT_TRUE(back == src) << "peer copy between two ncclMemAlloc buffers";
+
+  // GPU 1 maps GPU 0's allocation (access for GPU 1) and increments in it.
+  MemAllocInfo info{};
+  ASSERT_TRUE(memAllocFind(p0, &info));
+  ASSERT_TRUE(info.vmm);
+  ASSERT_EQ(gpu::setDevice(0), ncclSuccess);
+  ASSERT_EQ(gpu::memset(p0, 0, 64), ncclSuccess);
+  ASSERT_EQ(gpu::setDevice(1), ncclSuccess);
+  {
+    VmmView peer(info.handle, info.bytes, info.bytes, 1);
+    ASSERT_EQ(peer.mapped, info.bytes);
+    Stream st;
+    void* counter = peer.va;
+    void* args[] = {&counter};
+    gpu::LaunchConfig cfg;
+    cfg.stream = st.s;
+    ASSERT_EQ(gpu::launchKernel(gputest::incrementKernel(), cfg, args, nullptr), ncclSuccess);
+    ASSERT_EQ(gpu::streamSynchronize(st.s), ncclSuccess);
+  }
+  ASSERT_EQ(memFree(p1), ncclSuccess);
+  ASSERT_EQ(gpu::setDevice(0), ncclSuccess);
+  int v = 0;
+  ASSERT_EQ(gpu::memcpy(&v, p0, sizeof(v)), ncclSuccess);
+  EXPECT_EQ(v, 1);
+  ASSERT_EQ(memFree(p0), ncclSuccess);
+}
+
+// Another process (this program again, exec'd: CUDA cannot continue in a
+// forked child) receives the allocation's fd over util/fd_passing.h, maps
+// it, checks the parent's bytes and writes its own.
+struct VmmChildMsg {
+  uint64_t bytes;
+  int32_t dev;
+};
+constexpr unsigned char kParentByte = 0x21, kChildByte = 0x42;
+
+int vmmChild(const char* name) {
+  FdSocket s;
+  if (s.connect(name, deadlineAfterMs(30000)) != ncclSuccess) return 10;
+  UniqueFd fd;
+  VmmChildMsg m{};
+  if (recvFds(s, &fd, 1, &m, sizeof(m), deadlineAfterMs(30000)) != ncclSuccess) return 11;
+  if (gpu::setDevice(m.dev) != ncclSuccess) return 12;
+  gpu::MemHandle h = 0;
+  if (gpu::memImportFd(fd.get(), &h) != ncclSuccess) return 13;
+  void* va = nullptr;
+  if (gpu::addressReserve(&va, m.bytes, 0) != ncclSuccess || gpu::memMap(va, m.bytes, h, m.dev) != ncclSuccess)
+    return 14;
+  std::vector<unsigned char> host(m.bytes);
+  if (gpu::memcpy(host.data(), va, m.bytes) != ncclSuccess) return 15;
+  for (unsigned char c : host)
+    if (c != kParentByte) return 16;
+  if (gpu::memset(va, kChildByte, m.bytes) != ncclSuccess) return 17;
+  if (gpu::memUnmap(va, m.bytes) != ncclSuccess || gpu::addressFree(va, m.bytes) != ncclSuccess ||
+      gpu::memRelease(h) != ncclSuccess)
+    return 18;
+  const char done = 1;
+  if (sendFds(s, nullptr, 0, &done, 1, deadlineAfterMs(30000)) != ncclSuccess) return 19;
+  return 0;
+}
+
+TEST(GpuBackend, VirtualMemoryAcrossProcesses) {
+  int dev = 0;
+  ASSERT_EQ(gpu::getDevice(&dev), ncclSuccess);
+  gpu::VmmInfo vmm{};
+  if (!vmmSupported(dev, &vmm)) GTEST_SKIP() << vmm.why;
+  if (!vmm.fdExport) GTEST_SKIP() << vmm.why;
+  const size_t bytes = 2 * vmm.granularity;
+  gpu::MemHandle h = 0;
+  ASSERT_EQ(gpu::memCreate(&h, bytes, dev), ncclSuccess);
+  {
+    VmmView v(h, bytes, bytes, dev);
+    ASSERT_EQ(v.mapped, bytes);
+    ASSERT_EQ(gpu::memset(v.va, kParentByte, bytes), ncclSuccess);
+    const std::string name = "uniccl-gpu-backend-vmm-" + std::to_string(getpid());
+    FdSocket listener;
+    ASSERT_EQ(listener.listen(name), ncclSuccess);
+    const std::string arg = "--vmm-child=" + name;
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      char* argv[] = {const_cast<char*>("gpu_backend_test"), const_cast<char*>(arg.c_str()), nullptr};
+      execv("/proc/self/exe", argv);
+      _exit(127);
+    }
+    FdSocket conn;
+    ASSERT_EQ(listener.accept(&conn, deadlineAfterMs(60000)), ncclSuccess);
+    int fd = -1;
+    ASSERT_EQ(gpu::memExportFd(h, &fd), ncclSuccess);
+    const VmmChildMsg m{bytes, dev};
+    ASSERT_EQ(sendFds(conn, &fd, 1, &m, sizeof(m), deadlineAfterMs(30000)), ncclSuccess);
+    close(fd);
+    char done = 0;
+    EXPECT_EQ(recvFds(conn, nullptr, 0, &done, 1, deadlineAfterMs(60000)), ncclSuccess);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's step that failed (10..19)";
+    std::vector<unsigned char> host(bytes);
+    ASSERT_EQ(gpu::memcpy(host.data(), v.va, bytes), ncclSuccess);
+    size_t bad = 0;
+    for (unsigned char c : host) bad += c != kChildByte;
+    EXPECT_EQ(bad, 0u) << "bytes the child's writes did not reach";
+  }
+  ASSERT_EQ(gpu::memRelease(h), ncclSuccess);
+}
+
 std::atomic<int> gDestroyed{0};
 void markDestroyed(void* arg) { static_cast<std::atomic<int>*>(arg)->fetch_add(1); }
 
@@ -301,6 +545,7 @@ TEST(GpuBackend, EventsAndErrors) {
 }  // namespace uniccl
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strncmp(argv[1], "--vmm-child=", 12) == 0) return uniccl::vmmChild(argv[1] + 12);
   int n = 0;
   if (uniccl::gpu::getDeviceCount(&n) != ncclSuccess || n == 0) {
     std::printf("SKIP: no GPU (getDeviceCount reported %d devices or failed)\n", n);

@@ -56,6 +56,7 @@ TEST_F(MemAlloc, VmmAllocationsAreWholeGranulesMappedForTheCurrentDevice) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kGranule, 0u);
   EXPECT_EQ(fake::callCount("memCreate"), 1u);
   EXPECT_EQ(fake::callCount("deviceAlloc"), 0u);
+  EXPECT_EQ(fake::callCount("memSetAccess"), 1u);   // GPU 0, a peer of GPU 1, may use it too
   fake::Live l = fake::live();
   EXPECT_EQ(l.physAllocs, 1u);
   EXPECT_EQ(l.mappings, 1u);
@@ -86,6 +87,13 @@ TEST_F(MemAlloc, VmmAllocationsAreWholeGranulesMappedForTheCurrentDevice) {
   ASSERT_EQ(gpu::memGetAddressRange(p, &base, &size), ncclSuccess);
   EXPECT_EQ(size, size_t(4) << 20);
   EXPECT_EQ(ncclMemFree(p), ncclSuccess);
+  // No peer reaches GPU 1: access for it alone.
+  fake::setPeerAccess(false);
+  const uint64_t grants = fake::callCount("memSetAccess");
+  ASSERT_EQ(ncclMemAlloc(&p, 1), ncclSuccess);
+  EXPECT_EQ(fake::callCount("memSetAccess"), grants);
+  EXPECT_EQ(ncclMemFree(p), ncclSuccess);
+  fake::setPeerAccess(true);
   // A granularity below NCCL_WIN_REQUIRED_ALIGNMENT: still 4096-aligned.
   fake::setVmm(true, true, 1024);
   ASSERT_EQ(ncclMemAlloc(&p, 100), ncclSuccess);
@@ -173,7 +181,8 @@ TEST_F(MemAlloc, WithoutVmmPlainDeviceMemory) {
 }
 
 TEST_F(MemAlloc, AFailedStepUndoesTheOthers) {
-  for (const char* call : {"memCreate", "addressReserve", "memMap", "vmmQuery", "getDevice"}) {
+  for (const char* call : {"memCreate", "addressReserve", "memMap", "memSetAccess", "canAccessPeer", "vmmQuery",
+                           "getDevice"}) {
     fake::failNext(call, ncclUnhandledCudaError);
     void* p = &p;
     EXPECT_EQ(ncclMemAlloc(&p, 5000), ncclUnhandledCudaError) << call;

@@ -821,6 +821,13 @@ ncclResult_t memMap(void* va, size_t bytes, MemHandle handle, int dev) {
   ++it->second.maps;
   return ncclSuccess;
 }
+ncclResult_t memSetAccess(void* va, size_t bytes, int dev) {
+  FAKE_ENTER("memSetAccess");
+  auto it = s.mappings.find(reinterpret_cast<uintptr_t>(va));
+  if (it == s.mappings.end() || it->second.bytes != bytes) return bad(s, "not a whole mapping");
+  if (dev < 0 || dev >= s.deviceCount) return bad(s, "invalid device ordinal");
+  return ncclSuccess;
+}
 ncclResult_t memUnmap(void* va, size_t bytes) {
   FAKE_ENTER("memUnmap");
   auto it = s.mappings.find(reinterpret_cast<uintptr_t>(va));

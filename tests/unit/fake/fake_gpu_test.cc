@@ -117,6 +117,8 @@ TEST_F(FakeGpu, VirtualMemory) {
   EXPECT_EQ(base, a);
   EXPECT_EQ(size, 2 * g);
   EXPECT_EQ(fake::live().mappings, 2u);
+  EXPECT_EQ(gpu::memSetAccess(a, 2 * g, 1), ncclSuccess);
+  EXPECT_NE(gpu::memSetAccess(a, g, 1), ncclSuccess);   // not the whole mapping
   ASSERT_EQ(gpu::memRelease(h), ncclSuccess);
   EXPECT_EQ(fake::live().physAllocs, 1u);   // the mappings hold it
   EXPECT_NE(gpu::memRelease(h), ncclSuccess);
