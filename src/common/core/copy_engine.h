@@ -53,18 +53,15 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <vector>
 
+#include "common/core/group.h"
 #include "common/gpu.h"
 #include "uniccl.h"
 
 struct ncclComm;
 
 namespace uniccl {
-
-// Switches the calling thread to a device (the group's device guard).
-using UseDevice = std::function<ncclResult_t(int dev)>;
 
 // One thread's copy-engine part of the group being launched.
 class CopyEngineGroup {
