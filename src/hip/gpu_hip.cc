@@ -190,7 +190,7 @@ ncclResult_t enablePeerAccess(int peer) {
 
 // ------------------------------------------------------------------ streams
 ncclResult_t streamCreate(Stream* s) {
-  RelaxedCapture relaxed;  // may come during a capture (copy_engine's side stream)
+  RelaxedCapture relaxed;  // may come during a capture (the side stream, core/side_stream.h)
   hipStream_t st;
   HIP_TRY(hipStreamCreateWithFlags(&st, hipStreamNonBlocking));
   *s = st;

@@ -14,7 +14,7 @@
 //                 [--expect-algo=ring|tree|mixed]: at the end, check which
 //                 AllReduce algorithms the tuning chose (NCCL_ALGO runs)
 //                 [--copy-engine]: only what copy engines may carry
-//                 (core/copy_engine.h): AlltoAll, Broadcast, send/recv,
+//                 (core/side_stream.h): AlltoAll, Broadcast, send/recv,
 //                 the task-order cases and AllReduce
 //                 (--ranks=1: every collective as a copy or nothing,
 //                 core/one_rank.h; PreMulSum by the kernels)
@@ -45,10 +45,11 @@
 #include <string>
 #include <vector>
 
-#include "common/core/copy_engine.h"
 #include "common/core/inplace_stage.h"
 #include "common/core/mem_alloc.h"
 #include "common/core/one_rank.h"
+#include "common/core/self_copy_kernel.h"
+#include "common/core/side_stream.h"
 #include "common/core/tuning.h"
 #include "common/gpu.h"
 #include "emu_runtime.h"
@@ -391,7 +392,7 @@ void messageCase(std::vector<Rank>& ranks, int from, int to, size_t n, const std
   }
 }
 
-// AllReduce on the copy-engine path (core/copy_engine.h: on 2 ranks, a
+// AllReduce on the copy-engine path (core/allreduce_ce_split.h: on 2 ranks, a
 // ReduceScatter by the kernels, then each reduced half copied across):
 // single AllReduces in and out of place with several ops, an odd count and a
 // small one (never by copy engine), then two AllReduces in one group (in
@@ -514,7 +515,7 @@ void selfWithOtherWork(std::vector<Rank>& ranks, size_t big, bool withColl, bool
 
 // Message order between ranks 0 and 1 (NCCL: the k-th send from a to b
 // meets the k-th recv at b from a), with some messages large enough for the
-// copy-engine path (core/copy_engine.h) and some not:
+// copy-engine path (core/ce_sendrecv.h) and some not:
 //  1. one group, three messages of different sizes (1000, 70001, 7);
 //  2. a large send alone (a group of one), then a group with the next large
 //     send and both recvs: the counts disagree, so no copy engine, and the

@@ -87,10 +87,10 @@ struct ncclComm {
   bool haveLastStream = false;
   uniccl::gpu::Event orderEvent = nullptr;    // recorded on lastStream when the next launch moves elsewhere
   uint64_t opCount = 0;                       // collectives issued (sequence numbers for logs)
-  // Copy-engine transfers (core/copy_engine.h): messages ever posted to /
-  // from each peer and collectives ever posted (how groups match the ranks'
-  // tasks), the side stream of the copies and the events that order it
-  // between the ranks' streams.
+  // Side streams (core/side_stream.h): messages ever posted to / from each
+  // peer and collectives ever posted (how groups match the ranks' tasks for
+  // copy engines), the side stream of the copies and side kernels and the
+  // events that order it between the ranks' streams.
   std::vector<uint64_t> p2pSentTo, p2pRecvdFrom;
   uint64_t collsPosted = 0;
   bool copyEngineOff = false;                 // counts may disagree with the peers' (a group failed)

@@ -7,7 +7,6 @@
 #include "common/api_export.h"
 #include "common/check.h"
 #include "common/core/comm.h"
-#include "common/core/copy_engine.h"
 #include "common/core/cost_model.h"
 #include "common/core/device_guard.h"
 #include "common/core/gpu_sharing.h"
@@ -16,6 +15,7 @@
 #include "common/core/launch.h"
 #include "common/core/launch_helpers.h"
 #include "common/core/planner.h"
+#include "common/core/side_stream.h"
 #include "common/profiler/comm_hooks.h"
 #include "common/util/debug.h"
 
@@ -86,7 +86,7 @@ ncclResult_t launchDeviceJob(void* ctx, int job) {
 
 void dropTasks(std::vector<ncclComm*>& comms) {
   for (ncclComm* c : comms) {
-    if (!c->tasks.empty()) disableCopyEngine(c);  // its peers may have launched their ends
+    if (hasKernelTasks(c)) disableCopyEngine(c);  // its peers may have launched their ends
     c->tasks.clear();
     c->plan.endGroup();
     profilerDropTasks(c);  // [profiler]
@@ -109,16 +109,16 @@ ncclResult_t launchGroup(GroupState& g) {
   if (g.comms.empty()) return ncclSuccess;
   DeviceGuard device;
   const UseDevice useDevice = [&device](int dev) { return device.use(dev); };
-  CopyEngineGroup& copies = copyEngineGroup();
+  SideStreamGroup& sides = sideStreamGroup();
   InPlaceStaging& staging = inPlaceStaging();
   for (ncclComm* c : g.comms) UCHECK_GOTO(checkTaskStreams(c), res, fail);
   UCHECK_GOTO(checkSharedGpuStreams(g.comms.data(), g.comms.size()), res, fail);
   // In-place AlltoAll sends read a copy taken before any transfer of the
   // group is queued (copy-engine copies included).
   UCHECK_GOTO(staging.start(g.comms, useDevice), res, fail);
-  // Transfers with both ends in this group may go by copy engine (and need
-  // no connection).
-  UCHECK_GOTO(copies.start(g.comms, useDevice), res, fail);
+  // Side streams: transfers with both ends in this group may go by copy
+  // engine (and need no connection), messages to itself by a side kernel.
+  UCHECK_GOTO(sides.start(g.comms, useDevice), res, fail);
   // Connections first, in phases across all communicators of the group
   // (one thread may drive both ends of a connection).
   for (ncclComm* c : g.comms) {
@@ -152,15 +152,17 @@ ncclResult_t launchGroup(GroupState& g) {
     }
   }
   g.comms.clear();
-  res = copies.join(useDevice, /*launched=*/true);
+  res = sides.join(useDevice, /*launched=*/true);
   {
     ncclResult_t r2 = staging.finish(useDevice);   // after the copies' joins: they read the scratch too
     return res != ncclSuccess ? res : r2;
   }
 fail:
-  (void)copies.join(useDevice, /*launched=*/false);   // queued copies still order the streams
-  (void)staging.finish(useDevice);
+  // First: which tasks stayed with the kernels is in the side plans, which
+  // the join clears.
   dropTasks(g.comms);
+  (void)sides.join(useDevice, /*launched=*/false);   // queued copies still order the streams
+  (void)staging.finish(useDevice);
   return res;
 }
 

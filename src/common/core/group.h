@@ -14,6 +14,10 @@ struct ncclComm;
 
 namespace uniccl {
 
+// Switches the calling thread to a device (the group end's device guard):
+// the group-end steps that queue work on several GPUs take it.
+using UseDevice = std::function<ncclResult_t(int dev)>;
+
 bool inGroup();
 // NCCL's group error rule: the first error of a call made inside a group is
 // remembered; ncclGroupEnd then discards the group's operations and returns

@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/core/copy_engine.h"
+#include "common/core/group.h"
 #include "common/gpu.h"
 #include "uniccl.h"
 

@@ -147,7 +147,9 @@ ncclResult_t launchWorks(ncclComm* comm, size_t k) {
   cfg.gridX = grid;
   cfg.blockX = dev::kThreadsPerBlock;
   cfg.stream = s.launch;
-  cfg.programmatic = comm->programmaticLaunch && !plan.sideKernelForked;
+  // A kernel forked onto the side stream (SidePlan::forksKernel, a message
+  // to itself) starts with the group's kernel, not after it took the SMs.
+  cfg.programmatic = comm->programmaticLaunch && !plan.side.forksKernel();
   args.releaseEarly = releaseEarly(comm, grid);
   void* argv[] = {&args};
 

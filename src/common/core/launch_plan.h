@@ -1,20 +1,26 @@
 // What the end of a group launches for one communicator, decided once (as
-// NCCL's kernel plan): the planner fills it, and the launch, the watchdog
-// and the copy engine read it instead of passing facts through other
-// fields of the communicator. One per communicator (ncclComm::plan); its
+// NCCL's kernel plan): the planner and the tuning fill it, and the launch,
+// the watchdog and the side-stream code (copy engines, side kernels) read
+// it instead of passing facts through other fields of the communicator. One per communicator (ncclComm::plan); its
 // vectors keep their capacity across groups so steady-state launches do
 // not allocate.
 //
 // Life of a plan, per group end:
 //   checkTaskStreams        capture state of the group's streams (captureKnown, capture)
-//   copy engine (start)     side-stream forks it made (sideKernelForked)
-//   planTasks               one-rank copies, or planWorks: works, their tasks'
+//   planSideStreams         (tuning.h) which tasks leave the kernels for the side
+//                           stream and the copies they become (side); the group's
+//                           side-stream code queues those copies (side_stream.h)
+//   planTasks               one-rank copies, or planWorks: works (of the tasks
+//                           side.paths keep on the kernels), their tasks'
 //                           sequence numbers and indices, kernel launches
 //   (profiler)              Coll/P2p events described from the plan
 //   launchPlan              collectStreams (the launch stream, the others
 //                           ordered before it), then launchWorks(k) for each
 //                           launch: arguments or FIFO, watchdog descriptor, done event
 //   endGroup()              after the group (launched or dropped)
+//   side.clear()            after the group's side-stream join (SideStreamGroup::join):
+//                           the copies after the kernels and the joins come once
+//                           every communicator of the group launched
 #pragma once
 
 #include <cstddef>
@@ -23,6 +29,8 @@
 
 #include "common/gpu.h"
 #include "device/dev_types.h"
+
+struct ncclComm;
 
 namespace uniccl {
 
@@ -38,6 +46,86 @@ struct KernelLaunch {
   uint32_t nWorks = 0;
   const void* kernel = nullptr;
   unsigned grid = 0;                // blocks: the highest channel of its works + 1
+};
+
+// Where one task of the group runs (SidePlan::collPath / p2pPath). Tuning
+// decides (planSideStreams, core/tuning.h); the planner plans works for
+// Kernels and ReduceScatterThenCopy only.
+enum class TaskPath : uint8_t {
+  Kernels,                // the group's kernels (every task unless tuning says otherwise)
+  CopyEngine,             // one peer copy and no kernel: a send/recv pair, a 2-rank Broadcast
+  SelfCopyKernel,         // a kernel of its own on the side stream: a large message to itself
+  ReduceScatterThenCopy,  // a 2-rank AllReduce: the kernels reduce-scatter, copy engines
+                          // move each reduced half across after them
+};
+
+// What one side-stream copy moves; each names the file that makes it.
+enum class SideWhat : uint8_t {
+  SendRecv,        // a send's buffer into its recv's buffer (core/ce_sendrecv.h)
+  Broadcast,       // the root's send buffer into the other rank's receive buffer (core/ce_broadcast.h)
+  BroadcastLocal,  // the root's own out-of-place copy (core/ce_broadcast.h)
+  AllReduceHalf,   // a rank's reduced half into the other rank's receive buffer (core/allreduce_ce_split.h)
+  SelfCopy,        // a message to itself, by a kernel of `blocks` blocks (core/self_copy_kernel.h)
+};
+
+// When it runs, relative to the group's kernels.
+enum class SideWhen : uint8_t {
+  WithKernels,    // once the streams of `from` and `to` reached the group (entry
+                  // events): overlaps the group's kernels
+  AfterKernels,   // once both ranks' kernels of the group ended (an event behind them)
+};
+
+// On which stream `from` queues it.
+enum class SideOn : uint8_t {
+  SideStream,     // `from`'s side stream (ncclComm::ceStream); the task streams join it
+  TaskStream,     // `from`'s task stream (SidePlan::stream), before its kernels
+};
+
+struct SideCopy {
+  SideWhat what;
+  SideWhen when;
+  SideOn on;
+  ncclComm* from;       // the rank that queues it and whose buffer it reads
+  ncclComm* to;         // the rank whose buffer it writes (== from: a copy within one rank)
+  const void* src;
+  void* dst;
+  size_t bytes;
+  unsigned blocks = 0;  // SelfCopy: the grid of its kernel (UNICCL_SELF_COPY_BLOCKS)
+};
+
+// What the group runs outside the communicator's kernels (docs/architecture.md,
+// "Side streams and copy engines"). Empty unless planSideStreams chose
+// something. Unlike the rest of the plan it lives until the group's
+// side-stream join, after every communicator of the group launched (the
+// copies after the kernels need both ranks' kernels queued).
+struct SidePlan {
+  // The rank's one task stream in this group: side work forks from it
+  // (entry event) and it joins the side stream (exit event).
+  gpu::Stream stream = nullptr;
+  // [i]: where comm->tasks.colls[i] / .p2p[i] runs; empty: all on the kernels.
+  std::vector<TaskPath> collPath;
+  std::vector<TaskPath> p2pPath;
+  // Every copy this rank queues (from) or receives (to).
+  std::vector<SideCopy> copies;
+
+  bool empty() const { return copies.empty(); }
+  TaskPath collPathOf(size_t i) const { return collPath.empty() ? TaskPath::Kernels : collPath[i]; }
+  TaskPath p2pPathOf(size_t i) const { return p2pPath.empty() ? TaskPath::Kernels : p2pPath[i]; }
+  // A kernel forked onto the side stream (a message to itself): the
+  // group's first kernel then launches plainly (no programmatic launch),
+  // so that both start together instead of the group's kernel taking the
+  // SMs first.
+  bool forksKernel() const {
+    for (const SideCopy& x : copies)
+      if (x.what == SideWhat::SelfCopy) return true;
+    return false;
+  }
+  void clear() {
+    stream = nullptr;
+    collPath.clear();
+    p2pPath.clear();
+    copies.clear();
+  }
 };
 
 struct LaunchPlan {
@@ -62,13 +150,11 @@ struct LaunchPlan {
   LaunchStreams streams;            // collectStreams()
   std::vector<gpu::Stream> otherStreams;   // the group's streams besides streams.launch
 
-  // The copy engine forked a kernel onto the side stream (a message to
-  // itself): the group's first kernel launches plainly (no programmatic
-  // launch), so that both start together instead of the group's kernel
-  // taking the SMs first.
-  bool sideKernelForked = false;
+  // Side-stream forks and copy-engine transfers of the group (tuning's
+  // planSideStreams); cleared by the group's side-stream join, not by endGroup().
+  SidePlan side;
 
-  // Clears what one group decided; capacity stays.
+  // Clears what one group decided for the launch (not `side`); capacity stays.
   void endGroup() {
     oneRankCopies = false;
     works.clear();
@@ -80,7 +166,6 @@ struct LaunchPlan {
     capture = gpu::CaptureInfo{};
     streams = LaunchStreams{};
     otherStreams.clear();
-    sideKernelForked = false;
   }
 };
 

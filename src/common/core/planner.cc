@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/check.h"
+#include "common/core/allreduce_ce_split.h"
 #include "common/core/comm.h"
 #include "common/core/launch.h"
 #include "common/core/one_rank.h"
@@ -53,15 +54,21 @@ dev::Work collWork(const ncclComm* comm, const Task& t) {
 // matching halves on the peers, in the same order on every channel.
 // taskOfWork: for every work appended, the index in tasks.p2p of its send
 // task (or of its recv task when it has no send).
+// Only the tasks the plan leaves to the kernels (SidePlan::p2pPath: the
+// others go by copy engine or a side kernel).
 ncclResult_t p2pWorks(ncclComm* comm, std::vector<dev::Work>* out, std::vector<int>* taskOfWork) {
   const int n = comm->nRanks, me = comm->rank;
   const std::vector<Task>& tasks = comm->tasks.p2p;
+  const SidePlan& side = comm->plan.side;
+  auto onKernels = [&](size_t i) { return side.p2pPathOf(i) == TaskPath::Kernels; };
   uint32_t slice = p2pSliceBytes(comm);
   // Only the rounds that carry a message, in increasing order (the order
   // every rank uses): a group's cost follows its tasks, not the rank count.
   std::vector<int>& rounds = comm->plan.p2pRounds;
   rounds.clear();
-  for (const Task& t : tasks) {
+  for (size_t i = 0; i < tasks.size(); i++) {
+    if (!onKernels(i)) continue;
+    const Task& t = tasks[i];
     const int peer = t.peer();
     rounds.push_back(t.kind == TaskKind::Send ? (peer - me + n) % n : (me - peer + n) % n);
   }
@@ -71,8 +78,10 @@ ncclResult_t p2pWorks(ncclComm* comm, std::vector<dev::Work>* out, std::vector<i
     int sendPeer = (me + r) % n, recvPeer = (me - r + n) % n;
     size_t si = 0, ri = 0;
     for (;;) {
-      while (si < tasks.size() && !(tasks[si].kind == TaskKind::Send && tasks[si].peer() == sendPeer)) si++;
-      while (ri < tasks.size() && !(tasks[ri].kind == TaskKind::Recv && tasks[ri].peer() == recvPeer)) ri++;
+      while (si < tasks.size() && !(tasks[si].kind == TaskKind::Send && tasks[si].peer() == sendPeer && onKernels(si)))
+        si++;
+      while (ri < tasks.size() && !(tasks[ri].kind == TaskKind::Recv && tasks[ri].peer() == recvPeer && onKernels(ri)))
+        ri++;
       bool haveSend = si < tasks.size(), haveRecv = ri < tasks.size();
       if (!haveSend && !haveRecv) break;
       dev::Work w;
@@ -175,7 +184,13 @@ ncclResult_t planWorks(ncclComm* comm) {
   plan.launches.clear();
   const std::vector<Task>& colls = comm->tasks.colls;
   for (size_t i = 0; i < colls.size(); i++) {
-    plan.works.push_back(collWork(comm, colls[i]));
+    // The side plan (tuning's planSideStreams) may take a collective off
+    // the kernels, or leave them the ReduceScatter of a split AllReduce.
+    const TaskPath path = plan.side.collPathOf(i);
+    if (path == TaskPath::Kernels) plan.works.push_back(collWork(comm, colls[i]));
+    else if (path == TaskPath::ReduceScatterThenCopy)
+      plan.works.push_back(collWork(comm, reduceScatterHalf(comm, colls[i])));
+    else continue;
     plan.workSeq.push_back(colls[i].seq);
     plan.workTask.push_back((int)i);
   }
@@ -199,7 +214,11 @@ size_t tuningBytes(const ncclComm* comm, const Task& t) {
 
 void peersToConnect(ncclComm* comm, std::vector<int>* peers) {
   peers->clear();
-  for (const Task& t : comm->tasks.p2p) {
+  const std::vector<Task>& tasks = comm->tasks.p2p;
+  for (size_t i = 0; i < tasks.size(); i++) {
+    const Task& t = tasks[i];
+    // Messages the side plan moves outside the kernels need no connection.
+    if (comm->plan.side.p2pPathOf(i) != TaskPath::Kernels) continue;
     if (t.peer() == comm->rank || comm->transports.connected(t.peer())) continue;
     if (std::find(peers->begin(), peers->end(), t.peer()) == peers->end()) peers->push_back(t.peer());
   }

@@ -6,8 +6,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "common/core/tasks.h"
+#include "uniccl.h"
 
 struct ncclComm;
 
@@ -56,5 +58,40 @@ uint32_t p2pSliceBytes(const ncclComm* comm);
 // NCCL_P2P_LL_THRESHOLD bytes (latency), Simple above it and always over
 // the network. Both ends compute the same answer.
 uint8_t p2pProto(const ncclComm* comm, int peer, size_t bytes);
+
+// ---- Side streams (tuning_side_streams.cc; docs/architecture.md, "Side
+// streams and copy engines"): which tasks of a group leave its kernels.
+
+// The knobs of the side-stream paths.
+struct SideStreamKnobs {
+  bool copyEngine = true;            // UNICCL_COPY_ENGINE: send/recv pairs, 2-rank Broadcast and AllReduce
+  size_t copyEngineMinBytes = 0;     // UNICCL_COPY_ENGINE_MIN_BYTES: send/recv pairs, 2-rank Broadcast
+  size_t allReduceMinBytes = 0;      // UNICCL_COPY_ENGINE_ALLREDUCE_MIN_BYTES
+  unsigned selfCopyBlocks = 0;       // UNICCL_SELF_COPY_BLOCKS (0: messages to itself stay on the kernels)
+  size_t selfCopyMinBytes = 0;       // UNICCL_SELF_COPY_MIN_BYTES (eager)
+  size_t selfCopyGraphMinBytes = 0;  // UNICCL_SELF_COPY_GRAPH_MIN_BYTES (in graph capture)
+};
+// Reads the knobs now (tests); sideStreamKnobs(): read once per process.
+SideStreamKnobs readSideStreamKnobs();
+const SideStreamKnobs& sideStreamKnobs();
+
+// Decides, for the communicators of a group this thread ends, which tasks
+// leave the group's kernels, and records it in each one's plan.side
+// (core/launch_plan.h) through the mechanisms' plan functions:
+//   - a send/recv pair with both ends in the group: one copy-engine copy
+//     (core/ce_sendrecv.h);
+//   - a 2-rank Broadcast with both ranks in the group: copy-engine copies
+//     (core/ce_broadcast.h);
+//   - a 2-rank AllReduce with both ranks in the group: ReduceScatter on the
+//     kernels, the halves by copy engine after them (core/allreduce_ce_split.h);
+//   - a large message to itself when the kernels have other work: a kernel
+//     of its own on the side stream (core/self_copy_kernel.h).
+// Reads the counts of tasks posted before the group (call it before
+// countPostedTasks). ceComms: the communicators whose tasks were matched
+// across the group for copy engines, when some copy was chosen (a failed
+// copy takes them all off the path). Queues nothing; fails only when it
+// cannot learn a stream's capture state.
+ncclResult_t planSideStreams(const std::vector<ncclComm*>& comms, const SideStreamKnobs& knobs,
+                             std::vector<ncclComm*>* ceComms);
 
 }  // namespace uniccl

@@ -1,15 +1,19 @@
 // The planner on the fake GPU (core/planner.h, core/launch_plan.h): what a
 // group's tasks become (work items, their tasks' sequence numbers, kernel
-// launches) before anything launches. Hand-built communicators have no
-// transports: the groups are planned with planWorks and then dropped with
-// ncclGroupSimulateEnd.
+// launches) before anything launches, and tuning's side-stream choices
+// recorded in the plan (planSideStreams: copy engines, side kernels).
+// Hand-built communicators have no transports: the groups are planned with
+// planSideStreams / planWorks and then dropped with ncclGroupSimulateEnd.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <vector>
 
 #include "common/core/comm.h"
 #include "common/core/launch.h"
 #include "common/core/planner.h"
+#include "common/core/side_stream.h"
+#include "common/core/tuning.h"
 #include "device/kernels.h"
 #include "fake_comm.h"
 #include "fake_gpu.h"
@@ -148,6 +152,405 @@ TEST_F(Planner, RefusesAnUnpairedMessageToItself) {
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclSend(buf, 4, ncclFloat32, 1, comm, stream), ncclSuccess);
   EXPECT_EQ(planWorks(comm), ncclInvalidUsage);
+  drop();
+}
+
+
+// ---------------------------------------------------------------- side streams
+// Tuning's side-stream choices (core/tuning.h, planSideStreams) as the plan
+// records them (SidePlan): which tasks leave the kernels, the copies they
+// become (what, when, on which stream), and the works the planner then
+// makes of the rest. The default knobs (read from an empty environment)
+// give the documented thresholds: 8 MiB for copy engines and messages to
+// itself, 512 MiB for the AllReduce split (the tests take that one lower:
+// meson's MALLOC_PERTURB_ fills the fake GPU's allocations).
+class SidePlanTest : public ::testing::Test {
+ protected:
+  static constexpr size_t kMiB = 1 << 20;
+  static constexpr size_t kBufBytes = 20 * kMiB;
+
+  void SetUp() override {
+    for (const char* k : kKnobs) unsetenv(k);
+    fake::reset();
+    fake::setAutoComplete(true);
+    ASSERT_EQ(gpu::setDevice(0), ncclSuccess);
+    for (int i = 0; i < 2; i++) {
+      gpu::Stream s = nullptr;
+      ASSERT_EQ(gpu::streamCreate(&s), ncclSuccess);
+      streams[i] = static_cast<uniccl_stream_t>(s);
+      ASSERT_EQ(gpu::deviceAlloc(&send[i], kBufBytes), ncclSuccess);
+      ASSERT_EQ(gpu::deviceAlloc(&recv[i], kBufBytes), ncclSuccess);
+    }
+    knobs = readSideStreamKnobs();
+  }
+  void TearDown() override {
+    ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+    while (ncclGroupSimulateEnd(&sim) == ncclSuccess) {}
+    for (ncclComm* c : comms) delete c;
+    for (const char* k : kKnobs) unsetenv(k);
+    fake::reset();
+  }
+  // n ranks of one communicator on the fake GPU 0, every pair over P2P.
+  void makeComms(int n, uint64_t hash = 0x5eed) {
+    for (int r = 0; r < n; r++) {
+      ncclComm* c = test::makeFakeComm(r, n, hash);
+      c->nChannels = 4;
+      c->peers.resize(n);
+      for (PeerInfo& p : c->peers) p.hostHash = 0x1234;
+      c->transports.setReachForTesting(n, std::vector<uint8_t>((size_t)n * n, 1));
+      comms.push_back(c);
+    }
+  }
+  ncclResult_t plan(const std::vector<ncclComm*>& cs) { return planSideStreams(cs, knobs, &ceComms); }
+  // Ends the open group without launching; the side plans go as the
+  // group's side-stream join would clear them.
+  void drop() {
+    for (ncclComm* c : comms) c->plan.side.clear();
+    ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+    ASSERT_EQ(ncclGroupSimulateEnd(&sim), ncclSuccess);
+  }
+  static void expectNoSideWork(const ncclComm* c) {
+    EXPECT_TRUE(c->plan.side.empty()) << "rank " << c->rank;
+    EXPECT_TRUE(c->plan.side.collPath.empty()) << "rank " << c->rank;
+    EXPECT_TRUE(c->plan.side.p2pPath.empty()) << "rank " << c->rank;
+    EXPECT_EQ(c->plan.side.stream, nullptr) << "rank " << c->rank;
+    EXPECT_FALSE(c->plan.side.forksKernel()) << "rank " << c->rank;
+  }
+  char* sendAt(int r, size_t off = 0) { return static_cast<char*>(send[r]) + off; }
+  char* recvAt(int r, size_t off = 0) { return static_cast<char*>(recv[r]) + off; }
+
+  static constexpr const char* kKnobs[] = {
+      "UNICCL_COPY_ENGINE",       "UNICCL_COPY_ENGINE_MIN_BYTES", "UNICCL_COPY_ENGINE_ALLREDUCE_MIN_BYTES",
+      "UNICCL_SELF_COPY_BLOCKS",  "UNICCL_SELF_COPY_MIN_BYTES",   "UNICCL_SELF_COPY_GRAPH_MIN_BYTES"};
+  std::vector<ncclComm*> comms;
+  std::vector<ncclComm*> ceComms;
+  uniccl_stream_t streams[2] = {};
+  void* send[2] = {};
+  void* recv[2] = {};
+  SideStreamKnobs knobs;
+};
+
+TEST_F(SidePlanTest, DefaultKnobs) {
+  EXPECT_TRUE(knobs.copyEngine);
+  EXPECT_EQ(knobs.copyEngineMinBytes, 8 * kMiB);
+  EXPECT_EQ(knobs.allReduceMinBytes, 512 * kMiB);
+  EXPECT_EQ(knobs.selfCopyBlocks, 64u);
+  EXPECT_EQ(knobs.selfCopyMinBytes, 8 * kMiB);
+  EXPECT_EQ(knobs.selfCopyGraphMinBytes, 64u << 10);
+}
+
+// A send from rank 0 with its recv on rank 1 in one group: one peer copy on
+// rank 0's side stream, recorded in both plans; the tasks need no kernel
+// and no connection. Below 8 MiB the kernels keep it.
+TEST_F(SidePlanTest, SendRecvOverCopyEngine) {
+  makeComms(2);
+  const size_t n = 8 * kMiB / 4;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclSend(send[0], n, ncclFloat32, 1, comms[0], streams[0]), ncclSuccess);
+  ASSERT_EQ(ncclRecv(recv[1], n, ncclFloat32, 0, comms[1], streams[1]), ncclSuccess);
+  ASSERT_EQ(plan(comms), ncclSuccess);
+  EXPECT_EQ(ceComms.size(), 2u);
+  for (int r = 0; r < 2; r++) {
+    const SidePlan& side = comms[r]->plan.side;
+    EXPECT_EQ(side.stream, static_cast<gpu::Stream>(streams[r]));
+    ASSERT_EQ(side.p2pPath.size(), 1u);
+    EXPECT_EQ(side.p2pPath[0], TaskPath::CopyEngine);
+    ASSERT_EQ(side.copies.size(), 1u);
+    const SideCopy& x = side.copies[0];
+    EXPECT_EQ(x.what, SideWhat::SendRecv);
+    EXPECT_EQ(x.when, SideWhen::WithKernels);
+    EXPECT_EQ(x.on, SideOn::SideStream);
+    EXPECT_EQ(x.from, comms[0]);
+    EXPECT_EQ(x.to, comms[1]);
+    EXPECT_EQ(x.src, send[0]);
+    EXPECT_EQ(x.dst, recv[1]);
+    EXPECT_EQ(x.bytes, 8 * kMiB);
+    EXPECT_FALSE(side.forksKernel());
+    std::vector<int> peers;
+    peersToConnect(comms[r], &peers);
+    EXPECT_TRUE(peers.empty());
+    ASSERT_EQ(planWorks(comms[r]), ncclSuccess);
+    EXPECT_TRUE(comms[r]->plan.works.empty());
+  }
+  drop();
+
+  for (ncclComm* c : comms) c->copyEngineOff = false;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclSend(send[0], n - 1, ncclFloat32, 1, comms[0], streams[0]), ncclSuccess);
+  ASSERT_EQ(ncclRecv(recv[1], n - 1, ncclFloat32, 0, comms[1], streams[1]), ncclSuccess);
+  ASSERT_EQ(plan(comms), ncclSuccess);
+  EXPECT_TRUE(ceComms.empty());
+  for (ncclComm* c : comms) {
+    expectNoSideWork(c);
+    ASSERT_EQ(planWorks(c), ncclSuccess);
+    EXPECT_EQ(c->plan.works.size(), 1u);
+  }
+  drop();
+}
+
+// The matching rules stay with the mechanism, the choices with tuning: a
+// recv posted before the group on one side (counts disagree), a sender that
+// fans out to two peers, and a size mismatch all keep the kernels.
+TEST_F(SidePlanTest, SendRecvKeepsKernelsWhenNotMatched) {
+  makeComms(3);
+  const size_t n = 8 * kMiB / 4;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclSend(send[0], n, ncclFloat32, 1, comms[0], streams[0]), ncclSuccess);
+  ASSERT_EQ(ncclRecv(recv[1], n, ncclFloat32, 0, comms[1], streams[1]), ncclSuccess);
+  ensurePostedCounters(comms[1]);
+  comms[1]->p2pRecvdFrom[0] = 1;   // a recv from rank 0 posted in an earlier group
+  ASSERT_EQ(plan(comms), ncclSuccess);
+  for (ncclComm* c : comms) expectNoSideWork(c);
+  comms[1]->p2pRecvdFrom[0] = 0;
+  ASSERT_EQ(ncclSend(send[1], n, ncclFloat32, 2, comms[0], streams[0]), ncclSuccess);   // fan-out
+  ASSERT_EQ(plan(comms), ncclSuccess);
+  for (ncclComm* c : comms) expectNoSideWork(c);
+  drop();
+
+  for (ncclComm* c : comms) c->copyEngineOff = false;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclSend(send[0], n, ncclFloat32, 1, comms[0], streams[0]), ncclSuccess);
+  ASSERT_EQ(ncclRecv(recv[1], n + 1, ncclFloat32, 0, comms[1], streams[1]), ncclSuccess);
+  ASSERT_EQ(plan(comms), ncclSuccess);
+  for (ncclComm* c : comms) expectNoSideWork(c);
+  drop();
+}
+
+// A 2-rank Broadcast from rank 1, out of place: the root's side stream
+// copies into rank 0's receive buffer, and the root copies its own buffer
+// on its task stream; in place it has no local copy. No works remain.
+TEST_F(SidePlanTest, TwoRankBroadcastOverCopyEngine) {
+  makeComms(2);
+  const size_t n = 8 * kMiB / 4;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; r++)
+    ASSERT_EQ(ncclBroadcast(send[r], recv[r], n, ncclFloat32, 1, comms[r], streams[r]), ncclSuccess);
+  ASSERT_EQ(plan(comms), ncclSuccess);
+  const SidePlan& root = comms[1]->plan.side;
+  const SidePlan& other = comms[0]->plan.side;
+  ASSERT_EQ(root.copies.size(), 2u);
+  EXPECT_EQ(root.copies[0].what, SideWhat::Broadcast);
+  EXPECT_EQ(root.copies[0].on, SideOn::SideStream);
+  EXPECT_EQ(root.copies[0].from, comms[1]);
+  EXPECT_EQ(root.copies[0].to, comms[0]);
+  EXPECT_EQ(root.copies[0].src, send[1]);
+  EXPECT_EQ(root.copies[0].dst, recv[0]);
+  EXPECT_EQ(root.copies[1].what, SideWhat::BroadcastLocal);
+  EXPECT_EQ(root.copies[1].on, SideOn::TaskStream);
+  EXPECT_EQ(root.copies[1].from, comms[1]);
+  EXPECT_EQ(root.copies[1].to, comms[1]);
+  EXPECT_EQ(root.copies[1].src, send[1]);
+  EXPECT_EQ(root.copies[1].dst, recv[1]);
+  ASSERT_EQ(other.copies.size(), 1u);
+  EXPECT_EQ(other.copies[0].what, SideWhat::Broadcast);
+  for (ncclComm* c : comms) {
+    ASSERT_EQ(c->plan.side.collPath.size(), 1u);
+    EXPECT_EQ(c->plan.side.collPath[0], TaskPath::CopyEngine);
+    EXPECT_EQ(c->plan.side.copies[0].when, SideWhen::WithKernels);
+    EXPECT_EQ(c->plan.side.copies[0].bytes, 8 * kMiB);
+    ASSERT_EQ(planWorks(c), ncclSuccess);
+    EXPECT_TRUE(c->plan.works.empty());
+  }
+  drop();
+
+  for (ncclComm* c : comms) c->copyEngineOff = false;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; r++)
+    ASSERT_EQ(ncclBroadcast(recv[r], recv[r], n, ncclFloat32, 0, comms[r], streams[r]), ncclSuccess);
+  ASSERT_EQ(plan(comms), ncclSuccess);
+  ASSERT_EQ(comms[0]->plan.side.copies.size(), 1u);   // in place: no local copy
+  EXPECT_EQ(comms[0]->plan.side.copies[0].from, comms[0]);
+  drop();
+
+  // More ranks: the ring stays better.
+  std::vector<ncclComm*> three;
+  makeComms(3, 0x3333);
+  three.assign(comms.end() - 3, comms.end());
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 3; r++)
+    ASSERT_EQ(ncclBroadcast(send[0], recv[0], n, ncclFloat32, 0, three[r], streams[0]), ncclSuccess);
+  ASSERT_EQ(plan(three), ncclSuccess);
+  for (ncclComm* c : three) expectNoSideWork(c);
+  drop();
+}
+
+// A 2-rank AllReduce from UNICCL_COPY_ENGINE_ALLREDUCE_MIN_BYTES (16 MiB
+// here): the task stays an AllReduce, the plan says ReduceScatterThenCopy,
+// the kernels get NCCL's ReduceScatter of the half counts (rank 1 into the
+// second half of its buffer), and each rank's half goes across after the
+// kernels. An odd count stays whole, and so does one below the threshold.
+TEST_F(SidePlanTest, TwoRankAllReduceSplit) {
+  makeComms(2);
+  knobs.allReduceMinBytes = 16 * kMiB;
+  const size_t n = 16 * kMiB / 4, half = n / 2, halfBytes = half * 4;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; r++)
+    ASSERT_EQ(ncclAllReduce(send[r], recv[r], n, ncclFloat32, ncclSum, comms[r], streams[r]), ncclSuccess);
+  ASSERT_EQ(plan(comms), ncclSuccess);
+  for (int r = 0; r < 2; r++) {
+    ncclComm* c = comms[r];
+    const SidePlan& side = c->plan.side;
+    EXPECT_EQ(c->tasks.colls[0].kind, TaskKind::AllReduce);
+    EXPECT_EQ(c->tasks.colls[0].count, n);
+    ASSERT_EQ(side.collPath.size(), 1u);
+    EXPECT_EQ(side.collPath[0], TaskPath::ReduceScatterThenCopy);
+    ASSERT_EQ(side.copies.size(), 2u);
+    for (const SideCopy& x : side.copies) {
+      EXPECT_EQ(x.what, SideWhat::AllReduceHalf);
+      EXPECT_EQ(x.when, SideWhen::AfterKernels);
+      EXPECT_EQ(x.on, SideOn::SideStream);
+      EXPECT_EQ(x.bytes, halfBytes);
+    }
+    EXPECT_EQ(side.copies[0].from, comms[0]);
+    EXPECT_EQ(side.copies[0].src, recv[0]);
+    EXPECT_EQ(side.copies[0].dst, recv[1]);
+    EXPECT_EQ(side.copies[1].from, comms[1]);
+    EXPECT_EQ(side.copies[1].src, recvAt(1, halfBytes));
+    EXPECT_EQ(side.copies[1].dst, recvAt(0, halfBytes));
+    ASSERT_EQ(planWorks(c), ncclSuccess);
+    ASSERT_EQ(c->plan.works.size(), 1u);
+    const dev::Work& w = c->plan.works[0];
+    EXPECT_EQ(w.coll, dev::kCollReduceScatter);
+    EXPECT_EQ(w.c.count, half);
+    EXPECT_EQ(w.c.sendbuff, send[r]);
+    EXPECT_EQ(w.c.recvbuff, recvAt(r, r * halfBytes));
+    EXPECT_EQ(c->plan.workSeq[0], c->tasks.colls[0].seq);
+  }
+  drop();
+
+  for (size_t count : {n + 1, n - 2}) {
+    for (ncclComm* c : comms) c->copyEngineOff = false;
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    for (int r = 0; r < 2; r++)
+      ASSERT_EQ(ncclAllReduce(send[r], recv[r], count, ncclFloat32, ncclSum, comms[r], streams[r]), ncclSuccess);
+    ASSERT_EQ(plan(comms), ncclSuccess);
+    for (ncclComm* c : comms) expectNoSideWork(c);
+    drop();
+  }
+}
+
+// A large message to itself with other work for the kernels: a side kernel
+// of UNICCL_SELF_COPY_BLOCKS blocks, and the group's kernel launches plainly
+// (forksKernel). Alone in its group, or small, it stays with the kernels;
+// in graph capture from 64 KiB.
+TEST_F(SidePlanTest, SelfCopyKernel) {
+  makeComms(4);
+  ncclComm* c = comms[1];
+  const std::vector<ncclComm*> group{c};
+  const size_t n = 8 * kMiB / 4;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclSend(send[0], n, ncclFloat32, 1, c, streams[0]), ncclSuccess);
+  ASSERT_EQ(ncclSend(send[1], 10, ncclFloat32, 2, c, streams[0]), ncclSuccess);
+  ASSERT_EQ(ncclRecv(recv[0], n, ncclFloat32, 1, c, streams[0]), ncclSuccess);
+  ASSERT_EQ(plan(group), ncclSuccess);
+  const SidePlan& side = c->plan.side;
+  EXPECT_EQ(side.stream, static_cast<gpu::Stream>(streams[0]));
+  ASSERT_EQ(side.p2pPath.size(), 3u);
+  EXPECT_EQ(side.p2pPath[0], TaskPath::SelfCopyKernel);
+  EXPECT_EQ(side.p2pPath[1], TaskPath::Kernels);
+  EXPECT_EQ(side.p2pPath[2], TaskPath::SelfCopyKernel);
+  ASSERT_EQ(side.copies.size(), 1u);
+  EXPECT_EQ(side.copies[0].what, SideWhat::SelfCopy);
+  EXPECT_EQ(side.copies[0].when, SideWhen::WithKernels);
+  EXPECT_EQ(side.copies[0].on, SideOn::SideStream);
+  EXPECT_EQ(side.copies[0].from, c);
+  EXPECT_EQ(side.copies[0].to, c);
+  EXPECT_EQ(side.copies[0].src, send[0]);
+  EXPECT_EQ(side.copies[0].dst, recv[0]);
+  EXPECT_EQ(side.copies[0].bytes, 8 * kMiB);
+  EXPECT_EQ(side.copies[0].blocks, 64u);
+  EXPECT_TRUE(side.forksKernel());
+  EXPECT_TRUE(ceComms.empty());
+  ASSERT_EQ(planWorks(c), ncclSuccess);
+  ASSERT_EQ(c->plan.works.size(), 1u);   // the message to rank 2 only
+  EXPECT_EQ(c->plan.works[0].p.sendPeer, 2);
+  EXPECT_EQ(c->plan.works[0].p.recvPeer, -1);
+  drop();
+
+  // Alone: nothing else for the kernels.
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclSend(send[0], n, ncclFloat32, 1, c, streams[0]), ncclSuccess);
+  ASSERT_EQ(ncclRecv(recv[0], n, ncclFloat32, 1, c, streams[0]), ncclSuccess);
+  ASSERT_EQ(plan(group), ncclSuccess);
+  expectNoSideWork(c);
+  drop();
+
+  // 64 KiB with other work: eager no, captured yes.
+  for (bool capture : {false, true}) {
+    if (capture) fake::beginCapture(static_cast<gpu::Stream>(streams[0]));
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    ASSERT_EQ(ncclSend(send[0], 16384, ncclFloat32, 1, c, streams[0]), ncclSuccess);
+    ASSERT_EQ(ncclRecv(recv[0], 16384, ncclFloat32, 1, c, streams[0]), ncclSuccess);
+    ASSERT_EQ(ncclAllReduce(send[1], recv[1], 10, ncclFloat32, ncclSum, c, streams[0]), ncclSuccess);
+    ASSERT_EQ(checkTaskStreams(c), ncclSuccess);
+    ASSERT_EQ(plan(group), ncclSuccess);
+    EXPECT_EQ(c->plan.side.forksKernel(), capture);
+    EXPECT_EQ(c->plan.side.copies.size(), capture ? 1u : 0u);
+    drop();
+    if (capture) fake::endCapture(static_cast<gpu::Stream>(streams[0]));
+  }
+}
+
+// The knobs from the environment: every case above in one group of two
+// 2-rank communicators (send/recv and Broadcast on one, AllReduce on the
+// other) and a message to itself on a third communicator; with low
+// thresholds each is chosen, with UNICCL_COPY_ENGINE=0 and
+// UNICCL_SELF_COPY_BLOCKS=0 none is, and every task keeps its work item.
+TEST_F(SidePlanTest, KnobsTurnEachChoiceOnAndOff) {
+  makeComms(2, 0x1111);
+  makeComms(2, 0x2222);
+  makeComms(3, 0x3333);
+  const std::vector<ncclComm*> group{comms[0], comms[1], comms[2], comms[3], comms[4]};
+  const size_t n = 4096;   // 16 KiB
+  auto post = [&] {
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    ASSERT_EQ(ncclSend(sendAt(0), n, ncclFloat32, 1, comms[0], streams[0]), ncclSuccess);
+    ASSERT_EQ(ncclRecv(recvAt(1), n, ncclFloat32, 0, comms[1], streams[1]), ncclSuccess);
+    for (int r = 0; r < 2; r++) {
+      ASSERT_EQ(ncclBroadcast(sendAt(r, kMiB), recvAt(r, kMiB), n, ncclFloat32, 0, comms[r], streams[r]),
+                ncclSuccess);
+      ASSERT_EQ(ncclAllReduce(sendAt(r, 2 * kMiB), recvAt(r, 2 * kMiB), n, ncclFloat32, ncclSum, comms[2 + r],
+                              streams[r]),
+                ncclSuccess);
+    }
+    ASSERT_EQ(ncclSend(sendAt(0, 3 * kMiB), n, ncclFloat32, 0, comms[2 + 2], streams[0]), ncclSuccess);
+    ASSERT_EQ(ncclSend(sendAt(0, 4 * kMiB), 10, ncclFloat32, 1, comms[2 + 2], streams[0]), ncclSuccess);
+    ASSERT_EQ(ncclRecv(recvAt(0, 3 * kMiB), n, ncclFloat32, 0, comms[2 + 2], streams[0]), ncclSuccess);
+  };
+  setenv("UNICCL_COPY_ENGINE_MIN_BYTES", "16384", 1);
+  setenv("UNICCL_COPY_ENGINE_ALLREDUCE_MIN_BYTES", "16384", 1);
+  setenv("UNICCL_SELF_COPY_MIN_BYTES", "16384", 1);
+  setenv("UNICCL_SELF_COPY_BLOCKS", "5", 1);
+  knobs = readSideStreamKnobs();
+  post();
+  ASSERT_EQ(plan(group), ncclSuccess);
+  EXPECT_EQ(ceComms.size(), 5u);   // every comm with a large task took part in the matching
+  ASSERT_EQ(comms[0]->plan.side.copies.size(), 3u);
+  EXPECT_EQ(comms[0]->plan.side.copies[0].what, SideWhat::SendRecv);
+  EXPECT_EQ(comms[0]->plan.side.copies[1].what, SideWhat::Broadcast);
+  EXPECT_EQ(comms[0]->plan.side.copies[2].what, SideWhat::BroadcastLocal);   // out of place
+  EXPECT_EQ(comms[2]->plan.side.copies.size(), 2u);
+  EXPECT_EQ(comms[2]->plan.side.collPath[0], TaskPath::ReduceScatterThenCopy);
+  // The third communicator took part in the matching, found no peer in the
+  // group, and so may fork its message to itself.
+  ASSERT_EQ(comms[4]->plan.side.copies.size(), 1u);
+  EXPECT_EQ(comms[4]->plan.side.copies[0].what, SideWhat::SelfCopy);
+  EXPECT_EQ(comms[4]->plan.side.copies[0].blocks, 5u);
+  drop();
+
+  setenv("UNICCL_COPY_ENGINE", "0", 1);
+  setenv("UNICCL_SELF_COPY_BLOCKS", "0", 1);
+  knobs = readSideStreamKnobs();
+  for (ncclComm* c : comms) c->copyEngineOff = false;
+  post();
+  ASSERT_EQ(plan(group), ncclSuccess);
+  EXPECT_TRUE(ceComms.empty());
+  const size_t works[] = {2, 2, 1, 1, 2};   // per comm: every task on the kernels
+  for (size_t i = 0; i < group.size(); i++) {
+    expectNoSideWork(group[i]);
+    ASSERT_EQ(planWorks(group[i]), ncclSuccess);
+    EXPECT_EQ(group[i]->plan.works.size(), works[i]) << "comm " << i;
+  }
   drop();
 }
 
