@@ -3,7 +3,7 @@
  * uniccl's own header: the host-visible part (types with NCCL 2.28.9's
  * layouts, host functions, team arithmetic) everywhere, and in device code
  * (nvcc, hipcc, uniccl's CPU emulator) the device-side functions: window
- * pointers, ncclSymPtr, cooperative groups.
+ * pointers, ncclSymPtr, cooperative groups, LSA barriers.
  * What exists and what does not: docs/device_api.md.
  */
 #ifndef UNICCL_NCCL_DEVICE_H
@@ -15,4 +15,5 @@
 #include "nccl_device/gin_barrier.h"
 #include "nccl_device/ll_a2a.h"
 #include "nccl_device/lsa_barrier.h"
+#include "nccl_device/barrier.h"
 #endif
