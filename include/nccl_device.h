@@ -3,7 +3,7 @@
  * uniccl's own header: the host-visible part (types with NCCL 2.28.9's
  * layouts, host functions, team arithmetic) everywhere, and in device code
  * (nvcc, hipcc, uniccl's CPU emulator) the device-side functions: window
- * pointers, ncclSymPtr, cooperative groups, LSA barriers.
+ * pointers, ncclSymPtr, cooperative groups, LSA barriers, the LL all-to-all.
  * What exists and what does not: docs/device_api.md.
  */
 #ifndef UNICCL_NCCL_DEVICE_H
