@@ -759,7 +759,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "need %d emulated GPUs (UNICCL_EMU_DEVICES), have %d\n", gRanks, devices);
     return 2;
   }
-  uniccl::emu::installCpuKernelRunner();
+  uniccl::emu::installSizedCpuKernelRunner();
   printf("%d ranks, %d-lane wavefronts\n", gRanks, (int)uniccl_emu_wave_size());
   return RUN_ALL_TESTS();
 }

@@ -45,8 +45,8 @@ struct Barrier {
 };
 
 constexpr size_t kSharedBytes = 16 << 10;   // BlockShared is well under this
-// Blocks of other sizes than the library's (kernels of Device API tests):
-// whole wavefronts, at most this many OS threads.
+// Blocks of the sizes launches ask for (runSizedCpuKernel: kernels of Device
+// API tests): whole wavefronts, at most this many OS threads.
 constexpr unsigned kMaxBlockThreads = 1024;
 
 struct BlockContext {
@@ -106,17 +106,13 @@ void uniccl_emu_poll(void) { uniccl::dev::emuPoll(); }
 
 namespace uniccl::emu {
 
-void runCpuKernel(const void* kernel, unsigned gridX, unsigned blockX, const void* argBytes) {
+namespace {
+
+void runBlocks(const void* kernel, unsigned gridX, unsigned nthreads, const void* argBytes) {
   using KernelFn = void (*)(dev::KernelArgs);
   const KernelFn fn = reinterpret_cast<KernelFn>(const_cast<void*>(kernel));
   dev::KernelArgs args;
   memcpy(&args, argBytes, sizeof(args));
-  if (blockX == 0 || blockX % dev::kWarpSize != 0 || blockX > dev::kMaxBlockThreads) {
-    fprintf(stderr, "emu runCpuKernel: a block of %u threads (the emulator runs whole %d-lane wavefronts, "
-            "at most %u threads)\n", blockX, dev::kWarpSize, dev::kMaxBlockThreads);
-    abort();
-  }
-  const unsigned nthreads = blockX;
   std::vector<std::unique_ptr<dev::BlockContext>> blocks(gridX);
   for (auto& b : blocks) {
     b = std::make_unique<dev::BlockContext>(nthreads);
@@ -139,6 +135,22 @@ void runCpuKernel(const void* kernel, unsigned gridX, unsigned blockX, const voi
   for (std::thread& th : threads) th.join();
 }
 
+}  // namespace
+
+void runCpuKernel(const void* kernel, unsigned gridX, unsigned /*blockX*/, const void* argBytes) {
+  runBlocks(kernel, gridX, dev::kThreadsPerBlock, argBytes);
+}
+
+void runSizedCpuKernel(const void* kernel, unsigned gridX, unsigned blockX, const void* argBytes) {
+  if (blockX == 0 || blockX % dev::kWarpSize != 0 || blockX > dev::kMaxBlockThreads) {
+    fprintf(stderr, "emu runSizedCpuKernel: a block of %u threads (the emulator runs whole %d-lane wavefronts, "
+            "at most %u threads)\n", blockX, dev::kWarpSize, dev::kMaxBlockThreads);
+    abort();
+  }
+  runBlocks(kernel, gridX, blockX, argBytes);
+}
+
 void installCpuKernelRunner() { setKernelRunner(&runCpuKernel); }
+void installSizedCpuKernelRunner() { setKernelRunner(&runSizedCpuKernel); }
 
 }  // namespace uniccl::emu

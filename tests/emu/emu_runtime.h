@@ -7,14 +7,20 @@
 
 namespace uniccl::emu {
 
-// Runs `kernel` (a void(dev::KernelArgs) compiled for the CPU) to completion
-// as gridX blocks of blockX threads: the library's kernels are launched with
-// dev::kThreadsPerBlock, what their code was compiled for; Device API test
-// kernels (include/nccl_device/impl/port.h's emulator branch) with other
-// sizes. blockX must be whole wavefronts, at most 1024 threads (else abort).
+// Runs `kernel` (a void(dev::KernelArgs) compiled for the CPU) to completion.
+// blockX is ignored: the CPU build's dev::kThreadsPerBlock is what the
+// kernel code was compiled for (the host library asks for the GPU build's).
 void runCpuKernel(const void* kernel, unsigned gridX, unsigned blockX, const void* argBytes);
 
-// Installs runCpuKernel as the emulated backend's kernel runner (idempotent).
+// The same as gridX blocks of blockX threads, as the launch asks: for Device
+// API test kernels (include/nccl_device/impl/port.h's emulator branch reads
+// the block size at run time). blockX must be whole wavefronts, at most 1024
+// threads (else abort).
+void runSizedCpuKernel(const void* kernel, unsigned gridX, unsigned blockX, const void* argBytes);
+
+// Installs runCpuKernel / runSizedCpuKernel as the emulated backend's kernel
+// runner (idempotent; the last one installed runs later launches).
 void installCpuKernelRunner();
+void installSizedCpuKernelRunner();
 
 }  // namespace uniccl::emu
