@@ -8,9 +8,13 @@
  * every size and offset (tests/unit/api/device_abi_test.cc).
  *
  * What works in this version (README "Status", docs/device_api.md): the
- * team functions, the requirement builders, the team arithmetic below, and
- * device communicators over LSA teams. GIN and multimem requests are
- * refused by ncclDevCommCreate with ncclInvalidUsage.
+ * team functions, the requirement builders, the team arithmetic below,
+ * device communicators over LSA teams, and in device code (nvcc, hipcc, the
+ * CPU emulator: utility.h) the window pointer functions at the end of this
+ * file, ncclSymPtr (ptr.h), the cooperative groups (coop.h), LSA barriers
+ * (lsa_barrier.h, barrier.h) and the LL all-to-all (ll_a2a.h). GIN and
+ * multimem requests are refused by ncclDevCommCreate with ncclInvalidUsage;
+ * their device functions are not declared.
  */
 #ifndef UNICCL_NCCL_DEVICE_CORE_H
 #define UNICCL_NCCL_DEVICE_CORE_H
@@ -21,6 +25,7 @@
 
 #include "../nccl.h" /* relative: never a vendor nccl.h found on the search path */
 #include "utility.h"
+#include "coop.h"
 
 /* ------------------------------------------------------------ plain handles */
 typedef uint32_t ncclDevResourceHandle; /* 128-byte units into the resource window */
@@ -239,5 +244,83 @@ NCCL_HOST_DEVICE_INLINE int ncclTeamRankToLsa(ncclDevComm const& comm, ncclTeam 
   return comm.lsaRank + (rank - team.rank) * team.stride;
 }
 #endif
+
+#ifdef __cplusplus
+/* Tags that pick a team a device communicator knows (session constructors). */
+struct ncclTeamTagWorld {};
+struct ncclTeamTagLsa {};
+struct ncclTeamTagRail {};
+
+template <typename T>
+struct ncclSymPtr; /* ptr.h */
+#endif
+
+/* ------------------------------------------------ window pointers (device) */
+/* A window's LSA team buffers are mapped one after another from
+ * lsaFlatBase, stride4G * 4 GiB apart: LSA rank i's byte `offset` is at
+ * lsaFlatBase + i * stride4G * 4 GiB + offset (NCCL's flat layout). Peers
+ * are named by LSA rank (Lsa), world rank (Peer) or rank in a team (Peer
+ * with a team); they must be members of this rank's LSA team, which is not
+ * checked (a device function cannot fail).
+ *
+ * Multimem pointers (ncclGetMultimemPointer, ncclGetLsaMultimemPointer and
+ * their resource-buffer forms) are not declared: uniccl creates no
+ * multicast objects (NVLink SHARP), so no handle could be valid. */
+#if UNICCL_DEVICE_API
+namespace uniccl {
+namespace devapi {
+NCCL_DEVICE_INLINE void* flatPointer(char* lsaFlatBase, uint32_t stride4G, int lsaPeer, size_t offset) {
+  return lsaFlatBase + (size_t)lsaPeer * ((size_t)stride4G << 32) + offset;
+}
+}  // namespace devapi
+}  // namespace uniccl
+
+NCCL_DEVICE_INLINE void* ncclGetLocalPointer(ncclWindow_t w, size_t offset) {
+  return uniccl::devapi::flatPointer(w->lsaFlatBase, w->stride4G, w->lsaRank, offset);
+}
+/* peer: an LSA rank. */
+NCCL_DEVICE_INLINE void* ncclGetLsaPointer(ncclWindow_t w, size_t offset, int peer) {
+  return uniccl::devapi::flatPointer(w->lsaFlatBase, w->stride4G, peer, offset);
+}
+/* peer: a world rank of this rank's LSA team. */
+NCCL_DEVICE_INLINE void* ncclGetPeerPointer(ncclWindow_t w, size_t offset, int peer) {
+  return uniccl::devapi::flatPointer(w->lsaFlatBase, w->stride4G, w->lsaRank + (peer - w->worldRank), offset);
+}
+/* peer: a rank of `team` (a team this rank is in, inside its LSA team). */
+NCCL_DEVICE_INLINE void* ncclGetPeerPointer(ncclWindow_t w, size_t offset, ncclTeam tm, int peer) {
+  return uniccl::devapi::flatPointer(w->lsaFlatBase, w->stride4G, w->lsaRank + (peer - tm.rank) * tm.stride, offset);
+}
+
+/* The same in the device communicator's resource window (its inlined copy),
+ * at the buffer a resource handle names. */
+NCCL_DEVICE_INLINE void* ncclGetResourceBufferLocalPointer(ncclDevComm const& comm, ncclDevResourceHandle h) {
+  return uniccl::devapi::flatPointer(comm.resourceWindow_inlined.lsaFlatBase, comm.resourceWindow_inlined.stride4G,
+                                     comm.lsaRank, ncclGetResourceBufferOffset(h));
+}
+NCCL_DEVICE_INLINE void* ncclGetResourceBufferLsaPointer(ncclDevComm const& comm, ncclDevResourceHandle h, int peer) {
+  return uniccl::devapi::flatPointer(comm.resourceWindow_inlined.lsaFlatBase, comm.resourceWindow_inlined.stride4G,
+                                     peer, ncclGetResourceBufferOffset(h));
+}
+NCCL_DEVICE_INLINE void* ncclGetResourceBufferPeerPointer(ncclDevComm const& comm, ncclDevResourceHandle h,
+                                                          ncclTeam team, int peer) {
+  return uniccl::devapi::flatPointer(comm.resourceWindow_inlined.lsaFlatBase, comm.resourceWindow_inlined.stride4G,
+                                     comm.lsaRank + (peer - team.rank) * team.stride, ncclGetResourceBufferOffset(h));
+}
+
+/* The registered window that holds ptr, from the device communicator's
+ * window table; NULL when none does (NCCL 2.28.9 never returns then). Every
+ * thread of coop calls it and gets the same answer (each looks itself). */
+template <typename Coop>
+NCCL_DEVICE_INLINE ncclWindow_t ncclFindWindow(Coop, ncclDevComm const& comm, void const* ptr) {
+  uintptr_t p = (uintptr_t)ptr;
+  for (ncclDevCommWindowTable const* t = comm.windowTable; t != NULL; t = t->next) {
+    for (int i = 0; i < 32; i++) {
+      ncclDevCommWindowTableEntry const& e = t->entries[i];
+      if (e.base != 0 && e.size != 0 && e.window != NULL && p - e.base < e.size) return e.window;
+    }
+  }
+  return NULL;
+}
+#endif /* UNICCL_DEVICE_API */
 
 #endif /* UNICCL_NCCL_DEVICE_CORE_H */

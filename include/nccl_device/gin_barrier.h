@@ -1,7 +1,9 @@
 /*
  * uniccl's Device API: GIN (GPU-initiated network) barriers, host part. The
  * requirement builder says how many GIN signals nBarriers barriers over
- * `team` need; device-side sessions are not part of this uniccl version.
+ * `team` need. Device-side GIN (ncclGin, ncclGinBarrierSession) is not part
+ * of this uniccl version and is not declared; ncclGinFenceLevel is, as the
+ * type of ncclBarrierSession::sync's last argument (barrier.h).
  */
 #ifndef UNICCL_NCCL_DEVICE_GIN_BARRIER_H
 #define UNICCL_NCCL_DEVICE_GIN_BARRIER_H
@@ -10,4 +12,9 @@
 NCCL_EXTERN_C __host__ ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t team, int nBarriers,
                                                                     ncclGinBarrierHandle_t* outHandle,
                                                                     ncclDevResourceRequirements_t* outReq);
+
+#if UNICCL_DEVICE_API
+enum class ncclGinFenceLevel { Relaxed };
 #endif
+
+#endif /* UNICCL_NCCL_DEVICE_GIN_BARRIER_H */

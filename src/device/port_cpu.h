@@ -54,6 +54,7 @@ extern thread_local EmuDim3 blockDim;
 void* emuBlockShared();                 // this block's shared memory (zeroed at launch)
 void emuBarrier(int id, int nthreads);  // named barrier: id 0 = the whole block
 void emuWaveSync();                     // the lanes of this thread's wavefront meet
+void emuLaneSync(int n);                // the aligned group of n lanes (a power of two) meets
 void emuPoll();                         // a polling loop's pause: lets producers run on few cores
 
 // 16 bytes moved as one unit.

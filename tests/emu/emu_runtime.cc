@@ -5,6 +5,8 @@
 #include <sched.h>
 
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -43,12 +45,19 @@ struct Barrier {
 };
 
 constexpr size_t kSharedBytes = 16 << 10;   // BlockShared is well under this
-constexpr int kMaxThreads = dev::kThreadsPerBlock;
+// Blocks of the sizes launches ask for (runSizedCpuKernel: kernels of Device
+// API tests): whole wavefronts, at most this many OS threads.
+constexpr unsigned kMaxBlockThreads = 1024;
 
 struct BlockContext {
+  explicit BlockContext(unsigned nthreads)
+      : waves(new Barrier[nthreads / kWarpSize]), lanes(new Barrier[nthreads]) {}
   alignas(64) unsigned char shared[kSharedBytes];
   Barrier barriers[16];   // bar.sync ids 0..15
-  Barrier waves[kMaxThreads / dev::kWarpSize];   // each wavefront's lockstep (emuWaveSync)
+  std::unique_ptr<Barrier[]> waves;   // each wavefront's lockstep (emuWaveSync)
+  // Aligned groups of 2, 4, ... kWarpSize / 2 lanes (emuLaneSync): the groups
+  // of 2^k lanes from index nthreads - 2 * nthreads / 2^k (fewer than nthreads in all).
+  std::unique_ptr<Barrier[]> lanes;
 };
 
 thread_local BlockContext* tBlock = nullptr;
@@ -65,6 +74,16 @@ void emuBarrier(int id, int nthreads) {
 
 void emuWaveSync() { tBlock->waves[threadIdx.x / kWarpSize].wait(kWarpSize); }
 
+// The aligned group of n lanes (a power of two up to the wavefront) that
+// holds this thread meets, as the lanes of a GPU's tile do in lockstep.
+void emuLaneSync(int n) {
+  if (n <= 1) return;
+  if (n >= kWarpSize) return emuWaveSync();
+  const unsigned nthreads = blockDim.x;
+  const unsigned base = nthreads - 2 * nthreads / (unsigned)n;
+  tBlock->lanes[base + threadIdx.x / (unsigned)n].wait(n);
+}
+
 void emuPoll() {
   // Polling threads give the CPU to the threads they wait for (2 cores run
   // hundreds of emulated threads).
@@ -73,17 +92,30 @@ void emuPoll() {
 
 }  // namespace uniccl::dev
 
+// What include/nccl_device/impl/port.h calls in the emulator build of the
+// Device API's device functions (public headers cannot include src/).
+extern "C" {
+unsigned uniccl_emu_thread_index(void) { return uniccl::dev::threadIdx.x; }
+unsigned uniccl_emu_block_threads(void) { return uniccl::dev::blockDim.x; }
+unsigned uniccl_emu_block_index(void) { return uniccl::dev::blockIdx.x; }   // for test kernels
+unsigned uniccl_emu_wave_size(void) { return uniccl::dev::kWarpSize; }
+void uniccl_emu_barrier(int id, int nThreads) { uniccl::dev::emuBarrier(id, nThreads); }
+void uniccl_emu_lane_sync(int nLanes) { uniccl::dev::emuLaneSync(nLanes); }
+void uniccl_emu_poll(void) { uniccl::dev::emuPoll(); }
+}
+
 namespace uniccl::emu {
 
-void runCpuKernel(const void* kernel, unsigned gridX, unsigned /*blockX*/, const void* argBytes) {
+namespace {
+
+void runBlocks(const void* kernel, unsigned gridX, unsigned nthreads, const void* argBytes) {
   using KernelFn = void (*)(dev::KernelArgs);
   const KernelFn fn = reinterpret_cast<KernelFn>(const_cast<void*>(kernel));
   dev::KernelArgs args;
   memcpy(&args, argBytes, sizeof(args));
-  const unsigned nthreads = dev::kThreadsPerBlock;
   std::vector<std::unique_ptr<dev::BlockContext>> blocks(gridX);
   for (auto& b : blocks) {
-    b = std::make_unique<dev::BlockContext>();
+    b = std::make_unique<dev::BlockContext>(nthreads);
     memset(b->shared, 0, sizeof(b->shared));
   }
   std::vector<std::thread> threads;
@@ -103,6 +135,22 @@ void runCpuKernel(const void* kernel, unsigned gridX, unsigned /*blockX*/, const
   for (std::thread& th : threads) th.join();
 }
 
+}  // namespace
+
+void runCpuKernel(const void* kernel, unsigned gridX, unsigned /*blockX*/, const void* argBytes) {
+  runBlocks(kernel, gridX, dev::kThreadsPerBlock, argBytes);
+}
+
+void runSizedCpuKernel(const void* kernel, unsigned gridX, unsigned blockX, const void* argBytes) {
+  if (blockX == 0 || blockX % dev::kWarpSize != 0 || blockX > dev::kMaxBlockThreads) {
+    fprintf(stderr, "emu runSizedCpuKernel: a block of %u threads (the emulator runs whole %d-lane wavefronts, "
+            "at most %u threads)\n", blockX, dev::kWarpSize, dev::kMaxBlockThreads);
+    abort();
+  }
+  runBlocks(kernel, gridX, blockX, argBytes);
+}
+
 void installCpuKernelRunner() { setKernelRunner(&runCpuKernel); }
+void installSizedCpuKernelRunner() { setKernelRunner(&runSizedCpuKernel); }
 
 }  // namespace uniccl::emu

@@ -94,6 +94,11 @@ static_assert(offsetof(ncclDevCommRequirements, ginContextCount) == 44, "ncclDev
 static_assert(offsetof(ncclDevCommRequirements, ginSignalCount) == 48, "ncclDevCommRequirements::ginSignalCount");
 static_assert(offsetof(ncclDevCommRequirements, ginCounterCount) == 52, "ncclDevCommRequirements::ginCounterCount");
 
+// A plain host translation unit sees the host-visible types (ncclSymPtr,
+// the team tags) but none of the device-side functions.
+static_assert(UNICCL_DEVICE_API == 0, "host C++ must not see the device-side functions");
+static_assert(sizeof(ncclSymPtr<float>) == 16, "ncclSymPtr: a window and an offset");
+
 namespace {
 
 TEST(DeviceAbi, HandleTypes) {
@@ -164,6 +169,28 @@ TEST(DeviceTeams, RankInDifference) {
   ncclTeam w3{8, 3, 1}, odd{4, 1, 2};
   const int even[] = {0, 2, 4, 6};
   for (int i = 0; i < 4; i++) EXPECT_EQ(ncclTeamRankInDifference(w3, odd, i), even[i]) << i;
+}
+
+TEST(DeviceSymPtr, ArithmeticInElements) {
+  ncclWindow_vidmem w{};
+  ncclSymPtr<uint32_t> p(&w, 64);
+  ncclSymPtr<uint32_t> q = p + 5;
+  EXPECT_EQ(q.offset, 84u);
+  EXPECT_EQ(q - p, 5);
+  q -= 2;
+  EXPECT_EQ(q.offset, 76u);
+  EXPECT_TRUE(q != p);
+  EXPECT_TRUE((q - 3) == p);
+  q += -1;
+  EXPECT_EQ(q.offset, 72u);
+  ncclSymPtr<char> c = q;   // conversion keeps the byte offset
+  EXPECT_EQ(c.window, &w);
+  EXPECT_EQ((c + 1).offset, 73u);
+  EXPECT_EQ(ncclSymPtr<double>().window, nullptr);
+  ncclTeamTagLsa lsa;
+  ncclTeamTagWorld world;
+  ncclTeamTagRail rail;
+  (void)lsa, (void)world, (void)rail;
 }
 
 }  // namespace

@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
-"""Compiles a kernel that includes "nccl_device.h" with a GPU compiler (nvcc
-or hipcc) and checks that every nccl*.h it opened is uniccl's own.
+"""Compiles kernels that include "nccl_device.h" with a GPU compiler (nvcc
+or hipcc) and checks that every nccl*.h it opened is uniccl's own. The
+kernels use the host-visible team arithmetic and every device-side function
+uniccl declares (pointers, ncclSymPtr, cooperative groups, barrier and LL
+all-to-all sessions with each kind of group); hipcc builds them for a
+64-lane (gfx90a) and a 32-lane (gfx1030) target.
 
 nvcc puts its toolkit's include directory (which holds NVIDIA's nccl.h and
 nccl_device/) on the search path by itself, so a wrong include order would
@@ -29,6 +33,78 @@ __global__ void teams(ncclDevComm comm, int* out) {
   out[2] = (int)ncclGetResourceBufferOffset(1);
 }
 
+// The device-side functions: window and resource pointers, ncclSymPtr,
+// cooperative groups, LSA barrier sessions (alone and through
+// ncclBarrierSession) and the LL all-to-all, as NCCL code calls them.
+struct Elt12 { unsigned a, b, c; };
+template <typename Coop>
+__device__ void sessions(Coop coop, ncclDevComm const& comm, ncclLLA2AHandle ll, int* out) {
+  {
+    ncclLsaBarrierSession<Coop> bar(coop, comm, ncclTeamTagLsa(), blockIdx.x);
+    bar.arrive(coop, cuda::memory_order_release);
+    bar.wait(coop, cuda::memory_order_acquire);
+    bar.sync(coop, cuda::memory_order_acq_rel);
+  }
+  {
+    ncclLsaBarrierSession<Coop> bar(coop, comm, ncclTeamLsa(comm), comm.lsaBarrier, 0, /*multimem=*/true);
+    bar.sync(coop, cuda::memory_order_relaxed);
+  }
+  {
+    ncclLsaBarrierSession<Coop> bar{coop, comm, ncclTeamLsa(comm), comm.lsaBarrier, blockIdx.x};
+    bar.sync(coop, cuda::memory_order_relaxed);
+  }
+  {
+    ncclBarrierSession<Coop> bar(coop, ncclTeamTagLsa(), comm, 1);
+    bar.sync(coop, cuda::memory_order_seq_cst, ncclGinFenceLevel::Relaxed);
+    bar.lsaBarrier().sync(coop, cuda::memory_order_acq_rel);
+  }
+  ncclLLA2ASession<Coop> a2a(coop, comm, ncclTeamLsa(comm), ll, blockIdx.x, 64);
+  a2a.send(1, coop.thread_rank(), Elt12{1, 2, 3});
+  a2a.bcast(2, 1.5);
+  Elt12 e = a2a.template recv<Elt12>(coop.thread_rank());
+  double d[4];
+  a2a.template recvUnrolled<1, 4>(0, 3, 2, d);
+  float sum = a2a.template recvReduce<4, float>(0, 5, 1, [](float x) { return x; },
+                                                [](float x, float y) { return x + y; });
+  a2a.endEpoch(coop);
+  out[threadIdx.x] = (int)(e.a + d[0] + sum) + coop.size() + coop.num_threads();
+}
+
+__global__ void deviceApi(ncclDevComm comm, ncclWindow_t win, ncclLLA2AHandle ll, int* out) {
+  char* p = (char*)ncclGetLocalPointer(win, 16);
+  p += (size_t)ncclGetLsaPointer(win, 0, 1) & 1;
+  p += (size_t)ncclGetPeerPointer(win, 0, comm.rank) & 1;
+  p += (size_t)ncclGetPeerPointer(win, 0, ncclTeamLsa(comm), 0) & 1;
+  p += (size_t)ncclGetResourceBufferLocalPointer(comm, comm.lsaBarrier.bufHandle) & 1;
+  p += (size_t)ncclGetResourceBufferLsaPointer(comm, 0, 1) & 1;
+  p += (size_t)ncclGetResourceBufferPeerPointer(comm, 0, ncclTeamLsa(comm), 1) & 1;
+  ncclSymPtr<float> sym = ncclGetResourceBuffer(comm, 2);
+  *(sym + 3).peerPtr(ncclTeamLsa(comm), 1) = 1.0f;
+  *sym.lsaPtr(0) += *sym.localPtr() + *sym.peerPtr(comm.rank);
+  if (ncclFindWindow(ncclCoopCta(), comm, p) == win) out[0] = 1;
+  ncclCoopThread thread;
+  ncclCoopWarp warp;
+  ncclCoopTile<16> tile;
+  ncclCoopCta cta;
+  out[1] = thread.thread_rank() + warp.thread_rank() + tile.thread_rank() + cta.thread_rank() + warp.size();
+  thread.sync();
+  warp.sync();
+  tile.sync();
+  cta.sync();
+  sessions(cta, comm, ll, out);
+  sessions(warp, comm, ll, out);
+  sessions(thread, comm, ll, out);
+#if defined(__HIP__)
+#if defined(UNICCL_DEVICE_API_NAMED_BARRIERS)
+#error "ncclCoopWarpSpan must not be declared for AMD GPUs (no named barriers)"
+#endif
+#else
+  ncclCoopWarpSpan span(1, 2, 3);
+  span.sync();
+  sessions(span, comm, ll, out);
+#endif
+}
+
 // Host code calls the host API (declarations only: nothing is linked).
 int hostSide(ncclComm_t comm) {
   ncclLsaBarrierHandle_t h;
@@ -55,7 +131,8 @@ def main():
             f.write(SOURCE)
         args = [exe, "-std=c++17", "-I" + inc]
         if kind == "hip":
-            args += ["-x", "hip", "--offload-arch=gfx90a", "-D__HIP_PLATFORM_AMD__"]
+            # CDNA (64-lane wavefronts) and RDNA (32): the coop "warp" is each one's.
+            args += ["-x", "hip", "--offload-arch=gfx90a", "--offload-arch=gfx1030", "-D__HIP_PLATFORM_AMD__"]
         deps = subprocess.run(args + ["-M", src], capture_output=True, text=True)
         if deps.returncode != 0:
             print(f"FAIL: {' '.join(args)} -M failed:\n{deps.stderr}")
