@@ -264,8 +264,13 @@ struct ncclSymPtr; /* ptr.h */
  * checked (a device function cannot fail).
  *
  * Multimem pointers (ncclGetMultimemPointer, ncclGetLsaMultimemPointer and
- * their resource-buffer forms) are not declared: uniccl creates no
- * multicast objects (NVLink SHARP), so no handle could be valid. */
+ * their resource-buffer forms) compute NCCL's address (the handle's
+ * multicast base + the window's mcOffset4K pages + offset) so that kernels
+ * written for NCCL build; they are meaningful only with a device
+ * communicator made with multimem, which uniccl never makes
+ * (ncclDevCommCreate refuses lsaMultimem and multimem teams: NVLink
+ * multicast is not used), so a program cannot reach them with a valid
+ * handle: its ncclDevCommCreate call fails first. */
 #if UNICCL_DEVICE_API
 namespace uniccl {
 namespace devapi {
@@ -305,6 +310,21 @@ NCCL_DEVICE_INLINE void* ncclGetResourceBufferPeerPointer(ncclDevComm const& com
                                                           ncclTeam team, int peer) {
   return uniccl::devapi::flatPointer(comm.resourceWindow_inlined.lsaFlatBase, comm.resourceWindow_inlined.stride4G,
                                      comm.lsaRank + (peer - team.rank) * team.stride, ncclGetResourceBufferOffset(h));
+}
+
+/* Multimem (see above: unreachable with a device communicator uniccl made). */
+NCCL_DEVICE_INLINE void* ncclGetMultimemPointer(ncclWindow_t w, size_t offset, ncclMultimemHandle mm) {
+  return (char*)mm.mcBasePtr + (size_t)w->mcOffset4K * 4096 + offset;
+}
+NCCL_DEVICE_INLINE void* ncclGetLsaMultimemPointer(ncclWindow_t w, size_t offset, ncclDevComm const& comm) {
+  return ncclGetMultimemPointer(w, offset, comm.lsaMultimem);
+}
+NCCL_DEVICE_INLINE void* ncclGetResourceBufferMultimemPointer(ncclDevComm const& comm, ncclDevResourceHandle h,
+                                                              ncclMultimemHandle mm) {
+  return (char*)mm.mcBasePtr + (size_t)comm.resourceWindow_inlined.mcOffset4K * 4096 + ncclGetResourceBufferOffset(h);
+}
+NCCL_DEVICE_INLINE void* ncclGetResourceBufferLsaMultimemPointer(ncclDevComm const& comm, ncclDevResourceHandle h) {
+  return ncclGetResourceBufferMultimemPointer(comm, h, comm.lsaMultimem);
 }
 
 /* The registered window that holds ptr, from the device communicator's

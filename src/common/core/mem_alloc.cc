@@ -51,7 +51,7 @@ class VmmBuild {
     UCHECK(gpu::memMap(va_, bytes_, handle_, dev));
     mapped_ = true;
     // Every GPU that can reach this one's memory may load, store or copy
-    // here (the copy engines of core/copy_engine.h write into a peer's
+    // here (the copy engines of core/side_stream.h write into a peer's
     // buffer): give it access too, as NCCL's ncclMemAlloc does.
     int n = 0;
     UCHECK(gpu::getDeviceCount(&n));

@@ -78,6 +78,9 @@ __global__ void deviceApi(ncclDevComm comm, ncclWindow_t win, ncclLLA2AHandle ll
   p += (size_t)ncclGetResourceBufferLocalPointer(comm, comm.lsaBarrier.bufHandle) & 1;
   p += (size_t)ncclGetResourceBufferLsaPointer(comm, 0, 1) & 1;
   p += (size_t)ncclGetResourceBufferPeerPointer(comm, 0, ncclTeamLsa(comm), 1) & 1;
+  p += (size_t)ncclGetLsaMultimemPointer(win, 0, comm) & 1;
+  p += (size_t)ncclGetMultimemPointer(win, 0, comm.lsaMultimem) & 1;
+  p += (size_t)ncclGetResourceBufferLsaMultimemPointer(comm, 0) & 1;
   ncclSymPtr<float> sym = ncclGetResourceBuffer(comm, 2);
   *(sym + 3).peerPtr(ncclTeamLsa(comm), 1) = 1.0f;
   *sym.lsaPtr(0) += *sym.localPtr() + *sym.peerPtr(comm.rank);
