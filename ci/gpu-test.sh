@@ -5,7 +5,7 @@
 #
 #   bash ci/gpu-test.sh                    # build in build-gpu, tests + benchmarks
 #   bash ci/gpu-test.sh --prebuilt DIR     # DIR/lib, DIR/tests, DIR/bench from ci/pack-prebuilt.sh
-#   GPU_TESTS="backend kernels coll onerank rccl net stress profiler torch" BENCH=quick|full|none BENCH_NET=1 \
+#   GPU_TESTS="backend comm devapi kernels coll onerank rccl net stress profiler torch" BENCH=quick|full|none BENCH_NET=1 \
 #     BENCH_ONERANK=0|1 bash ci/gpu-test.sh
 #   TORCH_PYTHON=/path/to/python: the PyTorch the "torch" test runs (default /opt/torch/.venv/bin/python)
 #   GPU_SHARE=auto|none SHARE_KS="2 8" bash ci/gpu-test.sh   # several ranks per GPU (below); default auto
@@ -28,7 +28,7 @@ OUTDIR=${OUT:-$ROOT/gpu-test-out}
 mkdir -p "$OUTDIR"
 prebuilt=""
 if [[ ${1:-} == --prebuilt ]]; then prebuilt=$(cd "$2" && pwd); fi
-TESTS=${GPU_TESTS-backend comm watchdog capture kernels coll onerank rccl net torch}
+TESTS=${GPU_TESTS-backend comm devapi watchdog capture kernels coll onerank rccl net torch}
 BENCH=${BENCH:-quick}
 table=()
 
@@ -71,6 +71,7 @@ for t in $TESTS; do
   case $t in
     backend) e=$(find_exe gpu_backend_test); if [[ -n $e ]]; then run_test backend 120 "$e"; else missing backend; fi ;;
     comm) e=$(find_exe comm_api_test); if [[ -n $e ]]; then run_test comm-api 300 "$e"; else missing comm; fi ;;
+    devapi) e=$(find_exe device_api_gpu_test); if [[ -n $e ]]; then run_test device-api 180 "$e" --ranks-per-gpu=1; else missing devapi; fi ;;
     watchdog) e=$(find_exe watchdog_gpu_test); if [[ -n $e ]]; then run_test watchdog 120 "$e"; else missing watchdog; fi ;;
     capture) e=$(find_exe capture_test); if [[ -n $e ]]; then run_test capture 120 "$e"; else missing capture; fi ;;
     kernels) e=$(find_exe kernel_harness); if [[ -n $e ]]; then run_test kernels 300 "$e" ${KERNEL_ARGS:-}; else missing kernels; fi ;;
@@ -143,6 +144,9 @@ if [[ $GPU_SHARE != none && $NGPUS -ge 1 ]]; then
     else missing "coll-x$k"; fi
     if [[ -n $cap ]]; then run_test "capture-x$k" 180 "$cap" --ranks-per-gpu=$k; else missing "capture-x$k"; fi
     if [[ -n $wd ]]; then run_test "watchdog-x$k" 180 "$wd" --ranks=$((k * NGPUS)); else missing "watchdog-x$k"; fi
+    # The Device API: windows, device communicators, a user kernel with LSA barriers.
+    da=$(find_exe device_api_gpu_test)
+    if [[ -n $da ]]; then run_test "device-api-x$k" 180 "$da" --ranks-per-gpu=$k; else missing "device-api-x$k"; fi
   done
   if [[ -n $kh ]]; then
     if [[ $NGPUS -eq 1 ]]; then run_test "kernels-x8" 300 "$kh" --ranks 8
