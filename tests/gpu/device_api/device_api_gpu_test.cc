@@ -59,6 +59,9 @@ int intArg(int argc, char** argv, const char* name, int dflt) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Ranks sharing a GPU spin on each other from their own streams: each
+  // needs a hardware queue of its own (before the runtime starts).
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
   int ngpus = 0;
   if (cudaGetDeviceCount(&ngpus) != cudaSuccess || ngpus == 0) {
     printf("SKIP: no GPU\n");
