@@ -248,6 +248,9 @@ std::unique_ptr<DevComms> createDevComms(int nRanks, int lsaSize, const ncclDevC
   d->lsaSize = lsaSize;
   d->windowBytes = windowBytes;
   d->usageBefore = uniccl::emu::usage();
+  // Set before anything is made: a window's LSA team is the one of its
+  // registration, and must be the device communicator's.
+  if (lsaSize != nRanks) setenv("NCCL_LSA_TEAM_SIZE", std::to_string(lsaSize).c_str(), 1);
   d->nccl.assign(nRanks, nullptr);
   std::vector<int> devs(nRanks);
   for (int r = 0; r < nRanks; r++) devs[r] = r;
@@ -282,7 +285,6 @@ std::unique_ptr<DevComms> createDevComms(int nRanks, int lsaSize, const ncclDevC
     }
     rankReqs[r].resourceRequirementsList = n > 0 ? &lists[r][0] : nullptr;
   }
-  if (lsaSize != nRanks) setenv("NCCL_LSA_TEAM_SIZE", std::to_string(lsaSize).c_str(), 1);
   d->comms.resize(nRanks);
   mustSucceed(ncclGroupStart(), "ncclGroupStart");
   for (int r = 0; r < nRanks; r++)
