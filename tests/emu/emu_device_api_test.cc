@@ -3,12 +3,21 @@
 // is an emulated GPU in this process whose kernel runs through the emulated
 // runtime (one OS thread per GPU thread), all ranks' kernels at once.
 //
-// Device communicators are built by hand (buildDevComms, standing in for
-// ncclDevCommCreate until it exists): each window of an LSA team is one flat
-// address range of lsaSize slots 4 GiB apart (stride4G = 1, NCCL's layout),
-// of which only the first bytes of each slot are mapped; resource buffers
-// are placed from the requirement builders' sizes, with canary bytes around
-// them that the device code must leave alone.
+// Device communicators are built by hand (buildDevComms): each window of an
+// LSA team is one flat address range of lsaSize slots 4 GiB apart (stride4G
+// = 1, NCCL's layout), of which only the first bytes of each slot are
+// mapped; resource buffers are placed from the requirement builders' sizes,
+// with canary bytes around them that the device code must leave alone.
+// With --real they come from the library instead (createDevComms):
+// ncclCommInitAll over the emulated devices, a user window from ncclMemAlloc
+// + ncclCommWindowRegister and the device communicators from
+// ncclDevCommCreate (each in a group), LSA teams of 4 on 8 ranks through
+// NCCL_LSA_TEAM_SIZE. The same kernels and checks run on both (DevComms);
+// with --real the expected pointers come from the windows' flat layout,
+// every rank must get the same handles, the resource window must start
+// zeroed and its bytes outside the reserved buffers stay zero (in place of
+// canaries), and after destroying, deregistering and freeing everything the
+// emulator's usage counters are back where they started.
 //
 // Checked: window, resource and ncclSymPtr pointers address the right slot
 // (and a store lands in the right rank's memory); the cooperative groups'
@@ -21,7 +30,7 @@
 // recvUnrolled, recvReduce), across the 32-bit epoch wrap with stale
 // lines planted where a bank must have been cleared.
 //
-//   emu_device_api_test --ranks=N [gtest flags]    (UNICCL_EMU_DEVICES >= N)
+//   emu_device_api_test --ranks=N [--real] [gtest flags]    (UNICCL_EMU_DEVICES >= N)
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -31,6 +40,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -40,6 +50,7 @@
 #include "device/dev_types.h"
 #include "emu_gpu.h"
 #include "emu_runtime.h"
+#include "nccl.h"
 #include "nccl_device.h"
 
 #ifndef UNICCL_DEVICE_API_EMU
@@ -81,26 +92,56 @@ struct FlatRegion {
   FlatRegion& operator=(const FlatRegion&) = delete;
 };
 
-// ------------------------------------------------ hand-built communicators
+// ------------------------------------------------------ device communicators
 constexpr unsigned char kCanary = 0xA5;
 
+bool gReal = false;   // --real: communicators, windows and device communicators from the library
+
+// What the kernels and checks use, however it was made: every rank's device
+// communicator and user window, where each rank sees each LSA peer's slot of
+// the user and resource windows, and the resource buffers the requirements
+// reserved. Outside those buffers (up to resourceBytes) every byte of a
+// rank's resource slot holds `fill` and must keep it.
 struct DevComms {
   int nRanks = 0, lsaSize = 0;
   size_t windowBytes = 0;
-  std::vector<std::unique_ptr<FlatRegion>> resources, windows;   // per LSA team
-  // Per world rank: what the device communicator and kernels point to.
-  std::vector<ncclWindow_vidmem> resourceWin, userWin;
-  std::vector<ncclDevCommWindowTable> tables;
   std::vector<ncclDevComm> comms;
+  std::vector<ncclWindow_t> userWin;
+  std::vector<char*> userBuf;   // the memory of rank r's user window, as rank r's own pointer to it
   std::vector<std::pair<size_t, size_t>> reserved;   // [begin, end) of each resource buffer in a rank's slot
   size_t resourceBytes = 0;
+  unsigned char fill = kCanary;
 
-  char* resourceSlot(int rank) const { return resources[rank / lsaSize]->slot(rank % lsaSize); }
-  char* windowSlot(int rank) const { return windows[rank / lsaSize]->slot(rank % lsaSize); }
+  // Hand-built (buildDevComms): flat regions per LSA team, and what points to them.
+  std::vector<std::unique_ptr<FlatRegion>> resources, windows;
+  std::vector<ncclWindow_vidmem> resourceWinMem, userWinMem;
+  std::vector<ncclDevCommWindowTable> tables;
+
+  // From the library (createDevComms): torn down by the destructor.
+  std::vector<ncclComm_t> nccl;
+  std::vector<void*> mem;
+  uniccl::emu::Usage usageBefore{};
+
+  // Rank `rank`'s view of LSA peer p's slot.
+  char* windowSlotAt(int rank, int p) const {
+    if (nccl.empty()) return windows[rank / lsaSize]->slot(p);
+    return userWin[rank]->lsaFlatBase + (size_t)p * ((size_t)userWin[rank]->stride4G << 32);
+  }
+  char* resourceSlotAt(int rank, int p) const {
+    if (nccl.empty()) return resources[rank / lsaSize]->slot(p);
+    const ncclWindow_vidmem& w = comms[rank].resourceWindow_inlined;
+    return w.lsaFlatBase + (size_t)p * ((size_t)w.stride4G << 32);
+  }
+  char* resourceSlot(int rank) const { return resourceSlotAt(rank, rank % lsaSize); }
+
+  DevComms() = default;
+  DevComms(const DevComms&) = delete;
+  DevComms& operator=(const DevComms&) = delete;
+  ~DevComms();
 };
 
-// Stands in for ncclDevCommCreate (being written elsewhere; it will replace
-// this function): every rank's ncclDevComm for nRanks ranks in LSA teams of
+// Stands in for ncclDevCommCreate (createDevComms below uses the real one):
+// every rank's ncclDevComm for nRanks ranks in LSA teams of
 // lsaSize consecutive ranks, with reqs' LSA barriers (lsaBarrierCount, in
 // comm.lsaBarrier) and resource buffers (resourceRequirementsList, handles
 // written through outBufferHandle) placed in a resource window, plus one user
@@ -132,13 +173,16 @@ std::unique_ptr<DevComms> buildDevComms(int nRanks, int lsaSize, const ncclDevCo
     offset += r.bufferSize + 128;   // canary after each
   }
   d->resourceBytes = offset;
+  d->fill = kCanary;
 
   for (int t = 0; t < nRanks / lsaSize; t++) {
     d->resources.push_back(std::make_unique<FlatRegion>(lsaSize, d->resourceBytes));
     d->windows.push_back(std::make_unique<FlatRegion>(lsaSize, windowBytes));
   }
-  d->resourceWin.resize(nRanks);
+  d->resourceWinMem.resize(nRanks);
+  d->userWinMem.resize(nRanks);
   d->userWin.resize(nRanks);
+  d->userBuf.resize(nRanks);
   d->tables.resize(nRanks);
   d->comms.resize(nRanks);
   for (int r = 0; r < nRanks; r++) {
@@ -151,15 +195,17 @@ std::unique_ptr<DevComms> buildDevComms(int nRanks, int lsaSize, const ncclDevCo
     w.lsaRank = r % lsaSize;
     w.worldRank = r;
     w.stride4G = 1;
-    d->resourceWin[r] = w;
+    d->resourceWinMem[r] = w;
     w.lsaFlatBase = d->windows[r / lsaSize]->base;
-    d->userWin[r] = w;
+    d->userWinMem[r] = w;
+    d->userWin[r] = &d->userWinMem[r];
+    d->userBuf[r] = d->windowSlotAt(r, r % lsaSize);
 
     ncclDevCommWindowTable& tab = d->tables[r];
     memset(&tab, 0, sizeof(tab));
-    tab.entries[0].base = (uintptr_t)d->windowSlot(r);
+    tab.entries[0].base = (uintptr_t)d->userBuf[r];
     tab.entries[0].size = windowBytes;
-    tab.entries[0].window = &d->userWin[r];
+    tab.entries[0].window = d->userWin[r];
 
     ncclDevComm c{};
     c.rank = r;
@@ -169,12 +215,156 @@ std::unique_ptr<DevComms> buildDevComms(int nRanks, int lsaSize, const ncclDevCo
     c.lsaSize = lsaSize;
     c.lsaSize_rcp32 = UINT32_MAX / (uint32_t)lsaSize + ((lsaSize & (lsaSize - 1)) == 0);
     c.windowTable = &d->tables[r];
-    c.resourceWindow = &d->resourceWin[r];
-    c.resourceWindow_inlined = d->resourceWin[r];
+    c.resourceWindow = &d->resourceWinMem[r];
+    c.resourceWindow_inlined = d->resourceWinMem[r];
     c.lsaBarrier = lsaBarrier;
     d->comms[r] = c;
   }
   return d;
+}
+
+// Library calls while building: a failure ends the test program (nothing
+// after it could run on what was not made).
+void mustSucceed(ncclResult_t res, const char* what) {
+  if (res == ncclSuccess) return;
+  fprintf(stderr, "FATAL: %s: %s (%s)\n", what, ncclGetErrorString(res), ncclGetLastError(nullptr));
+  abort();
+}
+
+// The same from the library (--real): ncclCommInitAll over emulated devices
+// 0..nRanks-1, a user window of windowBytes per rank from ncclMemAlloc and
+// ncclCommWindowRegister (in a group), and the device communicators from
+// ncclDevCommCreate (in a group) with reqs; LSA teams of lsaSize through
+// NCCL_LSA_TEAM_SIZE. Each rank gets its own copy of the requirements list
+// (the handles it writes are compared across ranks, then written through
+// reqs' outBufferHandle). The library's resource window has no canaries:
+// it is zeroed whole pages, so the fill checked outside the buffers is 0,
+// up to the end of the page holding the last one; that every byte the
+// requirements reserve starts zeroed is checked here.
+std::unique_ptr<DevComms> createDevComms(int nRanks, int lsaSize, const ncclDevCommRequirements& reqs,
+                                         size_t windowBytes) {
+  auto d = std::make_unique<DevComms>();
+  d->nRanks = nRanks;
+  d->lsaSize = lsaSize;
+  d->windowBytes = windowBytes;
+  d->usageBefore = uniccl::emu::usage();
+  // Set before anything is made: a window's LSA team is the one of its
+  // registration, and must be the device communicator's.
+  if (lsaSize != nRanks) setenv("NCCL_LSA_TEAM_SIZE", std::to_string(lsaSize).c_str(), 1);
+  d->nccl.assign(nRanks, nullptr);
+  std::vector<int> devs(nRanks);
+  for (int r = 0; r < nRanks; r++) devs[r] = r;
+  mustSucceed(ncclCommInitAll(d->nccl.data(), nRanks, devs.data()), "ncclCommInitAll");
+
+  d->mem.assign(nRanks, nullptr);
+  d->userWin.assign(nRanks, nullptr);
+  d->userBuf.resize(nRanks);
+  for (int r = 0; r < nRanks; r++) {
+    mustSucceed(uniccl::gpu::setDevice(r), "setDevice");
+    mustSucceed(ncclMemAlloc(&d->mem[r], windowBytes), "ncclMemAlloc");
+    memset(d->mem[r], 0, windowBytes);   // emulated device memory is host memory
+    d->userBuf[r] = static_cast<char*>(d->mem[r]);
+  }
+  mustSucceed(ncclGroupStart(), "ncclGroupStart");
+  for (int r = 0; r < nRanks; r++)
+    mustSucceed(ncclCommWindowRegister(d->nccl[r], d->mem[r], windowBytes, &d->userWin[r], NCCL_WIN_COLL_SYMMETRIC),
+                "ncclCommWindowRegister");
+  mustSucceed(ncclGroupEnd(), "ncclGroupEnd (windows)");
+
+  std::vector<ncclDevResourceRequirements*> orig;
+  for (ncclDevResourceRequirements* r = reqs.resourceRequirementsList; r != nullptr; r = r->next) orig.push_back(r);
+  const size_t n = orig.size();
+  std::vector<std::vector<ncclDevResourceRequirements>> lists(nRanks, std::vector<ncclDevResourceRequirements>(n));
+  std::vector<std::vector<ncclDevResourceHandle>> handles(nRanks, std::vector<ncclDevResourceHandle>(n, UINT32_MAX));
+  std::vector<ncclDevCommRequirements> rankReqs(nRanks, reqs);
+  for (int r = 0; r < nRanks; r++) {
+    for (size_t i = 0; i < n; i++) {
+      lists[r][i] = *orig[i];
+      lists[r][i].next = i + 1 < n ? &lists[r][i + 1] : nullptr;
+      lists[r][i].outBufferHandle = &handles[r][i];
+    }
+    rankReqs[r].resourceRequirementsList = n > 0 ? &lists[r][0] : nullptr;
+  }
+  d->comms.resize(nRanks);
+  mustSucceed(ncclGroupStart(), "ncclGroupStart");
+  for (int r = 0; r < nRanks; r++)
+    mustSucceed(ncclDevCommCreate(d->nccl[r], &rankReqs[r], &d->comms[r]), "ncclDevCommCreate");
+  mustSucceed(ncclGroupEnd(), "ncclGroupEnd (device communicators)");
+  unsetenv("NCCL_LSA_TEAM_SIZE");
+
+  for (size_t i = 0; i < n; i++) {
+    for (int r = 1; r < nRanks; r++) EXPECT_EQ(handles[r][i], handles[0][i]) << "requirement " << i << ", rank " << r;
+    if (orig[i]->outBufferHandle != nullptr) *orig[i]->outBufferHandle = handles[0][i];
+  }
+  const ncclLsaBarrierHandle& bar = d->comms[0].lsaBarrier;
+  EXPECT_EQ(bar.nBarriers, reqs.lsaBarrierCount);
+  if (bar.nBarriers > 0) {
+    ncclLsaBarrierHandle h;
+    ncclDevResourceRequirements rr;
+    EXPECT_EQ(ncclLsaBarrierCreateRequirement(ncclTeam{lsaSize, 0, 1}, bar.nBarriers, &h, &rr), ncclSuccess);
+    d->reserved.emplace_back((size_t)bar.bufHandle * 128, (size_t)bar.bufHandle * 128 + rr.bufferSize);
+  }
+  for (size_t i = 0; i < n; i++)
+    d->reserved.emplace_back((size_t)handles[0][i] * 128, (size_t)handles[0][i] * 128 + orig[i]->bufferSize);
+  std::sort(d->reserved.begin(), d->reserved.end());
+  size_t end = 0;
+  for (auto& b : d->reserved) {
+    EXPECT_GE(b.first, end) << "resource buffers overlap";
+    end = std::max(end, b.second);
+  }
+  d->resourceBytes = (end + 4095) / 4096 * 4096;
+  d->fill = 0;
+
+  for (int r = 0; r < nRanks; r++) {
+    SCOPED_TRACE("rank " + std::to_string(r) + " from ncclDevCommCreate");
+    const ncclDevComm& c = d->comms[r];
+    EXPECT_EQ(c.rank, r);
+    EXPECT_EQ(c.nRanks, nRanks);
+    EXPECT_EQ(c.lsaRank, r % lsaSize);
+    EXPECT_EQ(c.lsaSize, lsaSize);
+    EXPECT_EQ(c.lsaBarrier.bufHandle, bar.bufHandle);
+    EXPECT_EQ(c.lsaBarrier.nBarriers, bar.nBarriers);
+    EXPECT_EQ(d->userWin[r]->lsaRank, r % lsaSize);
+    EXPECT_EQ(d->userWin[r]->worldRank, r);
+    // Every byte of the resource slot (buffers and the gaps between them) starts zeroed.
+    const unsigned char* res = (const unsigned char*)d->resourceSlot(r);
+    size_t nonzero = 0;
+    for (size_t i = 0; i < d->resourceBytes; i++) nonzero += res[i] != 0;
+    EXPECT_EQ(nonzero, 0u) << "resource bytes not zeroed by ncclDevCommCreate";
+  }
+  return d;
+}
+
+DevComms::~DevComms() {
+  if (nccl.empty()) return;
+  for (int r = 0; r < nRanks; r++) {
+    EXPECT_EQ(ncclDevCommDestroy(nccl[r], &comms[r]), ncclSuccess) << "rank " << r;
+    EXPECT_EQ(ncclCommWindowDeregister(nccl[r], userWin[r]), ncclSuccess) << "rank " << r;
+  }
+  for (int r = 0; r < nRanks; r++) {
+    EXPECT_EQ(uniccl::gpu::setDevice(r), ncclSuccess);
+    EXPECT_EQ(ncclMemFree(mem[r]), ncclSuccess) << "rank " << r;
+  }
+  for (int r = 0; r < nRanks; r++) EXPECT_EQ(ncclCommDestroy(nccl[r]), ncclSuccess) << "rank " << r;
+  // The emulated runtime's live objects are back where they were.
+  const uniccl::emu::Usage u = uniccl::emu::usage(), b = usageBefore;
+  EXPECT_EQ(u.deviceAllocs, b.deviceAllocs);
+  EXPECT_EQ(u.deviceBytes, b.deviceBytes);
+  EXPECT_EQ(u.hostAllocs, b.hostAllocs);
+  EXPECT_EQ(u.registrations, b.registrations);
+  EXPECT_EQ(u.streams, b.streams);
+  EXPECT_EQ(u.events, b.events);
+  EXPECT_EQ(u.ipcOpens, b.ipcOpens);
+  EXPECT_EQ(u.physAllocs, b.physAllocs);
+  EXPECT_EQ(u.physBytes, b.physBytes);
+  EXPECT_EQ(u.mappings, b.mappings);
+  EXPECT_EQ(u.reservations, b.reservations);
+}
+
+// The device communicators the tests run on: hand-built, or the library's with --real.
+std::unique_ptr<DevComms> makeDevComms(int nRanks, int lsaSize, const ncclDevCommRequirements& reqs,
+                                       size_t windowBytes) {
+  return gReal ? createDevComms(nRanks, lsaSize, reqs, windowBytes) : buildDevComms(nRanks, lsaSize, reqs, windowBytes);
 }
 
 // Bytes outside every reserved buffer that changed: the device code wrote
@@ -185,10 +375,10 @@ size_t canaryDamage(const DevComms& d) {
     const unsigned char* res = (const unsigned char*)d.resourceSlot(r);
     size_t at = 0;
     for (auto& b : d.reserved) {
-      for (; at < b.first; at++) bad += res[at] != kCanary;
+      for (; at < b.first; at++) bad += res[at] != d.fill;
       at = b.second;
     }
-    for (; at < d.resourceBytes; at++) bad += res[at] != kCanary;
+    for (; at < d.resourceBytes; at++) bad += res[at] != d.fill;
   }
   return bad;
 }
@@ -288,7 +478,9 @@ struct PtrArgs {
   void* symLocal;
   void* symPeer[8];
   void* resBuf;
-  ncclWindow_t found, notFound;
+  char* userBuf;        // the window's memory as this rank's pointer (what the window table lists)
+  size_t windowBytes;
+  ncclWindow_t found, pastEnd, notFound;
 };
 
 constexpr size_t kPtrOffset = 4096 + 24;
@@ -314,8 +506,9 @@ void ptrKernel(uniccl::dev::KernelArgs ka) {
       a->resPeer[p] = ncclGetResourceBufferPeerPointer(comm, a->res, lsa, p);
       a->symPeer[p] = (sym - 1).peerPtr(lsa, p);   // 16 bytes in
     }
-    a->found = ncclFindWindow(cta, comm, (char*)ncclGetLocalPointer(a->win, 0) + 100);
-    a->notFound = ncclFindWindow(cta, comm, (char*)ncclGetLocalPointer(a->win, 0) + (1 << 20) + 1);
+    a->found = ncclFindWindow(cta, comm, a->userBuf + 100);
+    a->pastEnd = ncclFindWindow(cta, comm, a->userBuf + a->windowBytes);
+    a->notFound = ncclFindWindow(cta, comm, (const void*)a);   // host memory, in no window
   }
   cta.sync();
   // Every thread stores one word into each LSA peer's window (by world
@@ -338,12 +531,14 @@ TEST(DeviceApiPointers, WindowsResourcesSymPtrAndStores) {
     rr.outBufferHandle = &res;
     reqs.resourceRequirementsList = &rr;
     reqs.lsaBarrierCount = 3;   // so that `res` is not the first buffer
-    auto d = buildDevComms(gRanks, lsaSize, reqs, 1 << 20);
+    auto d = makeDevComms(gRanks, lsaSize, reqs, 1 << 20);
     std::vector<PtrArgs> args(gRanks);
     for (int r = 0; r < gRanks; r++) {
       args[r] = PtrArgs{};
       args[r].comm = &d->comms[r];
-      args[r].win = &d->userWin[r];
+      args[r].win = d->userWin[r];
+      args[r].userBuf = d->userBuf[r];
+      args[r].windowBytes = d->windowBytes;
       args[r].res = res;
     }
     ASSERT_NE(res, 0u);
@@ -351,26 +546,25 @@ TEST(DeviceApiPointers, WindowsResourcesSymPtrAndStores) {
     for (int r = 0; r < gRanks; r++) {
       SCOPED_TRACE("rank " + std::to_string(r));
       const PtrArgs& a = args[r];
-      const int team0 = r - r % lsaSize;
-      char* win = d->windows[r / lsaSize]->base;
-      char* resBase = d->resources[r / lsaSize]->base;
+      const int team0 = r - r % lsaSize, me = r % lsaSize;
       const size_t resOff = (size_t)res * 128;
-      EXPECT_EQ(a.local, win + (r % lsaSize) * k4G + kPtrOffset);
-      EXPECT_EQ(a.resLocal, resBase + (r % lsaSize) * k4G + resOff);
-      EXPECT_EQ(a.symLocal, win + (r % lsaSize) * k4G + 24);
+      EXPECT_EQ(a.local, d->windowSlotAt(r, me) + kPtrOffset);
+      EXPECT_EQ(a.resLocal, d->resourceSlotAt(r, me) + resOff);
+      EXPECT_EQ(a.symLocal, d->windowSlotAt(r, me) + 24);
       EXPECT_EQ(a.resBuf, a.resLocal);
       for (int p = 0; p < lsaSize; p++) {
-        EXPECT_EQ(a.lsa[p], win + p * k4G + kPtrOffset) << "LSA peer " << p;
-        EXPECT_EQ(a.peerWorld[p], d->windowSlot(team0 + p) + kPtrOffset) << "world peer " << team0 + p;
+        EXPECT_EQ(a.lsa[p], d->windowSlotAt(r, p) + kPtrOffset) << "LSA peer " << p;
+        EXPECT_EQ(a.peerWorld[p], a.lsa[p]) << "world peer " << team0 + p;
         EXPECT_EQ(a.peerLsaTeam[p], a.lsa[p]) << p;
-        EXPECT_EQ(a.resLsa[p], d->resourceSlot(team0 + p) + resOff) << p;
+        EXPECT_EQ(a.resLsa[p], d->resourceSlotAt(r, p) + resOff) << p;
         EXPECT_EQ(a.resPeer[p], a.resLsa[p]) << p;
-        EXPECT_EQ(a.symPeer[p], d->windowSlot(team0 + p) + 16) << p;
+        EXPECT_EQ(a.symPeer[p], d->windowSlotAt(r, p) + 16) << p;
       }
-      EXPECT_EQ(a.found, &d->userWin[r]);
+      EXPECT_EQ(a.found, d->userWin[r]);
+      EXPECT_NE(a.pastEnd, d->userWin[r]);
       EXPECT_EQ(a.notFound, nullptr);
       // What the LSA peers stored here, each in its own row.
-      const uint32_t* got = (const uint32_t*)d->windowSlot(r);
+      const uint32_t* got = (const uint32_t*)d->userBuf[r];   // the rank's own memory
       for (int s = team0; s < team0 + lsaSize; s++)
         for (int t = 0; t < waveSize(); t++)
           ASSERT_EQ(got[s * 64 + t], 0x1000000u * (s + 1) + 0x100u * (r + 1) + t) << "from rank " << s << " thread " << t;
@@ -567,12 +761,12 @@ TEST(DeviceApiLsaBarrier, StoresBeforeArriveAreSeenAfterWait) {
       ASSERT_EQ(ncclLsaBarrierCreateRequirement(ncclTeam{lsaSize, 0, 1}, nBlocks * warpsPerBlock, &warpBarriers, &rr),
                 ncclSuccess);
       reqs.resourceRequirementsList = &rr;
-      auto d = buildDevComms(gRanks, lsaSize, reqs, 2 * kMaxBarriers * 8 * sizeof(uint64_t));
+      auto d = makeDevComms(gRanks, lsaSize, reqs, 2 * kMaxBarriers * 8 * sizeof(uint64_t));
       Errors errors;
       for (int l = 0; l < launches; l++) {
         std::vector<BarArgs> args(gRanks);
         for (int r = 0; r < gRanks; r++)
-          args[r] = BarArgs{&d->comms[r], &d->userWin[r], warpBarriers, (BarMode)mode, rounds, sessions, l, &errors};
+          args[r] = BarArgs{&d->comms[r], d->userWin[r], warpBarriers, (BarMode)mode, rounds, sessions, l, &errors};
         launchAll(barrierKernel, nBlocks, nThreads, args);
       }
       expectNoFailures(errors);
@@ -694,7 +888,7 @@ void runLL(int lsaSize, int count, bool wrapTest) {
   ASSERT_EQ(ncclLLA2ACreateRequirement(nBlocks, nSlots, &handle, &rr), ncclSuccess);
   ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.resourceRequirementsList = &rr;
-  auto d = buildDevComms(gRanks, lsaSize, reqs, 4096);
+  auto d = makeDevComms(gRanks, lsaSize, reqs, 4096);
   const size_t blockLines = 1 + 2 * (size_t)nSlots;
   if (wrapTest) {
     // Epochs 2^32-4 .. 2^32-1, then 2, 3: plant lines flagged 2 (bank 0)
@@ -750,6 +944,7 @@ int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
   for (int i = 1; i < argc; i++)
     if (strncmp(argv[i], "--ranks=", 8) == 0) gRanks = atoi(argv[i] + 8);
+    else if (strcmp(argv[i], "--real") == 0) gReal = true;
   if (gRanks < 1 || gRanks > 8) {
     fprintf(stderr, "--ranks: 1 to 8\n");
     return 2;
@@ -760,6 +955,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   uniccl::emu::installSizedCpuKernelRunner();
-  printf("%d ranks, %d-lane wavefronts\n", gRanks, (int)uniccl_emu_wave_size());
+  printf("%d ranks, %d-lane wavefronts, %s device communicators\n", gRanks, (int)uniccl_emu_wave_size(),
+         gReal ? "the library's (ncclDevCommCreate)" : "hand-built");
   return RUN_ALL_TESTS();
 }
