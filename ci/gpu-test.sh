@@ -9,6 +9,16 @@
 #     BENCH_ONERANK=0|1 bash ci/gpu-test.sh
 #   TORCH_PYTHON=/path/to/python: the PyTorch the "torch" test runs (default /opt/torch/.venv/bin/python)
 #   GPU_SHARE=auto|none SHARE_KS="2 8" bash ci/gpu-test.sh   # several ranks per GPU (below); default auto
+#   GPU_TESTS=amdsync bash ci/gpu-test.sh  # only the amd_sync build's collectives (below; no main build,
+#                                          # no share pass, no benchmarks unless asked for)
+#
+# amdsync (issue 23, docs/amd.md): builds uniccl with -Damd_sync=true (the
+# AMD path's sub-group barrier with 32-lane wavefronts, LL lines as 8-byte
+# halves, relaxed counter polls + fences in CUDA kernels), f32 kernels only,
+# in its own build dir (AMD_SYNC_BUILD_DIR, default build-gpu-amdsync), and
+# runs coll_test's float cases (--quick, P2P) with several ranks on the GPUs:
+# AMD_SYNC_KS ranks per GPU (default "2 4 8" on one GPU, "1 2" on several),
+# then one SHM pass at the first K.
 #
 # Several ranks per GPU (issue 22, GPU_SHARE=auto): on a one-GPU machine the
 # multi-rank suites run with 2, 3, 4 and 8 ranks sharing that GPU (coll_test
@@ -29,6 +39,10 @@ mkdir -p "$OUTDIR"
 prebuilt=""
 if [[ ${1:-} == --prebuilt ]]; then prebuilt=$(cd "$2" && pwd); fi
 TESTS=${GPU_TESTS-backend comm devapi watchdog capture kernels coll onerank rccl net torch}
+# Only the amd_sync pass asked for: no main build, and the share pass and
+# benchmarks (which need it) are off unless asked for.
+main_build=1
+[[ $(echo $TESTS) == amdsync ]] && { main_build=0; GPU_SHARE=${GPU_SHARE:-none}; BENCH=${BENCH:-none}; }
 BENCH=${BENCH:-quick}
 table=()
 
@@ -37,9 +51,11 @@ if [[ -z $prebuilt ]]; then
   # alone (no set -e here: every test runs even when one skips or fails).
   UNICCL_SKIP_HIP=1 source "$ROOT/ci/setup.sh"
   B=${BUILD_DIR:-$ROOT/build-gpu}
-  nccl_home=$(bash "$ROOT/ci/find_nccl.sh")
-  [[ -d $B ]] || meson setup "$B" -Dgpu_backend=cuda -Dgpu_archs=sm_90 ${nccl_home:+-Dnccl_home=$nccl_home} >"$OUTDIR/setup.log" 2>&1
-  ninja -C "$B" >"$OUTDIR/build.log" 2>&1 || { tail -30 "$OUTDIR/build.log"; exit 1; }
+  if [[ $main_build == 1 ]]; then
+    nccl_home=$(bash "$ROOT/ci/find_nccl.sh")
+    [[ -d $B ]] || meson setup "$B" -Dgpu_backend=cuda -Dgpu_archs=sm_90 ${nccl_home:+-Dnccl_home=$nccl_home} >"$OUTDIR/setup.log" 2>&1
+    ninja -C "$B" >"$OUTDIR/build.log" 2>&1 || { tail -30 "$OUTDIR/build.log"; exit 1; }
+  fi
   LIB=$B/src; TDIR=$B/tests/gpu; BDIR=$B; TRACE_PLUGIN=$B/plugins/trace/libnccl-profiler-trace.so
 else
   LIB=$prebuilt/lib; TDIR=$prebuilt/tests; BDIR=$prebuilt; TRACE_PLUGIN=$prebuilt/lib/libnccl-profiler-trace.so
@@ -106,6 +122,24 @@ for t in $TESTS; do
     onerank)  # communicators of one rank (core/one_rank.h): every collective a copy on the stream or nothing
       e=$(find_exe coll_test)
       [[ -n $e ]] && run_test coll-1rank 600 "$e" --ngpus=1 ${COLL_ARGS:-} ;;
+    amdsync)  # -Damd_sync=true: the AMD path's synchronization in CUDA kernels (issue 23; see the top)
+      [[ -n $prebuilt ]] && UNICCL_SKIP_HIP=1 source "$ROOT/ci/setup.sh"
+      AB=${AMD_SYNC_BUILD_DIR:-$ROOT/build-gpu-amdsync}
+      [[ -d $AB ]] || meson setup "$AB" -Dgpu_backend=cuda -Dgpu_archs=sm_90 -Dkernel_filter=f32 -Damd_sync=true \
+        -Dbench=false >"$OUTDIR/amdsync-setup.log" 2>&1
+      if ninja -C "$AB" tests/gpu/coll/coll_test >"$OUTDIR/amdsync-build.log" 2>&1; then
+        if [[ $NGPUS -le 1 ]]; then aks=${AMD_SYNC_KS:-2 4 8}; else aks=${AMD_SYNC_KS:-1 2}; fi
+        for k in $aks; do
+          LD_LIBRARY_PATH=$AB/src run_test "amdsync-coll-p2p-x$k" 300 "$AB/tests/gpu/coll/coll_test" \
+            --mode=A-all --transport=p2p --ranks-per-gpu=$k --quick '--filter=*/float/*'
+        done
+        k=${aks%% *}
+        LD_LIBRARY_PATH=$AB/src run_test "amdsync-coll-shm-x$k" 300 "$AB/tests/gpu/coll/coll_test" \
+          --mode=A-all --transport=shm --ranks-per-gpu=$k --quick '--filter=*/float/*'
+      else
+        tail -30 "$OUTDIR/amdsync-setup.log" "$OUTDIR/amdsync-build.log"
+        table+=("$(printf '%-28s %-12s' amdsync "BUILD FAILED")"); nfail=$((nfail + 1))
+      fi ;;
     torch)  # PyTorch's "nccl" backend on uniccl's libnccl.so.2 (world size 1; skipped without PyTorch)
       run_test torch 600 bash "$ROOT/tests/torch/run.sh" "$LIB/libnccl.so.2" ;;
     net)  # every collective over the socket transport (loopback) between the local GPUs

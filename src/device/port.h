@@ -32,6 +32,27 @@
 #include <cuda_runtime.h>
 #endif
 
+// -Damd_sync=true (CUDA builds only): the kernels run the AMD path's
+// synchronization on an NVIDIA GPU, so that the HIP algorithms meet real
+// concurrency (docs/amd.md, "AMD synchronization on NVIDIA GPUs"). Each
+// function below with a HIP body that can be mapped onto CUDA with the same
+// semantics takes the mapped body under UNICCL_AMD_SYNC_CUDA: the sub-group
+// barrier is sub_barrier.h's software algorithm on block-scope atomics (one
+// arrival per 32-lane warp, __syncwarp as the wavefront's meeting point), LL
+// lines are stored and polled as two 8-byte halves, counters are polled
+// relaxed with one acquire fence after the spin and posted as a release
+// fence then a relaxed store, Simple slots are read with plain streaming
+// loads, work items as two 8-byte loads, spins sleep, KernelCh stamps are
+// two stores, and narrow floats convert in software. Scopes stay system
+// where peers or the host read (peer buffers are ordinary memory on CUDA,
+// not AMD's uncached kind), workgroup scope maps to CTA scope.
+#if defined(UNICCL_AMD_SYNC)
+#if !defined(UNICCL_DEV_CUDA)
+#error "device/port.h: UNICCL_AMD_SYNC (meson -Damd_sync=true) is for CUDA builds: HIP runs these paths natively"
+#endif
+#define UNICCL_AMD_SYNC_CUDA 1
+#endif
+
 // The encoding of ncclFloat8e4m3 / ncclFloat8e5m2 in this pass's device code
 // (device/small_float.h): UNICCL_FP8_FNUZ set means AMD's FNUZ formats
 // (e4m3fnuz: bias 8, max 240; e5m2fnuz: bias 16, max 57344; no infinity, no
@@ -101,6 +122,10 @@ struct alignas(16) Pack16 {
 UDEV uint64_t pollCounter(const uint64_t* p) {
 #if defined(UNICCL_DEV_HIP)
   return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#elif defined(UNICCL_AMD_SYNC_CUDA)
+  uint64_t v;
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
 #else
   uint64_t v;
   asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
@@ -110,9 +135,13 @@ UDEV uint64_t pollCounter(const uint64_t* p) {
 
 // After a pollCounter spin saw the value it waited for: later loads of the
 // data it guards see that data. Nothing on CUDA (the polls were acquires).
+// amd_sync: the polls were relaxed, so this fence is what orders the reads
+// (system scope: a CUDA peer's counter is ordinary memory of another GPU).
 UDEV void acquireAfterPoll() {
 #if defined(UNICCL_DEV_HIP)
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "agent");
+#elif defined(UNICCL_AMD_SYNC_CUDA)
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
 #endif
 }
 
@@ -126,6 +155,8 @@ UDEV void postCounter(uint64_t* p, uint64_t v) {
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "");   // system scope
 #endif
   __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#elif defined(UNICCL_AMD_SYNC_CUDA)
+  asm volatile("fence.acq_rel.sys;\n\tst.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 #else
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 #endif
@@ -137,6 +168,8 @@ UDEV void postCounter(uint64_t* p, uint64_t v) {
 UDEV void postCounterRelaxed(uint64_t* p, uint64_t v) {
 #if defined(UNICCL_DEV_HIP)
   __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#elif defined(UNICCL_AMD_SYNC_CUDA)
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 #else
   *reinterpret_cast<volatile uint64_t*>(p) = v;
 #endif
@@ -172,6 +205,9 @@ UDEV void storeStampPair(uint64_t* p, uint64_t counter, uint64_t value) {
 #if defined(UNICCL_DEV_HIP)
   __hip_atomic_store(p + 1, value, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
   __hip_atomic_store(p, counter, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+#elif defined(UNICCL_AMD_SYNC_CUDA)
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p + 1), "l"(value) : "memory");
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(counter) : "memory");
 #else
   asm volatile("st.volatile.global.v2.u64 [%0], {%1,%2};" ::"l"(p), "l"(counter), "l"(value) : "memory");
 #endif
@@ -187,6 +223,13 @@ UDEV void storeVolatileU64(uint64_t* p, uint64_t v) { *reinterpret_cast<volatile
 // invalidates the CU's vector L1 (buffer_wbinvl1_vol) before the barrier that
 // releases the readers, and all waves of a block share that L1, so plain
 // loads are fresh; we still mark them volatile-free but non-temporal.
+// amd_sync: plain streaming loads (ld.global.cs, L1 allowed), fresh only
+// through the poller's acquire fence and the group's barrier, as on HIP.
+#if defined(UNICCL_AMD_SYNC_CUDA)
+#define UNICCL_LDCG_OP "ld.global.cs"
+#else
+#define UNICCL_LDCG_OP "ld.global.cg"
+#endif
 template <typename T>
 UDEV T loadCG(const T* p) {
 #if defined(UNICCL_DEV_HIP)
@@ -194,21 +237,21 @@ UDEV T loadCG(const T* p) {
 #else
   if constexpr (sizeof(T) == 1) {
     uint16_t v;
-    asm volatile("ld.global.cg.u8 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
+    asm volatile(UNICCL_LDCG_OP ".u8 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
     uint8_t b = (uint8_t)v;
     return *reinterpret_cast<T*>(&b);
   } else if constexpr (sizeof(T) == 2) {
     uint16_t v;
-    asm volatile("ld.global.cg.u16 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
+    asm volatile(UNICCL_LDCG_OP ".u16 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
     return *reinterpret_cast<T*>(&v);
   } else if constexpr (sizeof(T) == 4) {
     uint32_t v;
-    asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    asm volatile(UNICCL_LDCG_OP ".u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return *reinterpret_cast<T*>(&v);
   } else {
     static_assert(sizeof(T) == 8, "loadCG: 1, 2, 4 or 8 bytes (Pack16 has its own)");
     uint64_t v;
-    asm volatile("ld.global.cg.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    asm volatile(UNICCL_LDCG_OP ".u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return *reinterpret_cast<T*>(&v);
   }
 #endif
@@ -223,7 +266,7 @@ UDEV Pack16 loadCG<Pack16>(const Pack16* p) {
   v.z = __builtin_nontemporal_load(&p->z);
   v.w = __builtin_nontemporal_load(&p->w);
 #else
-  asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];"
+  asm volatile(UNICCL_LDCG_OP ".v4.u32 {%0,%1,%2,%3}, [%4];"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
 #endif
   return v;
@@ -258,6 +301,14 @@ UDEV void storeLLLine(Pack16* p, uint32_t d0, uint32_t d1, uint32_t flag) {
   uint64_t* q = reinterpret_cast<uint64_t*>(p);
   __builtin_nontemporal_store((uint64_t)d0 | ((uint64_t)flag << 32), q);
   __builtin_nontemporal_store((uint64_t)d1 | ((uint64_t)flag << 32), q + 1);
+#elif defined(UNICCL_AMD_SYNC_CUDA)
+  // The halves as two 8-byte stores, as HIP writes them: a reader can see
+  // one half new and the other old (the torn line the flags are there for).
+  asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"((uint64_t)d0 | ((uint64_t)flag << 32))
+               : "memory");
+  asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(reinterpret_cast<uint64_t*>(p) + 1),
+               "l"((uint64_t)d1 | ((uint64_t)flag << 32))
+               : "memory");
 #else
   asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(d0), "r"(flag), "r"(d1),
                "r"(flag)
@@ -276,6 +327,12 @@ UDEV Pack16 loadLLLine(const Pack16* p) {
   const uint64_t a = __hip_atomic_load(q, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
   const uint64_t b = __hip_atomic_load(q + 1, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
   return Pack16{(uint32_t)a, (uint32_t)(a >> 32), (uint32_t)b, (uint32_t)(b >> 32)};
+#elif defined(UNICCL_AMD_SYNC_CUDA)
+  const uint64_t* q = reinterpret_cast<const uint64_t*>(p);
+  uint64_t a, b;
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(a) : "l"(q) : "memory");
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(b) : "l"(q + 1) : "memory");
+  return Pack16{(uint32_t)a, (uint32_t)(a >> 32), (uint32_t)b, (uint32_t)(b >> 32)};
 #else
   Pack16 v;
   asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
@@ -290,6 +347,12 @@ UDEV Pack16 loadVolatile16(const Pack16* p) {
 #if defined(UNICCL_DEV_HIP)
   const volatile uint64_t* q = reinterpret_cast<const volatile uint64_t*>(p);
   uint64_t a = q[0], b = q[1];
+  v.x = (uint32_t)a; v.y = (uint32_t)(a >> 32); v.z = (uint32_t)b; v.w = (uint32_t)(b >> 32);
+#elif defined(UNICCL_AMD_SYNC_CUDA)
+  uint64_t a, b;
+  asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(a) : "l"(p) : "memory");
+  asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(b) : "l"(reinterpret_cast<const uint64_t*>(p) + 1)
+               : "memory");
   v.x = (uint32_t)a; v.y = (uint32_t)(a >> 32); v.z = (uint32_t)b; v.w = (uint32_t)(b >> 32);
 #else
   asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
@@ -331,6 +394,32 @@ UDEV void sleepBrief();
 }  // namespace uniccl::dev
 #include "device/sub_barrier.h"
 namespace uniccl::dev {
+#elif defined(UNICCL_AMD_SYNC_CUDA)
+// amd_sync: the same primitives on CUDA. Workgroup scope is CTA scope
+// (generic addressing: the state lives in shared memory); a wavefront is a
+// 32-lane warp, whose lanes are scheduled independently (sm_70+), so
+// __syncwarp is a real meeting point, as the emulator's waveSync is.
+UDEV unsigned wgLoadAcquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.cta.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+UDEV unsigned wgFetchAddAcqRel(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.acq_rel.cta.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+UDEV void wgStoreRelaxed(unsigned* p, unsigned v) {
+  asm volatile("st.relaxed.cta.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+UDEV void wgStoreRelease(unsigned* p, unsigned v) {
+  asm volatile("st.release.cta.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+UDEV void waveSync() { __syncwarp(); }
+UDEV void sleepBrief();
+}  // namespace uniccl::dev
+#include "device/sub_barrier.h"
+namespace uniccl::dev {
 #else
 // CUDA has named barriers (bar.sync id, n): the state is unused there.
 struct SubBarrierState {
@@ -343,7 +432,7 @@ struct SubBarrierState {
 // identified by `id` (1..15; 0 is the block barrier). Orders shared and
 // global memory accesses of the participants like __syncthreads does.
 UDEV void barrierSub(int id, int nthreads, SubBarrierState* st) {
-#if defined(UNICCL_DEV_HIP)
+#if defined(UNICCL_DEV_HIP) || defined(UNICCL_AMD_SYNC_CUDA)
   (void)id;
   barrierSubWaves(nthreads, st);
 #else
@@ -378,6 +467,8 @@ UDEV void releaseDependentGrids() {
 UDEV void spinPause() {
 #if defined(UNICCL_DEV_HIP)
   __builtin_amdgcn_s_sleep(1);
+#elif defined(UNICCL_AMD_SYNC_CUDA)
+  __nanosleep(32);   // about s_sleep 1 (64 clocks)
 #endif
 }
 
@@ -415,7 +506,8 @@ UDEV uint64_t globalTimer() {
 // Where the GPU converts narrow floats itself (sm_89+: fp8 with satfinite,
 // fp16/bf16 round-to-nearest-even), small_float.h uses it: the same results
 // as its bit-manipulation path, far less code (and compile time) per kernel.
-#if defined(UNICCL_DEV_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+// amd_sync: the software conversions HIP uses.
+#if defined(UNICCL_DEV_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !defined(UNICCL_AMD_SYNC_CUDA)
 #define UNICCL_HW_FLOAT_CVT 1
 UDEV uint16_t hwFloatToHalf(float f) {
   uint16_t r;

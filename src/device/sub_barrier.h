@@ -1,4 +1,5 @@
-// The sub-group barrier of targets without named barriers (HIP; the CPU
+// The sub-group barrier of targets without named barriers (HIP; -Damd_sync
+// builds run it on GPUs that have them, to test it under real concurrency; the CPU
 // emulator runs it too, with 32- and 64-lane wavefronts, so that the
 // algorithm the AMD GPUs run is exercised on every CI run). Written once
 // over the primitives the including port defines first (device/port.h's
