@@ -8,10 +8,14 @@
 // For 2, 3 and 8 ranks: sum, max, prod and min of random small integers
 // (float, exact in any order) at counts 0, 1, 7, 1000 and 4099, out of
 // place and in place; two AllReduces in one group (one launch, two items);
-// one receive buffer not in a window; one count above the threshold.
+// one receive buffer not in a window; one count above the threshold; then
+// ncclCommAbort ends a symmetric AllReduce that waits for a peer which
+// never comes.
 //
 //   emu_symmetric_coll_test [--ranks=N] [--expect-off]
 //     --expect-off: UNICCL_SYMMETRIC=0 is set: no AllReduce may take the symmetric path
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -230,6 +234,42 @@ class Fixture {
     return true;
   }
 
+  // Rank 0 alone starts a symmetric AllReduce (rank 1 never joins): its
+  // kernel waits in the first barrier. ncclCommAbort on every rank must end
+  // it (the barrier's spin reads the abort flag) and return promptly.
+  bool abortWhileWaiting() {
+    Rank& R0 = ranks_[0];
+    gpu::setDevice(0);
+    const uint64_t sym0 = symDecisions();
+    NCCL_OK(ncclAllReduce(R0.send, R0.recv, 1000, ncclFloat, ncclSum, R0.comm, (uniccl_stream_t)R0.stream));
+    CHECK(symDecisions() == sym0 + 1, "the lone AllReduce did not take the symmetric path");
+    std::atomic<bool> done{false};
+    std::thread waiter([&] {
+      gpu::setDevice(0);
+      gpu::streamSynchronize(R0.stream);   // its error, if any, does not matter here
+      done = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(!done, "rank 0's AllReduce finished without its peers");
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < n_; r++) {
+      gpu::setDevice(r);
+      ncclResult_t res = ncclCommAbort(ranks_[r].comm);
+      CHECK(res == ncclSuccess, "rank %d: ncclCommAbort: %s", r, ncclGetErrorString(res));
+      ranks_[r].comm = nullptr;   // the abort released its windows
+      ranks_[r].sendWin = ranks_[r].recvWin = nullptr;
+    }
+    for (int i = 0; i < 500 && !done; i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(done, "rank 0's stream still busy %.1f s after ncclCommAbort", s);
+    if (!done) {
+      waiter.detach();   // stuck: the failure is reported, do not hang the test
+      return false;
+    }
+    waiter.join();
+    return true;
+  }
+
  private:
   int n_;
   std::vector<Rank> ranks_;
@@ -274,6 +314,14 @@ bool testRanks(int n) {
   return true;
 }
 
+bool testAbort(int n) {
+  Fixture f(n);
+  if (!f.init()) return false;
+  // The barrier works first (epochs advanced), then a rank waits alone.
+  if (!f.run({{1000, ncclSum, false, false, 0}}, "before-abort")) return false;
+  return f.abortWhileWaiting();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -291,6 +339,10 @@ int main(int argc, char** argv) {
   for (int n : rankCounts) {
     fprintf(stderr, "-- %d ranks\n", n);
     testRanks(n);
+  }
+  if (!gExpectOff) {
+    fprintf(stderr, "-- abort while rank 0 waits in the barrier\n");
+    testAbort(rankCounts[0] >= 2 ? rankCounts[0] : 2);
   }
   if (gFailures) {
     fprintf(stderr, "%d failure(s)\n", gFailures);
