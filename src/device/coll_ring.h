@@ -280,14 +280,17 @@ UDEV bool runCopyColl(const Work& w, const CollCtx& c, const Group& g) {
   return w.coll == kCollBroadcast ? ringBroadcast<Fn, Proto>(w, c, g, fn) : ringAllGather<Fn, Proto>(w, c, g, fn);
 }
 
-// One-shot AllReduce through symmetric windows (device/coll_symmetric.h,
-// included at the end of this file): the ops without a scalar (the host
-// plans no other).
+// One-shot AllReduce and AllGather through symmetric windows
+// (device/coll_symmetric.h, included at the end of this file): AllReduce
+// with the ops without a scalar (the host plans no other).
 template <typename Fn>
 UDEV_NOINLINE bool symAllReduce(const Work& w, const CollCtx& c, const Group& g, const Fn& fn);
+template <typename Fn>
+UDEV_NOINLINE bool symAllGather(const Work& w, const CollCtx& c, const Group& g);
 
 template <typename Tag>
 UDEV bool runSymmetric(const Work& w, const CollCtx& c, const Group& g) {
+  if (w.coll == kCollAllGather) return symAllGather<RedFn<Tag, kOpSum>>(w, c, g);
   switch (w.s.redOp) {
     case kOpSum: return symAllReduce(w, c, g, RedFn<Tag, kOpSum>{});
     case kOpProd: return symAllReduce(w, c, g, RedFn<Tag, kOpProd>{});

@@ -112,4 +112,37 @@ UDEV_NOINLINE bool symAllReduce(const Work& w, const CollCtx& c, const Group& g,
   return true;
 }
 
+// AllGather: block b copies its share of every rank's count elements from
+// the rank's send buffer (through the flat range) to its place in the local
+// output. Nobody writes what peers read (in place, a rank's own share of its
+// output is its input, which it leaves as is), so two barriers do: inputs
+// ready, then every peer done reading before a later kernel may overwrite
+// this rank's input.
+template <typename Fn>
+UDEV_NOINLINE bool symAllGather(const Work& w, const CollCtx& c, const Group& g) {
+  using S = typename Fn::S;
+  const int n = c.comm->nRanks, me = c.comm->rank;
+  const int block = (int)blockIdx.x;
+  uint64_t* epoch = reinterpret_cast<uint64_t*>(symFlat(w.s.barFlat, w.s.barStride4G, me, (size_t)block * 8));
+  const uint64_t e0 = *reinterpret_cast<volatile uint64_t*>(epoch);
+  if (!symBarrier(w, c, g, block, e0 + 1, 1)) return false;
+  const int64_t count = (int64_t)w.s.count;
+  int64_t chOff, chN;
+  channelShare<S>(count, c, &chOff, &chN);
+  char* flat0 = const_cast<char*>(w.s.sendFlat);
+  S* out = static_cast<S*>(w.s.recvbuff);
+  for (int p = 0; p < n; p++) {
+    // In place, rank p's input is its share p of its output (sendFlat: the output's start).
+    const int64_t from = (w.s.inPlace ? (int64_t)p * count : 0) + chOff;
+    const S* src = reinterpret_cast<const S*>(symFlat(flat0, w.s.sendStride4G, p, (size_t)from * sizeof(S)));
+    S* dst = out + (int64_t)p * count + chOff;
+    if (p == me && w.s.inPlace) continue;
+    for (int64_t i = g.tid; i < chN; i += g.nthreads) dst[i] = *reinterpret_cast<const volatile S*>(src + i);
+  }
+  g.sync();
+  if (!symBarrier(w, c, g, block, e0 + 2, 2)) return false;
+  if (g.tid == 0) *reinterpret_cast<volatile uint64_t*>(epoch) = e0 + 2;
+  return true;
+}
+
 }  // namespace uniccl::dev

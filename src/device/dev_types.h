@@ -219,15 +219,16 @@ struct alignas(16) Work {
       uint64_t count;         // elements: total for AllReduce/Broadcast/Reduce; per rank for AllGather/ReduceScatter
       uint64_t scalar;        // raw bits of the scalar in dtype's format, a device pointer to it, or n
     } c;
-    struct {                  // collectives with c.algo == kAlgoSymmetric (ops without a scalar)
+    struct {                  // collectives with c.algo == kAlgoSymmetric (AllReduce: ops without a scalar)
       uint8_t redOp;          // the first four bytes, recvbuff and count as in c
       uint8_t dtype;
       uint8_t scalarKind;
       uint8_t algo;
       uint32_t sendStride4G;  // the send window's flat stride (4 GiB units)
       uint32_t barStride4G;   // the barrier window's
-      uint32_t pad3;
+      uint32_t inPlace;       // AllGather: sendbuff is this rank's share of recvbuff (its own copy is skipped)
       const char* sendFlat;   // LSA rank 0's copy of sendbuff in the send window's flat range
+                              // (AllGather in place: of recvbuff, rank p's input at share p)
       void* recvbuff;
       uint64_t count;
       char* barFlat;          // LSA rank 0's barrier buffer in the barrier window's flat range

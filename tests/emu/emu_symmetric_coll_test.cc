@@ -1,5 +1,5 @@
 // Symmetric collectives (docs/device_api.md, "Symmetric collectives") on
-// real communicators over emulated GPUs: AllReduce whose send and receive
+// real communicators over emulated GPUs: AllReduce (and AllGather) whose send and receive
 // buffers lie in NCCL_WIN_COLL_SYMMETRIC windows runs the one-shot kernel
 // (kAlgoSymmetric, counted by the tuning counters) and gives every rank
 // the host reference's bits; a buffer outside a window, a message above
@@ -9,7 +9,8 @@
 // (float, exact in any order) at counts 0, 1, 7, 1000 and 4099, out of
 // place and in place; two AllReduces in one group (one launch, two items);
 // one receive buffer not in a window; one count above the threshold; then
-// ncclCommAbort ends a symmetric AllReduce that waits for a peer which
+// AllGather the same way (counts 0 to 4000 per rank, in and out of place,
+// an output in no window); ncclCommAbort ends a symmetric AllReduce that waits for a peer which
 // never comes.
 //
 //   emu_symmetric_coll_test [--ranks=N] [--expect-off]
@@ -234,6 +235,44 @@ class Fixture {
     return true;
   }
 
+  // AllGather of `count` elements per rank: out of place from send into
+  // recv (or the plain buffer), or in place (each rank's input at its share
+  // of recv). Checks every rank's whole output.
+  bool allGather(size_t count, bool inPlace, bool plainRecv, const std::string& what) {
+    std::uniform_int_distribution<int> d(-100, 100);
+    std::vector<std::vector<float>> in(n_, std::vector<float>(count));
+    for (int r = 0; r < n_; r++) {
+      Rank& R = ranks_[r];
+      for (float& x : in[r]) x = (float)d(rng_);
+      gpu::setDevice(r);
+      float* out = plainRecv ? R.plain : R.recv;
+      std::vector<float> junk(count * n_, -12345.0f);
+      NCCL_OK(gpu::memcpy(out, junk.data(), junk.size() * sizeof(float)));
+      float* src = inPlace ? out + (size_t)r * count : R.send;
+      NCCL_OK(gpu::memcpy(src, in[r].data(), count * sizeof(float)));
+    }
+    auto res = onEveryRank(n_, [&](int r) -> ncclResult_t {
+      Rank& R = ranks_[r];
+      float* out = plainRecv ? R.plain : R.recv;
+      const float* src = inPlace ? out + (size_t)r * count : R.send;
+      ncclResult_t st = ncclAllGather(src, out, count, ncclFloat, R.comm, (uniccl_stream_t)R.stream);
+      return st != ncclSuccess ? st : gpu::streamSynchronize(R.stream);
+    });
+    if (!allOk(res, what.c_str())) return false;
+    for (int r = 0; r < n_; r++) {
+      gpu::setDevice(r);
+      std::vector<float> got(count * n_);
+      NCCL_OK(gpu::memcpy(got.data(), plainRecv ? ranks_[r].plain : ranks_[r].recv, got.size() * sizeof(float)));
+      size_t bad = 0, first = 0;
+      for (size_t i = 0; i < got.size(); i++)
+        if (got[i] != in[i / count][i % count] && bad++ == 0) first = i;
+      CHECK(bad == 0, "%s: %d ranks, AllGather count %zu%s, rank %d: %zu wrong, first [%zu] = %g, want %g",
+            what.c_str(), n_, count, inPlace ? " in place" : "", r, bad, first, bad ? got[first] : 0.0,
+            bad ? in[first / count][first % count] : 0.0);
+    }
+    return true;
+  }
+
   // Rank 0 alone starts a symmetric AllReduce (rank 1 never joins): its
   // kernel waits in the first barrier. ncclCommAbort on every rank must end
   // it (the barrier's spin reads the abort flag) and return promptly.
@@ -314,6 +353,38 @@ bool testRanks(int n) {
   return true;
 }
 
+uint64_t agSym() { return uniccl::tuningDecisions(TaskKind::AllGather, dev::kAlgoSymmetric); }
+uint64_t agRing() { return uniccl::tuningDecisions(TaskKind::AllGather, dev::kAlgoRing); }
+
+bool testAllGather(int n) {
+  Fixture f(n);
+  if (!f.init()) return false;
+  const uint64_t sym0 = agSym(), ring0 = agRing();
+  // 4000 per rank: 8 ranks stay under the 128 KiB threshold (4099 would not).
+  const size_t counts[] = {0, 1, 7, 1000, 4000};
+  uint64_t expectSym = 0;
+  for (size_t count : counts)
+    for (bool inPlace : {false, true}) {
+      if (!f.allGather(count, inPlace, false, "allgather")) return false;
+      if (count > 0) expectSym += (uint64_t)n;
+    }
+  const uint64_t sym1 = agSym(), ring1 = agRing();
+  if (gExpectOff) {
+    CHECK(sym1 == sym0, "%d ranks: UNICCL_SYMMETRIC=0, yet %llu AllGathers took the symmetric path", n,
+          (unsigned long long)(sym1 - sym0));
+  } else {
+    CHECK(sym1 - sym0 == expectSym, "%d ranks: %llu AllGathers on the symmetric path, want %llu", n,
+          (unsigned long long)(sym1 - sym0), (unsigned long long)expectSym);
+    CHECK(ring1 == ring0, "%d ranks: %llu AllGathers on the ring, want none", n, (unsigned long long)(ring1 - ring0));
+  }
+  // Output in no window: the ring.
+  if (!f.allGather(1000, false, true, "allgather-plain-recv")) return false;
+  CHECK(agSym() == sym1, "%d ranks: an AllGather into a buffer in no window took the symmetric path", n);
+  CHECK(agRing() - ring1 == (uint64_t)n, "%d ranks: %llu AllGathers on the ring, want %d", n,
+        (unsigned long long)(agRing() - ring1), n);
+  return true;
+}
+
 bool testAbort(int n) {
   Fixture f(n);
   if (!f.init()) return false;
@@ -339,6 +410,7 @@ int main(int argc, char** argv) {
   for (int n : rankCounts) {
     fprintf(stderr, "-- %d ranks\n", n);
     testRanks(n);
+    testAllGather(n);
   }
   if (!gExpectOff) {
     fprintf(stderr, "-- abort while rank 0 waits in the barrier\n");

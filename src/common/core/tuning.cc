@@ -274,24 +274,29 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
   return t;
 }
 
-bool tuneSymmetricAllReduce(const ncclComm* comm, const Task& t, dev::Work* w) {
+bool tuneSymmetric(const ncclComm* comm, const Task& t, dev::Work* w) {
   const TuningEnv& env = tuningEnv();
-  if (!env.symmetric || comm->symmetric == nullptr || t.kind != TaskKind::AllReduce || comm->nRanks < 2) return false;
-  if (t.redOp != dev::kOpSum && t.redOp != dev::kOpProd && t.redOp != dev::kOpMax && t.redOp != dev::kOpMin)
+  if (!env.symmetric || comm->symmetric == nullptr || comm->nRanks < 2) return false;
+  const bool allGather = t.kind == TaskKind::AllGather;
+  if (!allGather && t.kind != TaskKind::AllReduce) return false;
+  if (!allGather && t.redOp != dev::kOpSum && t.redOp != dev::kOpProd && t.redOp != dev::kOpMax &&
+      t.redOp != dev::kOpMin)
     return false;
-  const size_t bytes = t.count * dataTypeSize(t.dtype);
+  const size_t sendBytes = t.count * dataTypeSize(t.dtype);
+  const size_t bytes = allGather ? sendBytes * comm->nRanks : sendBytes;   // what tuningBytes says
   if (bytes > env.symmetricMaxBytes) return false;
   if (lsaPlace(comm).size != comm->nRanks) return false;
   ncclComm* c = const_cast<ncclComm*>(comm);   // the window lookups take the state's lock
   SymWindow* bar = collBarrierWindow(c);
   SymSpan send, recv;
-  if (bar == nullptr || !findSymmetricSpan(c, t.sendbuff, bytes, &send) || !findSymmetricSpan(c, t.recvbuff, bytes, &recv))
+  if (bar == nullptr || !findSymmetricSpan(c, t.sendbuff, sendBytes, &send) ||
+      !findSymmetricSpan(c, t.recvbuff, bytes, &recv))
     return false;
   memset(w, 0, sizeof(*w));
-  w->coll = dev::kCollAllReduce;
+  w->coll = allGather ? dev::kCollAllGather : dev::kCollAllReduce;
   w->proto = dev::kProtoSimple;
   // A channel per 16 KiB (not measured on a GPU yet): blocks share the
-  // elements as the ring's do (channelShare).
+  // elements (of one rank, for AllGather) as the ring's do (channelShare).
   const int nch = (int)std::clamp<size_t>(divUp(bytes, (size_t)16 << 10), 1, comm->nChannels);
   w->channelLo = 0;
   w->channelHi = (uint8_t)(nch - 1);
@@ -299,15 +304,22 @@ bool tuneSymmetricAllReduce(const ncclComm* comm, const Task& t, dev::Work* w) {
   w->s.dtype = (uint8_t)t.dtype;
   w->s.scalarKind = t.scalarKind;
   w->s.algo = dev::kAlgoSymmetric;
-  w->s.sendStride4G = send.stride4G;
-  w->s.sendFlat = send.flatBase + send.offset;
+  // In place, an AllGather's inputs lie at different offsets on each rank
+  // (rank p's at share p of its output): the kernel reads them from the
+  // output's window.
+  const bool inPlace = allGather && (const char*)t.sendbuff == (const char*)t.recvbuff + (size_t)comm->rank * sendBytes;
+  const SymSpan& in = inPlace ? recv : send;
+  w->s.sendStride4G = in.stride4G;
+  w->s.sendFlat = in.flatBase + in.offset;
   w->s.recvbuff = t.recvbuff;
   w->s.count = t.count;
+  w->s.inPlace = inPlace ? 1 : 0;
   w->s.barStride4G = bar->host.stride4G;
   w->s.barFlat = bar->host.lsaFlatBase;
   if (gCountDecisions.load(std::memory_order_relaxed))
     gDecisions[(int)t.kind][dev::kAlgoSymmetric].fetch_add(1, std::memory_order_relaxed);
-  TRACE(kSubsysTune, "AllReduce %zu bytes on %d ranks: Symmetric, %d channels", bytes, comm->nRanks, nch);
+  TRACE(kSubsysTune, "%s %zu bytes on %d ranks: Symmetric, %d channels", taskKindName(t.kind), bytes, comm->nRanks,
+        nch);
   return true;
 }
 
