@@ -280,6 +280,26 @@ UDEV bool runCopyColl(const Work& w, const CollCtx& c, const Group& g) {
   return w.coll == kCollBroadcast ? ringBroadcast<Fn, Proto>(w, c, g, fn) : ringAllGather<Fn, Proto>(w, c, g, fn);
 }
 
+// One-shot AllReduce and AllGather through symmetric windows
+// (device/coll_symmetric.h, included at the end of this file): AllReduce
+// with the ops without a scalar (the host plans no other).
+template <typename Fn>
+UDEV_NOINLINE bool symAllReduce(const Work& w, const CollCtx& c, const Group& g, const Fn& fn);
+template <typename Fn>
+UDEV_NOINLINE bool symAllGather(const Work& w, const CollCtx& c, const Group& g);
+
+template <typename Tag>
+UDEV bool runSymmetric(const Work& w, const CollCtx& c, const Group& g) {
+  if (w.coll == kCollAllGather) return symAllGather<RedFn<Tag, kOpSum>>(w, c, g);
+  switch (w.s.redOp) {
+    case kOpSum: return symAllReduce(w, c, g, RedFn<Tag, kOpSum>{});
+    case kOpProd: return symAllReduce(w, c, g, RedFn<Tag, kOpProd>{});
+    case kOpMax: return symAllReduce(w, c, g, RedFn<Tag, kOpMax>{});
+    case kOpMin: return symAllReduce(w, c, g, RedFn<Tag, kOpMin>{});
+    default: return true;
+  }
+}
+
 template <typename Tag, int Proto>
 UDEV bool runCollOp(const Work& w, const CollCtx& c, const Group& g) {
   if (w.coll == kCollBroadcast || w.coll == kCollAllGather) return runCopyColl<Tag, Proto>(w, c, g);
@@ -302,9 +322,11 @@ UDEV bool runCollOp(const Work& w, const CollCtx& c, const Group& g) {
 // went from 7.8 to 4.8 us (docs/performance.md).
 template <typename Tag>
 UDEV_NOINLINE bool runColl(const Work& w, const CollCtx& c, const Group& g) {
+  if (w.c.algo == kAlgoSymmetric) return runSymmetric<Tag>(w, c, g);
   return w.proto == kProtoLL ? runCollOp<Tag, kProtoLL>(w, c, g) : runCollOp<Tag, kProtoSimple>(w, c, g);
 }
 
 }  // namespace uniccl::dev
 
 #include "device/coll_tree.h"
+#include "device/coll_symmetric.h"

@@ -67,9 +67,17 @@ enum ScalarKind : uint8_t {
   kScalarInvRanks = 2,
 };
 
-// Algorithm of a collective work item. AllReduce may run on either; the
-// other collectives always use the ring.
-enum Algo : uint8_t { kAlgoRing = 0, kAlgoTree = 1, kNumAlgos = 2 };
+// Algorithm of a collective work item. AllReduce may run on any; the
+// other collectives always use the ring. kAlgoSymmetric: a one-shot
+// AllReduce through symmetric windows (Work::s, device/coll_symmetric.h).
+enum Algo : uint8_t { kAlgoRing = 0, kAlgoTree = 1, kAlgoSymmetric = 2, kNumAlgos = 3 };
+
+// The communicator's symmetric-collective barrier (common/symmetric,
+// "collective barrier"): one buffer per rank in an internal window, of
+// kMaxChannels epoch words (written only by this rank's block c) followed
+// by kMaxChannels x nRanks inbox words (inbox[c][q]: the epoch rank q's
+// block c last reached, written by q). Epochs only grow.
+constexpr size_t symBarrierBytes(int nRanks) { return (size_t)kMaxChannels * 8 * (1 + (size_t)nRanks); }
 
 // Datatypes use ncclDataType_t's numbering (0..11): ncclInt8 .. ncclFloat8e5m2.
 constexpr int kNumDataTypes = 12;
@@ -211,6 +219,20 @@ struct alignas(16) Work {
       uint64_t count;         // elements: total for AllReduce/Broadcast/Reduce; per rank for AllGather/ReduceScatter
       uint64_t scalar;        // raw bits of the scalar in dtype's format, a device pointer to it, or n
     } c;
+    struct {                  // collectives with c.algo == kAlgoSymmetric (AllReduce: ops without a scalar)
+      uint8_t redOp;          // the first four bytes, recvbuff and count as in c
+      uint8_t dtype;
+      uint8_t scalarKind;
+      uint8_t algo;
+      uint32_t sendStride4G;  // the send window's flat stride (4 GiB units)
+      uint32_t barStride4G;   // the barrier window's
+      uint32_t inPlace;       // AllGather: sendbuff is this rank's share of recvbuff (its own copy is skipped)
+      const char* sendFlat;   // LSA rank 0's copy of sendbuff in the send window's flat range
+                              // (AllGather in place: of recvbuff, rank p's input at share p)
+      void* recvbuff;
+      uint64_t count;
+      char* barFlat;          // LSA rank 0's barrier buffer in the barrier window's flat range
+    } s;
     struct {                  // p2p: a send half and a recv half (either may be empty)
       int32_t sendPeer;       // -1: no send part; == rank: local copy sendBuff -> recvBuff
       int32_t recvPeer;       // -1: no recv part
@@ -246,4 +268,12 @@ struct KernelArgs {
   Work inlineWorks[kMaxInlineWorks];
 };
 
+}  // namespace uniccl::dev
+
+namespace uniccl::dev {
+static_assert(offsetof(Work, s.algo) == offsetof(Work, c.algo) && offsetof(Work, s.redOp) == offsetof(Work, c.redOp) &&
+                  offsetof(Work, s.dtype) == offsetof(Work, c.dtype) &&
+                  offsetof(Work, s.recvbuff) == offsetof(Work, c.recvbuff) &&
+                  offsetof(Work, s.count) == offsetof(Work, c.count),
+              "symmetric items share the collective fields' places");
 }  // namespace uniccl::dev

@@ -8,7 +8,10 @@
 #include <string>
 
 #include "common/core/comm.h"
+#include "common/core/redop.h"
 #include "common/core/tree_topo.h"
+#include "common/device_api/lsa.h"
+#include "common/symmetric/symmetric.h"
 #include "common/util/debug.h"
 #include "common/util/knobs.h"
 #include "common/util/name_list.h"
@@ -35,6 +38,8 @@ struct TuningEnv {
   int treeMinRanks = 8;
   size_t treeMaxBytes = 0;
   bool allreduceExchange = true;   // UNICCL_ALLREDUCE_EXCHANGE
+  bool symmetric = true;           // UNICCL_SYMMETRIC
+  size_t symmetricMaxBytes = 0;    // UNICCL_SYMMETRIC_MAX_BYTES
 };
 
 // Counted only once a test asked (countTuningDecisions): a shared atomic
@@ -69,6 +74,8 @@ TuningEnv readEnv() {
   e.treeMinRanks = (int)std::max<int64_t>(2, knobInt(Knob::UNICCL_TREE_MIN_RANKS));
   e.treeMaxBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_TREE_MAX_BYTES));
   e.allreduceExchange = knobInt(Knob::UNICCL_ALLREDUCE_EXCHANGE) != 0;
+  e.symmetric = knobInt(Knob::UNICCL_SYMMETRIC) != 0;
+  e.symmetricMaxBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_SYMMETRIC_MAX_BYTES));
   return e;
 }
 
@@ -265,6 +272,55 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
   TRACE(kSubsysTune, "%s %zu bytes on %d ranks: %s/%s, %d channels, slice %u", taskKindName(kind), bytes, comm->nRanks,
         tree ? "Tree" : t.exchange ? "Ring(exchange)" : "Ring", t.proto == dev::kProtoLL ? "LL" : "Simple", t.nChannels, t.sliceBytes);
   return t;
+}
+
+bool tuneSymmetric(const ncclComm* comm, const Task& t, dev::Work* w) {
+  const TuningEnv& env = tuningEnv();
+  if (!env.symmetric || comm->symmetric == nullptr || comm->nRanks < 2) return false;
+  const bool allGather = t.kind == TaskKind::AllGather;
+  if (!allGather && t.kind != TaskKind::AllReduce) return false;
+  if (!allGather && t.redOp != dev::kOpSum && t.redOp != dev::kOpProd && t.redOp != dev::kOpMax &&
+      t.redOp != dev::kOpMin)
+    return false;
+  const size_t sendBytes = t.count * dataTypeSize(t.dtype);
+  const size_t bytes = allGather ? sendBytes * comm->nRanks : sendBytes;   // what tuningBytes says
+  if (bytes > env.symmetricMaxBytes) return false;
+  if (lsaPlace(comm).size != comm->nRanks) return false;
+  ncclComm* c = const_cast<ncclComm*>(comm);   // the window lookups take the state's lock
+  SymWindow* bar = collBarrierWindow(c);
+  SymSpan send, recv;
+  if (bar == nullptr || !findSymmetricSpan(c, t.sendbuff, sendBytes, &send) ||
+      !findSymmetricSpan(c, t.recvbuff, bytes, &recv))
+    return false;
+  memset(w, 0, sizeof(*w));
+  w->coll = allGather ? dev::kCollAllGather : dev::kCollAllReduce;
+  w->proto = dev::kProtoSimple;
+  // A channel per 16 KiB (not measured on a GPU yet): blocks share the
+  // elements (of one rank, for AllGather) as the ring's do (channelShare).
+  const int nch = (int)std::clamp<size_t>(divUp(bytes, (size_t)16 << 10), 1, comm->nChannels);
+  w->channelLo = 0;
+  w->channelHi = (uint8_t)(nch - 1);
+  w->s.redOp = t.redOp;
+  w->s.dtype = (uint8_t)t.dtype;
+  w->s.scalarKind = t.scalarKind;
+  w->s.algo = dev::kAlgoSymmetric;
+  // In place, an AllGather's inputs lie at different offsets on each rank
+  // (rank p's at share p of its output): the kernel reads them from the
+  // output's window.
+  const bool inPlace = allGather && (const char*)t.sendbuff == (const char*)t.recvbuff + (size_t)comm->rank * sendBytes;
+  const SymSpan& in = inPlace ? recv : send;
+  w->s.sendStride4G = in.stride4G;
+  w->s.sendFlat = in.flatBase + in.offset;
+  w->s.recvbuff = t.recvbuff;
+  w->s.count = t.count;
+  w->s.inPlace = inPlace ? 1 : 0;
+  w->s.barStride4G = bar->host.stride4G;
+  w->s.barFlat = bar->host.lsaFlatBase;
+  if (gCountDecisions.load(std::memory_order_relaxed))
+    gDecisions[(int)t.kind][dev::kAlgoSymmetric].fetch_add(1, std::memory_order_relaxed);
+  TRACE(kSubsysTune, "%s %zu bytes on %d ranks: Symmetric, %d channels", taskKindName(t.kind), bytes, comm->nRanks,
+        nch);
+  return true;
 }
 
 uint8_t p2pProto(const ncclComm* comm, int peer, size_t bytes) {

@@ -85,7 +85,7 @@ ncclResult_t launchTasksWithEvents(ncclComm* comm) {
     if (planned) {   // collectives are the plan's first works, in task order
       const dev::Work& w = plan.works[i];
       c.nChannels = w.channelHi - w.channelLo + 1;
-      c.algo = w.c.algo == dev::kAlgoTree ? "Tree" : "Ring";
+      c.algo = w.c.algo == dev::kAlgoTree ? "Tree" : w.c.algo == dev::kAlgoSymmetric ? "Symmetric" : "Ring";
       c.proto = protoName(w.proto);
     } else {         // one-rank copies (no kernel), or a group the planner refused
       c.nChannels = 0;

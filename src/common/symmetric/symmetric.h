@@ -57,7 +57,24 @@ struct SymmetricState {
   WindowTable table;
   std::vector<DevCommResources> devComms;
   uint64_t registrations = 0;   // registrations run (names their sockets; equal on every rank)
+  // The symmetric collectives' barrier (device/dev_types.h, symBarrierBytes):
+  // an internal window made collectively with the first NCCL_WIN_COLL_SYMMETRIC
+  // window, freed at destroy. Null until then (no symmetric collective runs).
+  SymWindow* collBarrier = nullptr;
+  void* collBarrierMem = nullptr;
 };
+
+// Where a local buffer lies in a registered window, for the symmetric
+// collectives: the window's flat range, and the buffer's offset in it.
+struct SymSpan {
+  char* flatBase;       // LSA rank 0's buffer start in the flat range
+  uint32_t stride4G;
+  size_t offset;        // from the window's start (the same on every rank, by the user's contract)
+};
+// A window with NCCL_WIN_COLL_SYMMETRIC holding [ptr, ptr + bytes); false when none.
+bool findSymmetricSpan(ncclComm* comm, const void* ptr, size_t bytes, SymSpan* out);
+// The collective barrier's window; nullptr while there is none.
+SymWindow* collBarrierWindow(ncclComm* comm);
 
 // Registers [buff, buff + bytes) on every rank of comm (collective: every
 // rank calls it with its own buffer). buff must lie in memory that peers can
@@ -68,6 +85,10 @@ struct SymmetricState {
 // waiting for it.
 ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags, bool internal,
                             ncclResult_t argStatus, SymWindow** out);
+// A user's registration (ncclCommWindowRegister): registerWindow, and with
+// the first NCCL_WIN_COLL_SYMMETRIC window the collectives' barrier.
+ncclResult_t registerUserWindow(ncclComm* comm, void* buff, size_t bytes, int flags, ncclResult_t argStatus,
+                                SymWindow** out);
 // Local: unmaps this rank's view; peers keep theirs (their mappings hold the
 // memory), so no rank waits on another.
 ncclResult_t deregisterWindow(ncclComm* comm, SymWindow* win);

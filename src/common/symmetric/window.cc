@@ -14,6 +14,7 @@
 #include "common/symmetric/handle_exchange.h"
 #include "common/symmetric/symmetric.h"
 #include "common/util/debug.h"
+#include "device/dev_types.h"
 
 namespace uniccl {
 
@@ -186,6 +187,69 @@ ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags,
   return ncclSuccess;
 }
 
+namespace {
+
+// The first NCCL_WIN_COLL_SYMMETRIC window brings the symmetric
+// collectives' barrier: zeroed flags (epoch 0) in an internal window, made
+// on every rank together (every rank reaches this after the same
+// successful registration). A failure leaves the user's window registered
+// and the collectives on the ring and tree kernels, on every rank alike
+// (the registration inside agrees).
+void makeCollBarrier(ncclComm* comm) {
+  const size_t bytes = dev::symBarrierBytes(comm->nRanks);
+  void* mem = nullptr;
+  ncclResult_t res = ncclMemAlloc(&mem, bytes);
+  if (res == ncclSuccess) res = gpu::memset(mem, 0, bytes);
+  SymWindow* win = nullptr;
+  ncclResult_t reg = registerWindow(comm, mem, bytes, NCCL_WIN_DEFAULT, /*internal=*/true, res, &win);
+  if (res == ncclSuccess) res = reg;
+  if (res != ncclSuccess) {
+    if (win != nullptr) deregisterWindow(comm, win);
+    if (mem != nullptr) ncclMemFree(mem);
+    WARN("Rank %d: no barrier for symmetric collectives (error %d): collectives on symmetric windows use the ring "
+         "and tree kernels", comm->rank, (int)res);
+    return;
+  }
+  SymmetricState* s = state(comm);
+  std::lock_guard<std::mutex> lk(s->mu);
+  s->collBarrier = win;
+  s->collBarrierMem = mem;
+}
+
+}  // namespace
+
+ncclResult_t registerUserWindow(ncclComm* comm, void* buff, size_t bytes, int flags, ncclResult_t argStatus,
+                                SymWindow** out) {
+  UCHECK(registerWindow(comm, buff, bytes, flags, /*internal=*/false, argStatus, out));
+  if ((flags & NCCL_WIN_COLL_SYMMETRIC) != 0 && comm->nRanks > 1 && collBarrierWindow(comm) == nullptr)
+    makeCollBarrier(comm);
+  return ncclSuccess;
+}
+
+bool findSymmetricSpan(ncclComm* comm, const void* ptr, size_t bytes, SymSpan* out) {
+  SymmetricState* s = comm->symmetric;
+  if (s == nullptr) return false;
+  const uintptr_t p = (uintptr_t)ptr;
+  std::lock_guard<std::mutex> lk(s->mu);
+  for (auto& w : s->windows) {
+    if (w->internal || (w->flags & NCCL_WIN_COLL_SYMMETRIC) == 0) continue;
+    const uintptr_t b = (uintptr_t)w->userBase;
+    if (p < b || p - b > w->userBytes || bytes > w->userBytes - (p - b)) continue;
+    out->flatBase = w->host.lsaFlatBase;
+    out->stride4G = w->host.stride4G;
+    out->offset = p - b;
+    return true;
+  }
+  return false;
+}
+
+SymWindow* collBarrierWindow(ncclComm* comm) {
+  SymmetricState* s = comm->symmetric;
+  if (s == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lk(s->mu);
+  return s->collBarrier;
+}
+
 ncclResult_t deregisterWindow(ncclComm* comm, SymWindow* win) {
   DeviceGuard device;
   UCHECK(device.use(comm->gpuDev));
@@ -193,6 +257,7 @@ ncclResult_t deregisterWindow(ncclComm* comm, SymWindow* win) {
   std::lock_guard<std::mutex> lk(s->mu);
   for (auto it = s->windows.begin(); it != s->windows.end(); ++it) {
     if (it->get() != win) continue;
+    if (s->collBarrier == win) s->collBarrier = nullptr;
     ncclResult_t res = win->tableSlot >= 0 ? s->table.remove(win->tableSlot) : ncclSuccess;
     unmapWindow(win);
     s->windows.erase(it);
@@ -242,6 +307,9 @@ void releaseSymmetric(ncclComm* comm) {
   // The device communicators' memory, once no window maps it any more.
   for (const DevCommResources& r : s->devComms) ncclMemFree(r.memory);
   s->devComms.clear();
+  if (s->collBarrierMem != nullptr) ncclMemFree(s->collBarrierMem);
+  s->collBarrier = nullptr;
+  s->collBarrierMem = nullptr;
   s->table.release();
   delete s;
   comm->symmetric = nullptr;

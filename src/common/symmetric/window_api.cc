@@ -50,7 +50,7 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
     // rather than wait for it (the group end runs deferred jobs either way).
     deferToGroupEnd([comm, buff, size, win, winFlags, args]() -> ncclResult_t {
       SymWindow* w = nullptr;
-      UCHECK(registerWindow(comm, buff, size, winFlags, /*internal=*/false, args, &w));
+      UCHECK(registerUserWindow(comm, buff, size, winFlags, args, &w));
       *win = w->dev;
       return ncclSuccess;
     }, comm);
@@ -59,7 +59,7 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
   // Outside a group a bad call still joins the collective, so the other
   // ranks fail with it rather than wait for it.
   SymWindow* w = nullptr;
-  UCHECK(registerWindow(comm, buff, size, winFlags, /*internal=*/false, args, &w));
+  UCHECK(registerUserWindow(comm, buff, size, winFlags, args, &w));
   *win = w->dev;
   return ncclSuccess;
 }

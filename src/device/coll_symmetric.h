@@ -1,0 +1,148 @@
+// One-shot AllReduce through symmetric windows (Algo kAlgoSymmetric; the
+// host's conditions: common/core/tuning.cc, symmetricAllReduce). Block b of
+// every rank takes the same share of the elements: it waits until block b
+// of every rank reached the collective (their inputs are ready: the
+// kernels run in stream order after whatever wrote them), reads each LSA
+// peer's input through the send window's flat range, reduces in rank order
+// 0, 1, ..., n-1 (every rank computes the same bits) and writes its own
+// output tile by tile, each tile after a barrier that says every peer's
+// block b read it (so neither an in-place output nor a later kernel
+// overwrites an input a peer still reads).
+//
+// The barrier (dev_types.h, symBarrierBytes): thread q < nRanks posts the
+// block's new epoch into rank q's inbox[b][me] and polls its own inbox[b][q]
+// until rank q reached it too. Every poll looks at the abort flag every
+// kAbortCheckSpins spins; a thread that saw it sets the group's flag A to
+// the barrier's number within the item (prims.h's step numbers: a thread
+// still reading barrier k's flag ignores one set at barrier k + 1, and
+// reaches that barrier itself) before the block barrier, and every thread
+// leaves after it.
+#pragma once
+
+#include "device/coll_ring.h"
+#include "device/dev_types.h"
+#include "device/port.h"
+#include "device/prims.h"
+
+namespace uniccl::dev {
+
+// Byte `off` of LSA rank `peer`'s buffer in a flat range.
+UDEV char* symFlat(char* flat0, uint32_t stride4G, int peer, size_t off) {
+  return flat0 + (size_t)peer * ((size_t)stride4G << 32) + off;
+}
+
+// One cross-rank barrier of block `block` at epoch `e`, the item's
+// barrier number `step` (1, 2, ...). False: aborted (every thread of the
+// group returns false at the same barrier).
+UDEV bool symBarrier(const Work& w, const CollCtx& c, const Group& g, int block, uint64_t e, uint32_t step) {
+  const int n = c.comm->nRanks, me = c.comm->rank;
+  const size_t inbox = (size_t)kMaxChannels * 8 + (size_t)block * n * 8;
+  for (int q = g.tid; q < n; q += g.nthreads) {
+    postCounter(reinterpret_cast<uint64_t*>(symFlat(w.s.barFlat, w.s.barStride4G, q, inbox + (size_t)me * 8)), e);
+    const uint64_t* mine = reinterpret_cast<const uint64_t*>(symFlat(w.s.barFlat, w.s.barStride4G, me, inbox + (size_t)q * 8));
+    int spins = 0;
+    bool aborted = false;
+    while (pollCounter(mine) < e) {
+      spinPause();
+      if (++spins == kAbortCheckSpins) {
+        spins = 0;
+        if (loadVolatile32(g.abortFlag)) {
+          aborted = true;
+          break;
+        }
+      }
+    }
+    if (aborted) {
+      *g.abortA = step;
+      break;
+    }
+    acquireAfterPoll();
+  }
+  g.sync();
+  return !abortedBy(*g.abortA, step);
+}
+
+// Elements each thread reduces into registers before the tile's barrier.
+constexpr int kSymTile = 8;
+
+template <typename Fn>
+UDEV_NOINLINE bool symAllReduce(const Work& w, const CollCtx& c, const Group& g, const Fn& fn) {
+  using S = typename Fn::S;
+  const int n = c.comm->nRanks, me = c.comm->rank;
+  const int block = (int)blockIdx.x;
+  uint64_t* epoch = reinterpret_cast<uint64_t*>(symFlat(w.s.barFlat, w.s.barStride4G, me, (size_t)block * 8));
+  // Only this block's thread 0 writes it, after the block's last barrier of
+  // the previous item (or in an earlier kernel).
+  const uint64_t e0 = *reinterpret_cast<volatile uint64_t*>(epoch);
+  uint32_t step = 1;
+  if (!symBarrier(w, c, g, block, e0 + step, step)) return false;
+  int64_t chOff, chN;
+  channelShare<S>((int64_t)w.s.count, c, &chOff, &chN);
+  char* flat0 = const_cast<char*>(w.s.sendFlat);
+  S* dst = static_cast<S*>(w.s.recvbuff) + chOff;
+  // Tile by tile: every thread reduces its kSymTile elements of the tile
+  // into registers, then a barrier (every rank's block read the tile's
+  // inputs) before it writes them, so an in-place output never overwrites
+  // an input a peer has yet to read. The same number of barriers on every
+  // rank (1 + tiles: count, channels and block size agree), in place or not.
+  const int64_t tile = (int64_t)g.nthreads * kSymTile;
+  for (int64_t base = 0; base < chN; base += tile) {
+    S acc[kSymTile];
+#pragma unroll
+    for (int k = 0; k < kSymTile; k++) {
+      const int64_t i = base + (int64_t)k * g.nthreads + g.tid;
+      if (i >= chN) break;
+      const size_t off = (size_t)(chOff + i) * sizeof(S);
+      S a = *reinterpret_cast<const volatile S*>(symFlat(flat0, w.s.sendStride4G, 0, off));
+      for (int p = 1; p < n; p++)
+        a = fn.op(a, *reinterpret_cast<const volatile S*>(symFlat(flat0, w.s.sendStride4G, p, off)));
+      acc[k] = a;
+    }
+    g.sync();
+    step++;
+    if (!symBarrier(w, c, g, block, e0 + step, step)) return false;
+#pragma unroll
+    for (int k = 0; k < kSymTile; k++) {
+      const int64_t i = base + (int64_t)k * g.nthreads + g.tid;
+      if (i >= chN) break;
+      dst[i] = acc[k];
+    }
+  }
+  if (g.tid == 0) *reinterpret_cast<volatile uint64_t*>(epoch) = e0 + step;
+  return true;
+}
+
+// AllGather: block b copies its share of every rank's count elements from
+// the rank's send buffer (through the flat range) to its place in the local
+// output. Nobody writes what peers read (in place, a rank's own share of its
+// output is its input, which it leaves as is), so two barriers do: inputs
+// ready, then every peer done reading before a later kernel may overwrite
+// this rank's input.
+template <typename Fn>
+UDEV_NOINLINE bool symAllGather(const Work& w, const CollCtx& c, const Group& g) {
+  using S = typename Fn::S;
+  const int n = c.comm->nRanks, me = c.comm->rank;
+  const int block = (int)blockIdx.x;
+  uint64_t* epoch = reinterpret_cast<uint64_t*>(symFlat(w.s.barFlat, w.s.barStride4G, me, (size_t)block * 8));
+  const uint64_t e0 = *reinterpret_cast<volatile uint64_t*>(epoch);
+  if (!symBarrier(w, c, g, block, e0 + 1, 1)) return false;
+  const int64_t count = (int64_t)w.s.count;
+  int64_t chOff, chN;
+  channelShare<S>(count, c, &chOff, &chN);
+  char* flat0 = const_cast<char*>(w.s.sendFlat);
+  S* out = static_cast<S*>(w.s.recvbuff);
+  for (int p = 0; p < n; p++) {
+    // In place, rank p's input is its share p of its output (sendFlat: the output's start).
+    const int64_t from = (w.s.inPlace ? (int64_t)p * count : 0) + chOff;
+    const S* src = reinterpret_cast<const S*>(symFlat(flat0, w.s.sendStride4G, p, (size_t)from * sizeof(S)));
+    S* dst = out + (int64_t)p * count + chOff;
+    if (p == me && w.s.inPlace) continue;
+    for (int64_t i = g.tid; i < chN; i += g.nthreads) dst[i] = *reinterpret_cast<const volatile S*>(src + i);
+  }
+  g.sync();
+  if (!symBarrier(w, c, g, block, e0 + 2, 2)) return false;
+  if (g.tid == 0) *reinterpret_cast<volatile uint64_t*>(epoch) = e0 + 2;
+  return true;
+}
+
+}  // namespace uniccl::dev
