@@ -271,6 +271,9 @@ bool windowsPerThread(int n) {
   failsEverywhere("more bytes than the allocation", n / 2, [&](int r, ncclWindow_t* w) {
     return ncclCommWindowRegister(comms.c[r], bufs.p[r], r == n / 2 ? (size_t)1 << 30 : 4096, w, 0);
   });
+  failsEverywhere("different flags", n - 1, [&](int r, ncclWindow_t* w) {
+    return ncclCommWindowRegister(comms.c[r], bufs.p[r], 4096, w, r == n - 1 ? NCCL_WIN_COLL_SYMMETRIC : 0);
+  });
   failsEverywhere("NULL window pointer", 0, [&](int r, ncclWindow_t* w) {
     return ncclCommWindowRegister(comms.c[r], bufs.p[r], 4096, r == 0 ? nullptr : w, 0);
   });

@@ -17,6 +17,8 @@ namespace uniccl {
 struct WindowAnnounce {
   int32_t status;       // ncclResult_t of the rank's local checks
   int32_t fdExport;     // its handles export as file descriptors
+  int32_t flags;        // NCCL_WIN_* it registers with (must be every rank's)
+  int32_t pad;
   uint64_t handle;      // valid in the rank's own process
   uint64_t allocBytes;  // the physical allocation holding its buffer
   uint64_t offset;      // the buffer's offset in it

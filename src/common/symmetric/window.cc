@@ -136,6 +136,7 @@ ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags,
   ncclResult_t local = argStatus != ncclSuccess ? argStatus : probeBuffer(comm, buff, bytes, &mine, &own);
   const bool haveOwn = local == ncclSuccess;
   mine.status = (int32_t)local;
+  mine.flags = flags;
   std::vector<WindowAnnounce> all(comm->nRanks);
   ncclResult_t res = announce(comm, &mine, &all);
   if (res == ncclSuccess) {
@@ -146,6 +147,14 @@ ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags,
              "any rank", r, all[r].status);
       res = local != ncclSuccess ? local : (ncclResult_t)all[r].status;
     }
+  }
+  // The flags decide collective steps after this one (the symmetric
+  // collectives' barrier): every rank must pass the same.
+  for (int r = 0; r < comm->nRanks && res == ncclSuccess; r++) {
+    if (all[r].flags == flags) continue;
+    WARN("ncclCommWindowRegister: rank %d registers with flags 0x%x, rank %d with 0x%x; every rank must pass the same "
+         "flags", comm->rank, flags, r, all[r].flags);
+    res = ncclInvalidArgument;
   }
   if (res != ncclSuccess) {
     if (haveOwn) gpu::memRelease(own);
