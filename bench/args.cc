@@ -54,6 +54,9 @@ void printUsage(const CollSpec& coll) {
       "  -P,--ranks-per-gpu <K>   K ranks on each GPU (-g 1 -P 2: two ranks sharing one GPU), default 1;\n"
       "                           uniccl only (sets UNICCL_RANKS_PER_GPU; NCCL refuses duplicate GPUs).\n"
       "                           The bandwidth is then that of ranks sharing one GPU, not of NVLink\n"
+      "  -R,--local_register <0|1|2> buffers from ncclMemAlloc, registered: 1 ncclCommRegister, 2 a symmetric\n"
+      "                           window (ncclCommWindowRegister, NCCL_WIN_COLL_SYMMETRIC); 0 (default):\n"
+      "                           plain device memory, not registered (nccl-tests' -R)\n"
       "  -t,--nthreads <N>        threads per process, default 1\n"
       "  -n,--iters <N>           timed iterations, default 20\n"
       "  -w,--warmup_iters <N>    warm-up iterations, default 5\n"
@@ -90,7 +93,7 @@ bool parseArgs(int argc, char** argv, const CollSpec& coll, Args* a, bool* selfT
       {"minbytes", required_argument, 0, 'b'}, {"maxbytes", required_argument, 0, 'e'},
       {"stepbytes", required_argument, 0, 'i'}, {"stepfactor", required_argument, 0, 'f'},
       {"ngpus", required_argument, 0, 'g'}, {"nthreads", required_argument, 0, 't'},
-      {"ranks-per-gpu", required_argument, 0, 'P'},
+      {"ranks-per-gpu", required_argument, 0, 'P'}, {"local_register", required_argument, 0, 'R'},
       {"iters", required_argument, 0, 'n'}, {"warmup_iters", required_argument, 0, 'w'},
       {"agg_iters", required_argument, 0, 'm'}, {"check", required_argument, 0, 'c'},
       {"op", required_argument, 0, 'o'}, {"datatype", required_argument, 0, 'd'},
@@ -108,7 +111,7 @@ bool parseArgs(int argc, char** argv, const CollSpec& coll, Args* a, bool* selfT
     fprintf(stderr, "%s: invalid %s '%s' (see --help)\n", coll.tool, what, val);
     return false;
   };
-  while ((c = getopt_long(argc, argv, "b:e:i:f:g:P:t:n:w:m:c:o:d:r:z:a:G:C:T:J:h", longOpts, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "b:e:i:f:g:P:R:t:n:w:m:c:o:d:r:z:a:G:C:T:J:h", longOpts, nullptr)) != -1) {
     switch (c) {
       case 'b': if (!parseSize(optarg, &a->minBytes)) return bad("-b size", optarg); break;
       case 'e': if (!parseSize(optarg, &a->maxBytes)) return bad("-e size", optarg); break;
@@ -121,6 +124,7 @@ bool parseArgs(int argc, char** argv, const CollSpec& coll, Args* a, bool* selfT
       }
       case 'g': if (!parseInt(optarg, 1, &a->nGpus)) return bad("-g", optarg); break;
       case 'P': if (!parseInt(optarg, 1, &a->ranksPerGpu) || a->ranksPerGpu > 64) return bad("-P (1..64)", optarg); break;
+      case 'R': if (!parseInt(optarg, 0, &a->registration) || a->registration > 2) return bad("-R (0, 1, 2)", optarg); break;
       case 't': if (!parseInt(optarg, 1, &a->nThreads)) return bad("-t", optarg); break;
       case 'n': if (!parseInt(optarg, 1, &a->iters)) return bad("-n", optarg); break;
       case 'w': if (!parseInt(optarg, 0, &a->warmup)) return bad("-w", optarg); break;

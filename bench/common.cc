@@ -124,6 +124,8 @@ struct Gpu {
   char* alloc = nullptr;
   size_t allocBytes = 0, sendOff = 0, recvOff = 0;  // region offsets inside alloc
   double* scratch = nullptr;                        // 3 * kSlots doubles for env-mode combining
+  void* regHandle = nullptr;                        // -R 1: ncclCommRegister's handle
+  ncclWindow_t window = nullptr;                    // -R 2: the symmetric window over alloc
   std::unique_ptr<char[]> host;                     // staging for inputs and outputs
   ncclRedOp_t redop = ncclSum;
   bool ownsRedop = false;
@@ -695,7 +697,9 @@ void threadMain(Thread& th) {
     gpu.recvOff = gpu.sendOff + roundUp(maxSend) + kGuard;
     gpu.allocBytes = gpu.recvOff + roundUp(maxRegion) + kGuard;
     void* p = nullptr;
-    RTCHECK(benchMalloc(&p, gpu.allocBytes));
+    // Registered buffers come from ncclMemAlloc (memory peers can map), as nccl-tests' -R.
+    if (a.registration > 0) NCCLCHECK(ncclMemAlloc(&p, gpu.allocBytes));
+    else RTCHECK(benchMalloc(&p, gpu.allocBytes));
     gpu.alloc = static_cast<char*>(p);
     RTCHECK(benchMalloc(&p, 3 * kSlots * sizeof(double)));
     gpu.scratch = static_cast<double*>(p);
@@ -711,6 +715,16 @@ void threadMain(Thread& th) {
     NCCLCHECK(ncclCommInitRank(&gpu.comm, w.nranks, w.id, gpu.rank));
   }
   NCCLCHECK(ncclGroupEnd());
+  // -R: register the whole allocation (send and receive regions) with every
+  // comm; windows are collective, so one group over this thread's ranks.
+  if (a.registration == 1) {
+    for (Gpu& gpu : th.gpus) NCCLCHECK(ncclCommRegister(gpu.comm, gpu.alloc, gpu.allocBytes, &gpu.regHandle));
+  } else if (a.registration == 2) {
+    NCCLCHECK(ncclGroupStart());
+    for (Gpu& gpu : th.gpus)
+      NCCLCHECK(ncclCommWindowRegister(gpu.comm, gpu.alloc, gpu.allocBytes, &gpu.window, NCCL_WIN_COLL_SYMMETRIC));
+    NCCLCHECK(ncclGroupEnd());
+  }
 
   std::vector<int> roots{0};
   if (gColl->hasRoot) {
@@ -733,8 +747,11 @@ void threadMain(Thread& th) {
 
   for (Gpu& gpu : th.gpus) {
     RTCHECK(benchSetDevice(gpu.dev));
+    if (gpu.regHandle != nullptr) NCCLCHECK(ncclCommDeregister(gpu.comm, gpu.regHandle));
+    if (gpu.window != nullptr) NCCLCHECK(ncclCommWindowDeregister(gpu.comm, gpu.window));
     NCCLCHECK(ncclCommDestroy(gpu.comm));
-    RTCHECK(benchFree(gpu.alloc));
+    if (a.registration > 0) NCCLCHECK(ncclMemFree(gpu.alloc));
+    else RTCHECK(benchFree(gpu.alloc));
     RTCHECK(benchFree(gpu.scratch));
     RTCHECK(benchStreamDestroy(gpu.stream));
   }
@@ -748,6 +765,10 @@ void printHeader(const World& w, const Args& a, const std::vector<std::string>& 
   const char* mode = w.mode == Mode::Mpi ? "mpi" : w.mode == Mode::Env ? "env" : "single";
   printf("# %s: %s, library version code %d, %s runtime, launch %s\n", gColl->tool, gColl->name, version,
          BENCH_RT_NAME, mode);
+  if (a.registration > 0)
+    printf("# buffers: ncclMemAlloc, %s (-R %d)\n",
+           a.registration == 1 ? "ncclCommRegister" : "symmetric window (ncclCommWindowRegister, NCCL_WIN_COLL_SYMMETRIC)",
+           a.registration);
   if (w.ranksPerGpu > 1) {
     printf("# nranks %d = %d process(es) x nThread %d x nGpus %d x %d ranks per GPU (-P)\n", w.nranks, w.nprocs,
            w.nThreads, w.nGpus / w.ranksPerGpu, w.ranksPerGpu);

@@ -106,6 +106,7 @@ struct Args {
   double stepFactor = 1.0;
   int nGpus = 1, nThreads = 1;
   int ranksPerGpu = 1;  // -P: ranks sharing each GPU (uniccl only)
+  int registration = 0; // -R: 0 none, 1 ncclCommRegister, 2 symmetric window (as nccl-tests)
   int iters = 20, warmup = 5, aggIters = 1;
   int check = 1;
   std::vector<Op> ops{Op::Sum};
