@@ -280,17 +280,29 @@ UDEV bool runCopyColl(const Work& w, const CollCtx& c, const Group& g) {
   return w.coll == kCollBroadcast ? ringBroadcast<Fn, Proto>(w, c, g, fn) : ringAllGather<Fn, Proto>(w, c, g, fn);
 }
 
-// One-shot AllReduce and AllGather through symmetric windows
-// (device/coll_symmetric.h, included at the end of this file): AllReduce
-// with the ops without a scalar (the host plans no other).
+// One-shot AllReduce, AllGather and ReduceScatter through symmetric
+// windows (device/coll_symmetric.h, included at the end of this file):
+// AllReduce and ReduceScatter with the ops without a scalar (the host plans
+// no other).
 template <typename Fn>
 UDEV_NOINLINE bool symAllReduce(const Work& w, const CollCtx& c, const Group& g, const Fn& fn);
 template <typename Fn>
 UDEV_NOINLINE bool symAllGather(const Work& w, const CollCtx& c, const Group& g);
+template <typename Fn>
+UDEV_NOINLINE bool symReduceScatter(const Work& w, const CollCtx& c, const Group& g, const Fn& fn);
 
 template <typename Tag>
 UDEV bool runSymmetric(const Work& w, const CollCtx& c, const Group& g) {
   if (w.coll == kCollAllGather) return symAllGather<RedFn<Tag, kOpSum>>(w, c, g);
+  if (w.coll == kCollReduceScatter) {
+    switch (w.s.redOp) {
+      case kOpSum: return symReduceScatter(w, c, g, RedFn<Tag, kOpSum>{});
+      case kOpProd: return symReduceScatter(w, c, g, RedFn<Tag, kOpProd>{});
+      case kOpMax: return symReduceScatter(w, c, g, RedFn<Tag, kOpMax>{});
+      case kOpMin: return symReduceScatter(w, c, g, RedFn<Tag, kOpMin>{});
+      default: return true;
+    }
+  }
   switch (w.s.redOp) {
     case kOpSum: return symAllReduce(w, c, g, RedFn<Tag, kOpSum>{});
     case kOpProd: return symAllReduce(w, c, g, RedFn<Tag, kOpProd>{});

@@ -1,5 +1,6 @@
 // One-shot AllReduce through symmetric windows (Algo kAlgoSymmetric; the
-// host's conditions: common/core/tuning.cc, symmetricAllReduce). Block b of
+// AllGather and ReduceScatter kernels follow it; the host's conditions:
+// common/core/tuning.cc, tuneSymmetric). Block b of
 // every rank takes the same share of the elements: it waits until block b
 // of every rank reached the collective (their inputs are ready: the
 // kernels run in stream order after whatever wrote them), reads each LSA
@@ -138,6 +139,41 @@ UDEV_NOINLINE bool symAllGather(const Work& w, const CollCtx& c, const Group& g)
     S* dst = out + (int64_t)p * count + chOff;
     if (p == me && w.s.inPlace) continue;
     for (int64_t i = g.tid; i < chN; i += g.nthreads) dst[i] = *reinterpret_cast<const volatile S*>(src + i);
+  }
+  g.sync();
+  if (!symBarrier(w, c, g, block, e0 + 2, 2)) return false;
+  if (g.tid == 0) *reinterpret_cast<volatile uint64_t*>(epoch) = e0 + 2;
+  return true;
+}
+
+// ReduceScatter: block b reduces its share of this rank's count elements
+// (elements [rank * count, (rank + 1) * count) of every rank's input, read
+// through the flat range) in rank order 0, 1, ..., n-1 and writes them to
+// the local output. Nobody writes what peers read: peer q reads share q of
+// every input and this rank writes only its own output (in place, share
+// `rank` of its own input, which each thread reads before it writes the
+// same element), so two barriers do: inputs ready, then every peer done
+// reading before a later kernel may overwrite this rank's input.
+template <typename Fn>
+UDEV_NOINLINE bool symReduceScatter(const Work& w, const CollCtx& c, const Group& g, const Fn& fn) {
+  using S = typename Fn::S;
+  const int n = c.comm->nRanks, me = c.comm->rank;
+  const int block = (int)blockIdx.x;
+  uint64_t* epoch = reinterpret_cast<uint64_t*>(symFlat(w.s.barFlat, w.s.barStride4G, me, (size_t)block * 8));
+  const uint64_t e0 = *reinterpret_cast<volatile uint64_t*>(epoch);
+  if (!symBarrier(w, c, g, block, e0 + 1, 1)) return false;
+  const int64_t count = (int64_t)w.s.count;
+  int64_t chOff, chN;
+  channelShare<S>(count, c, &chOff, &chN);
+  char* flat0 = const_cast<char*>(w.s.sendFlat);
+  S* dst = static_cast<S*>(w.s.recvbuff) + chOff;
+  const int64_t from = (int64_t)me * count + chOff;
+  for (int64_t i = g.tid; i < chN; i += g.nthreads) {
+    const size_t off = (size_t)(from + i) * sizeof(S);
+    S a = *reinterpret_cast<const volatile S*>(symFlat(flat0, w.s.sendStride4G, 0, off));
+    for (int p = 1; p < n; p++)
+      a = fn.op(a, *reinterpret_cast<const volatile S*>(symFlat(flat0, w.s.sendStride4G, p, off)));
+    dst[i] = a;
   }
   g.sync();
   if (!symBarrier(w, c, g, block, e0 + 2, 2)) return false;

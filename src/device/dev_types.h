@@ -68,8 +68,9 @@ enum ScalarKind : uint8_t {
 };
 
 // Algorithm of a collective work item. AllReduce may run on any; the
-// other collectives always use the ring. kAlgoSymmetric: a one-shot
-// AllReduce through symmetric windows (Work::s, device/coll_symmetric.h).
+// other collectives use the ring, or (AllGather, ReduceScatter)
+// kAlgoSymmetric. kAlgoSymmetric: a one-shot AllReduce, AllGather or
+// ReduceScatter through symmetric windows (Work::s, device/coll_symmetric.h).
 enum Algo : uint8_t { kAlgoRing = 0, kAlgoTree = 1, kAlgoSymmetric = 2, kNumAlgos = 3 };
 
 // The communicator's symmetric-collective barrier (common/symmetric,
@@ -219,7 +220,7 @@ struct alignas(16) Work {
       uint64_t count;         // elements: total for AllReduce/Broadcast/Reduce; per rank for AllGather/ReduceScatter
       uint64_t scalar;        // raw bits of the scalar in dtype's format, a device pointer to it, or n
     } c;
-    struct {                  // collectives with c.algo == kAlgoSymmetric (AllReduce: ops without a scalar)
+    struct {                  // collectives with c.algo == kAlgoSymmetric (AllReduce, ReduceScatter: ops without a scalar)
       uint8_t redOp;          // the first four bytes, recvbuff and count as in c
       uint8_t dtype;
       uint8_t scalarKind;
@@ -228,7 +229,8 @@ struct alignas(16) Work {
       uint32_t barStride4G;   // the barrier window's
       uint32_t inPlace;       // AllGather: sendbuff is this rank's share of recvbuff (its own copy is skipped)
       const char* sendFlat;   // LSA rank 0's copy of sendbuff in the send window's flat range
-                              // (AllGather in place: of recvbuff, rank p's input at share p)
+                              // (AllGather in place: of recvbuff, rank p's input at share p;
+                              // ReduceScatter: the input's start, in place too)
       void* recvbuff;
       uint64_t count;
       char* barFlat;          // LSA rank 0's barrier buffer in the barrier window's flat range

@@ -1,5 +1,5 @@
 // Symmetric collectives (docs/device_api.md, "Symmetric collectives") on
-// real communicators over emulated GPUs: AllReduce (and AllGather) whose send and receive
+// real communicators over emulated GPUs: AllReduce (AllGather, ReduceScatter) whose send and receive
 // buffers lie in NCCL_WIN_COLL_SYMMETRIC windows runs the one-shot kernel
 // (kAlgoSymmetric, counted by the tuning counters) and gives every rank
 // the host reference's bits; a buffer outside a window, a message above
@@ -10,11 +10,13 @@
 // place and in place; two AllReduces in one group (one launch, two items);
 // one receive buffer not in a window; one count above the threshold; then
 // AllGather the same way (counts 0 to 4000 per rank, in and out of place,
-// an output in no window); ncclCommAbort ends a symmetric AllReduce that waits for a peer which
+// an output in no window); ReduceScatter (every op, counts 0 to 1000 per
+// rank, in and out of place, an output or an input in no window);
+// ncclCommAbort ends a symmetric AllReduce that waits for a peer which
 // never comes.
 //
 //   emu_symmetric_coll_test [--ranks=N] [--expect-off]
-//     --expect-off: UNICCL_SYMMETRIC=0 is set: no AllReduce may take the symmetric path
+//     --expect-off: UNICCL_SYMMETRIC=0 is set: no collective may take the symmetric path
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -273,6 +275,60 @@ class Fixture {
     return true;
   }
 
+  // ReduceScatter of `count` elements per rank with `op`: from send (or the
+  // plain buffer, plainSend) into recv (or the plain buffer, plainRecv), or
+  // in place (the output is share `rank` of the input in send). Checks
+  // every rank's output against the rank-order reference.
+  bool reduceScatter(size_t count, ncclRedOp_t op, bool inPlace, bool plainSend, bool plainRecv,
+                     const std::string& what) {
+    std::uniform_int_distribution<int> d(op == ncclProd ? 1 : -8, op == ncclProd ? 3 : 8);
+    std::vector<std::vector<float>> in(n_, std::vector<float>(count * n_));
+    auto bufs = [&](int r, float** src, float** out) {
+      Rank& R = ranks_[r];
+      *src = plainSend ? R.plain : R.send;
+      *out = inPlace ? *src + (size_t)r * count : plainRecv ? R.plain : R.recv;
+    };
+    for (int r = 0; r < n_; r++) {
+      for (float& x : in[r]) x = (float)d(rng_);
+      gpu::setDevice(r);
+      float *src, *out;
+      bufs(r, &src, &out);
+      NCCL_OK(gpu::memcpy(src, in[r].data(), in[r].size() * sizeof(float)));
+      if (!inPlace) {
+        std::vector<float> junk(count, -12345.0f);
+        NCCL_OK(gpu::memcpy(out, junk.data(), count * sizeof(float)));
+      }
+    }
+    auto res = onEveryRank(n_, [&](int r) -> ncclResult_t {
+      Rank& R = ranks_[r];
+      float *src, *out;
+      bufs(r, &src, &out);
+      ncclResult_t st = ncclReduceScatter(src, out, count, ncclFloat, op, R.comm, (uniccl_stream_t)R.stream);
+      return st != ncclSuccess ? st : gpu::streamSynchronize(R.stream);
+    });
+    if (!allOk(res, what.c_str())) return false;
+    for (int r = 0; r < n_; r++) {
+      std::vector<float> want(count);
+      for (size_t i = 0; i < count; i++) {
+        float a = in[0][(size_t)r * count + i];
+        for (int p = 1; p < n_; p++) a = opOf(op, a, in[p][(size_t)r * count + i]);
+        want[i] = a;
+      }
+      gpu::setDevice(r);
+      float *src, *out;
+      bufs(r, &src, &out);
+      std::vector<float> got(count);
+      NCCL_OK(gpu::memcpy(got.data(), out, count * sizeof(float)));
+      size_t bad = 0, first = 0;
+      for (size_t i = 0; i < count; i++)
+        if (memcmp(&got[i], &want[i], sizeof(float)) != 0 && bad++ == 0) first = i;
+      CHECK(bad == 0, "%s: %d ranks, ReduceScatter %s count %zu%s, rank %d: %zu wrong, first [%zu] = %g, want %g",
+            what.c_str(), n_, opName(op), count, inPlace ? " in place" : "", r, bad, first, bad ? got[first] : 0.0,
+            bad ? want[first] : 0.0);
+    }
+    return true;
+  }
+
   // Rank 0 alone starts a symmetric AllReduce (rank 1 never joins): its
   // kernel waits in the first barrier. ncclCommAbort on every rank must end
   // it (the barrier's spin reads the abort flag) and return promptly.
@@ -385,6 +441,42 @@ bool testAllGather(int n) {
   return true;
 }
 
+uint64_t rsSym() { return uniccl::tuningDecisions(TaskKind::ReduceScatter, dev::kAlgoSymmetric); }
+uint64_t rsRing() { return uniccl::tuningDecisions(TaskKind::ReduceScatter, dev::kAlgoRing); }
+
+bool testReduceScatter(int n) {
+  Fixture f(n);
+  if (!f.init()) return false;
+  const uint64_t sym0 = rsSym(), ring0 = rsRing();
+  const ncclRedOp_t ops[] = {ncclSum, ncclMax, ncclProd, ncclMin};
+  // Per rank: 8 ranks x 1000 floats stay under the 128 KiB threshold.
+  const size_t counts[] = {0, 1, 7, 1000};
+  uint64_t expectSym = 0;
+  for (ncclRedOp_t op : ops)
+    for (size_t count : counts)
+      for (bool inPlace : {false, true}) {
+        if (!f.reduceScatter(count, op, inPlace, false, false, "reducescatter")) return false;
+        if (count > 0) expectSym += (uint64_t)n;
+      }
+  const uint64_t sym1 = rsSym(), ring1 = rsRing();
+  if (gExpectOff) {
+    CHECK(sym1 == sym0, "%d ranks: UNICCL_SYMMETRIC=0, yet %llu ReduceScatters took the symmetric path", n,
+          (unsigned long long)(sym1 - sym0));
+  } else {
+    CHECK(sym1 - sym0 == expectSym, "%d ranks: %llu ReduceScatters on the symmetric path, want %llu", n,
+          (unsigned long long)(sym1 - sym0), (unsigned long long)expectSym);
+    CHECK(ring1 == ring0, "%d ranks: %llu ReduceScatters on the ring, want none", n,
+          (unsigned long long)(ring1 - ring0));
+  }
+  // Output in no window, then input in no window: the ring.
+  if (!f.reduceScatter(1000, ncclSum, false, false, true, "reducescatter-plain-recv")) return false;
+  if (!f.reduceScatter(1000, ncclMax, false, true, false, "reducescatter-plain-send")) return false;
+  CHECK(rsSym() == sym1, "%d ranks: a ReduceScatter with a buffer in no window took the symmetric path", n);
+  CHECK(rsRing() - ring1 == 2 * (uint64_t)n, "%d ranks: %llu ReduceScatters on the ring, want %d", n,
+        (unsigned long long)(rsRing() - ring1), 2 * n);
+  return true;
+}
+
 bool testAbort(int n) {
   Fixture f(n);
   if (!f.init()) return false;
@@ -411,6 +503,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "-- %d ranks\n", n);
     testRanks(n);
     testAllGather(n);
+    testReduceScatter(n);
   }
   if (!gExpectOff) {
     fprintf(stderr, "-- abort while rank 0 waits in the barrier\n");

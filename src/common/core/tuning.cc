@@ -278,25 +278,32 @@ bool tuneSymmetric(const ncclComm* comm, const Task& t, dev::Work* w) {
   const TuningEnv& env = tuningEnv();
   if (!env.symmetric || comm->symmetric == nullptr || comm->nRanks < 2) return false;
   const bool allGather = t.kind == TaskKind::AllGather;
-  if (!allGather && t.kind != TaskKind::AllReduce) return false;
+  const bool reduceScatter = t.kind == TaskKind::ReduceScatter;
+  if (!allGather && !reduceScatter && t.kind != TaskKind::AllReduce) return false;
   if (!allGather && t.redOp != dev::kOpSum && t.redOp != dev::kOpProd && t.redOp != dev::kOpMax &&
       t.redOp != dev::kOpMin)
     return false;
-  const size_t sendBytes = t.count * dataTypeSize(t.dtype);
-  const size_t bytes = allGather ? sendBytes * comm->nRanks : sendBytes;   // what tuningBytes says
+  // Each buffer's bytes: AllGather's output and ReduceScatter's input hold
+  // nRanks x count elements; the larger one is what tuningBytes says.
+  const size_t rankBytes = t.count * dataTypeSize(t.dtype);
+  const size_t allBytes = allGather || reduceScatter ? rankBytes * comm->nRanks : rankBytes;
+  const size_t sendBytes = reduceScatter ? allBytes : rankBytes;
+  const size_t recvBytes = allGather ? allBytes : rankBytes;
+  const size_t bytes = allBytes;
   if (bytes > env.symmetricMaxBytes) return false;
   if (lsaPlace(comm).size != comm->nRanks) return false;
   ncclComm* c = const_cast<ncclComm*>(comm);   // the window lookups take the state's lock
   SymWindow* bar = collBarrierWindow(c);
   SymSpan send, recv;
   if (bar == nullptr || !findSymmetricSpan(c, t.sendbuff, sendBytes, &send) ||
-      !findSymmetricSpan(c, t.recvbuff, bytes, &recv))
+      !findSymmetricSpan(c, t.recvbuff, recvBytes, &recv))
     return false;
   memset(w, 0, sizeof(*w));
-  w->coll = allGather ? dev::kCollAllGather : dev::kCollAllReduce;
+  w->coll = allGather ? dev::kCollAllGather : reduceScatter ? dev::kCollReduceScatter : dev::kCollAllReduce;
   w->proto = dev::kProtoSimple;
   // A channel per 16 KiB (not measured on a GPU yet): blocks share the
-  // elements (of one rank, for AllGather) as the ring's do (channelShare).
+  // elements (of one rank, for AllGather and ReduceScatter) as the ring's
+  // do (channelShare).
   const int nch = (int)std::clamp<size_t>(divUp(bytes, (size_t)16 << 10), 1, comm->nChannels);
   w->channelLo = 0;
   w->channelHi = (uint8_t)(nch - 1);
@@ -306,7 +313,9 @@ bool tuneSymmetric(const ncclComm* comm, const Task& t, dev::Work* w) {
   w->s.algo = dev::kAlgoSymmetric;
   // In place, an AllGather's inputs lie at different offsets on each rank
   // (rank p's at share p of its output): the kernel reads them from the
-  // output's window.
+  // output's window. A ReduceScatter's input lies at the same offset on
+  // every rank, in place or not (its output, share `rank` of it, is only
+  // written by this rank).
   const bool inPlace = allGather && (const char*)t.sendbuff == (const char*)t.recvbuff + (size_t)comm->rank * sendBytes;
   const SymSpan& in = inPlace ? recv : send;
   w->s.sendStride4G = in.stride4G;

@@ -54,10 +54,11 @@ uint64_t tuningDecisions(TaskKind kind, int algo);
 ncclResult_t chooseChannelCount(const ncclComm* comm, int* nChannels);
 CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes);
 uint32_t p2pSliceBytes(const ncclComm* comm);
-// AllReduce and AllGather through symmetric windows (docs/device_api.md,
-// "Symmetric collectives"): when UNICCL_SYMMETRIC allows it, the whole
-// communicator is one LSA team of 2+ ranks with the collective barrier, an
-// AllReduce's op has no scalar (sum, prod, max, min), the message
+// AllReduce, AllGather and ReduceScatter through symmetric windows
+// (docs/device_api.md, "Symmetric collectives"): when UNICCL_SYMMETRIC
+// allows it, the whole communicator is one LSA team of 2+ ranks with the
+// collective barrier, an AllReduce's or ReduceScatter's op has no scalar
+// (sum, prod, max, min), the message
 // (tuningBytes) is at most UNICCL_SYMMETRIC_MAX_BYTES and both buffers lie
 // in NCCL_WIN_COLL_SYMMETRIC windows of this rank, fills *w as a
 // kAlgoSymmetric item and returns true (counted as that algorithm). The
