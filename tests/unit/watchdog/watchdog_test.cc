@@ -539,14 +539,17 @@ TEST_F(WatchdogThread, DrainWaitsForTheProgressWords) {
     ASSERT_EQ(launch(i), ncclSuccess);
     ids.push_back(lastId);
   }
+  // Set just before the last launch reports its end: a drain that returns
+  // sees it set (a store after kernelEnds raced with the drain's return;
+  // TSan's slower run lost that race once).
   std::atomic<bool> ended{false};
   std::thread gpu([&] {
-    for (uint64_t id : ids) {
+    for (size_t i = 0; i < ids.size(); i++) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      kernelStarts(id);
-      kernelEnds(id);
+      kernelStarts(ids[i]);
+      if (i + 1 == ids.size()) ended.store(true);
+      kernelEnds(ids[i]);
     }
-    ended.store(true);
   });
   EXPECT_EQ(watchWaitEagerLaunches(comm.get()), ncclSuccess);
   EXPECT_TRUE(ended.load());                        // not before the last launch reported
