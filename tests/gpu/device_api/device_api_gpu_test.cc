@@ -7,20 +7,20 @@
 // GPU unless asked. Exits 77 without a GPU.
 //
 //   device_api_gpu_test [--ranks-per-gpu=K] [--rounds=N] [--blocks=B]
-#include <cuda_runtime.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "../coll/rt.h"
 #include "lsa_kernel.h"
 #include "nccl.h"
 #include "nccl_device.h"
 
 namespace {
 
+namespace rt = colltest::rt;
 int gFailures = 0;
 #define CHECK(cond, ...)                                               \
   do {                                                                 \
@@ -40,13 +40,13 @@ int gFailures = 0;
       return 1;                                                                                       \
     }                                                                                                 \
   } while (0)
-#define CUDA_OK(call)                                                                                        \
-  do {                                                                                                       \
-    cudaError_t e_ = (call);                                                                                 \
-    if (e_ != cudaSuccess) {                                                                                 \
-      fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));            \
-      return 1;                                                                                              \
-    }                                                                                                        \
+#define RT_OK(call)                                                          \
+  do {                                                                       \
+    const char* e_ = (call);                                                 \
+    if (e_ != nullptr) {                                                     \
+      fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, e_); \
+      return 1;                                                              \
+    }                                                                        \
   } while (0)
 
 int intArg(int argc, char** argv, const char* name, int dflt) {
@@ -61,9 +61,9 @@ int intArg(int argc, char** argv, const char* name, int dflt) {
 int main(int argc, char** argv) {
   // Ranks sharing a GPU spin on each other from their own streams: each
   // needs a hardware queue of its own (before the runtime starts).
-  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
-  int ngpus = 0;
-  if (cudaGetDeviceCount(&ngpus) != cudaSuccess || ngpus == 0) {
+  rt::raiseWorkQueues();
+  const int ngpus = rt::deviceCount();
+  if (ngpus == 0) {
     printf("SKIP: no GPU\n");
     return 77;
   }
@@ -83,17 +83,17 @@ int main(int argc, char** argv) {
   std::vector<void*> buf(n);
   std::vector<ncclWindow_t> win(n);
   std::vector<ncclDevComm> dc(n);
-  std::vector<cudaStream_t> stream(n);
+  std::vector<rtStream> stream(n);
   std::vector<unsigned long long*> errors(n);
   ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.lsaBarrierCount = blocks;
   for (int r = 0; r < n; r++) {
-    CUDA_OK(cudaSetDevice(devs[r]));
+    RT_OK(rt::setDevice(devs[r]));
     NCCL_OK(ncclMemAlloc(&buf[r], bytes));
-    CUDA_OK(cudaMemset(buf[r], 0, bytes));
-    CUDA_OK(cudaStreamCreateWithFlags(&stream[r], cudaStreamNonBlocking));
-    CUDA_OK(cudaMalloc(&errors[r], sizeof(unsigned long long)));
-    CUDA_OK(cudaMemset(errors[r], 0, sizeof(unsigned long long)));
+    RT_OK(rt::memset(buf[r], 0, bytes));
+    RT_OK(rt::streamCreate(&stream[r]));
+    RT_OK(rt::malloc((void**)&errors[r], sizeof(unsigned long long)));
+    RT_OK(rt::memset(errors[r], 0, sizeof(unsigned long long)));
   }
   NCCL_OK(ncclGroupStart());
   for (int r = 0; r < n; r++) NCCL_OK(ncclCommWindowRegister(comms[r], buf[r], bytes, &win[r], NCCL_WIN_COLL_SYMMETRIC));
@@ -107,16 +107,16 @@ int main(int argc, char** argv) {
 
   // Every rank's kernel before any wait: they spin on each other.
   for (int r = 0; r < n; r++) {
-    CUDA_OK(cudaSetDevice(devs[r]));
+    RT_OK(rt::setDevice(devs[r]));
     const char* e = launchLsaExchange(dc[r], win[r], blocks, threads, rounds, errors[r], stream[r]);
     CHECK(e == nullptr, "rank %d: launch: %s", r, e);
   }
   unsigned long long total = 0;
   for (int r = 0; r < n; r++) {
-    CUDA_OK(cudaSetDevice(devs[r]));
-    CUDA_OK(cudaStreamSynchronize(stream[r]));
+    RT_OK(rt::setDevice(devs[r]));
+    RT_OK(rt::streamSync(stream[r]));
     unsigned long long e = 0;
-    CUDA_OK(cudaMemcpy(&e, errors[r], sizeof(e), cudaMemcpyDeviceToHost));
+    RT_OK(rt::toHost(&e, errors[r], sizeof(e)));
     CHECK(e == 0, "rank %d: %llu of %llu words differ", r, e, (unsigned long long)rounds * blocks * threads * n);
     total += e;
   }
@@ -126,10 +126,10 @@ int main(int argc, char** argv) {
   NCCL_OK(ncclGroupEnd());
   for (int r = 0; r < n; r++) {
     NCCL_OK(ncclCommWindowDeregister(comms[r], win[r]));
-    CUDA_OK(cudaSetDevice(devs[r]));
+    RT_OK(rt::setDevice(devs[r]));
     NCCL_OK(ncclMemFree(buf[r]));
-    CUDA_OK(cudaFree(errors[r]));
-    CUDA_OK(cudaStreamDestroy(stream[r]));
+    RT_OK(rt::free(errors[r]));
+    RT_OK(rt::streamDestroy(stream[r]));
   }
   for (ncclComm_t c : comms) NCCL_OK(ncclCommDestroy(c));
   printf("%d ranks (%d per GPU), %d blocks x %d rounds: %llu wrong words; %s\n", n, perGpu, blocks, rounds, total,

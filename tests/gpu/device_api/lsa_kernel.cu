@@ -37,8 +37,7 @@ __global__ void lsaExchange(ncclDevComm comm, ncclWindow_t win, int rounds, unsi
 }  // namespace
 
 const char* launchLsaExchange(const ncclDevComm& comm, ncclWindow_t win, int blocks, int threads, int rounds,
-                              unsigned long long* errors, cudaStream_t stream) {
+                              unsigned long long* errors, rtStream stream) {
   lsaExchange<<<blocks, threads, 0, stream>>>(comm, win, rounds, errors);
-  cudaError_t e = cudaGetLastError();
-  return e == cudaSuccess ? nullptr : cudaGetErrorString(e);
+  return colltest::rt::err(COLLTEST_RT(GetLastError)());
 }
