@@ -395,13 +395,32 @@ ncclResult_t cuFail(const char* call, CUresult r) {
   return ncclUnhandledCudaError;
 }
 
-// The virtual-memory entry points, or a WARN naming the one the driver lacks.
+// Driver calls act on the calling thread's current context. The runtime makes
+// the device's primary context current only at its first call that needs one,
+// so a thread that has only asked cudaGetDevice (a group's worker running a
+// window registration for its communicator) has none yet, and the driver
+// answers CUDA_ERROR_INVALID_CONTEXT. cudaSetDevice makes it current (CUDA 12).
+ncclResult_t bindThreadContext() {
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaSetDevice(dev);
+  if (e != cudaSuccess) {
+    WARN("binding the current GPU's context to this thread failed: %s", cudaGetErrorString(e));
+    (void)cudaGetLastError();
+    return ncclUnhandledCudaError;
+  }
+  return ncclSuccess;
+}
+
+// The virtual-memory entry points, or a WARN naming the one the driver lacks;
+// the calling thread's context bound.
 ncclResult_t vmmDriver(const char* call, const Driver** out) {
   const Driver& d = driver();
   if (d.missing != nullptr) {
     WARN("%s: %s", call, d.why);
     return ncclUnhandledCudaError;
   }
+  UCHECK(bindThreadContext());
   *out = &d;
   return ncclSuccess;
 }
@@ -442,6 +461,7 @@ ncclResult_t memGetAddressRange(const void* ptr, void** base, size_t* size) {
     WARN("cudaGetDriverEntryPointByVersion(cuMemGetAddressRange) failed: driver entry point not found");
     return ncclUnhandledCudaError;
   }
+  UCHECK(bindThreadContext());
   CUdeviceptr b = 0;
   size_t n = 0;
   CUresult r = d.getAddressRange(&b, &n, (CUdeviceptr)(uintptr_t)ptr);
@@ -528,6 +548,7 @@ ncclResult_t memImportFd(int fd, MemHandle* handle) {
 ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** mapBase, size_t* mapBytes) {
   const Driver* d = &driver();
   if (d->missing != nullptr) return ncclInvalidArgument;   // no VMM in this driver: nothing is mapped
+  UCHECK(bindThreadContext());
   CUmemGenericAllocationHandle h = 0;
   CUresult r = d->retainAllocationHandle(&h, const_cast<void*>(ptr));
   if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_NOT_SUPPORTED) return ncclInvalidArgument;

@@ -47,10 +47,16 @@ ncclResult_t probeBuffer(ncclComm* comm, void* buff, size_t bytes, WindowAnnounc
   }
   void* mapBase = nullptr;
   size_t mapBytes = 0;
-  if (gpu::memRetainFromAddress(buff, own, &mapBase, &mapBytes) != ncclSuccess) {
+  const ncclResult_t retained = gpu::memRetainFromAddress(buff, own, &mapBase, &mapBytes);
+  if (retained == ncclInvalidArgument) {
     WARN("ncclCommWindowRegister: rank %d: buffer %p is not memory that peers can map; allocate window buffers "
          "with ncclMemAlloc", comm->rank, buff);
     return ncclInvalidArgument;
+  }
+  if (retained != ncclSuccess) {   // the driver failed (its WARN says how), not the caller
+    WARN("ncclCommWindowRegister: rank %d: the allocation behind buffer %p could not be looked up", comm->rank,
+         buff);
+    return retained;
   }
   const size_t offset = (size_t)((char*)buff - (char*)mapBase);
   if (bytes > mapBytes - offset) {
