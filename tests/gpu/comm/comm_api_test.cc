@@ -325,7 +325,9 @@ bool testMemory() {
   EXPECT(handle != nullptr, "ncclCommRegister gave a NULL handle");
   NCCL_OK(ncclCommDeregister(c[0], handle));
   EXPECT_ERR(ncclCommDeregister(c[0], handle), ncclInvalidArgument, "ncclCommDeregister");   // twice
-  EXPECT_ERR(ncclCommRegister(c[0], buf, 2 * bytes, &handle), ncclInvalidArgument, "ncclCommRegister");
+  // ncclMemAlloc rounds up to the allocation granularity (2 MiB on Hopper), and
+  // a range inside that mapping is registrable: 64x runs past it.
+  EXPECT_ERR(ncclCommRegister(c[0], buf, 64 * bytes, &handle), ncclInvalidArgument, "ncclCommRegister");
   std::vector<char> host(4096);
   EXPECT_ERR(ncclCommRegister(c[0], host.data(), host.size(), &handle), ncclInvalidArgument, "ncclCommRegister");
   int bogus = 0;
@@ -390,13 +392,19 @@ bool checkWindows(Comms& c) {
     }
   }
   for (int r = 0; r < gN; r++) NCCL_OK(ncclCommWindowDeregister(c[r], win[r]));
-  std::vector<void*> plain(gN, nullptr);
+  // Plain device memory, aligned as windows must be (a misaligned buffer is
+  // refused at the call, before the group's end): refused at the group's end
+  // because peers cannot map it.
+  std::vector<void*> plain(gN, nullptr), aligned(gN, nullptr);
   for (int r = 0; r < gN; r++) {
     RT_OK(rt::setDevice(r));
-    RT_OK(rt::malloc(&plain[r], bytes));
+    RT_OK(rt::malloc(&plain[r], bytes + NCCL_WIN_REQUIRED_ALIGNMENT));
+    const uintptr_t a = reinterpret_cast<uintptr_t>(plain[r]);
+    aligned[r] = reinterpret_cast<void*>((a + NCCL_WIN_REQUIRED_ALIGNMENT - 1) / NCCL_WIN_REQUIRED_ALIGNMENT *
+                                         NCCL_WIN_REQUIRED_ALIGNMENT);
   }
   NCCL_OK(ncclGroupStart());
-  for (int r = 0; r < gN; r++) GROUPED_OK(ncclCommWindowRegister(c[r], plain[r], bytes, &win[r], NCCL_WIN_DEFAULT));
+  for (int r = 0; r < gN; r++) GROUPED_OK(ncclCommWindowRegister(c[r], aligned[r], bytes, &win[r], NCCL_WIN_DEFAULT));
   EXPECT_ERR(ncclGroupEnd(), ncclInvalidArgument, "ncclCommWindowRegister");
   for (int r = 0; r < gN; r++) {
     RT_OK(rt::setDevice(r));
