@@ -25,7 +25,7 @@ run() {  # label, env..., -- args...
   local exe=$BDIR/all_reduce_perf libpath=${LD_LIBRARY_PATH:-}
   [[ $label == nccl* ]] && { exe+=_nccl; libpath=$nccl_lib; }
   env "${envs[@]}" LD_LIBRARY_PATH=$libpath timeout 120 "$exe" -b "${SIZES[0]}" -e "${SIZES[-1]}" -f 8 \
-    -g "$NGPUS" -n ${PROBE_ITERS:-2000} -w 200 "$@" >"$OUTDIR/$label.log" 2>&1
+    -g "$NGPUS" ${PROBE_ARGS:-} -n ${PROBE_ITERS:-2000} -w 200 "$@" >"$OUTDIR/$label.log" 2>&1
 }
 
 for rep in 1 2; do
