@@ -11,7 +11,13 @@
 #   ci/device-jobs.sh wait SECONDS NAME...        wait until every NAME ended or SECONDS
 #                                                 passed; copy the logs to $OUT; print one
 #                                                 status line per job and each log's tail
+#   ci/device-jobs.sh snapshot DIR                copy this tree (no build dirs) to DIR
 # Exit code of wait: 0 all ended with 0, 1 one ended otherwise, 3 still running.
+#
+# Each device call copies the working tree over the repository again: a
+# build still reading it then can miss a file (seen: "tuning.h: No such file"
+# in a ci/test.sh build that outlived its call). Jobs that build and outlive
+# a call run in a snapshot: ci/device-jobs.sh snapshot /tmp/tree && cd /tmp/tree.
 set -uo pipefail
 JOBS_DIR=${JOBS_DIR:-/tmp/device-jobs}
 mkdir -p "$JOBS_DIR"
@@ -50,5 +56,7 @@ case ${1:-} in
       elif [ "$(cat "$JOBS_DIR/$n.rc")" != 0 ] && [ $status = 0 ]; then status=1; fi
     done
     exit $status ;;
-  *) sed -n '2,13p' "$0"; exit 2 ;;
+  snapshot)
+    mkdir -p "$2" && (cd "$ROOT" && tar cf - --exclude='./build*' --exclude=./.carry .) | tar xf - -C "$2" ;;
+  *) sed -n '2,20p' "$0"; exit 2 ;;
 esac

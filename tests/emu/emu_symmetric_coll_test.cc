@@ -16,7 +16,7 @@
 // never comes.
 //
 //   emu_symmetric_coll_test [--ranks=N] [--expect-off]
-//     --expect-off: UNICCL_SYMMETRIC=0 is set: no collective may take the symmetric path
+//     --expect-off: UNICCL_SYMMETRIC is 0 (the default): no collective may take the symmetric path
 #include <atomic>
 #include <chrono>
 #include <cstdint>

@@ -38,7 +38,7 @@ struct TuningEnv {
   int treeMinRanks = 8;
   size_t treeMaxBytes = 0;
   bool allreduceExchange = true;   // UNICCL_ALLREDUCE_EXCHANGE
-  bool symmetric = true;           // UNICCL_SYMMETRIC
+  bool symmetric = false;          // UNICCL_SYMMETRIC (opt-in: docs/device_api.md, "Measured")
   size_t symmetricMaxBytes = 0;    // UNICCL_SYMMETRIC_MAX_BYTES
 };
 
