@@ -334,7 +334,6 @@ UDEV bool runCollOp(const Work& w, const CollCtx& c, const Group& g) {
 // went from 7.8 to 4.8 us (docs/performance.md).
 template <typename Tag>
 UDEV_NOINLINE bool runColl(const Work& w, const CollCtx& c, const Group& g) {
-  if (w.c.algo == kAlgoSymmetric) return runSymmetric<Tag>(w, c, g);
   return w.proto == kProtoLL ? runCollOp<Tag, kProtoLL>(w, c, g) : runCollOp<Tag, kProtoSimple>(w, c, g);
 }
 

@@ -65,9 +65,20 @@ UDEV void profStamp(const DevComm* comm, int block, bool stop) {
   storeStampPair(&s->counter, c, globalTimer());
 }
 
+// What a kernel entry runs. The symmetric collectives have entries of their
+// own: reached from the collective kernel (even out of line) they grew its
+// stack frame from 560 to 720 bytes with more spills, and every graph-mode
+// AllReduce 8 B went from 4.27 to 4.64 us on an H200 (docs/performance.md,
+// session 14).
+enum KernelKind : int {
+  kKernelP2pOnly = 0,    // p2p items only (datatype-free)
+  kKernelColl = 1,       // ring/tree collectives of one datatype, and p2p items
+  kKernelSymmetric = 2,  // kAlgoSymmetric collectives of one datatype only
+};
+
 // Runs the launch's work items in order (item 0 is already in shared
 // memory); returns early when one aborted.
-template <typename Tag, bool Colls>
+template <typename Tag, int Kind>
 UDEV void runWorks(const KernelArgs& args, BlockShared& sh) {
   const int tid = threadIdx.x;
   const DevComm* comm = &sh.comm;
@@ -86,9 +97,11 @@ UDEV void runWorks(const KernelArgs& args, BlockShared& sh) {
       c.channel = &sh.channel;
       c.chIndex = block - w.channelLo;
       c.nch = w.channelHi - w.channelLo + 1;
-      if (w.coll == kCollP2p) {
+      if constexpr (Kind == kKernelSymmetric) {
+        runSymmetric<Tag>(w, c, makeGroup(sh, comm, 0, tid, kThreadsPerBlock));
+      } else if (w.coll == kCollP2p) {
         runP2p(w, c, sh);
-      } else if constexpr (Colls) {
+      } else if constexpr (Kind == kKernelColl) {
         runColl<Tag>(w, c, makeGroup(sh, comm, 0, tid, kThreadsPerBlock));
       }
     }
@@ -102,9 +115,9 @@ UDEV void runWorks(const KernelArgs& args, BlockShared& sh) {
   }
 }
 
-// Tag: datatype of collective items (ignored when Colls is false: the
-// p2p-only kernel).
-template <typename Tag, bool Colls>
+// Tag: datatype of collective items (ignored by the p2p-only kernel);
+// Kind: KernelKind.
+template <typename Tag, int Kind>
 UDEV void runKernel(const KernelArgs& args) {
   BlockShared& sh = blockShared<BlockShared>();
   const int tid = threadIdx.x;
@@ -147,7 +160,7 @@ UDEV void runKernel(const KernelArgs& args) {
       storeVolatileU64(&sh.comm.progress->started, id);
     }
   }
-  runWorks<Tag, Colls>(args, sh);
+  runWorks<Tag, Kind>(args, sh);
   // ... and this block is done with it (also when it stopped on abort).
   if (tid == kProgressThread) {
     if (gt.words != nullptr) storeVolatileU64(&gt.words->done[block], id);

@@ -12,6 +12,10 @@ namespace uniccl::dev {
 // nullptr when this build filtered that datatype out.
 const void* collectiveKernel(ncclDataType_t type);
 
+// The kernel for the symmetric collectives (kAlgoSymmetric items, nothing
+// else) of datatype `type`, or nullptr where the build filtered it out.
+const void* symmetricKernel(ncclDataType_t type);
+
 // Kernel for batches made only of p2p items (datatype-free).
 const void* p2pKernel();
 

@@ -56,8 +56,10 @@ ncclResult_t allocDevice(ncclComm* comm, T** out, size_t count) {
 // Every kernel a communicator may launch (the datatypes this build has).
 std::vector<const void*> launchedKernels() {
   std::vector<const void*> ks;
-  for (int t = 0; t < ncclNumTypes; t++)
+  for (int t = 0; t < ncclNumTypes; t++) {
     if (const void* k = dev::collectiveKernel((ncclDataType_t)t)) ks.push_back(k);
+    if (const void* k = dev::symmetricKernel((ncclDataType_t)t)) ks.push_back(k);
+  }
   ks.push_back(dev::p2pKernel());
   return ks;
 }

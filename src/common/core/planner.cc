@@ -140,26 +140,31 @@ void markProfiledWorks(ncclComm* comm) {
   }
 }
 
+}  // namespace
+
 // Splits the plan's works into kernel launches: consecutive collectives of
-// one datatype share a kernel; p2p items ride along with whatever kernel
-// comes last (every kernel runs them).
+// one datatype and kind (ring/tree or symmetric: separate kernels,
+// device/kernel.h) share a kernel; p2p items ride along with whatever
+// collective kernel comes last (every one but the symmetric runs them).
 ncclResult_t planLaunches(LaunchPlan* plan) {
   const std::vector<dev::Work>& works = plan->works;
   const size_t nColl = plan->nColl;
+  auto symmetric = [&](size_t i) { return works[i].c.algo == dev::kAlgoSymmetric; };
   size_t first = 0;
   while (first < works.size()) {
     size_t last = first + 1;
     const void* kernel;
     if (first < nColl) {
       ncclDataType_t dt = (ncclDataType_t)works[first].c.dtype;
-      kernel = dev::collectiveKernel(dt);
+      const bool sym = symmetric(first);
+      kernel = sym ? dev::symmetricKernel(dt) : dev::collectiveKernel(dt);
       if (kernel == nullptr) {
         WARN("This uniccl build has no kernels for datatype %s (built with -Dkernel_filter=%s); "
              "rebuild with -Dkernel_filter=all", dataTypeName(dt), UNICCL_KERNEL_FILTER);
         return ncclInvalidUsage;
       }
       while (last < works.size() && last - first < kMaxWorksPerLaunch &&
-             (last >= nColl || works[last].c.dtype == works[first].c.dtype))
+             (last >= nColl ? !sym : works[last].c.dtype == works[first].c.dtype && symmetric(last) == sym))
         last++;
     } else {
       kernel = dev::p2pKernel();
@@ -175,8 +180,6 @@ ncclResult_t planLaunches(LaunchPlan* plan) {
   }
   return ncclSuccess;
 }
-
-}  // namespace
 
 ncclResult_t planWorks(ncclComm* comm) {
   LaunchPlan& plan = comm->plan;

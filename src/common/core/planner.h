@@ -32,6 +32,13 @@ ncclResult_t checkCaptureSupported(const ncclComm* comm, const gpu::CaptureInfo&
 // nothing; ncclInvalidUsage when the build lacks a datatype's kernels.
 ncclResult_t planWorks(ncclComm* comm);
 
+// planWorks' last step, apart for tests: plan->launches from plan->works
+// (the first plan->nColl of them collectives): consecutive collectives of
+// one datatype and kind share a launch; p2p items ride with the last ring
+// or tree launch, or go to the p2p kernel.
+struct LaunchPlan;
+ncclResult_t planLaunches(LaunchPlan* plan);
+
 // The steps of launchTasks, apart for the profiler (its Coll/P2p events are
 // described from the plan and started before the launches):
 // planTasks: comm->plan from comm->tasks (one-rank copies, or planWorks);

@@ -6,10 +6,14 @@
 namespace uniccl::dev {
 namespace {
 char gCollKernels[ncclNumTypes];
+char gSymKernels[ncclNumTypes];
 char gP2pKernel;
 }  // namespace
 const void* collectiveKernel(ncclDataType_t type) {
   return (int)type >= 0 && (int)type < ncclNumTypes ? &gCollKernels[type] : nullptr;
+}
+const void* symmetricKernel(ncclDataType_t type) {
+  return (int)type >= 0 && (int)type < ncclNumTypes ? &gSymKernels[type] : nullptr;
 }
 const void* p2pKernel() { return &gP2pKernel; }
 }  // namespace uniccl::dev

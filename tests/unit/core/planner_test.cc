@@ -556,3 +556,51 @@ TEST_F(SidePlanTest, KnobsTurnEachChoiceOnAndOff) {
 
 }  // namespace
 }  // namespace uniccl
+
+
+namespace uniccl {
+// Symmetric collectives run on kernels of their own (device/kernel.h,
+// KernelKind): a launch holds one datatype and one kind, and p2p items
+// never ride with a symmetric launch (its kernel does not run them).
+TEST(PlanLaunches, SymmetricWorksGetTheirOwnKernels) {
+  auto coll = [](ncclDataType_t dt, bool sym) {
+    dev::Work w{};
+    w.coll = dev::kCollAllReduce;
+    w.c.dtype = (uint8_t)dt;
+    w.c.algo = sym ? dev::kAlgoSymmetric : dev::kAlgoRing;
+    w.channelHi = sym ? 3 : 1;
+    return w;
+  };
+  dev::Work p2p{};
+  p2p.coll = dev::kCollP2p;
+  LaunchPlan plan;
+  plan.works = {coll(ncclFloat32, false), coll(ncclFloat32, true), coll(ncclFloat32, true),
+                coll(ncclBfloat16, true), coll(ncclFloat32, false), p2p};
+  plan.nColl = 5;
+  ASSERT_EQ(planLaunches(&plan), ncclSuccess);
+  ASSERT_EQ(plan.launches.size(), 4u);
+  const struct { uint32_t first, n; const void* kernel; unsigned grid; } want[] = {
+      {0, 1, dev::collectiveKernel(ncclFloat32), 2}, {1, 2, dev::symmetricKernel(ncclFloat32), 4},
+      {3, 1, dev::symmetricKernel(ncclBfloat16), 4}, {4, 2, dev::collectiveKernel(ncclFloat32), 2}};
+  for (size_t i = 0; i < 4; i++) {
+    EXPECT_EQ(plan.launches[i].firstWork, want[i].first) << i;
+    EXPECT_EQ(plan.launches[i].nWorks, want[i].n) << i;
+    EXPECT_EQ(plan.launches[i].kernel, want[i].kernel) << i;
+    EXPECT_EQ(plan.launches[i].grid, want[i].grid) << i;
+  }
+  EXPECT_NE(dev::symmetricKernel(ncclFloat32), dev::collectiveKernel(ncclFloat32));
+
+  // A symmetric collective last: the p2p items go to the p2p kernel.
+  LaunchPlan tail;
+  tail.works = {coll(ncclFloat32, true), p2p, p2p};
+  tail.nColl = 1;
+  ASSERT_EQ(planLaunches(&tail), ncclSuccess);
+  ASSERT_EQ(tail.launches.size(), 2u);
+  EXPECT_EQ(tail.launches[0].kernel, dev::symmetricKernel(ncclFloat32));
+  EXPECT_EQ(tail.launches[0].nWorks, 1u);
+  EXPECT_EQ(tail.launches[1].kernel, dev::p2pKernel());
+  EXPECT_EQ(tail.launches[1].firstWork, 1u);
+  EXPECT_EQ(tail.launches[1].nWorks, 2u);
+}
+
+}  // namespace uniccl
