@@ -291,23 +291,20 @@ UDEV_NOINLINE bool symAllGather(const Work& w, const CollCtx& c, const Group& g)
 template <typename Fn>
 UDEV_NOINLINE bool symReduceScatter(const Work& w, const CollCtx& c, const Group& g, const Fn& fn);
 
+// The reducing symmetric collectives, once their op is a type.
+template <typename Fn>
+UDEV bool runSymmetricReduce(const Work& w, const CollCtx& c, const Group& g, const Fn& fn) {
+  return w.coll == kCollReduceScatter ? symReduceScatter(w, c, g, fn) : symAllReduce(w, c, g, fn);
+}
+
 template <typename Tag>
 UDEV bool runSymmetric(const Work& w, const CollCtx& c, const Group& g) {
   if (w.coll == kCollAllGather) return symAllGather<RedFn<Tag, kOpSum>>(w, c, g);
-  if (w.coll == kCollReduceScatter) {
-    switch (w.s.redOp) {
-      case kOpSum: return symReduceScatter(w, c, g, RedFn<Tag, kOpSum>{});
-      case kOpProd: return symReduceScatter(w, c, g, RedFn<Tag, kOpProd>{});
-      case kOpMax: return symReduceScatter(w, c, g, RedFn<Tag, kOpMax>{});
-      case kOpMin: return symReduceScatter(w, c, g, RedFn<Tag, kOpMin>{});
-      default: return true;
-    }
-  }
   switch (w.s.redOp) {
-    case kOpSum: return symAllReduce(w, c, g, RedFn<Tag, kOpSum>{});
-    case kOpProd: return symAllReduce(w, c, g, RedFn<Tag, kOpProd>{});
-    case kOpMax: return symAllReduce(w, c, g, RedFn<Tag, kOpMax>{});
-    case kOpMin: return symAllReduce(w, c, g, RedFn<Tag, kOpMin>{});
+    case kOpSum: return runSymmetricReduce(w, c, g, RedFn<Tag, kOpSum>{});
+    case kOpProd: return runSymmetricReduce(w, c, g, RedFn<Tag, kOpProd>{});
+    case kOpMax: return runSymmetricReduce(w, c, g, RedFn<Tag, kOpMax>{});
+    case kOpMin: return runSymmetricReduce(w, c, g, RedFn<Tag, kOpMin>{});
     default: return true;
   }
 }

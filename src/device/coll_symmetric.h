@@ -63,23 +63,49 @@ UDEV bool symBarrier(const Work& w, const CollCtx& c, const Group& g, int block,
   return !abortedBy(*g.abortA, step);
 }
 
+// Block `block`'s epoch word in this rank's barrier buffer and its value when
+// the item started. Only the block's thread 0 writes the word, at the item's
+// end (finish), after the block's last barrier; the item's barrier k waits
+// for epoch e0 + k on every rank.
+struct SymEpoch {
+  uint64_t* word;
+  uint64_t e0;
+};
+
+UDEV SymEpoch symEpoch(const Work& w, const CollCtx& c, int block) {
+  uint64_t* word = reinterpret_cast<uint64_t*>(symFlat(w.s.barFlat, w.s.barStride4G, c.comm->rank, (size_t)block * 8));
+  return SymEpoch{word, *reinterpret_cast<volatile uint64_t*>(word)};
+}
+
+// The item's last barrier was `steps`: the next item counts from there.
+UDEV void symFinish(const Group& g, const SymEpoch& ep, uint32_t steps) {
+  if (g.tid == 0) *reinterpret_cast<volatile uint64_t*>(ep.word) = ep.e0 + steps;
+}
+
+// Element `off` (bytes) reduced over every LSA rank's input, in rank order
+// 0, 1, ..., n-1 (every rank computes the same bits).
+template <typename Fn>
+UDEV typename Fn::S symReducePeers(const Fn& fn, const char* flat0, uint32_t stride4G, int n, size_t off) {
+  using S = typename Fn::S;
+  char* base = const_cast<char*>(flat0);
+  S a = *reinterpret_cast<const volatile S*>(symFlat(base, stride4G, 0, off));
+  for (int p = 1; p < n; p++) a = fn.op(a, *reinterpret_cast<const volatile S*>(symFlat(base, stride4G, p, off)));
+  return a;
+}
+
 // Elements each thread reduces into registers before the tile's barrier.
 constexpr int kSymTile = 8;
 
 template <typename Fn>
 UDEV_NOINLINE bool symAllReduce(const Work& w, const CollCtx& c, const Group& g, const Fn& fn) {
   using S = typename Fn::S;
-  const int n = c.comm->nRanks, me = c.comm->rank;
+  const int n = c.comm->nRanks;
   const int block = (int)blockIdx.x;
-  uint64_t* epoch = reinterpret_cast<uint64_t*>(symFlat(w.s.barFlat, w.s.barStride4G, me, (size_t)block * 8));
-  // Only this block's thread 0 writes it, after the block's last barrier of
-  // the previous item (or in an earlier kernel).
-  const uint64_t e0 = *reinterpret_cast<volatile uint64_t*>(epoch);
+  const SymEpoch ep = symEpoch(w, c, block);
   uint32_t step = 1;
-  if (!symBarrier(w, c, g, block, e0 + step, step)) return false;
+  if (!symBarrier(w, c, g, block, ep.e0 + step, step)) return false;
   int64_t chOff, chN;
   channelShare<S>((int64_t)w.s.count, c, &chOff, &chN);
-  char* flat0 = const_cast<char*>(w.s.sendFlat);
   S* dst = static_cast<S*>(w.s.recvbuff) + chOff;
   // Tile by tile: every thread reduces its kSymTile elements of the tile
   // into registers, then a barrier (every rank's block read the tile's
@@ -93,15 +119,11 @@ UDEV_NOINLINE bool symAllReduce(const Work& w, const CollCtx& c, const Group& g,
     for (int k = 0; k < kSymTile; k++) {
       const int64_t i = base + (int64_t)k * g.nthreads + g.tid;
       if (i >= chN) break;
-      const size_t off = (size_t)(chOff + i) * sizeof(S);
-      S a = *reinterpret_cast<const volatile S*>(symFlat(flat0, w.s.sendStride4G, 0, off));
-      for (int p = 1; p < n; p++)
-        a = fn.op(a, *reinterpret_cast<const volatile S*>(symFlat(flat0, w.s.sendStride4G, p, off)));
-      acc[k] = a;
+      acc[k] = symReducePeers(fn, w.s.sendFlat, w.s.sendStride4G, n, (size_t)(chOff + i) * sizeof(S));
     }
     g.sync();
     step++;
-    if (!symBarrier(w, c, g, block, e0 + step, step)) return false;
+    if (!symBarrier(w, c, g, block, ep.e0 + step, step)) return false;
 #pragma unroll
     for (int k = 0; k < kSymTile; k++) {
       const int64_t i = base + (int64_t)k * g.nthreads + g.tid;
@@ -109,7 +131,7 @@ UDEV_NOINLINE bool symAllReduce(const Work& w, const CollCtx& c, const Group& g,
       dst[i] = acc[k];
     }
   }
-  if (g.tid == 0) *reinterpret_cast<volatile uint64_t*>(epoch) = e0 + step;
+  symFinish(g, ep, step);
   return true;
 }
 
@@ -124,9 +146,8 @@ UDEV_NOINLINE bool symAllGather(const Work& w, const CollCtx& c, const Group& g)
   using S = typename Fn::S;
   const int n = c.comm->nRanks, me = c.comm->rank;
   const int block = (int)blockIdx.x;
-  uint64_t* epoch = reinterpret_cast<uint64_t*>(symFlat(w.s.barFlat, w.s.barStride4G, me, (size_t)block * 8));
-  const uint64_t e0 = *reinterpret_cast<volatile uint64_t*>(epoch);
-  if (!symBarrier(w, c, g, block, e0 + 1, 1)) return false;
+  const SymEpoch ep = symEpoch(w, c, block);
+  if (!symBarrier(w, c, g, block, ep.e0 + 1, 1)) return false;
   const int64_t count = (int64_t)w.s.count;
   int64_t chOff, chN;
   channelShare<S>(count, c, &chOff, &chN);
@@ -141,8 +162,8 @@ UDEV_NOINLINE bool symAllGather(const Work& w, const CollCtx& c, const Group& g)
     for (int64_t i = g.tid; i < chN; i += g.nthreads) dst[i] = *reinterpret_cast<const volatile S*>(src + i);
   }
   g.sync();
-  if (!symBarrier(w, c, g, block, e0 + 2, 2)) return false;
-  if (g.tid == 0) *reinterpret_cast<volatile uint64_t*>(epoch) = e0 + 2;
+  if (!symBarrier(w, c, g, block, ep.e0 + 2, 2)) return false;
+  symFinish(g, ep, 2);
   return true;
 }
 
@@ -159,25 +180,18 @@ UDEV_NOINLINE bool symReduceScatter(const Work& w, const CollCtx& c, const Group
   using S = typename Fn::S;
   const int n = c.comm->nRanks, me = c.comm->rank;
   const int block = (int)blockIdx.x;
-  uint64_t* epoch = reinterpret_cast<uint64_t*>(symFlat(w.s.barFlat, w.s.barStride4G, me, (size_t)block * 8));
-  const uint64_t e0 = *reinterpret_cast<volatile uint64_t*>(epoch);
-  if (!symBarrier(w, c, g, block, e0 + 1, 1)) return false;
+  const SymEpoch ep = symEpoch(w, c, block);
+  if (!symBarrier(w, c, g, block, ep.e0 + 1, 1)) return false;
   const int64_t count = (int64_t)w.s.count;
   int64_t chOff, chN;
   channelShare<S>(count, c, &chOff, &chN);
-  char* flat0 = const_cast<char*>(w.s.sendFlat);
   S* dst = static_cast<S*>(w.s.recvbuff) + chOff;
   const int64_t from = (int64_t)me * count + chOff;
-  for (int64_t i = g.tid; i < chN; i += g.nthreads) {
-    const size_t off = (size_t)(from + i) * sizeof(S);
-    S a = *reinterpret_cast<const volatile S*>(symFlat(flat0, w.s.sendStride4G, 0, off));
-    for (int p = 1; p < n; p++)
-      a = fn.op(a, *reinterpret_cast<const volatile S*>(symFlat(flat0, w.s.sendStride4G, p, off)));
-    dst[i] = a;
-  }
+  for (int64_t i = g.tid; i < chN; i += g.nthreads)
+    dst[i] = symReducePeers(fn, w.s.sendFlat, w.s.sendStride4G, n, (size_t)(from + i) * sizeof(S));
   g.sync();
-  if (!symBarrier(w, c, g, block, e0 + 2, 2)) return false;
-  if (g.tid == 0) *reinterpret_cast<volatile uint64_t*>(epoch) = e0 + 2;
+  if (!symBarrier(w, c, g, block, ep.e0 + 2, 2)) return false;
+  symFinish(g, ep, 2);
   return true;
 }
 

@@ -29,10 +29,8 @@ dev::Coll collOf(TaskKind kind) {
 
 dev::Work collWork(const ncclComm* comm, const Task& t) {
   dev::Work w;
-  // Through symmetric windows when tuning says so (its own item layout,
-  // Work::s); a communicator without windows asks nothing (the eager path
-  // pays for no feature it does not use).
-  if (comm->symmetric != nullptr && tuneSymmetric(comm, t, &w)) return w;
+  // Through symmetric windows when tuning says so (its own item layout, Work::s).
+  if (tuneSymmetric(comm, t, &w)) return w;
   memset(&w, 0, sizeof(w));
   CollTuning tune = tuneCollective(comm, t.kind, tuningBytes(comm, t));
   w.coll = collOf(t.kind);

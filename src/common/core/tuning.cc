@@ -275,8 +275,11 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
 }
 
 bool tuneSymmetric(const ncclComm* comm, const Task& t, dev::Work* w) {
+  // A communicator without windows first: the eager path of one pays for
+  // nothing else here (not even the environment's static guard).
+  if (comm->symmetric == nullptr || comm->nRanks < 2) return false;
   const TuningEnv& env = tuningEnv();
-  if (!env.symmetric || comm->symmetric == nullptr || comm->nRanks < 2) return false;
+  if (!env.symmetric) return false;
   const bool allGather = t.kind == TaskKind::AllGather;
   const bool reduceScatter = t.kind == TaskKind::ReduceScatter;
   if (!allGather && !reduceScatter && t.kind != TaskKind::AllReduce) return false;
@@ -289,8 +292,7 @@ bool tuneSymmetric(const ncclComm* comm, const Task& t, dev::Work* w) {
   const size_t allBytes = allGather || reduceScatter ? rankBytes * comm->nRanks : rankBytes;
   const size_t sendBytes = reduceScatter ? allBytes : rankBytes;
   const size_t recvBytes = allGather ? allBytes : rankBytes;
-  const size_t bytes = allBytes;
-  if (bytes > env.symmetricMaxBytes) return false;
+  if (allBytes > env.symmetricMaxBytes) return false;
   if (lsaPlace(comm).size != comm->nRanks) return false;
   ncclComm* c = const_cast<ncclComm*>(comm);   // the window lookups take the state's lock
   SymWindow* bar = collBarrierWindow(c);
@@ -304,7 +306,7 @@ bool tuneSymmetric(const ncclComm* comm, const Task& t, dev::Work* w) {
   // A channel per 16 KiB (not measured on a GPU yet): blocks share the
   // elements (of one rank, for AllGather and ReduceScatter) as the ring's
   // do (channelShare).
-  const int nch = (int)std::clamp<size_t>(divUp(bytes, (size_t)16 << 10), 1, comm->nChannels);
+  const int nch = (int)std::clamp<size_t>(divUp(allBytes, (size_t)16 << 10), 1, comm->nChannels);
   w->channelLo = 0;
   w->channelHi = (uint8_t)(nch - 1);
   w->s.redOp = t.redOp;
@@ -327,7 +329,7 @@ bool tuneSymmetric(const ncclComm* comm, const Task& t, dev::Work* w) {
   w->s.barFlat = bar->host.lsaFlatBase;
   if (gCountDecisions.load(std::memory_order_relaxed))
     gDecisions[(int)t.kind][dev::kAlgoSymmetric].fetch_add(1, std::memory_order_relaxed);
-  TRACE(kSubsysTune, "%s %zu bytes on %d ranks: Symmetric, %d channels", taskKindName(t.kind), bytes, comm->nRanks,
+  TRACE(kSubsysTune, "%s %zu bytes on %d ranks: Symmetric, %d channels", taskKindName(t.kind), allBytes, comm->nRanks,
         nch);
   return true;
 }
