@@ -88,6 +88,7 @@ ncclResult_t createDevComm(ncclComm* comm, const ncclDevCommRequirements_t* reqs
   d.resourceWindow = win->dev;
   d.resourceWindow_inlined = win->host;
   d.lsaBarrier = layout.lsaBarrier;
+  d.railGinBarrier = layout.railGinBarrier;
   for (const ResourceLayout::Placement& p : layout.placements) *p.out = p.handle;
   *outDevComm = d;
   INFO(NCCL_INIT, "Rank %d: device communicator: LSA team %d of %d, %zu bytes of resources, %d LSA barriers",

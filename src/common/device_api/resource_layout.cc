@@ -45,10 +45,14 @@ ncclResult_t planResources(const ncclDevCommRequirements_t& reqs, int nRanks, in
     return ncclInvalidArgument;
   }
   if (reqs.ginForceEnable) return refuseGin("ginForceEnable");
-  if (reqs.railGinBarrierCount > 0) return refuseGin("railGinBarrierCount");
+  // A rail team has one rank per LSA team: with one LSA team it is this rank
+  // alone, and its GIN barrier has no peer to signal (PyTorch 2.11 asks for
+  // such barriers on every communicator; NCCL 2.28.9 grants them there too).
+  const bool railOfOne = nRanks / lsaSize == 1;
+  if (reqs.railGinBarrierCount > 0 && !railOfOne) return refuseGin("railGinBarrierCount over several LSA teams");
   if (reqs.ginSignalCount > 0 || reqs.ginCounterCount > 0) return refuseGin("GIN signals or counters");
   // A world barrier spans the rail team too: one rank per rail is just the LSA barrier.
-  if (reqs.barrierCount > 0 && nRanks / lsaSize > 1) return refuseGin("barrierCount over several LSA teams");
+  if (reqs.barrierCount > 0 && !railOfOne) return refuseGin("barrierCount over several LSA teams");
 
   size_t used = 0;
   auto place = [&](size_t bytes, size_t align, ncclDevResourceHandle_t* handle) {
@@ -64,6 +68,13 @@ ncclResult_t planResources(const ncclDevCommRequirements_t& reqs, int nRanks, in
     ncclTeam_t lsa{lsaSize, lsaRank, 1};
     UCHECK(ncclLsaBarrierCreateRequirement(lsa, lsaBarriers, &out->lsaBarrier, &r));
     place(r.bufferSize, r.bufferAlign, &out->lsaBarrier.bufHandle);
+  }
+  // Rail GIN barriers of a one-rank rail: their buffer (as NCCL sizes it,
+  // zeroed) and no GIN signal, since no peer ever signals one.
+  out->railGinBarrier = ncclGinBarrierHandle_t{0, 0};
+  if (reqs.railGinBarrierCount > 0) {
+    place((size_t)reqs.railGinBarrierCount * 4 * sizeof(uint32_t), alignof(uint32_t),
+          &out->railGinBarrier.bufHandle);
   }
   out->placements.clear();
   n = 0;

@@ -15,6 +15,7 @@ namespace uniccl {
 struct ResourceLayout {
   size_t bytes = 0;                          // the resource window's size (>= 4096)
   ncclLsaBarrierHandle_t lsaBarrier{};       // devComm.lsaBarrier
+  ncclGinBarrierHandle_t railGinBarrier{};   // devComm.railGinBarrier (one-rank rails only)
   struct Placement {
     ncclDevResourceHandle_t* out;            // where the handle is written on success
     ncclDevResourceHandle_t handle;

@@ -289,6 +289,16 @@ TEST(DeviceApiResources, PlacesBarriersThenTheListAligned) {
   ASSERT_EQ(planResources(reqs, 4, 4, 0, &l), ncclSuccess);
   EXPECT_EQ(l.lsaBarrier.nBarriers, 3);
   EXPECT_EQ(l.bytes, 4096u);
+
+  // Rail GIN barriers with one LSA team (PyTorch 2.11's request): the rail is
+  // this rank alone; their 16 bytes each come after the LSA barriers.
+  reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  reqs.lsaBarrierCount = 2;
+  reqs.railGinBarrierCount = 40;
+  ASSERT_EQ(planResources(reqs, 4, 4, 0, &l), ncclSuccess);
+  EXPECT_EQ(l.railGinBarrier.signal0, 0u);
+  EXPECT_GE(l.railGinBarrier.bufHandle * 128, 2u * (3 + 4) * 4);
+  EXPECT_GE(l.bytes, l.railGinBarrier.bufHandle * 128 + 40u * 16);
 }
 
 TEST(DeviceApiResources, RefusesGinMultimemAndMalformedLists) {
@@ -302,8 +312,8 @@ TEST(DeviceApiResources, RefusesGinMultimemAndMalformedLists) {
   r.ginSignalCount = 1;
   refused(r, ncclInvalidUsage, "GIN");
   r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  r.railGinBarrierCount = 1;
-  refused(r, ncclInvalidUsage, "GIN");
+  r.railGinBarrierCount = 1;   // 8 ranks in LSA teams of 4: rails of 2 ranks
+  refused(r, ncclInvalidUsage, "several LSA teams");
   r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
   r.ginForceEnable = true;
   refused(r, ncclInvalidUsage, "GIN");
