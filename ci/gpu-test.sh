@@ -140,7 +140,7 @@ for t in $TESTS; do
         tail -30 "$OUTDIR/amdsync-setup.log" "$OUTDIR/amdsync-build.log"
         table+=("$(printf '%-28s %-12s' amdsync "BUILD FAILED")"); nfail=$((nfail + 1))
       fi ;;
-    torch)  # PyTorch's "nccl" backend on uniccl's libnccl.so.2 (world size 1; skipped without PyTorch)
+    torch)  # PyTorch's "nccl" backend and symmetric memory on uniccl's libnccl.so.2 (a rank per GPU; skipped without PyTorch)
       run_test torch 600 bash "$ROOT/tests/torch/run.sh" "$LIB/libnccl.so.2" ;;
     net)  # every collective over the socket transport (loopback) between the local GPUs
       e=$(find_exe coll_test)
