@@ -1,23 +1,33 @@
-// One-shot AllReduce through symmetric windows (Algo kAlgoSymmetric; the
-// AllGather and ReduceScatter kernels follow it; the host's conditions:
-// common/core/tuning.cc, tuneSymmetric). Block b of
-// every rank takes the same share of the elements: it waits until block b
-// of every rank reached the collective (their inputs are ready: the
-// kernels run in stream order after whatever wrote them), reads each LSA
-// peer's input through the send window's flat range, reduces in rank order
-// 0, 1, ..., n-1 (every rank computes the same bits) and writes its own
-// output tile by tile, each tile after a barrier that says every peer's
-// block b read it (so neither an in-place output nor a later kernel
-// overwrites an input a peer still reads).
+// AllReduce, AllGather and ReduceScatter through symmetric windows (Algo
+// kAlgoSymmetric; the host's conditions: common/core/tuning.cc,
+// tuneSymmetric). Block b of every rank takes the same share of the
+// elements, waits until block b of every rank reached the collective (their
+// inputs are ready: the kernels run in stream order after whatever wrote
+// them), moves its share through the windows' flat ranges, and passes a
+// last barrier (every peer done reading this rank's input and writing its
+// output) before the item ends. Reductions run in rank order 0, 1, ...,
+// n-1, so every rank computes the same bits.
 //
-// The barrier (dev_types.h, symBarrierBytes): thread q < nRanks posts the
-// block's new epoch into rank q's inbox[b][me] and polls its own inbox[b][q]
-// until rank q reached it too. Every poll looks at the abort flag every
-// kAbortCheckSpins spins; a thread that saw it sets the group's flag A to
-// the barrier's number within the item (prims.h's step numbers: a thread
-// still reading barrier k's flag ignores one set at barrier k + 1, and
-// reaches that barrier itself) before the block barrier, and every thread
-// leaves after it.
+// AllReduce comes in two forms. One-shot: every rank reads its share from
+// every peer's input and writes its own output (n reads per element).
+// Two-shot: rank r reduces sub-slice r of the block's share from every
+// peer's input and stores the result into every peer's output (one read and
+// one store per element and rank); in place, the elements a rank reads and
+// stores are its sub-slice alone, each read then stored by one thread, so
+// nothing a peer still reads is overwritten. Both need two barriers
+// whatever the size; one-shot in place would overwrite inputs peers still
+// read, so the host gives in-place AllReduces the two-shot form.
+//
+// The barrier (dev_types.h, symBarrierBytes; DevComm::symBarFlat): thread
+// q < nRanks posts the block's new epoch into rank q's inbox[b][me] and
+// polls its own inbox[b][q] until rank q reached it too; the post is a
+// release after the block's barrier, so every thread's stores to peers
+// before it are visible to a peer that saw the epoch. Every poll looks at
+// the abort flag every kAbortCheckSpins spins; a thread that saw it sets
+// the group's flag A to the barrier's number within the item (prims.h's
+// step numbers: a thread still reading barrier k's flag ignores one set at
+// barrier k + 1, and reaches that barrier itself) before the block
+// barrier, and every thread leaves after it.
 #pragma once
 
 #include "device/coll_ring.h"
@@ -35,12 +45,14 @@ UDEV char* symFlat(char* flat0, uint32_t stride4G, int peer, size_t off) {
 // One cross-rank barrier of block `block` at epoch `e`, the item's
 // barrier number `step` (1, 2, ...). False: aborted (every thread of the
 // group returns false at the same barrier).
-UDEV bool symBarrier(const Work& w, const CollCtx& c, const Group& g, int block, uint64_t e, uint32_t step) {
+UDEV bool symBarrier(const CollCtx& c, const Group& g, int block, uint64_t e, uint32_t step) {
   const int n = c.comm->nRanks, me = c.comm->rank;
+  char* const bar = c.comm->symBarFlat;
+  const uint32_t stride = c.comm->symBarStride4G;
   const size_t inbox = (size_t)kMaxChannels * 8 + (size_t)block * n * 8;
   for (int q = g.tid; q < n; q += g.nthreads) {
-    postCounter(reinterpret_cast<uint64_t*>(symFlat(w.s.barFlat, w.s.barStride4G, q, inbox + (size_t)me * 8)), e);
-    const uint64_t* mine = reinterpret_cast<const uint64_t*>(symFlat(w.s.barFlat, w.s.barStride4G, me, inbox + (size_t)q * 8));
+    postCounter(reinterpret_cast<uint64_t*>(symFlat(bar, stride, q, inbox + (size_t)me * 8)), e);
+    const uint64_t* mine = reinterpret_cast<const uint64_t*>(symFlat(bar, stride, me, inbox + (size_t)q * 8));
     int spins = 0;
     bool aborted = false;
     while (pollCounter(mine) < e) {
@@ -72,8 +84,9 @@ struct SymEpoch {
   uint64_t e0;
 };
 
-UDEV SymEpoch symEpoch(const Work& w, const CollCtx& c, int block) {
-  uint64_t* word = reinterpret_cast<uint64_t*>(symFlat(w.s.barFlat, w.s.barStride4G, c.comm->rank, (size_t)block * 8));
+UDEV SymEpoch symEpoch(const CollCtx& c, int block) {
+  uint64_t* word =
+      reinterpret_cast<uint64_t*>(symFlat(c.comm->symBarFlat, c.comm->symBarStride4G, c.comm->rank, (size_t)block * 8));
   return SymEpoch{word, *reinterpret_cast<volatile uint64_t*>(word)};
 }
 
@@ -93,45 +106,34 @@ UDEV typename Fn::S symReducePeers(const Fn& fn, const char* flat0, uint32_t str
   return a;
 }
 
-// Elements each thread reduces into registers before the tile's barrier.
-constexpr int kSymTile = 8;
-
 template <typename Fn>
 UDEV_NOINLINE bool symAllReduce(const Work& w, const CollCtx& c, const Group& g, const Fn& fn) {
   using S = typename Fn::S;
-  const int n = c.comm->nRanks;
+  const int n = c.comm->nRanks, me = c.comm->rank;
   const int block = (int)blockIdx.x;
-  const SymEpoch ep = symEpoch(w, c, block);
-  uint32_t step = 1;
-  if (!symBarrier(w, c, g, block, ep.e0 + step, step)) return false;
+  const SymEpoch ep = symEpoch(c, block);
+  if (!symBarrier(c, g, block, ep.e0 + 1, 1)) return false;
   int64_t chOff, chN;
   channelShare<S>((int64_t)w.s.count, c, &chOff, &chN);
-  S* dst = static_cast<S*>(w.s.recvbuff) + chOff;
-  // Tile by tile: every thread reduces its kSymTile elements of the tile
-  // into registers, then a barrier (every rank's block read the tile's
-  // inputs) before it writes them, so an in-place output never overwrites
-  // an input a peer has yet to read. The same number of barriers on every
-  // rank (1 + tiles: count, channels and block size agree), in place or not.
-  const int64_t tile = (int64_t)g.nthreads * kSymTile;
-  for (int64_t base = 0; base < chN; base += tile) {
-    S acc[kSymTile];
-#pragma unroll
-    for (int k = 0; k < kSymTile; k++) {
-      const int64_t i = base + (int64_t)k * g.nthreads + g.tid;
-      if (i >= chN) break;
-      acc[k] = symReducePeers(fn, w.s.sendFlat, w.s.sendStride4G, n, (size_t)(chOff + i) * sizeof(S));
-    }
-    g.sync();
-    step++;
-    if (!symBarrier(w, c, g, block, ep.e0 + step, step)) return false;
-#pragma unroll
-    for (int k = 0; k < kSymTile; k++) {
-      const int64_t i = base + (int64_t)k * g.nthreads + g.tid;
-      if (i >= chN) break;
-      dst[i] = acc[k];
+  if (w.s.recvFlat == nullptr) {
+    // One-shot (out of place only): every element from every peer.
+    S* dst = static_cast<S*>(w.s.recvbuff) + chOff;
+    for (int64_t i = g.tid; i < chN; i += g.nthreads)
+      dst[i] = symReducePeers(fn, w.s.sendFlat, w.s.sendStride4G, n, (size_t)(chOff + i) * sizeof(S));
+  } else {
+    // Two-shot: this rank's sub-slice [lo, hi) of the block's share.
+    const int64_t part = (chN + n - 1) / n;
+    const int64_t lo = part * me < chN ? part * me : chN;
+    const int64_t hi = lo + part < chN ? lo + part : chN;
+    for (int64_t i = lo + g.tid; i < hi; i += g.nthreads) {
+      const size_t off = (size_t)(chOff + i) * sizeof(S);
+      const S a = symReducePeers(fn, w.s.sendFlat, w.s.sendStride4G, n, off);
+      for (int p = 0; p < n; p++) *reinterpret_cast<S*>(symFlat(w.s.recvFlat, w.s.recvStride4G, p, off)) = a;
     }
   }
-  symFinish(g, ep, step);
+  g.sync();
+  if (!symBarrier(c, g, block, ep.e0 + 2, 2)) return false;
+  symFinish(g, ep, 2);
   return true;
 }
 
@@ -146,8 +148,8 @@ UDEV_NOINLINE bool symAllGather(const Work& w, const CollCtx& c, const Group& g)
   using S = typename Fn::S;
   const int n = c.comm->nRanks, me = c.comm->rank;
   const int block = (int)blockIdx.x;
-  const SymEpoch ep = symEpoch(w, c, block);
-  if (!symBarrier(w, c, g, block, ep.e0 + 1, 1)) return false;
+  const SymEpoch ep = symEpoch(c, block);
+  if (!symBarrier(c, g, block, ep.e0 + 1, 1)) return false;
   const int64_t count = (int64_t)w.s.count;
   int64_t chOff, chN;
   channelShare<S>(count, c, &chOff, &chN);
@@ -162,7 +164,7 @@ UDEV_NOINLINE bool symAllGather(const Work& w, const CollCtx& c, const Group& g)
     for (int64_t i = g.tid; i < chN; i += g.nthreads) dst[i] = *reinterpret_cast<const volatile S*>(src + i);
   }
   g.sync();
-  if (!symBarrier(w, c, g, block, ep.e0 + 2, 2)) return false;
+  if (!symBarrier(c, g, block, ep.e0 + 2, 2)) return false;
   symFinish(g, ep, 2);
   return true;
 }
@@ -180,8 +182,8 @@ UDEV_NOINLINE bool symReduceScatter(const Work& w, const CollCtx& c, const Group
   using S = typename Fn::S;
   const int n = c.comm->nRanks, me = c.comm->rank;
   const int block = (int)blockIdx.x;
-  const SymEpoch ep = symEpoch(w, c, block);
-  if (!symBarrier(w, c, g, block, ep.e0 + 1, 1)) return false;
+  const SymEpoch ep = symEpoch(c, block);
+  if (!symBarrier(c, g, block, ep.e0 + 1, 1)) return false;
   const int64_t count = (int64_t)w.s.count;
   int64_t chOff, chN;
   channelShare<S>(count, c, &chOff, &chN);
@@ -190,7 +192,7 @@ UDEV_NOINLINE bool symReduceScatter(const Work& w, const CollCtx& c, const Group
   for (int64_t i = g.tid; i < chN; i += g.nthreads)
     dst[i] = symReducePeers(fn, w.s.sendFlat, w.s.sendStride4G, n, (size_t)(from + i) * sizeof(S));
   g.sync();
-  if (!symBarrier(w, c, g, block, ep.e0 + 2, 2)) return false;
+  if (!symBarrier(c, g, block, ep.e0 + 2, 2)) return false;
   symFinish(g, ep, 2);
   return true;
 }

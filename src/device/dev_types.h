@@ -69,8 +69,9 @@ enum ScalarKind : uint8_t {
 
 // Algorithm of a collective work item. AllReduce may run on any; the
 // other collectives use the ring, or (AllGather, ReduceScatter)
-// kAlgoSymmetric. kAlgoSymmetric: a one-shot AllReduce, AllGather or
-// ReduceScatter through symmetric windows (Work::s, device/coll_symmetric.h).
+// kAlgoSymmetric. kAlgoSymmetric: an AllReduce (one-shot or two-shot),
+// AllGather or ReduceScatter through symmetric windows (Work::s,
+// device/coll_symmetric.h).
 enum Algo : uint8_t { kAlgoRing = 0, kAlgoTree = 1, kAlgoSymmetric = 2, kNumAlgos = 3 };
 
 // The communicator's symmetric-collective barrier (common/symmetric,
@@ -193,6 +194,12 @@ struct DevComm {
   Channel* channels;          // device array [kMaxChannels]
   ProfRing* profRings;        // host-mapped [nChannels], or nullptr: no KernelCh profiling
   LaunchProgress* progress;   // host-mapped, or nullptr: the watchdog is off (UNICCL_TIMEOUT=0)
+  // The symmetric collectives' barrier (symBarrierBytes per rank, an
+  // internal window made with the first NCCL_WIN_COLL_SYMMETRIC window):
+  // LSA rank 0's buffer in its flat range, and the range's stride.
+  char* symBarFlat;
+  uint32_t symBarStride4G;
+  uint32_t pad;
 };
 
 // One work item: 64 bytes, so items never straddle the work FIFO's wrap
@@ -226,14 +233,15 @@ struct alignas(16) Work {
       uint8_t scalarKind;
       uint8_t algo;
       uint32_t sendStride4G;  // the send window's flat stride (4 GiB units)
-      uint32_t barStride4G;   // the barrier window's
+      uint32_t recvStride4G;  // the receive window's (two-shot AllReduce)
       uint32_t inPlace;       // AllGather: sendbuff is this rank's share of recvbuff (its own copy is skipped)
       const char* sendFlat;   // LSA rank 0's copy of sendbuff in the send window's flat range
                               // (AllGather in place: of recvbuff, rank p's input at share p;
                               // ReduceScatter: the input's start, in place too)
       void* recvbuff;
       uint64_t count;
-      char* barFlat;          // LSA rank 0's barrier buffer in the barrier window's flat range
+      char* recvFlat;         // AllReduce: nullptr for one-shot; two-shot: LSA rank 0's copy of
+                              // recvbuff in the receive window's flat range (every rank's output)
     } s;
     struct {                  // p2p: a send half and a recv half (either may be empty)
       int32_t sendPeer;       // -1: no send part; == rank: local copy sendBuff -> recvBuff

@@ -40,7 +40,7 @@ UDEV void loadWork(const KernelArgs& args, uint32_t i, BlockShared& sh) {
 // the DevComm and the Channel copies start at these lanes, so that every
 // load of the preamble is in flight at once.
 constexpr int kCommCopyLane = 8;
-constexpr int kChannelCopyLane = 16;
+constexpr int kChannelCopyLane = 24;
 static_assert(sizeof(Work) / 16 <= kCommCopyLane && kCommCopyLane + sizeof(DevComm) / 8 <= kChannelCopyLane &&
                   kChannelCopyLane + sizeof(Channel) / 8 <= kThreadsPerBlock,
               "preamble lanes overlap");

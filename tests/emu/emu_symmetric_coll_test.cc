@@ -1,13 +1,14 @@
 // Symmetric collectives (docs/device_api.md, "Symmetric collectives") on
 // real communicators over emulated GPUs: AllReduce (AllGather, ReduceScatter) whose send and receive
-// buffers lie in NCCL_WIN_COLL_SYMMETRIC windows runs the one-shot kernel
+// buffers lie in NCCL_WIN_COLL_SYMMETRIC windows runs the symmetric kernel
 // (kAlgoSymmetric, counted by the tuning counters) and gives every rank
 // the host reference's bits; a buffer outside a window, a message above
 // UNICCL_SYMMETRIC_MAX_BYTES, or UNICCL_SYMMETRIC=0 runs the ring.
 //
 // For 2, 3 and 8 ranks: sum, max, prod and min of random small integers
 // (float, exact in any order) at counts 0, 1, 7, 1000 and 4099, out of
-// place and in place; two AllReduces in one group (one launch, two items);
+// place (one-shot) and in place (two-shot); sum and prod at 20000 out of
+// place (above UNICCL_SYMMETRIC_TWO_SHOT_BYTES: two-shot); two AllReduces in one group (one launch, two items);
 // one receive buffer not in a window; one count above the threshold; then
 // AllGather the same way (counts 0 to 4000 per rank, in and out of place,
 // an output in no window); ReduceScatter (every op, counts 0 to 1000 per
@@ -385,6 +386,12 @@ bool testRanks(int n) {
         if (!f.run({{count, op, inPlace, false, 0}}, "symmetric")) return false;
         if (count > 0) expectSym += (uint64_t)n;
       }
+  // Out of place from UNICCL_SYMMETRIC_TWO_SHOT_BYTES (64 KiB): two-shot
+  // (in place is two-shot at every count above; out of place one-shot).
+  for (ncclRedOp_t op : {ncclSum, ncclProd}) {
+    if (!f.run({{20000, op, false, false, 0}}, "symmetric-two-shot")) return false;
+    expectSym += (uint64_t)n;
+  }
   // Two in one group: one launch, two items, the barrier's epochs advance per item.
   if (!f.run({{1000, ncclSum, false, false, 0}, {4099, ncclMax, true, false, 1024}}, "symmetric-group")) return false;
   expectSym += 2 * (uint64_t)n;

@@ -40,6 +40,7 @@ struct TuningEnv {
   bool allreduceExchange = true;   // UNICCL_ALLREDUCE_EXCHANGE
   bool symmetric = false;          // UNICCL_SYMMETRIC (opt-in: docs/device_api.md, "Measured")
   size_t symmetricMaxBytes = 0;    // UNICCL_SYMMETRIC_MAX_BYTES
+  size_t symmetricTwoShotBytes = 0;  // UNICCL_SYMMETRIC_TWO_SHOT_BYTES
 };
 
 // Counted only once a test asked (countTuningDecisions): a shared atomic
@@ -76,6 +77,7 @@ TuningEnv readEnv() {
   e.allreduceExchange = knobInt(Knob::UNICCL_ALLREDUCE_EXCHANGE) != 0;
   e.symmetric = knobInt(Knob::UNICCL_SYMMETRIC) != 0;
   e.symmetricMaxBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_SYMMETRIC_MAX_BYTES));
+  e.symmetricTwoShotBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_SYMMETRIC_TWO_SHOT_BYTES));
   return e;
 }
 
@@ -325,12 +327,16 @@ bool tuneSymmetric(const ncclComm* comm, const Task& t, dev::Work* w) {
   w->s.recvbuff = t.recvbuff;
   w->s.count = t.count;
   w->s.inPlace = inPlace ? 1 : 0;
-  w->s.barStride4G = bar->host.stride4G;
-  w->s.barFlat = bar->host.lsaFlatBase;
+  // AllReduce: two-shot in place (one-shot would overwrite inputs peers
+  // still read) and from UNICCL_SYMMETRIC_TWO_SHOT_BYTES out of place.
+  if (t.kind == TaskKind::AllReduce && (t.sendbuff == t.recvbuff || allBytes >= env.symmetricTwoShotBytes)) {
+    w->s.recvStride4G = recv.stride4G;
+    w->s.recvFlat = recv.flatBase + recv.offset;
+  }
   if (gCountDecisions.load(std::memory_order_relaxed))
     gDecisions[(int)t.kind][dev::kAlgoSymmetric].fetch_add(1, std::memory_order_relaxed);
-  TRACE(kSubsysTune, "%s %zu bytes on %d ranks: Symmetric, %d channels", taskKindName(t.kind), allBytes, comm->nRanks,
-        nch);
+  TRACE(kSubsysTune, "%s %zu bytes on %d ranks: Symmetric%s, %d channels", taskKindName(t.kind), allBytes,
+        comm->nRanks, w->s.recvFlat != nullptr ? " (two-shot)" : "", nch);
   return true;
 }
 

@@ -218,6 +218,15 @@ void makeCollBarrier(ncclComm* comm) {
   SymWindow* win = nullptr;
   ncclResult_t reg = registerWindow(comm, mem, bytes, NCCL_WIN_DEFAULT, /*internal=*/true, res, &win);
   if (res == ncclSuccess) res = reg;
+  if (res == ncclSuccess) {
+    // The kernels find it in the communicator (DevComm), read in their
+    // preamble; the symmetric items themselves carry only the user's windows.
+    dev::DevComm& d = comm->devCommHost;
+    d.symBarFlat = win->host.lsaFlatBase;
+    d.symBarStride4G = win->host.stride4G;
+    static_assert(offsetof(dev::DevComm, symBarStride4G) == offsetof(dev::DevComm, symBarFlat) + 8, "adjacent");
+    res = gpu::memcpy(&comm->devComm->symBarFlat, &d.symBarFlat, 8 + sizeof(d.symBarStride4G));
+  }
   if (res != ncclSuccess) {
     if (win != nullptr) deregisterWindow(comm, win);
     if (mem != nullptr) ncclMemFree(mem);
