@@ -8,8 +8,8 @@
  * is devComm.lsaBarrier's barrier `index` over the LSA team (lsa_barrier.h
  * has the semantics); lsaBarrier() is that session. The constructors that
  * take an ncclGin (the world and rail teams, and the full inner + outer
- * form) and ginBarrier() are not declared: GIN goes through uniccl's proxy,
- * which this version does not have.
+ * form) and ginBarrier() are not declared: this version has GIN puts and
+ * signals (gin.h) but no GIN barrier.
  */
 #ifndef UNICCL_NCCL_DEVICE_BARRIER_H
 #define UNICCL_NCCL_DEVICE_BARRIER_H

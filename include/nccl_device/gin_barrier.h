@@ -1,9 +1,11 @@
 /*
  * uniccl's Device API: GIN (GPU-initiated network) barriers, host part. The
  * requirement builder says how many GIN signals nBarriers barriers over
- * `team` need. Device-side GIN (ncclGin, ncclGinBarrierSession) is not part
- * of this uniccl version and is not declared; ncclGinFenceLevel is, as the
- * type of ncclBarrierSession::sync's last argument (barrier.h).
+ * `team` need. ncclGin (puts, signals, counters) is in gin.h; GIN barrier
+ * sessions (ncclGinBarrierSession) are not part of this uniccl version and
+ * are not declared (ncclDevCommCreate refuses railGinBarrierCount and world
+ * barriers across LSA teams); ncclGinFenceLevel is, as the type of
+ * ncclBarrierSession::sync's last argument (barrier.h).
  */
 #ifndef UNICCL_NCCL_DEVICE_GIN_BARRIER_H
 #define UNICCL_NCCL_DEVICE_GIN_BARRIER_H

@@ -11,8 +11,8 @@ constexpr size_t kUnit = 128;   // bytes per ncclDevResourceHandle unit
 constexpr int kMaxListLength = 1 << 16;   // a longer list is a cycle or garbage
 
 ncclResult_t refuseGin(const char* what) {
-  WARN("ncclDevCommCreate: %s needs GIN (GPU-initiated networking), which this uniccl version does not provide; "
-       "device communicators reach LSA peers only", what);
+  WARN("ncclDevCommCreate: %s needs GIN barriers (GPU-initiated networking barriers), which this uniccl version "
+       "does not provide (GIN puts, signals and counters it does)", what);
   return ncclInvalidUsage;
 }
 
@@ -44,9 +44,7 @@ ncclResult_t planResources(const ncclDevCommRequirements_t& reqs, int nRanks, in
          reqs.ginSignalCount, reqs.ginCounterCount);
     return ncclInvalidArgument;
   }
-  if (reqs.ginForceEnable) return refuseGin("ginForceEnable");
   if (reqs.railGinBarrierCount > 0) return refuseGin("railGinBarrierCount");
-  if (reqs.ginSignalCount > 0 || reqs.ginCounterCount > 0) return refuseGin("GIN signals or counters");
   // A world barrier spans the rail team too: one rank per rail is just the LSA barrier.
   if (reqs.barrierCount > 0 && nRanks / lsaSize > 1) return refuseGin("barrierCount over several LSA teams");
 
@@ -66,13 +64,28 @@ ncclResult_t planResources(const ncclDevCommRequirements_t& reqs, int nRanks, in
     place(r.bufferSize, r.bufferAlign, &out->lsaBarrier.bufHandle);
   }
   out->placements.clear();
+  out->ginSignals.clear();
+  out->ginCounters.clear();
+  // GIN ids: the requirements' own first (from 0), then each resource
+  // requirement's, in list order (written through its out pointers).
+  long long signals = reqs.ginSignalCount, counters = reqs.ginCounterCount;
   n = 0;
   for (const ncclDevResourceRequirements_t* r = reqs.resourceRequirementsList; r != nullptr; r = r->next) {
     if (++n > kMaxListLength) {
       WARN("ncclDevCommCreate: resourceRequirementsList has more than %d entries (a cycle?)", kMaxListLength);
       return ncclInvalidArgument;
     }
-    if (r->ginSignalCount > 0 || r->ginCounterCount > 0) return refuseGin("a resource requirement with GIN signals");
+    if (r->ginSignalCount < 0 || r->ginCounterCount < 0) {
+      WARN("ncclDevCommCreate: resource requirement %d asks for %d GIN signals and %d counters", n, r->ginSignalCount,
+           r->ginCounterCount);
+      return ncclInvalidArgument;
+    }
+    if (r->ginSignalCount > 0 && r->outGinSignalStart != nullptr)
+      out->ginSignals.push_back(ResourceLayout::GinPlacement{r->outGinSignalStart, (uint32_t)signals});
+    if (r->ginCounterCount > 0 && r->outGinCounterStart != nullptr)
+      out->ginCounters.push_back(ResourceLayout::GinPlacement{r->outGinCounterStart, (uint32_t)counters});
+    signals += r->ginSignalCount;
+    counters += r->ginCounterCount;
     if (r->bufferAlign != 0 && !isPow2(r->bufferAlign)) {
       WARN("ncclDevCommCreate: resource requirement %d asks for alignment %zu (not a power of two)", n, r->bufferAlign);
       return ncclInvalidArgument;
@@ -85,6 +98,14 @@ ncclResult_t planResources(const ncclDevCommRequirements_t& reqs, int nRanks, in
     place(r->bufferSize, r->bufferAlign, &h);
     if (r->outBufferHandle != nullptr) out->placements.push_back(ResourceLayout::Placement{r->outBufferHandle, h});
   }
+  // Descriptors carry 16-bit signal and counter ids (NCCL's format).
+  if (signals > 65535 || counters > 65535) {
+    WARN("ncclDevCommCreate: %lld GIN signals and %lld counters asked for; at most 65535 of each", signals, counters);
+    return ncclInvalidArgument;
+  }
+  out->ginSignalCount = (int)signals;
+  out->ginCounterCount = (int)counters;
+  out->gin = reqs.ginForceEnable || signals > 0 || counters > 0;
   out->bytes = (used + 4095) / 4096 * 4096;
   if (out->bytes == 0) out->bytes = 4096;
   return ncclSuccess;

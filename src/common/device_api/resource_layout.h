@@ -2,10 +2,11 @@
 // LSA barriers the requirements ask for, then every buffer of the
 // resource-requirements list, each at a 128-byte unit (ncclDevResourceHandle)
 // aligned to what it asks. Pure: ncclDevCommCreate allocates and publishes.
-// What uniccl cannot provide (GIN, multimem) is refused here with the reason.
+// What uniccl cannot provide (GIN barriers, multimem) is refused here with the reason.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "nccl_device.h"
@@ -20,10 +21,19 @@ struct ResourceLayout {
     ncclDevResourceHandle_t handle;
   };
   std::vector<Placement> placements;
+  // GIN: whether a GIN state is needed, the signals and counters per
+  // context, and where resource requirements' first ids are written.
+  bool gin = false;
+  int ginSignalCount = 0, ginCounterCount = 0;
+  struct GinPlacement {
+    uint32_t* out;
+    uint32_t first;
+  };
+  std::vector<GinPlacement> ginSignals, ginCounters;
 };
 
 // nRanks/lsaSize: the communicator's; lsaRank: this rank's place in its team.
-// ncclInvalidUsage (with the WARN) for GIN or multimem requests,
+// ncclInvalidUsage (with the WARN) for GIN barrier or multimem requests,
 // ncclInvalidArgument for malformed requirements.
 ncclResult_t planResources(const ncclDevCommRequirements_t& reqs, int nRanks, int lsaSize, int lsaRank,
                            ResourceLayout* out);
