@@ -4,7 +4,7 @@
 // GIN's links go through the socket transport, as between hosts.
 //
 // - Transfers: every rank puts an odd-sized block (some larger than one
-//   64 KiB staging slot, so carried in several) to every rank, itself
+//   64 KiB staging slot, up to ten slots) to every rank, itself
 //   included, for several rounds, with SignalInc on a signal per source
 //   rank and CounterInc; putValue with SignalAdd; signal alone; flush,
 //   waitCounter, readCounter, waitSignal, waitSignalMeetShadow,
@@ -193,11 +193,11 @@ struct World {
 
 // ============================================================== transfers
 constexpr int kRounds = 3;
-constexpr size_t kSlot = 160 * 1024;   // a destination area per (round, source)
+constexpr size_t kSlot = 600 * 1024;   // a destination area per (round, source)
 
 // Put from rank s to rank d in round k: odd sizes, some over one 64 KiB slot.
 size_t putBytes(int s, int d, int k) {
-  static const size_t sizes[] = {1, 777, 4099, 65473, 65536 - 64 + 1, 100003, 150001};
+  static const size_t sizes[] = {1, 777, 4099, 65473, 65536 - 64 + 1, 150001, 600001};
   return sizes[(s * 3 + d * 5 + k) % 7];
 }
 unsigned char pattern(int s, int d, int k, size_t i) { return (unsigned char)(s * 31 + d * 17 + k * 7 + i * 13 + 1); }
@@ -247,6 +247,18 @@ void xferKernel(uniccl::dev::KernelArgs ka) {
     gin.waitCounter(cta, 0, (uint64_t)(k + 1) * n);
     // Receive: each source's signal, then its bytes (they must have landed).
     for (int s = 0; s < n; s++) {
+      // One thread first, checking the put's last bytes (its last slot) the
+      // moment the signal shows: a signal ahead of its payload shows here.
+      if (tid == 0) {
+        gin.waitSignal(ncclCoopThread(), (ncclGinSignal_t)s, (uint64_t)(k + 1));
+        size_t b = putBytes(s, me, k), from = b > 64 ? b - 64 : 0;
+        const unsigned char* got = a.local + a.dstBase + ((size_t)k * n + s) * kSlot;
+        long bad = 0;
+        for (size_t i = from; i < b; i++) bad += got[i] != pattern(s, me, k, i);
+        if (!e.check(bad == 0))
+          e.add("rank %d round %d: the last bytes from rank %d (%ld of %zu wrong) were not there at its signal", me, k,
+                s, bad, b - from);
+      }
       gin.waitSignal(cta, (ncclGinSignal_t)s, (uint64_t)(k + 1));
       size_t b = putBytes(s, me, k);
       const unsigned char* got = a.local + a.dstBase + ((size_t)k * n + s) * kSlot;
@@ -309,7 +321,7 @@ ncclDevCommRequirements ginReqs(int signals, int counters) {
 TEST(Gin, PutSignalCounterFlush) {
   const int n = gRanks;
   World w;
-  const size_t srcBytes = 7 * 160 * 1024, dstBytes = (size_t)kRounds * n * kSlot;
+  const size_t srcBytes = (size_t)n * kSlot, dstBytes = (size_t)kRounds * n * kSlot;
   w.init(n, (srcBytes + dstBytes + 4096 + 4095) / 4096 * 4096 + 4096);
   std::vector<ncclDevCommRequirements> reqs(n, ginReqs(n + 2, 1));
   for (ncclResult_t r : w.createDev(reqs)) ASSERT_EQ(r, ncclSuccess);

@@ -22,6 +22,7 @@
 // with ncclInvalidUsage as its asynchronous error (kernels waiting on it end).
 #include "common/device_api/gin.h"
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -34,6 +35,7 @@
 #include "common/symmetric/symmetric.h"
 #include "common/transport/net_link.h"
 #include "common/util/debug.h"
+#include "common/util/knobs.h"
 
 namespace uniccl {
 
@@ -101,6 +103,9 @@ class GinState {
   std::vector<GinContextMem> ctx;
   std::vector<std::unique_ptr<NetLink>> links;   // [nRanks], none for self
   std::vector<uint64_t> sendStep, recvStep;
+  // UNICCL_GIN_RECV_PACE_US (tests): one slot per peer at most this often.
+  std::chrono::microseconds pace{0};
+  std::vector<std::chrono::steady_clock::time_point> lastApplied;
   uint64_t* shadowsDev = nullptr;
   ProxyRef proxy;
   ProxyPoller poller;
@@ -150,6 +155,11 @@ bool GinState::receive(int peer) {
   NetLink::HostChannel h = links[peer]->hostChannel(0);
   bool moved = false;
   for (int n = 0; n < kMaxPerPass && !failed && connFifoReady(h.recvFifo, recvStep[peer]); n++) {
+    if (pace.count() > 0) {
+      const auto now = std::chrono::steady_clock::now();
+      if (n > 0 || now - lastApplied[peer] < pace) return moved;
+      lastApplied[peer] = now;
+    }
     const uint64_t step = recvStep[peer];
     const int64_t size = connLoadSize(h.recvFifo->slots[step % kConnSteps]);
     const char* slot = h.recvStaging + (step % kConnSteps) * h.stepBytes;
@@ -305,6 +315,8 @@ ncclResult_t ginCreate(ncclComm* comm, const GinConfig& cfg, ncclDevComm_t* d, G
   g->links.resize(n);
   g->sendStep.assign(n, 0);
   g->recvStep.assign(n, 0);
+  g->pace = std::chrono::microseconds(knobInt(Knob::UNICCL_GIN_RECV_PACE_US));
+  g->lastApplied.assign(n, std::chrono::steady_clock::time_point{});
   ncclResult_t res = ncclSuccess;
   // Links: listen to every peer, exchange the handles, connect, accept.
   std::vector<char> handles((size_t)n * n * NetLink::kHandleBytes, 0);
