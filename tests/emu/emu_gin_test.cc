@@ -12,7 +12,11 @@
 //   each signal wait the kernel checks every byte the signal covers (a
 //   signal before its payload fails it).
 // - Abort: a kernel waits for a signal nobody sends; ncclCommAbort ends it.
-// - Bad arguments: GIN barriers refused, malformed counts, ranks that ask
+// - Barriers: ncclBarrierSession over the world (the LSA barrier, then the
+//   rail GIN barrier) and ncclGinBarrierSession with a handle from
+//   ncclGinBarrierCreateRequirement, between rounds of putValue to every
+//   rank: after a barrier every rank's value of the round is there.
+// - Bad arguments: multimem refused, malformed counts, ranks that ask
 //   for different GIN resources, a put outside its window (the communicator
 //   is aborted with ncclInvalidUsage).
 //
@@ -350,6 +354,95 @@ TEST(Gin, PutSignalCounterFlush) {
   }
 }
 
+// ================================================================ barriers
+constexpr int kBarRounds = 16;
+
+struct BarArgs {
+  ncclDevComm comm;
+  ncclWindow_t win;
+  ncclGinBarrierHandle ginBar;
+  int launch;
+  unsigned char* local;
+  Errors* errors;
+};
+
+uint64_t barValue(int launch, int round, int rank) { return ((uint64_t)(launch * 100 + round + 1) << 16) | (uint64_t)rank; }
+
+void barrierKernel(uniccl::dev::KernelArgs ka) {
+  BarArgs& a = *argsOf<BarArgs>(ka);
+  ncclCoopCta cta;
+  ncclGin gin(a.comm, 0);
+  ncclTeam world = ncclTeamWorld(a.comm);
+  const int n = a.comm.nRanks, me = a.comm.rank, tid = cta.thread_rank();
+  Errors& e = *a.errors;
+  for (int k = 0; k < kBarRounds; k++) {
+    // This round's value into slot `me` of every other rank (one thread per
+    // peer; a barrier orders puts to the peers it signals, not to this rank).
+    for (int p = tid; p < n; p += cta.size()) {
+      if (p != me)
+        gin.putValue(world, p, a.win, (size_t)me * 8, barValue(a.launch, k, me), ncclGin_None{}, ncclCoopThread());
+      else
+        uniccl::devapi::store64((uint64_t*)(a.local + (size_t)me * 8), barValue(a.launch, k, me));
+    }
+    {
+      ncclBarrierSession<ncclCoopCta> bar(cta, ncclTeamTagWorld(), gin, (uint32_t)(k % 2));
+      bar.sync(cta, cuda::memory_order_acq_rel, ncclGinFenceLevel::Relaxed);
+    }
+    for (int p = tid; p < n; p += cta.size()) {
+      uint64_t v = uniccl::devapi::load64((uint64_t*)(a.local + (size_t)p * 8), uniccl::devapi::orderRelaxed);
+      if (!e.check(v == barValue(a.launch, k, p)))
+        e.add("rank %d launch %d round %d: rank %d's value %llx after the world barrier, want %llx", me, a.launch, k, p,
+              (unsigned long long)v, (unsigned long long)barValue(a.launch, k, p));
+    }
+    // Nobody writes the next round before every rank checked this one.
+    ncclGinBarrierSession<ncclCoopCta> bar2(cta, gin, world, a.ginBar, (uint32_t)(k % 3));
+    bar2.sync(cta, cuda::memory_order_acq_rel, ncclGinFenceLevel::Relaxed);
+  }
+}
+
+TEST(Gin, Barriers) {
+  const int n = gRanks;
+  World w;
+  w.init(n, 65536);
+  std::vector<ncclDevCommRequirements> reqs(n, ginReqs(0, 0));
+  std::vector<ncclGinBarrierHandle> handles(n);
+  std::vector<ncclDevResourceRequirements> res(n);
+  for (int r = 0; r < n; r++) {
+    ASSERT_EQ(ncclGinBarrierCreateRequirement(w.comms[r], ncclTeamWorld(w.comms[r]), 3, &handles[r], &res[r]),
+              ncclSuccess);
+    reqs[r].barrierCount = 2;   // world barriers: LSA + rail GIN (every LSA team is one rank here)
+    reqs[r].resourceRequirementsList = &res[r];
+  }
+  for (ncclResult_t r : w.createDev(reqs)) ASSERT_EQ(r, ncclSuccess);
+  for (int r = 0; r < n; r++) {
+    EXPECT_EQ(handles[r].signal0, handles[0].signal0);
+    EXPECT_EQ(handles[r].bufHandle, handles[0].bufHandle);
+    EXPECT_EQ(w.dev[r].ginSignalCount, (n > 1 ? 2 : 0) + 3) << "rail barriers' signals + the requirement's";
+  }
+  Errors e;
+  const int launches = 2;
+  for (int l = 0; l < launches; l++) {
+    std::vector<BarArgs> args(n);
+    for (int r = 0; r < n; r++)
+      args[r] = BarArgs{w.dev[r], w.win[r], handles[r], l, static_cast<unsigned char*>(w.mem[r]), &e};
+    auto streams = launchAll(barrierKernel, 64, args);
+    waitAll(streams);
+  }
+  e.expectNone();
+  // The epochs were persisted: barrier index i of the explicit GIN barrier
+  // ran (rounds with k % 3 == i) * launches times, n - 1 signals each.
+  for (int r = 0; r < n; r++) {
+    const ncclWindow_vidmem& rw = w.dev[r].resourceWindow_inlined;
+    const uint32_t* words = (const uint32_t*)(rw.lsaFlatBase + (size_t)rw.lsaRank * ((size_t)rw.stride4G << 32) +
+                                              (size_t)handles[r].bufHandle * 128);
+    for (int i = 0; i < 3; i++) {
+      int uses = 0;
+      for (int k = 0; k < kBarRounds; k++) uses += k % 3 == i;
+      EXPECT_EQ(words[i * NCCL_GIN_MAX_CONTEXTS], (uint32_t)(uses * launches * (n - 1))) << "rank " << r << " barrier " << i;
+    }
+  }
+}
+
 // ================================================================== abort
 struct WaitArgs {
   ncclDevComm comm;
@@ -390,7 +483,7 @@ TEST(Gin, Refusals) {
   w.init(n, 65536);
   {
     std::vector<ncclDevCommRequirements> reqs(n, ginReqs(1, 1));
-    for (auto& r : reqs) r.railGinBarrierCount = 1;
+    for (auto& r : reqs) r.lsaMultimem = true;   // multimem stays refused, GIN or not
     for (ncclResult_t r : w.createDev(reqs)) EXPECT_EQ(r, ncclInvalidUsage);
   }
   {

@@ -9,9 +9,9 @@
 // allocates, so a refusal on one rank (different requirements) fails all
 // of them instead of leaving the others waiting.
 //
-// GIN (GPU-initiated networking: puts, signals, counters) goes through the
-// proxy thread and the network (gin.h); GIN barriers and multimem are not
-// provided: asking for them is refused with ncclInvalidUsage
+// GIN (GPU-initiated networking: puts, signals, counters, barriers) goes
+// through the proxy thread and the network (gin.h); multimem is not
+// provided: asking for it is refused with ncclInvalidUsage
 // (docs/device_api.md).
 #include <cstring>
 
@@ -123,6 +123,7 @@ ncclResult_t createDevComm(ncclComm* comm, const ncclDevCommRequirements_t* reqs
   d.resourceWindow = win->dev;
   d.resourceWindow_inlined = win->host;
   d.lsaBarrier = layout.lsaBarrier;
+  d.railGinBarrier = layout.railGinBarrier;
   for (const ResourceLayout::Placement& p : layout.placements) *p.out = p.handle;
   for (const ResourceLayout::GinPlacement& p : layout.ginSignals) *p.out = p.first;
   for (const ResourceLayout::GinPlacement& p : layout.ginCounters) *p.out = p.first;

@@ -10,11 +10,6 @@ namespace {
 constexpr size_t kUnit = 128;   // bytes per ncclDevResourceHandle unit
 constexpr int kMaxListLength = 1 << 16;   // a longer list is a cycle or garbage
 
-ncclResult_t refuseGin(const char* what) {
-  WARN("ncclDevCommCreate: %s needs GIN barriers (GPU-initiated networking barriers), which this uniccl version "
-       "does not provide (GIN puts, signals and counters it does)", what);
-  return ncclInvalidUsage;
-}
 
 bool isPow2(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
@@ -44,9 +39,6 @@ ncclResult_t planResources(const ncclDevCommRequirements_t& reqs, int nRanks, in
          reqs.ginSignalCount, reqs.ginCounterCount);
     return ncclInvalidArgument;
   }
-  if (reqs.railGinBarrierCount > 0) return refuseGin("railGinBarrierCount");
-  // A world barrier spans the rail team too: one rank per rail is just the LSA barrier.
-  if (reqs.barrierCount > 0 && nRanks / lsaSize > 1) return refuseGin("barrierCount over several LSA teams");
 
   size_t used = 0;
   auto place = [&](size_t bytes, size_t align, ncclDevResourceHandle_t* handle) {
@@ -66,9 +58,23 @@ ncclResult_t planResources(const ncclDevCommRequirements_t& reqs, int nRanks, in
   out->placements.clear();
   out->ginSignals.clear();
   out->ginCounters.clear();
-  // GIN ids: the requirements' own first (from 0), then each resource
-  // requirement's, in list order (written through its out pointers).
+  // GIN ids: the requirements' own first (from 0), then the rail GIN
+  // barriers' (a signal each), then each resource requirement's, in list
+  // order (written through its out pointers).
   long long signals = reqs.ginSignalCount, counters = reqs.ginCounterCount;
+  // Rail GIN barriers: asked for, and for world barriers (barrierCount) when
+  // the world spans several LSA teams (the LSA barrier, then the rail's).
+  // Per barrier a signal and 4 epoch words (one per GIN context), as
+  // ncclGinBarrierCreateRequirement sizes them.
+  int railBarriers = reqs.railGinBarrierCount;
+  if (nRanks / lsaSize > 1 && reqs.barrierCount > railBarriers) railBarriers = reqs.barrierCount;
+  out->railGinBarrier = ncclGinBarrierHandle_t{0, 0};
+  if (railBarriers > 0) {
+    place((size_t)railBarriers * NCCL_GIN_MAX_CONTEXTS * sizeof(uint32_t), alignof(uint32_t),
+          &out->railGinBarrier.bufHandle);
+    out->railGinBarrier.signal0 = (ncclGinSignal_t)signals;
+    signals += railBarriers;
+  }
   n = 0;
   for (const ncclDevResourceRequirements_t* r = reqs.resourceRequirementsList; r != nullptr; r = r->next) {
     if (++n > kMaxListLength) {
@@ -105,7 +111,7 @@ ncclResult_t planResources(const ncclDevCommRequirements_t& reqs, int nRanks, in
   }
   out->ginSignalCount = (int)signals;
   out->ginCounterCount = (int)counters;
-  out->gin = reqs.ginForceEnable || signals > 0 || counters > 0;
+  out->gin = reqs.ginForceEnable || signals > 0 || counters > 0;   // rail barriers: signals > 0
   out->bytes = (used + 4095) / 4096 * 4096;
   if (out->bytes == 0) out->bytes = 4096;
   return ncclSuccess;

@@ -2,7 +2,7 @@
 // LSA barriers the requirements ask for, then every buffer of the
 // resource-requirements list, each at a 128-byte unit (ncclDevResourceHandle)
 // aligned to what it asks. Pure: ncclDevCommCreate allocates and publishes.
-// What uniccl cannot provide (GIN barriers, multimem) is refused here with the reason.
+// What uniccl cannot provide (multimem) is refused here with the reason.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +16,7 @@ namespace uniccl {
 struct ResourceLayout {
   size_t bytes = 0;                          // the resource window's size (>= 4096)
   ncclLsaBarrierHandle_t lsaBarrier{};       // devComm.lsaBarrier
+  ncclGinBarrierHandle_t railGinBarrier{};   // devComm.railGinBarrier (GIN barriers over the rail team)
   struct Placement {
     ncclDevResourceHandle_t* out;            // where the handle is written on success
     ncclDevResourceHandle_t handle;
@@ -33,7 +34,7 @@ struct ResourceLayout {
 };
 
 // nRanks/lsaSize: the communicator's; lsaRank: this rank's place in its team.
-// ncclInvalidUsage (with the WARN) for GIN barrier or multimem requests,
+// ncclInvalidUsage (with the WARN) for multimem requests,
 // ncclInvalidArgument for malformed requirements.
 ncclResult_t planResources(const ncclDevCommRequirements_t& reqs, int nRanks, int lsaSize, int lsaRank,
                            ResourceLayout* out);

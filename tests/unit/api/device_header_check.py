@@ -142,6 +142,30 @@ __device__ void ginCalls(Coop coop, ncclDevComm const& comm, ncclWindow_t win, i
   gin.resetSignal(0);
   gin.resetCounter(1);
   out[2] = (int)v;
+  {
+    ncclGinBarrierSession<Coop> bar(coop, gin, world, comm.railGinBarrier, 1);
+    bar.sync(coop, cuda::memory_order_acq_rel, ncclGinFenceLevel::Relaxed);
+  }
+  {
+    ncclGinBarrierSession<Coop> bar(coop, gin, ncclTeamTagRail(), 0);
+    bar.sync(coop, cuda::memory_order_relaxed, ncclGinFenceLevel::Relaxed);
+    out[3] = (int)bar.epoch;
+  }
+  {
+    ncclBarrierSession<Coop> world(coop, ncclTeamTagWorld(), gin, 0);
+    world.sync(coop, cuda::memory_order_acq_rel, ncclGinFenceLevel::Relaxed);
+    world.lsaBarrier().sync(coop, cuda::memory_order_relaxed);
+    world.ginBarrier().sync(coop, cuda::memory_order_relaxed, ncclGinFenceLevel::Relaxed);
+  }
+  {
+    ncclBarrierSession<Coop> rail(coop, ncclTeamTagRail(), gin, 1);
+    rail.sync(coop, cuda::memory_order_seq_cst, ncclGinFenceLevel::Relaxed);
+  }
+  {
+    ncclBarrierSession<Coop> both(coop, ncclTeamLsa(comm), ncclTeamRail(comm), gin, comm.lsaBarrier,
+                                  comm.railGinBarrier, 2);
+    both.sync(coop, cuda::memory_order_acq_rel, ncclGinFenceLevel::Relaxed);
+  }
 }
 
 __global__ void ginApi(ncclDevComm comm, ncclWindow_t win, int* out) {
@@ -159,6 +183,9 @@ int hostSide(ncclComm_t comm) {
   ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.ginSignalCount = 4;
   reqs.ginCounterCount = 2;
+  reqs.railGinBarrierCount = 3;
+  ncclGinBarrierHandle_t gh;
+  if (ncclGinBarrierCreateRequirement(comm, ncclTeamWorld(comm), 2, &gh, &req) != ncclSuccess) return -1;
   ncclDevComm dc;
   return ncclDevCommCreate(comm, &reqs, &dc) == ncclSuccess ? ncclLLA2ACalcSlots(4, 8) : -1;
 }

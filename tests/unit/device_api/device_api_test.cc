@@ -332,7 +332,30 @@ TEST(DeviceApiResources, PlansGinSignalsAndCounters) {
   EXPECT_EQ(planResources(r, 8, 4, 0, &l), ncclInvalidArgument);
 }
 
-TEST(DeviceApiResources, RefusesGinBarriersMultimemAndMalformedLists) {
+// Rail GIN barriers: asked for, or for world barriers across LSA teams; a
+// signal each after the requirements' own, 4 epoch words each.
+TEST(DeviceApiResources, PlansRailGinBarriers) {
+  ResourceLayout l;
+  ncclDevCommRequirements r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  r.ginSignalCount = 2;
+  r.railGinBarrierCount = 3;
+  ASSERT_EQ(planResources(r, 8, 4, 0, &l), ncclSuccess);
+  EXPECT_TRUE(l.gin);
+  EXPECT_EQ(l.railGinBarrier.signal0, 2u);
+  EXPECT_EQ(l.ginSignalCount, 5);
+  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  r.barrierCount = 4;   // 8 ranks in LSA teams of 4: the world barrier crosses teams
+  ASSERT_EQ(planResources(r, 8, 4, 0, &l), ncclSuccess);
+  EXPECT_TRUE(l.gin);
+  EXPECT_EQ(l.lsaBarrier.nBarriers, 4);
+  EXPECT_EQ(l.ginSignalCount, 4);
+  EXPECT_EQ(l.railGinBarrier.signal0, 0u);
+  EXPECT_GT(l.railGinBarrier.bufHandle, l.lsaBarrier.bufHandle);
+  ASSERT_EQ(planResources(r, 4, 4, 0, &l), ncclSuccess);   // one LSA team: no GIN
+  EXPECT_FALSE(l.gin);
+}
+
+TEST(DeviceApiResources, RefusesMultimemAndMalformedLists) {
   ResourceLayout l;
   auto refused = [&](const ncclDevCommRequirements& r, ncclResult_t want, const char* word) {
     clearError();
@@ -340,12 +363,6 @@ TEST(DeviceApiResources, RefusesGinBarriersMultimemAndMalformedLists) {
     EXPECT_NE(lastError().find(word), std::string::npos) << lastError();
   };
   ncclDevCommRequirements r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  r.railGinBarrierCount = 1;
-  refused(r, ncclInvalidUsage, "GIN barriers");
-  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  r.barrierCount = 1;   // 8 ranks in LSA teams of 4: the world barrier crosses teams
-  refused(r, ncclInvalidUsage, "several LSA teams");
-  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
   r.lsaMultimem = true;
   refused(r, ncclInvalidUsage, "multicast");
   ncclTeamRequirements_t team{};
