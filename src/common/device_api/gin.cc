@@ -166,7 +166,7 @@ bool GinState::receive(int peer) {
     GinWire w;
     memcpy(&w, slot, sizeof(w));
     if (size < (int64_t)sizeof(w) || w.magic != kWireMagic || w.context >= (uint32_t)cfg.contexts ||
-        (!(w.flags & kWireInline) && (uint64_t)size != sizeof(w) + w.bytes) || w.bytes > 8 * h.stepBytes) {
+        ((w.flags & kWireInline) ? w.bytes > 8 : (uint64_t)size != sizeof(w) + w.bytes)) {
       WARN("Rank %d: malformed GIN message from rank %d (%ld bytes); aborting the communicator", comm->rank, peer,
            (long)size);
       fail(ncclInternalError);
