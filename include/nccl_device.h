@@ -12,6 +12,7 @@
 #include "nccl_device/comm.h"
 #include "nccl_device/coop.h"
 #include "nccl_device/ptr.h"
+#include "nccl_device/gin.h"
 #include "nccl_device/gin_barrier.h"
 #include "nccl_device/ll_a2a.h"
 #include "nccl_device/lsa_barrier.h"

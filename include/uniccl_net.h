@@ -67,7 +67,12 @@ typedef void (*ncclDebugLogger_t)(ncclDebugLogLevel level, unsigned long flags, 
 #define NCCL_NET_DEVICE_INVALID_VERSION 0x0
 #define NCCL_NET_MTU_SIZE 4096
 
-typedef enum { NCCL_NET_DEVICE_HOST = 0, NCCL_NET_DEVICE_UNPACK = 1 } ncclNetDeviceType;
+typedef enum {
+  NCCL_NET_DEVICE_HOST = 0,
+  NCCL_NET_DEVICE_UNPACK = 1,
+  NCCL_NET_DEVICE_GIN_PROXY = 2, /* GIN through the proxy thread (nccl_device/gin.h) */
+  NCCL_NET_DEVICE_GIN_GDAKI = 3  /* NCCL's GPU-driven NIC backend: never used by uniccl */
+} ncclNetDeviceType;
 
 typedef struct {
   ncclNetDeviceType netDeviceType; /* network offload type */

@@ -12,9 +12,10 @@
  * device communicators over LSA teams, and in device code (nvcc, hipcc, the
  * CPU emulator: utility.h) the window pointer functions at the end of this
  * file, ncclSymPtr (ptr.h), the cooperative groups (coop.h), LSA barriers
- * (lsa_barrier.h, barrier.h) and the LL all-to-all (ll_a2a.h). GIN and
- * multimem requests are refused by ncclDevCommCreate with ncclInvalidUsage;
- * their device functions are not declared.
+ * (lsa_barrier.h, barrier.h), the LL all-to-all (ll_a2a.h) and GIN puts,
+ * signals, counters and barriers through uniccl's proxy thread (gin.h,
+ * gin_barrier.h). Multimem requests are refused by ncclDevCommCreate with
+ * ncclInvalidUsage.
  */
 #ifndef UNICCL_NCCL_DEVICE_CORE_H
 #define UNICCL_NCCL_DEVICE_CORE_H
@@ -162,8 +163,9 @@ typedef struct ncclDevCommRequirements ncclDevCommRequirements_t;
 #endif
 
 /* ------------------------------------------------------- host API functions */
-/* Collective over comm (in a group, it runs at ncclGroupEnd). GIN and
- * multimem requests: ncclInvalidUsage on every rank. */
+/* Collective over comm (in a group, it runs at ncclGroupEnd). GIN signals,
+ * counters, contexts and barriers are set up over the network (every rank
+ * must ask for the same); multimem: ncclInvalidUsage on every rank. */
 NCCL_EXTERN_C __host__ ncclResult_t ncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const* reqs,
                                                       ncclDevComm_t* outDevComm);
 NCCL_EXTERN_C __host__ ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const* devComm);

@@ -277,7 +277,7 @@ bool windowsPerThread(int n) {
   failsEverywhere("NULL window pointer", 0, [&](int r, ncclWindow_t* w) {
     return ncclCommWindowRegister(comms.c[r], bufs.p[r], 4096, r == 0 ? nullptr : w, 0);
   });
-  // Requirements uniccl cannot meet fail on every rank too.
+  // Requirements the ranks disagree on (GIN on one rank only) fail on every rank too.
   auto res2 = onEveryRank(n, [&](int r) {
     ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
     if (r == 0) reqs.ginSignalCount = 1;

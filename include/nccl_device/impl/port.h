@@ -288,6 +288,88 @@ NCCL_DEVICE_INLINE void pollPause() {
 #endif
 }
 
+/* ------------------------------------------------------ GIN (gin.h) words */
+/* 64-bit system-scope words: GIN signals and counters (host-mapped memory the
+ * proxy thread adds into) and 32-bit FIFO indices. */
+NCCL_DEVICE_INLINE uint64_t load64(uint64_t* p, memory_order o) {
+  memory_order lo = loadOrderOf(o);
+#if defined(UNICCL_DEVICE_API_CUDA)
+  return cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).load(lo);
+#elif defined(UNICCL_DEVICE_API_HIP)
+  uint64_t v = __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  if (lo != orderRelaxed) __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "");
+  return v;
+#else
+  uint64_t v = __atomic_load_n(p, __ATOMIC_RELAXED);
+  if (lo != orderRelaxed) __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  return v;
+#endif
+}
+NCCL_DEVICE_INLINE void store64(uint64_t* p, uint64_t v) {
+#if defined(UNICCL_DEVICE_API_CUDA)
+  cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).store(v, cuda::memory_order_relaxed);
+#elif defined(UNICCL_DEVICE_API_HIP)
+  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+/* Adds to a word only the calling block's threads touch (signal shadows). */
+NCCL_DEVICE_INLINE void addLocal64(uint64_t* p, uint64_t v) {
+#if defined(UNICCL_DEVICE_API_CUDA) || defined(UNICCL_DEVICE_API_HIP)
+  atomicAdd((unsigned long long*)p, (unsigned long long)v);
+#else
+  __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+#endif
+}
+NCCL_DEVICE_INLINE uint32_t load32Relaxed(const volatile uint32_t* p) {
+#if defined(UNICCL_DEVICE_API_CUDA)
+  return *p; /* volatile: read from memory every time (host-mapped words) */
+#elif defined(UNICCL_DEVICE_API_HIP)
+  return __hip_atomic_load(const_cast<uint32_t*>(p), __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  return __atomic_load_n(const_cast<uint32_t*>(p), __ATOMIC_RELAXED);
+#endif
+}
+NCCL_DEVICE_INLINE uint32_t fetchAdd32(uint32_t* p, uint32_t v) {
+#if defined(UNICCL_DEVICE_API_CUDA)
+  return cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(*p).fetch_add(v, cuda::memory_order_relaxed);
+#elif defined(UNICCL_DEVICE_API_HIP)
+  return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+#endif
+}
+/* Publishes this thread's earlier stores to the host (and peers). */
+NCCL_DEVICE_INLINE void fenceReleaseSystem() {
+#if defined(UNICCL_DEVICE_API_CUDA)
+  __threadfence_system();
+#elif defined(UNICCL_DEVICE_API_HIP)
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "");
+#else
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+#endif
+}
+/* A 64-byte descriptor into host-mapped memory; the reader knows it is whole
+ * when every 8-byte word's bit 0 is set, so the stores may land in any order
+ * (CUDA: four 16-byte write-through stores, as NCCL's proxy GIN writes). */
+NCCL_DEVICE_INLINE void storeDescriptor64B(void* dst, const uint64_t* q) {
+#if defined(UNICCL_DEVICE_API_CUDA)
+  for (int i = 0; i < 4; i++) {
+    uint4 v;
+    v.x = (uint32_t)q[2 * i];
+    v.y = (uint32_t)(q[2 * i] >> 32);
+    v.z = (uint32_t)q[2 * i + 1];
+    v.w = (uint32_t)(q[2 * i + 1] >> 32);
+    __stwt((uint4*)dst + i, v);
+  }
+#elif defined(UNICCL_DEVICE_API_HIP)
+  for (int i = 0; i < 8; i++) __hip_atomic_store((uint64_t*)dst + i, q[i], __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  for (int i = 0; i < 8; i++) __atomic_store_n((uint64_t*)dst + i, q[i], __ATOMIC_RELAXED);
+#endif
+}
+
 }  // namespace devapi
 }  // namespace uniccl
 

@@ -9,8 +9,10 @@
 // allocates, so a refusal on one rank (different requirements) fails all
 // of them instead of leaving the others waiting.
 //
-// Not provided: GIN (GPU-initiated networking) and multimem: asking for
-// them is refused with ncclInvalidUsage (docs/device_api.md).
+// GIN (GPU-initiated networking: puts, signals, counters, barriers) goes
+// through the proxy thread and the network (gin.h); multimem is not
+// provided: asking for it is refused with ncclInvalidUsage
+// (docs/device_api.md).
 #include <cstring>
 
 #include "common/api_export.h"
@@ -19,6 +21,7 @@
 #include "common/core/device_guard.h"
 #include "common/core/group.h"
 #include "common/core/validate.h"
+#include "common/device_api/gin.h"
 #include "common/device_api/lsa.h"
 #include "common/device_api/resource_layout.h"
 #include "common/symmetric/symmetric.h"
@@ -33,17 +36,32 @@ namespace {
 // 1) / x), plus one for powers of two (so x = 1 gives 0, read as "divide by 1").
 uint32_t reciprocal32(uint32_t x) { return 0xffffffffu / x + ((x & (x - 1)) == 0 ? 1u : 0u); }
 
-// Every rank's verdict on the requirements: one failure fails all.
-ncclResult_t agreeOnPlan(ncclComm* comm, ncclResult_t mine) {
-  std::vector<int32_t> st(comm->nRanks, 0);
-  st[comm->rank] = (int32_t)mine;
-  UCHECK(comm->bootstrap->allGather(st.data(), sizeof(int32_t)));
+// Every rank's verdict on the requirements: one failure fails all. GIN is
+// collective (links to every rank): every rank must ask for the same.
+ncclResult_t agreeOnPlan(ncclComm* comm, ncclResult_t mine, const GinConfig& gin, bool wantGin) {
+  struct Verdict {
+    int32_t status, gin, contexts, signals, counters;
+  };
+  std::vector<Verdict> st(comm->nRanks);
+  st[comm->rank] = Verdict{(int32_t)mine, wantGin ? 1 : 0, gin.contexts, gin.signals, gin.counters};
+  UCHECK(comm->bootstrap->allGather(st.data(), sizeof(Verdict)));
   for (int r = 0; r < comm->nRanks; r++) {
-    if (st[r] == ncclSuccess) continue;
+    if (st[r].status == ncclSuccess) continue;
     if (mine == ncclSuccess)
       WARN("ncclDevCommCreate: rank %d refused the requirements (error %d); no device communicator is created", r,
-           st[r]);
-    return mine != ncclSuccess ? mine : (ncclResult_t)st[r];
+           st[r].status);
+    return mine != ncclSuccess ? mine : (ncclResult_t)st[r].status;
+  }
+  const Verdict& me = st[comm->rank];
+  for (int r = 0; r < comm->nRanks; r++) {
+    const Verdict& v = st[r];
+    if (v.gin == me.gin && (!me.gin || (v.contexts == me.contexts && v.signals == me.signals &&
+                                        v.counters == me.counters)))
+      continue;
+    WARN("ncclDevCommCreate: rank %d asks for GIN %d (%d contexts, %d signals, %d counters), rank %d for GIN %d (%d, "
+         "%d, %d); every rank must ask for the same GIN resources", comm->rank, me.gin, me.contexts, me.signals,
+         me.counters, r, v.gin, v.contexts, v.signals, v.counters);
+    return ncclInvalidUsage;
   }
   return ncclSuccess;
 }
@@ -58,7 +76,14 @@ ncclResult_t createDevComm(ncclComm* comm, const ncclDevCommRequirements_t* reqs
   ResourceLayout layout;
   ncclResult_t plan = argStatus != ncclSuccess ? argStatus
                                                : planResources(*reqs, comm->nRanks, lsa.size, lsa.self, &layout);
-  UCHECK(agreeOnPlan(comm, plan));
+  GinConfig gin;
+  if (plan == ncclSuccess && layout.gin) {
+    int hint = reqs->ginContextCount;
+    gin.contexts = hint < 1 ? 1 : hint > NCCL_GIN_MAX_CONTEXTS ? NCCL_GIN_MAX_CONTEXTS : hint;
+    gin.signals = layout.ginSignalCount;
+    gin.counters = layout.ginCounterCount;
+  }
+  UCHECK(agreeOnPlan(comm, plan, gin, plan == ncclSuccess && layout.gin));
 
   void* mem = nullptr;
   ncclResult_t res = ncclMemAlloc(&mem, layout.bytes);
@@ -74,10 +99,20 @@ ncclResult_t createDevComm(ncclComm* comm, const ncclDevCommRequirements_t* reqs
     if (mem != nullptr) ncclMemFree(mem);
     return res;
   }
-  addDevCommResources(comm, DevCommResources{win->dev, win, mem});
-
   ncclDevComm_t d;
   memset(&d, 0, sizeof(d));
+  GinState* ginState = nullptr;
+  if (layout.gin) {
+    // Collective too: every rank reaches this point (the plan and the window were agreed on).
+    res = ginCreate(comm, gin, &d, &ginState);
+    if (res != ncclSuccess) {
+      deregisterWindow(comm, win);
+      ncclMemFree(mem);
+      return res;
+    }
+  }
+  addDevCommResources(comm, DevCommResources{win->dev, win, mem, ginState});
+
   d.rank = comm->rank;
   d.nRanks = comm->nRanks;
   d.nRanks_rcp32 = reciprocal32((uint32_t)comm->nRanks);
@@ -90,6 +125,8 @@ ncclResult_t createDevComm(ncclComm* comm, const ncclDevCommRequirements_t* reqs
   d.lsaBarrier = layout.lsaBarrier;
   d.railGinBarrier = layout.railGinBarrier;
   for (const ResourceLayout::Placement& p : layout.placements) *p.out = p.handle;
+  for (const ResourceLayout::GinPlacement& p : layout.ginSignals) *p.out = p.first;
+  for (const ResourceLayout::GinPlacement& p : layout.ginCounters) *p.out = p.first;
   *outDevComm = d;
   INFO(NCCL_INIT, "Rank %d: device communicator: LSA team %d of %d, %zu bytes of resources, %d LSA barriers",
        comm->rank, lsa.self, lsa.size, layout.bytes, layout.lsaBarrier.nBarriers);
@@ -137,6 +174,7 @@ ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const* devComm) {
   }
   DeviceGuard device;
   UCHECK(device.use(comm->gpuDev));
+  ginDestroy(r.gin);   // before the windows its proxy poller reads
   ncclResult_t res = deregisterWindow(comm, r.window);
   ncclResult_t freed = ncclMemFree(r.memory);
   return res != ncclSuccess ? res : freed;

@@ -10,11 +10,6 @@ namespace {
 constexpr size_t kUnit = 128;   // bytes per ncclDevResourceHandle unit
 constexpr int kMaxListLength = 1 << 16;   // a longer list is a cycle or garbage
 
-ncclResult_t refuseGin(const char* what) {
-  WARN("ncclDevCommCreate: %s needs GIN (GPU-initiated networking), which this uniccl version does not provide; "
-       "device communicators reach LSA peers only", what);
-  return ncclInvalidUsage;
-}
 
 bool isPow2(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
@@ -44,15 +39,6 @@ ncclResult_t planResources(const ncclDevCommRequirements_t& reqs, int nRanks, in
          reqs.ginSignalCount, reqs.ginCounterCount);
     return ncclInvalidArgument;
   }
-  if (reqs.ginForceEnable) return refuseGin("ginForceEnable");
-  // A rail team has one rank per LSA team: with one LSA team it is this rank
-  // alone, and its GIN barrier has no peer to signal (PyTorch 2.11 asks for
-  // such barriers on every communicator; NCCL 2.28.9 grants them there too).
-  const bool railOfOne = nRanks / lsaSize == 1;
-  if (reqs.railGinBarrierCount > 0 && !railOfOne) return refuseGin("railGinBarrierCount over several LSA teams");
-  if (reqs.ginSignalCount > 0 || reqs.ginCounterCount > 0) return refuseGin("GIN signals or counters");
-  // A world barrier spans the rail team too: one rank per rail is just the LSA barrier.
-  if (reqs.barrierCount > 0 && !railOfOne) return refuseGin("barrierCount over several LSA teams");
 
   size_t used = 0;
   auto place = [&](size_t bytes, size_t align, ncclDevResourceHandle_t* handle) {
@@ -69,21 +55,43 @@ ncclResult_t planResources(const ncclDevCommRequirements_t& reqs, int nRanks, in
     UCHECK(ncclLsaBarrierCreateRequirement(lsa, lsaBarriers, &out->lsaBarrier, &r));
     place(r.bufferSize, r.bufferAlign, &out->lsaBarrier.bufHandle);
   }
-  // Rail GIN barriers of a one-rank rail: their buffer (as NCCL sizes it,
-  // zeroed) and no GIN signal, since no peer ever signals one.
-  out->railGinBarrier = ncclGinBarrierHandle_t{0, 0};
-  if (reqs.railGinBarrierCount > 0) {
-    place((size_t)reqs.railGinBarrierCount * 4 * sizeof(uint32_t), alignof(uint32_t),
-          &out->railGinBarrier.bufHandle);
-  }
   out->placements.clear();
+  out->ginSignals.clear();
+  out->ginCounters.clear();
+  // GIN ids: the requirements' own first (from 0), then the rail GIN
+  // barriers' (a signal each), then each resource requirement's, in list
+  // order (written through its out pointers).
+  long long signals = reqs.ginSignalCount, counters = reqs.ginCounterCount;
+  // Rail GIN barriers: asked for, and for world barriers (barrierCount) when
+  // the world spans several LSA teams (the LSA barrier, then the rail's).
+  // Per barrier a signal and 4 epoch words (one per GIN context), as
+  // ncclGinBarrierCreateRequirement sizes them.
+  int railBarriers = reqs.railGinBarrierCount;
+  if (nRanks / lsaSize > 1 && reqs.barrierCount > railBarriers) railBarriers = reqs.barrierCount;
+  out->railGinBarrier = ncclGinBarrierHandle_t{0, 0};
+  if (railBarriers > 0) {
+    place((size_t)railBarriers * NCCL_GIN_MAX_CONTEXTS * sizeof(uint32_t), alignof(uint32_t),
+          &out->railGinBarrier.bufHandle);
+    out->railGinBarrier.signal0 = (ncclGinSignal_t)signals;
+    signals += railBarriers;
+  }
   n = 0;
   for (const ncclDevResourceRequirements_t* r = reqs.resourceRequirementsList; r != nullptr; r = r->next) {
     if (++n > kMaxListLength) {
       WARN("ncclDevCommCreate: resourceRequirementsList has more than %d entries (a cycle?)", kMaxListLength);
       return ncclInvalidArgument;
     }
-    if (r->ginSignalCount > 0 || r->ginCounterCount > 0) return refuseGin("a resource requirement with GIN signals");
+    if (r->ginSignalCount < 0 || r->ginCounterCount < 0) {
+      WARN("ncclDevCommCreate: resource requirement %d asks for %d GIN signals and %d counters", n, r->ginSignalCount,
+           r->ginCounterCount);
+      return ncclInvalidArgument;
+    }
+    if (r->ginSignalCount > 0 && r->outGinSignalStart != nullptr)
+      out->ginSignals.push_back(ResourceLayout::GinPlacement{r->outGinSignalStart, (uint32_t)signals});
+    if (r->ginCounterCount > 0 && r->outGinCounterStart != nullptr)
+      out->ginCounters.push_back(ResourceLayout::GinPlacement{r->outGinCounterStart, (uint32_t)counters});
+    signals += r->ginSignalCount;
+    counters += r->ginCounterCount;
     if (r->bufferAlign != 0 && !isPow2(r->bufferAlign)) {
       WARN("ncclDevCommCreate: resource requirement %d asks for alignment %zu (not a power of two)", n, r->bufferAlign);
       return ncclInvalidArgument;
@@ -96,6 +104,20 @@ ncclResult_t planResources(const ncclDevCommRequirements_t& reqs, int nRanks, in
     place(r->bufferSize, r->bufferAlign, &h);
     if (r->outBufferHandle != nullptr) out->placements.push_back(ResourceLayout::Placement{r->outBufferHandle, h});
   }
+  // Descriptors carry 16-bit signal and counter ids (NCCL's format).
+  if (signals > 65535 || counters > 65535) {
+    WARN("ncclDevCommCreate: %lld GIN signals and %lld counters asked for; at most 65535 of each", signals, counters);
+    return ncclInvalidArgument;
+  }
+  out->ginSignalCount = (int)signals;
+  out->ginCounterCount = (int)counters;
+  // Rail barriers need GIN when the rail team has peers. With one LSA team
+  // the rail is this rank alone: its barriers' sync is the group's, and
+  // nothing of GIN is set up for them (PyTorch 2.11 asks for rail barriers
+  // on every communicator; opening network links for them would tie every
+  // single-node program to a working socket interface).
+  const bool railOfOne = nRanks / lsaSize == 1;
+  out->gin = reqs.ginForceEnable || counters > 0 || signals - (railOfOne ? railBarriers : 0) > 0;
   out->bytes = (used + 4095) / 4096 * 4096;
   if (out->bytes == 0) out->bytes = 4096;
   return ncclSuccess;

@@ -70,6 +70,27 @@ class Proxy {
     cv_.notify_one();
   }
 
+  void addPoller(ProxyPoller* p) {
+    {
+      std::lock_guard<std::mutex> lk(pollMu_);
+      p->next = pollers_;
+      pollers_ = p;
+      hasPollers_.store(true, std::memory_order_release);
+    }
+    wake();
+  }
+
+  void removePoller(ProxyPoller* p) {
+    std::lock_guard<std::mutex> lk(pollMu_);   // the thread calls pollers under it
+    for (ProxyPoller** q = &pollers_; *q != nullptr; q = &(*q)->next) {
+      if (*q != p) continue;
+      *q = p->next;
+      break;
+    }
+    p->next = nullptr;
+    hasPollers_.store(pollers_ != nullptr, std::memory_order_release);
+  }
+
   void wake() {
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -100,6 +121,9 @@ class Proxy {
   std::atomic<bool> stop_{false};
   ProxyOp* activeHead_ = nullptr;  // proxy thread only
   ProxyOp* activeTail_ = nullptr;
+  std::mutex pollMu_;              // pollers_; held while the thread calls them
+  ProxyPoller* pollers_ = nullptr;
+  std::atomic<bool> hasPollers_{false};
 };
 
 void Proxy::takePosted() {
@@ -350,7 +374,7 @@ bool Proxy::idleWait(Clock::time_point idleSince) {
   }
   std::unique_lock<std::mutex> lk(mu_);
   auto woken = [this] { return kicked_ || stop_.load(std::memory_order_relaxed) || postedHead_ != nullptr; };
-  if (activeHead_ == nullptr) {
+  if (activeHead_ == nullptr && !hasPollers_.load(std::memory_order_acquire)) {
     cv_.wait(lk, woken);  // nothing to progress: sleep until posted or stopped
   } else {
     cv_.wait_for(lk, sleep_, woken);  // ops wait on their producers/consumers: poll every sleep_
@@ -386,6 +410,11 @@ void Proxy::run() {
         prev = op;
       }
       op = next;
+    }
+    if (hasPollers_.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> lk(pollMu_);
+      for (ProxyPoller* p = pollers_; p != nullptr; p = p->next)
+        if (p->poll(p->arg)) moved = true;
     }
     if (stop_.load(std::memory_order_acquire)) break;
     if (moved) {
@@ -514,6 +543,19 @@ ncclResult_t ProxyRef::post(ProxyOp* op) {
 
 void ProxyRef::wake() {
   if (p_ != nullptr) p_->wake();
+}
+
+ncclResult_t ProxyRef::addPoller(ProxyPoller* poller) {
+  if (p_ == nullptr || poller == nullptr || poller->poll == nullptr) {
+    WARN("proxy: addPoller needs an acquired ProxyRef and a poll function");
+    return ncclInvalidUsage;
+  }
+  p_->addPoller(poller);
+  return ncclSuccess;
+}
+
+void ProxyRef::removePoller(ProxyPoller* poller) {
+  if (p_ != nullptr && poller != nullptr) p_->removePoller(poller);
 }
 
 int proxyRefCount() {

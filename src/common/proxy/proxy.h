@@ -94,6 +94,16 @@ struct ProxyOp {
 
 class Proxy;
 
+// A function the progress thread calls on every pass, besides its ops (GIN's
+// descriptor queues, device_api/gin.h): returns true when it moved
+// something (which restarts the idle back-off). It must not block, nor add
+// or remove pollers. Owned by whoever adds it.
+struct ProxyPoller {
+  bool (*poll)(void* arg) = nullptr;
+  void* arg = nullptr;
+  ProxyPoller* next = nullptr;   // proxy-internal
+};
+
 // A reference on the process's proxy thread. The first acquire starts the
 // thread; the release of the last reference stops and joins it (ops still
 // pending then finish as kProxyOpAborted). Move-only RAII.
@@ -115,6 +125,10 @@ class ProxyRef {
   ncclResult_t post(ProxyOp* op);
   // Makes the thread look at its ops now (e.g. right after raising an abort flag).
   void wake();
+  // Adds / removes a poller; once removePoller returns the thread is not in
+  // (and never again enters) its poll function.
+  ncclResult_t addPoller(ProxyPoller* poller);
+  void removePoller(ProxyPoller* poller);
 
  private:
   Proxy* p_ = nullptr;

@@ -41,14 +41,18 @@ struct SymWindow {
   ncclWindow_vidmem host{};         // what the device copy holds
   ncclWindow_vidmem* dev = nullptr; // ncclWindow_t handed out (device memory)
   int tableSlot = -1;               // entry in the comm's window table
+  uint64_t ginId = 0;               // GIN's name for it (ginWins[*]): the registration's sequence number + 1,
+                                    // the same on every rank, so a peer's descriptor names this rank's window
 };
 
 // A device communicator's resources (device_api/dev_comm_api.cc): its
 // resource window and the ncclMemAlloc memory under it.
+class GinState;
 struct DevCommResources {
   ncclWindow_t resourceWindow;
   SymWindow* window;
   void* memory;
+  GinState* gin = nullptr;   // device_api/gin.h, when the device communicator has GIN
 };
 
 struct SymmetricState {
@@ -94,6 +98,9 @@ ncclResult_t registerUserWindow(ncclComm* comm, void* buff, size_t bytes, int fl
 ncclResult_t deregisterWindow(ncclComm* comm, SymWindow* win);
 // The registered window whose handle is `handle`; nullptr when none.
 SymWindow* findWindow(ncclComm* comm, ncclWindow_t handle);
+// GIN: the local memory of the window whose GIN handle is ginId; false when
+// none is registered (any more).
+bool ginWindowMemory(ncclComm* comm, uint64_t ginId, char** base, size_t* bytes);
 // The comm's device window table (ncclDevComm::windowTable), created on first use.
 ncclResult_t windowTableHead(ncclComm* comm, ncclDevCommWindowTable** head);
 // Device communicators' resources, by their resource window.

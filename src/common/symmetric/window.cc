@@ -13,6 +13,7 @@
 #include "common/symmetric/flat_layout.h"
 #include "common/symmetric/handle_exchange.h"
 #include "common/symmetric/symmetric.h"
+#include "common/device_api/gin.h"
 #include "common/util/debug.h"
 #include "device/dev_types.h"
 
@@ -104,6 +105,9 @@ ncclResult_t mapWindow(ncclComm* comm, const LsaPlace& lsa, const std::vector<Wi
   w->host.lsaRank = lsa.self;
   w->host.worldRank = comm->rank;
   w->host.stride4G = (uint32_t)(layout.stride / kFlatStrideUnit);
+  // GIN names the window by ginId in every context; offsets start at the buffer.
+  for (int c = 0; c < NCCL_GIN_MAX_CONTEXTS; c++) w->host.ginWins[c] = reinterpret_cast<void*>((uintptr_t)w->ginId);
+  w->host.ginOffset4K = 0;
   void* dev = nullptr;
   UCHECK(gpu::deviceAlloc(&dev, sizeof(ncclWindow_vidmem)));
   w->dev = static_cast<ncclWindow_vidmem*>(dev);
@@ -174,6 +178,7 @@ ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags,
   w->userBytes = bytes;
   w->flags = flags;
   w->internal = internal;
+  w->ginId = seq + 1;
   std::vector<gpu::MemHandle> handles;
   std::vector<bool> imported;
   local = peerHandles(comm, lsa, all, seq, &handles, &imported);
@@ -298,6 +303,18 @@ SymWindow* findWindow(ncclComm* comm, ncclWindow_t handle) {
   return nullptr;
 }
 
+bool ginWindowMemory(ncclComm* comm, uint64_t ginId, char** base, size_t* bytes) {
+  if (comm->symmetric == nullptr || ginId == 0) return false;
+  std::lock_guard<std::mutex> lk(comm->symmetric->mu);
+  for (auto& w : comm->symmetric->windows) {
+    if (w->ginId != ginId) continue;
+    *base = static_cast<char*>(w->userBase);
+    *bytes = w->userBytes;
+    return true;
+  }
+  return false;
+}
+
 ncclResult_t windowTableHead(ncclComm* comm, ncclDevCommWindowTable** head) {
   SymmetricState* s = state(comm);
   std::lock_guard<std::mutex> lk(s->mu);
@@ -326,6 +343,11 @@ bool takeDevCommResources(ncclComm* comm, ncclWindow_t resourceWindow, DevCommRe
 void releaseSymmetric(ncclComm* comm) {
   SymmetricState* s = comm->symmetric;
   if (s == nullptr) return;
+  // GIN first: its proxy poller reads the windows.
+  for (DevCommResources& r : s->devComms) {
+    if (r.gin != nullptr) ginDestroy(r.gin);
+    r.gin = nullptr;
+  }
   for (auto& w : s->windows) unmapWindow(w.get());
   s->windows.clear();
   // The device communicators' memory, once no window maps it any more.

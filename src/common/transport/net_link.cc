@@ -239,6 +239,13 @@ void NetLink::onOpFinished(void* arg, ncclResult_t result) {
   d->callbackDone.store(true, std::memory_order_release);  // last touch of *d by the proxy
 }
 
+NetLink::HostChannel NetLink::hostChannel(int c) const {
+  const size_t chBytes = kConnSteps * stepBytes_;
+  const Channel& ch = channels_[c];
+  return HostChannel{ch.send.fifo.host(), sendStaging_.host() + c * chBytes, ch.recv.fifo.host(),
+                     recvStaging_.host() + c * chBytes, stepBytes_};
+}
+
 void NetLink::fillPeer(int c, dev::Peer* p) const {
   memset(p, 0, sizeof(*p));   // not connected: the kernel sees connected == 0
   if (!started_ || c < 0 || c >= nChannels_) return;

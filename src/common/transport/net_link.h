@@ -67,6 +67,16 @@ class NetLink {
   bool connected() const { return started_; }
   // The device-side connection structs of channel c.
   void fillPeer(int c, dev::Peer* p) const;
+  // Host addresses of channel c's FIFOs and staging slots, for a producer /
+  // consumer on the host instead of a kernel (GIN: device_api/gin.cc).
+  struct HostChannel {
+    ConnFifo* sendFifo;
+    char* sendStaging;
+    ConnFifo* recvFifo;
+    char* recvStaging;
+    size_t stepBytes;
+  };
+  HostChannel hostChannel(int c) const;
   // Makes the proxy look now (a kernel that uses this link was launched).
   void wakeProxy() { proxy_.wake(); }
   // The peer closed its side (it destroyed its communicator, or died) while

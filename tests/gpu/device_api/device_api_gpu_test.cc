@@ -6,7 +6,13 @@
 // (--ranks-per-gpu=K, UNICCL_RANKS_PER_GPU); with several GPUs one rank per
 // GPU unless asked. Exits 77 without a GPU.
 //
-//   device_api_gpu_test [--ranks-per-gpu=K] [--rounds=N] [--blocks=B]
+// --gin: GIN instead (gin_kernel.cu): puts of --gin-bytes (odd) from every
+// rank to every rank with signals, counters, flush and a world barrier,
+// through the proxy thread; run it with NCCL_P2P_DISABLE=1
+// NCCL_SHM_DISABLE=1 so that ranks are LSA teams of one and GIN carries
+// everything over the socket transport.
+//
+//   device_api_gpu_test [--ranks-per-gpu=K] [--rounds=N] [--blocks=B] [--gin=1 [--gin-bytes=N]]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +20,7 @@
 #include <vector>
 
 #include "../coll/rt.h"
+#include "gin_kernel.h"
 #include "lsa_kernel.h"
 #include "nccl.h"
 #include "nccl_device.h"
@@ -71,6 +78,8 @@ int main(int argc, char** argv) {
   const int rounds = intArg(argc, argv, "--rounds", 200);
   const int blocks = intArg(argc, argv, "--blocks", 4);
   const int threads = 128;
+  const bool gin = intArg(argc, argv, "--gin", 0) != 0;
+  const size_t ginBytes = (size_t)intArg(argc, argv, "--gin-bytes", 100003);
   const int n = ngpus * perGpu;
   if (perGpu > 1) setenv("UNICCL_RANKS_PER_GPU", std::to_string(perGpu).c_str(), 0);
   std::vector<int> devs(n);
@@ -79,7 +88,7 @@ int main(int argc, char** argv) {
   NCCL_OK(ncclCommInitAll(comms.data(), n, devs.data()));
 
   // Each window holds [block][writer][thread] words.
-  const size_t bytes = (size_t)blocks * n * threads * sizeof(uint32_t);
+  const size_t bytes = gin ? ginBytes * (1 + 2 * (size_t)n) : (size_t)blocks * n * threads * sizeof(uint32_t);
   std::vector<void*> buf(n);
   std::vector<ncclWindow_t> win(n);
   std::vector<ncclDevComm> dc(n);
@@ -87,6 +96,12 @@ int main(int argc, char** argv) {
   std::vector<unsigned long long*> errors(n);
   ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.lsaBarrierCount = blocks;
+  if (gin) {
+    reqs.lsaBarrierCount = 0;
+    reqs.barrierCount = 1;       // the world barrier (LSA + rail GIN)
+    reqs.ginSignalCount = n;     // one per source rank
+    reqs.ginCounterCount = 1;
+  }
   for (int r = 0; r < n; r++) {
     RT_OK(rt::setDevice(devs[r]));
     NCCL_OK(ncclMemAlloc(&buf[r], bytes));
@@ -99,7 +114,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < n; r++) NCCL_OK(ncclCommWindowRegister(comms[r], buf[r], bytes, &win[r], NCCL_WIN_COLL_SYMMETRIC));
   for (int r = 0; r < n; r++) NCCL_OK(ncclDevCommCreate(comms[r], &reqs, &dc[r]));
   NCCL_OK(ncclGroupEnd());
-  for (int r = 0; r < n; r++) {
+  for (int r = 0; r < n && !gin; r++) {
     CHECK(dc[r].lsaSize == n, "rank %d: LSA team of %d, expected all %d ranks (P2P between the GPUs?)", r,
           dc[r].lsaSize, n);
     if (dc[r].lsaSize != n) return 1;
@@ -108,7 +123,8 @@ int main(int argc, char** argv) {
   // Every rank's kernel before any wait: they spin on each other.
   for (int r = 0; r < n; r++) {
     RT_OK(rt::setDevice(devs[r]));
-    const char* e = launchLsaExchange(dc[r], win[r], blocks, threads, rounds, errors[r], stream[r]);
+    const char* e = gin ? launchGinExchange(dc[r], win[r], ginBytes, rounds, errors[r], stream[r])
+                        : launchLsaExchange(dc[r], win[r], blocks, threads, rounds, errors[r], stream[r]);
     CHECK(e == nullptr, "rank %d: launch: %s", r, e);
   }
   unsigned long long total = 0;
@@ -117,7 +133,7 @@ int main(int argc, char** argv) {
     RT_OK(rt::streamSync(stream[r]));
     unsigned long long e = 0;
     RT_OK(rt::toHost(&e, errors[r], sizeof(e)));
-    CHECK(e == 0, "rank %d: %llu of %llu words differ", r, e, (unsigned long long)rounds * blocks * threads * n);
+    CHECK(e == 0, "rank %d: %llu wrong %s", r, e, gin ? "bytes or counters" : "words");
     total += e;
   }
 
@@ -132,7 +148,11 @@ int main(int argc, char** argv) {
     RT_OK(rt::streamDestroy(stream[r]));
   }
   for (ncclComm_t c : comms) NCCL_OK(ncclCommDestroy(c));
-  printf("%d ranks (%d per GPU), %d blocks x %d rounds: %llu wrong words; %s\n", n, perGpu, blocks, rounds, total,
-         gFailures ? "FAILED" : "PASS");
+  if (gin)
+    printf("GIN: %d ranks (%d per GPU), %zu-byte puts x %d rounds: %llu wrong; %s\n", n, perGpu, ginBytes, rounds, total,
+           gFailures ? "FAILED" : "PASS");
+  else
+    printf("%d ranks (%d per GPU), %d blocks x %d rounds: %llu wrong words; %s\n", n, perGpu, blocks, rounds, total,
+           gFailures ? "FAILED" : "PASS");
   return gFailures ? 1 : 0;
 }

@@ -108,12 +108,84 @@ __global__ void deviceApi(ncclDevComm comm, ncclWindow_t win, ncclLLA2AHandle ll
 #endif
 }
 
+// GIN (gin.h): every function, with each completion action and group.
+template <typename Coop>
+__device__ void ginCalls(Coop coop, ncclDevComm const& comm, ncclWindow_t win, int* out) {
+  ncclGin gin(comm, 1);
+  ncclGin_BackendOne<NCCL_NET_DEVICE_GIN_PROXY> one(comm, 0);
+  ncclTeam world = ncclTeamWorld(comm);
+  __shared__ ncclGinDescriptorSmem desc;
+  gin.put(world, 1, win, 0, win, 64, 100);
+  gin.put(world, 1, win, 0, win, 64, 100, ncclGin_SignalInc{0}, ncclGin_CounterInc{1}, coop);
+  gin.put(world, 1, win, 0, win, 64, 100, ncclGin_SignalAdd{2, 5}, ncclGin_None{}, coop,
+          ncclGin_DescriptorSmem{&desc});
+  ncclSymPtr<float> sym(win, 128);
+  one.put(world, 0, sym, sym + 4, 3, ncclGin_SignalAdd{1, 2}, ncclGin_CounterInc{0}, coop);
+  gin.putValue(world, 1, win, 8, (uint64_t)7, ncclGin_SignalInc{0}, coop);
+  gin.putValue(world, 1, sym, 2.5f);
+  gin.signal(world, 1, ncclGin_SignalInc{3}, coop);
+  gin.signal(world, 1, ncclGin_SignalAdd{3, 9});
+  gin.flush(coop);
+  gin.flush(coop, cuda::memory_order_relaxed);
+  uint64_t v = gin.readCounter(0) + gin.readCounter(1, 32, cuda::memory_order_relaxed);
+  gin.waitCounter(coop, 1, 2);
+  v += gin.readSignal(0) + gin.readSignal(1, 16, cuda::memory_order_relaxed);
+  gin.waitSignal(coop, 0, 4);
+  gin.waitSignal(coop, 0, 4, 32, cuda::memory_order_relaxed);
+  gin.increaseSignalShadow(2, 1);
+  gin.waitSignalMeetShadow(coop, 2);
+  uint32_t before, delta;
+  gin.waitSignalFollowShadow(coop, 2, 1u, &before, &delta);
+  uint64_t b64, d64;
+  gin.waitSignalFollowShadow(coop, 2, (uint64_t)1, &b64, &d64, 48);
+  v += *gin.getSignalShadowPtr(2) + before + delta + b64 + d64;
+  gin.resetSignal(0);
+  gin.resetCounter(1);
+  out[2] = (int)v;
+  {
+    ncclGinBarrierSession<Coop> bar(coop, gin, world, comm.railGinBarrier, 1);
+    bar.sync(coop, cuda::memory_order_acq_rel, ncclGinFenceLevel::Relaxed);
+  }
+  {
+    ncclGinBarrierSession<Coop> bar(coop, gin, ncclTeamTagRail(), 0);
+    bar.sync(coop, cuda::memory_order_relaxed, ncclGinFenceLevel::Relaxed);
+    out[3] = (int)bar.epoch;
+  }
+  {
+    ncclBarrierSession<Coop> world(coop, ncclTeamTagWorld(), gin, 0);
+    world.sync(coop, cuda::memory_order_acq_rel, ncclGinFenceLevel::Relaxed);
+    world.lsaBarrier().sync(coop, cuda::memory_order_relaxed);
+    world.ginBarrier().sync(coop, cuda::memory_order_relaxed, ncclGinFenceLevel::Relaxed);
+  }
+  {
+    ncclBarrierSession<Coop> rail(coop, ncclTeamTagRail(), gin, 1);
+    rail.sync(coop, cuda::memory_order_seq_cst, ncclGinFenceLevel::Relaxed);
+  }
+  {
+    ncclBarrierSession<Coop> both(coop, ncclTeamLsa(comm), ncclTeamRail(comm), gin, comm.lsaBarrier,
+                                  comm.railGinBarrier, 2);
+    both.sync(coop, cuda::memory_order_acq_rel, ncclGinFenceLevel::Relaxed);
+  }
+}
+
+__global__ void ginApi(ncclDevComm comm, ncclWindow_t win, int* out) {
+  ginCalls(ncclCoopCta(), comm, win, out);
+  ginCalls(ncclCoopWarp(), comm, win, out);
+  ginCalls(ncclCoopThread(), comm, win, out);
+  ginCalls(ncclCoopTile<8>(), comm, win, out);
+}
+
 // Host code calls the host API (declarations only: nothing is linked).
 int hostSide(ncclComm_t comm) {
   ncclLsaBarrierHandle_t h;
   ncclDevResourceRequirements_t req;
   if (ncclLsaBarrierCreateRequirement(ncclTeamLsa(comm), 1, &h, &req) != ncclSuccess) return -1;
   ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  reqs.ginSignalCount = 4;
+  reqs.ginCounterCount = 2;
+  reqs.railGinBarrierCount = 3;
+  ncclGinBarrierHandle_t gh;
+  if (ncclGinBarrierCreateRequirement(comm, ncclTeamWorld(comm), 2, &gh, &req) != ncclSuccess) return -1;
   ncclDevComm dc;
   return ncclDevCommCreate(comm, &reqs, &dc) == ncclSuccess ? ncclLLA2ACalcSlots(4, 8) : -1;
 }

@@ -299,9 +299,78 @@ TEST(DeviceApiResources, PlacesBarriersThenTheListAligned) {
   EXPECT_EQ(l.railGinBarrier.signal0, 0u);
   EXPECT_GE(l.railGinBarrier.bufHandle * 128, 2u * (3 + 4) * 4);
   EXPECT_GE(l.bytes, l.railGinBarrier.bufHandle * 128 + 40u * 16);
+  EXPECT_FALSE(l.gin) << "a rail of one rank needs no GIN";
+  reqs.ginSignalCount = 1;   // anything else that asks for GIN still gets it
+  ASSERT_EQ(planResources(reqs, 4, 4, 0, &l), ncclSuccess);
+  EXPECT_TRUE(l.gin);
+  EXPECT_EQ(l.railGinBarrier.signal0, 1u);
 }
 
-TEST(DeviceApiResources, RefusesGinMultimemAndMalformedLists) {
+// GIN signals and counters: the requirements' ids from 0, then each resource
+// requirement's in list order; ginForceEnable alone asks for GIN too.
+TEST(DeviceApiResources, PlansGinSignalsAndCounters) {
+  ResourceLayout l;
+  ncclDevCommRequirements r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  ASSERT_EQ(planResources(r, 8, 4, 0, &l), ncclSuccess);
+  EXPECT_FALSE(l.gin);
+  r.ginForceEnable = true;
+  ASSERT_EQ(planResources(r, 8, 4, 0, &l), ncclSuccess);
+  EXPECT_TRUE(l.gin);
+  EXPECT_EQ(l.ginSignalCount, 0);
+  ncclDevResourceRequirements_t a{}, b{};
+  ncclGinSignal_t sa = 99, sb = 99;
+  ncclGinCounter_t cb = 99;
+  a.ginSignalCount = 2;
+  a.outGinSignalStart = &sa;
+  a.next = &b;
+  b.ginSignalCount = 3;
+  b.ginCounterCount = 4;
+  b.outGinSignalStart = &sb;
+  b.outGinCounterStart = &cb;
+  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  r.ginSignalCount = 5;
+  r.ginCounterCount = 1;
+  r.resourceRequirementsList = &a;
+  ASSERT_EQ(planResources(r, 8, 4, 0, &l), ncclSuccess);
+  EXPECT_TRUE(l.gin);
+  EXPECT_EQ(l.ginSignalCount, 10);
+  EXPECT_EQ(l.ginCounterCount, 5);
+  ASSERT_EQ(l.ginSignals.size(), 2u);
+  EXPECT_EQ(l.ginSignals[0].first, 5u);
+  EXPECT_EQ(l.ginSignals[1].first, 7u);
+  ASSERT_EQ(l.ginCounters.size(), 1u);
+  EXPECT_EQ(l.ginCounters[0].first, 1u);
+  EXPECT_EQ(sa, 99u);   // written by ncclDevCommCreate on success, not by the plan
+  b.ginCounterCount = 70000;   // descriptors carry 16-bit ids
+  EXPECT_EQ(planResources(r, 8, 4, 0, &l), ncclInvalidArgument);
+  b.ginCounterCount = -1;
+  EXPECT_EQ(planResources(r, 8, 4, 0, &l), ncclInvalidArgument);
+}
+
+// Rail GIN barriers: asked for, or for world barriers across LSA teams; a
+// signal each after the requirements' own, 4 epoch words each.
+TEST(DeviceApiResources, PlansRailGinBarriers) {
+  ResourceLayout l;
+  ncclDevCommRequirements r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  r.ginSignalCount = 2;
+  r.railGinBarrierCount = 3;
+  ASSERT_EQ(planResources(r, 8, 4, 0, &l), ncclSuccess);
+  EXPECT_TRUE(l.gin);
+  EXPECT_EQ(l.railGinBarrier.signal0, 2u);
+  EXPECT_EQ(l.ginSignalCount, 5);
+  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+  r.barrierCount = 4;   // 8 ranks in LSA teams of 4: the world barrier crosses teams
+  ASSERT_EQ(planResources(r, 8, 4, 0, &l), ncclSuccess);
+  EXPECT_TRUE(l.gin);
+  EXPECT_EQ(l.lsaBarrier.nBarriers, 4);
+  EXPECT_EQ(l.ginSignalCount, 4);
+  EXPECT_EQ(l.railGinBarrier.signal0, 0u);
+  EXPECT_GT(l.railGinBarrier.bufHandle, l.lsaBarrier.bufHandle);
+  ASSERT_EQ(planResources(r, 4, 4, 0, &l), ncclSuccess);   // one LSA team: no GIN
+  EXPECT_FALSE(l.gin);
+}
+
+TEST(DeviceApiResources, RefusesMultimemAndMalformedLists) {
   ResourceLayout l;
   auto refused = [&](const ncclDevCommRequirements& r, ncclResult_t want, const char* word) {
     clearError();
@@ -309,18 +378,6 @@ TEST(DeviceApiResources, RefusesGinMultimemAndMalformedLists) {
     EXPECT_NE(lastError().find(word), std::string::npos) << lastError();
   };
   ncclDevCommRequirements r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  r.ginSignalCount = 1;
-  refused(r, ncclInvalidUsage, "GIN");
-  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  r.railGinBarrierCount = 1;   // 8 ranks in LSA teams of 4: rails of 2 ranks
-  refused(r, ncclInvalidUsage, "several LSA teams");
-  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  r.ginForceEnable = true;
-  refused(r, ncclInvalidUsage, "GIN");
-  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
-  r.barrierCount = 1;   // 8 ranks in LSA teams of 4: the world barrier crosses teams
-  refused(r, ncclInvalidUsage, "several LSA teams");
-  r = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
   r.lsaMultimem = true;
   refused(r, ncclInvalidUsage, "multicast");
   ncclTeamRequirements_t team{};
