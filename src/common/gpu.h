@@ -37,6 +37,11 @@ struct DeviceProps {
   // (1000000: nanoseconds, CUDA's %globaltimer; HIP: the wall-clock rate,
   // 100 MHz = 100000 on current AMD GPUs). 0 is read as 1000000.
   int64_t timerRateKHz;
+  // 1: a warp's aligned 128-byte store reaches a peer GPU (P2P) as one unit
+  // and a warp's 128-byte load sees it whole, which LL128 relies on
+  // (device/port.h): NVIDIA sm_70+ (NVLink). 0 on HIP (docs/amd.md) and on
+  // older GPUs: LL128 stays off.
+  int lineStoreAtomic128;
 };
 ncclResult_t getDeviceProps(int dev, DeviceProps* props);
 // Index, in this process, of the device with PCI bus id `busId`

@@ -120,6 +120,9 @@ ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
   out.timerRateKHz = 1000000;   // %globaltimer counts nanoseconds
   out.computeMajor = p.major;
   out.computeMinor = p.minor;
+  // Volta and later deliver a warp's aligned 128-byte store to an NVLink
+  // peer as one unit (NCCL's LL128 assumption; device/port.h).
+  out.lineStoreAtomic128 = p.major >= 7 ? 1 : 0;
   out.totalGlobalMem = p.totalGlobalMem;
   out.pciDomain = p.pciDomainID;
   out.pciBus = p.pciBusID;

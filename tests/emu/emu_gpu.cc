@@ -380,6 +380,9 @@ ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
   out.timerRateKHz = 1000000;
   out.computeMajor = 9;
   out.computeMinor = 0;
+  // device/port_cpu.h makes LL128 lines whole by ordering (a faithful model
+  // of the sm_70+ guarantee), so the emulator runs LL128.
+  out.lineStoreAtomic128 = 1;
   out.totalGlobalMem = kDeviceMemBytes;
   out.pciDomain = 0;
   out.pciBus = dev + 1;
