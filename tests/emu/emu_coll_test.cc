@@ -22,6 +22,9 @@
 //                 engine where the order cases say so, AllReduces of 70000
 //                 on 2 ranks too (run with UNICCL_COPY_ENGINE_MIN_BYTES and
 //                 UNICCL_COPY_ENGINE_ALLREDUCE_MIN_BYTES below 70000 elements)
+//                 [--expect-proto=LL|LL128|Simple|ll128-mixed]: at the end, check
+//                 which protocols the collectives' tuning chose (only the one
+//                 named; ll128-mixed: LL128 and at least one other)
 //                 [--ranks-per-gpu=K]: rank r on emulated device r / K (several
 //                 ranks per GPU: ncclCommInitAll with UNICCL_RANKS_PER_GPU=K,
 //                 or ncclCommInitRankMulti with --group-init)
@@ -790,6 +793,7 @@ int main(int argc, char** argv) {
   int nranks = 2;
   bool profile = false;   // --profile: one AllReduce and one send/recv ring only (the profiler test)
   std::string expectAlgo;
+  std::string expectProto;
   bool mixedGroup = false;  // --mixed-group: first, a group of 8 collectives of 8 datatypes (needs every kernel)
   bool groupInit = false;   // --group-init: ncclCommInitRank per device inside a group (not ncclCommInitAll)
   bool ceOnly = false;      // --copy-engine: AlltoAll, Broadcast, send/recv and the task-order cases
@@ -817,6 +821,7 @@ int main(int argc, char** argv) {
       gElem = 2;
     }
     if (!strncmp(argv[i], "--expect-algo=", 14)) expectAlgo = argv[i] + 14;
+    if (!strncmp(argv[i], "--expect-proto=", 15)) expectProto = argv[i] + 15;
     if (!strcmp(argv[i], "--mixed-group")) mixedGroup = true;
     if (!strcmp(argv[i], "--group-init")) groupInit = true;
     if (!strcmp(argv[i], "--copy-engine")) ceOnly = true;
@@ -1014,6 +1019,24 @@ int main(int argc, char** argv) {
       fprintf(stderr, "FAIL --expect-algo=%s: AllReduce ring %llu, tree %llu; other collectives on the tree %llu\n",
               expectAlgo.c_str(), (unsigned long long)arRing, (unsigned long long)arTree,
               (unsigned long long)otherTree);
+    }
+  }
+  // Which protocols the collectives ran (every rank's decisions).
+  const uint64_t pLL = tuningProtoDecisions(dev::kProtoLL), pLL128 = tuningProtoDecisions(dev::kProtoLL128),
+                 pSimple = tuningProtoDecisions(dev::kProtoSimple);
+  printf("emu_coll_test: collectives ran LL %llu, LL128 %llu, Simple %llu times\n", (unsigned long long)pLL,
+         (unsigned long long)pLL128, (unsigned long long)pSimple);
+  if (!expectProto.empty()) {
+    gChecks++;
+    const bool ok = expectProto == "LL"      ? pLL > 0 && pLL128 == 0 && pSimple == 0
+                    : expectProto == "LL128"  ? pLL128 > 0 && pLL == 0 && pSimple == 0
+                    : expectProto == "Simple" ? pSimple > 0 && pLL == 0 && pLL128 == 0
+                    : expectProto == "ll128-mixed" ? pLL128 > 0 && pLL + pSimple > 0
+                                                   : false;
+    if (!ok) {
+      gFailures++;
+      fprintf(stderr, "FAIL --expect-proto=%s: LL %llu, LL128 %llu, Simple %llu\n", expectProto.c_str(),
+              (unsigned long long)pLL, (unsigned long long)pLL128, (unsigned long long)pSimple);
     }
   }
   printf("emu_coll_test: %d ranks, %d checks, %d failures\n", nranks, gChecks, gFailures);
