@@ -392,6 +392,16 @@ UDEV bool ll128PollAgain(bool again) {
 #endif
 }
 
+// The warp's lanes meet, so that the 8 lanes of each line issue the line's
+// store together (after the data-dependent branches of the copy loop).
+UDEV void ll128Converge() {
+#if defined(UNICCL_DEV_HIP)
+  __builtin_amdgcn_wave_barrier();   // a wavefront runs in lockstep: only the compiler is held
+#else
+  __syncwarp();
+#endif
+}
+
 // A vote of the lanes that share a line (here: the whole warp): true in all
 // of them when any passes true (the poll loop's abort, so that a line's
 // lanes leave together).

@@ -167,6 +167,7 @@ UDEV bool loadLL128(const uint64_t* line, int sub, uint64_t flag, uint64_t* v0, 
   return true;
 }
 UDEV bool ll128PollAgain(bool again) { return again; }
+UDEV void ll128Converge() {}   // storeLL128's lane meeting orders the line
 // The lanes of one line vote (tests/emu/emu_runtime.cc): a line's lanes poll
 // on their own here, so one may see an abort while another sees the flag;
 // the vote makes them leave together, never leaving a lane alone in

@@ -281,13 +281,12 @@ UDEV void ll128ReduceCopy(const Fn& fn, const Group& g, const typename Fn::S* sr
         return;
       }
     }
-    if (!active) continue;
     const int64_t d0 = line * kLL128DataWords + 2 * sub;   // this lane's first data word
     uint64_t out[2] = {0, 0};
 #pragma unroll
     for (int k = 0; k < 2; k++) {
       const int64_t d = d0 + k;
-      if ((k == 1 && flagLane) || d >= nWords) break;
+      if (!active || (k == 1 && flagLane) || d >= nWords) break;
       const int64_t e0 = d * kE;
       const int ne = (int)imin(kE, n - e0);
       V a, b;
@@ -306,7 +305,13 @@ UDEV void ll128ReduceCopy(const Fn& fn, const Group& g, const typename Fn::S* sr
       }
       out[k] = v.u[0];
     }
-    if constexpr (Send) storeLL128(snd + line * kLL128LineWords, sub, out[0], flagLane ? sendFlag : out[1]);
+    if constexpr (Send) {
+      // The lanes of a line issue its store as one instruction: whole
+      // warps meet first (every lane gets here; the branch is the same in
+      // the 8 lanes of a line).
+      ll128Converge();
+      if (active) storeLL128(snd + line * kLL128LineWords, sub, out[0], flagLane ? sendFlag : out[1]);
+    }
   }
 }
 
