@@ -35,10 +35,17 @@
 //                 ncclMemAlloc (the emulator's virtual memory: each one a
 //                 mapping of its own physical allocation) instead of
 //                 plain device memory
+//                 [--hang-allreduce]: only rank 0 starts an AllReduce of 4099
+//                 elements (the others never do): its kernel must leave
+//                 its polls once the watchdog (UNICCL_TIMEOUT_MS) aborts the
+//                 communicator, and the stream drain (run with NCCL_PROTO=LL128
+//                 to check LL128's line polls); then every rank aborts
 //                 [--expect-init-error=TEXT]: the communicators must NOT come
 //                 up: init answers ncclInvalidUsage with TEXT in
 //                 ncclGetLastError (refusals of GPU sharing); exits there
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -692,6 +699,52 @@ void runRevokeShrink(std::vector<Rank>& ranks) {
   printf("emu_coll_test: revoke with work in flight on %d ranks, shrink to %zu: done\n", n, rest.size());
 }
 
+// --hang-allreduce (header comment).
+void runHangAllReduce(std::vector<Rank>& ranks) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = Clock::now();
+  auto secs = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  Rank& R = ranks[0];
+  EXPECT_OK(gpu::setDevice(R.dev));
+  const gpu::Stream st = static_cast<gpu::Stream>(R.stream);
+  EXPECT_OK(ncclAllReduce(R.send, R.recv, 4099, gType, ncclSum, R.comm, R.stream));
+  ncclResult_t async = ncclSuccess;
+  while (secs() < 60) {
+    EXPECT_OK(ncclCommGetAsyncError(R.comm, &async));
+    if (async != ncclSuccess && async != ncclInProgress) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  gChecks++;
+  if (async == ncclSuccess || async == ncclInProgress) {
+    fprintf(stderr, "FAIL hang: no error 60 s after a lone AllReduce\n");
+    gFailures++;
+  }
+  const double detected = secs();
+  // The kernel left its polls: the stream drains.
+  gpu::Event probe = nullptr;
+  EXPECT_OK(gpu::eventCreate(&probe));
+  ncclResult_t q = ncclInProgress;
+  while (secs() < detected + 20) {
+    if (gpu::eventRecord(probe, st) != ncclSuccess) break;
+    q = gpu::eventQuery(probe);
+    if (q != ncclInProgress) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  gChecks++;
+  if (q != ncclSuccess) {
+    fprintf(stderr, "FAIL hang: the stream did not drain within 20 s of the error (%s)\n", ncclGetErrorString(q));
+    gFailures++;
+  }
+  gpu::eventDestroy(probe);
+  for (Rank& r : ranks) {
+    EXPECT_OK(gpu::setDevice(r.dev));
+    EXPECT_OK(ncclCommAbort(r.comm));
+    r.comm = nullptr;
+  }
+  printf("emu_coll_test: lone AllReduce: %s after %.1f s, stream drained after %.1f s\n", ncclGetErrorString(async),
+         detected, secs());
+}
+
 void runMixedGroup(std::vector<Rank>& ranks, int rounds) {
   const int n = (int)ranks.size();
   struct Op {
@@ -801,6 +854,7 @@ int main(int argc, char** argv) {
   int ranksPerGpu = 1;      // --ranks-per-gpu=K: rank r on device r / K
   bool smallCounts = false; // --small: counts up to 1000 only (many ranks: CI time)
   bool revokeShrink = false; // --revoke-shrink: only runRevokeShrink
+  bool hangAllReduce = false; // --hang-allreduce: only runHangAllReduce
   bool memAllocBuffers = false;  // --mem-alloc: buffers from ncclMemAlloc
   std::string expectInitError;  // --expect-init-error=TEXT: init must be refused with TEXT
   // --colls=A,B: only these collectives' cases ("SendRecv": the p2p cases).
@@ -829,6 +883,7 @@ int main(int argc, char** argv) {
     if (!strncmp(argv[i], "--ranks-per-gpu=", 16)) ranksPerGpu = atoi(argv[i] + 16);
     if (!strcmp(argv[i], "--small")) smallCounts = true;
     if (!strcmp(argv[i], "--revoke-shrink")) revokeShrink = true;
+    if (!strcmp(argv[i], "--hang-allreduce")) hangAllReduce = true;
     if (!strcmp(argv[i], "--mem-alloc")) memAllocBuffers = true;
     if (!strncmp(argv[i], "--expect-init-error=", 20)) expectInitError = argv[i] + 20;
   }
@@ -907,6 +962,11 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (hangAllReduce) {
+    runHangAllReduce(ranks);
+    printf("emu_coll_test: %d checks, %d failures\n", gChecks, gFailures);
+    return gFailures == 0 ? 0 : 1;
+  }
   if (revokeShrink) {
     runRevokeShrink(ranks);
     for (Rank& R : ranks) {
