@@ -51,6 +51,12 @@ ncclResult_t deviceGetByBusId(const char* busId, int* dev);
 // transport can use (NVLink/PCIe P2P on CUDA; XGMI only on HIP: PCIe peers
 // would need an HDP flush per post, which uniccl does not do).
 ncclResult_t canAccessPeer(int dev, int peer, bool* can);
+// Whether the P2P link from `dev` to `peer` carries a warp's aligned 128-byte
+// store as one unit, as LL128 needs (device/port.h; both GPUs must also
+// report DeviceProps::lineStoreAtomic128). CUDA: a link with native P2P
+// atomics, i.e. NVLink (PCIe P2P has none, and NCCL keeps LL128 to NVLink);
+// HIP: never (docs/amd.md).
+ncclResult_t p2pLinkKeepsLines(int dev, int peer, bool* whole);
 // Enables access from the current device to `peer`; already-enabled is success.
 ncclResult_t enablePeerAccess(int peer);
 

@@ -142,6 +142,14 @@ ncclResult_t canAccessPeer(int dev, int peer, bool* can) {
   return ncclSuccess;
 }
 
+ncclResult_t p2pLinkKeepsLines(int dev, int peer, bool* whole) {
+  // Native P2P atomics: NVLink (and NVSwitch); PCIe P2P answers 0.
+  int v = 0;
+  CUDA_TRY(cudaDeviceGetP2PAttribute(&v, cudaDevP2PAttrNativeAtomicSupported, dev, peer));
+  *whole = v != 0;
+  return ncclSuccess;
+}
+
 ncclResult_t enablePeerAccess(int peer) {
   RelaxedCapture relaxed;
   cudaError_t err = cudaDeviceEnablePeerAccess(peer, 0);

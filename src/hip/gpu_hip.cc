@@ -164,6 +164,12 @@ ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
 // each post before its kernels see the data, as RCCL does; uniccl does not
 // flush it, so such peers are answered "no direct access" and the core
 // connects them through SHM instead (docs/amd.md). INFO says so once.
+// LL128 stays off on HIP (docs/amd.md).
+ncclResult_t p2pLinkKeepsLines(int /*dev*/, int /*peer*/, bool* whole) {
+  *whole = false;
+  return ncclSuccess;
+}
+
 ncclResult_t canAccessPeer(int dev, int peer, bool* can) {
   int v = 0;
   HIP_TRY(hipDeviceCanAccessPeer(&v, dev, peer));

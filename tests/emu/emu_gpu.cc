@@ -402,6 +402,14 @@ ncclResult_t canAccessPeer(int dev, int peer, bool* can) {
   return ncclSuccess;
 }
 
+// The emulated GPUs share one memory, and device/port_cpu.h keeps LL128 lines whole.
+ncclResult_t p2pLinkKeepsLines(int dev, int peer, bool* whole) {
+  if (!validDevice(st(), dev) || !validDevice(st(), peer) || whole == nullptr)
+    return fail(ncclUnhandledCudaError, "p2pLinkKeepsLines(%d, %d) failed: invalid device ordinal", dev, peer);
+  *whole = true;
+  return ncclSuccess;
+}
+
 ncclResult_t enablePeerAccess(int peer) {
   State& s = st();
   if (!validDevice(s, peer) || peer == tDevice)

@@ -133,9 +133,10 @@ class Transports {
   // connection exists).
   bool ringUsesNet() const { return ringUsesNet_; }
   // The communicator may run LL128 (decided at init, the same on every
-  // rank): every pair of ranks is reached through P2P and every rank's GPU
+  // rank): every pair of ranks is reached through P2P, every rank's GPU
   // delivers a warp's aligned 128-byte store as one unit
-  // (gpu::DeviceProps::lineStoreAtomic128); its connections then carry
+  // (gpu::DeviceProps::lineStoreAtomic128) and every link between two GPUs
+  // keeps such stores whole (gpu::p2pLinkKeepsLines: NVLink on CUDA); its connections then carry
   // LL128 slots (UNICCL_LL128_BUFFSIZE). Never over SHM (host memory makes
   // no such promise) or the network (the proxy moves whole Simple slots).
   bool ll128() const { return layout_.ll128Bytes > 0; }
@@ -165,7 +166,7 @@ class Transports {
 
   ChannelLayout layout_{};
   std::vector<PeerLink> links_;
-  std::vector<uint8_t> p2pReach_;   // [nRanks*nRanks]: rank i can address rank j's GPU
+  std::vector<uint8_t> p2pReach_;   // [nRanks*nRanks]: rank i can address rank j's GPU (2: and keeps LL128 lines whole)
   int nRanks_ = 0;
   bool shmDisabled_ = false;
   bool ringUsesNet_ = false;

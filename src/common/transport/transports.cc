@@ -78,7 +78,12 @@ ncclResult_t Transports::init(ncclComm* comm) {
     // their own; the runtime answers "no peer access" for a device and itself.
     bool can = p.busIdNum == me.busIdNum;
     if (!can && gpu::canAccessPeer(comm->gpuDev, peerDev, &can) != ncclSuccess) can = false;
-    if (can) row[j] = 1;
+    // 2: the link also keeps a warp's 128-byte stores whole (LL128, below):
+    // a GPU and itself always, other GPUs where the backend says so.
+    bool lines = can && me.lineStoreAtomic128 != 0 && p.lineStoreAtomic128 != 0;
+    if (lines && p.busIdNum != me.busIdNum && gpu::p2pLinkKeepsLines(comm->gpuDev, peerDev, &lines) != ncclSuccess)
+      lines = false;
+    if (can) row[j] = lines ? 2 : 1;
   }
   p2pReach_.assign((size_t)nRanks_ * nRanks_, 0);
   memcpy(&p2pReach_[(size_t)comm->rank * nRanks_], row.data(), nRanks_);
@@ -101,19 +106,23 @@ ncclResult_t Transports::init(ncclComm* comm) {
   // rank's GPU promises it (the peer info all ranks share). Then every
   // rank's connections get LL128 slots; otherwise none does (the layout's
   // stride must match on both sides of every connection).
-  bool allPairsP2p = nRanks_ > 1, lines = true;
+  bool allPairsP2p = nRanks_ > 1, lines = true, links = true;
   for (int a = 0; a < nRanks_; a++) {
     lines = lines && comm->peers[a].lineStoreAtomic128 != 0;
-    for (int b = a + 1; b < nRanks_; b++) allPairsP2p = allPairsP2p && p2pReachable(a, b);
+    for (int b = a + 1; b < nRanks_; b++) {
+      allPairsP2p = allPairsP2p && p2pReachable(a, b);
+      links = links && p2pReach_[(size_t)a * nRanks_ + b] == 2 && p2pReach_[(size_t)b * nRanks_ + a] == 2;
+    }
   }
-  if (allPairsP2p && lines && ll128Bytes > 0) layout_.ll128Bytes = ll128Bytes;
+  if (allPairsP2p && lines && links && ll128Bytes > 0) layout_.ll128Bytes = ll128Bytes;
   if (nRanks_ > 1)
     INFO(kSubsysInit | kSubsysTune, "Rank %d: LL128 %s", comm->rank,
-         layout_.ll128Bytes > 0 ? "available (every pair of ranks P2P)"
+         layout_.ll128Bytes > 0 ? "available (every pair of ranks P2P, links that keep 128-byte stores whole)"
          : ll128Bytes == 0      ? "off (UNICCL_LL128_BUFFSIZE=0)"
+         : !allPairsP2p ? "off: some pair of ranks is not reached through P2P (SHM and the network carry LL and Simple only)"
          : !lines ? "off: some GPU does not promise that a warp's 128-byte store reaches a peer whole "
                     "(HIP targets, pre-Volta NVIDIA: docs/amd.md)"
-                  : "off: some pair of ranks is not reached through P2P (SHM and the network carry LL and Simple only)");
+                  : "off: some P2P link is not NVLink (no native P2P atomics: PCIe P2P may split 128-byte stores)");
   return ncclSuccess;
 }
 
