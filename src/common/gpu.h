@@ -37,6 +37,11 @@ struct DeviceProps {
   // (1000000: nanoseconds, CUDA's %globaltimer; HIP: the wall-clock rate,
   // 100 MHz = 100000 on current AMD GPUs). 0 is read as 1000000.
   int64_t timerRateKHz;
+  // 1: a warp's aligned 128-byte store reaches a peer GPU (P2P) as one unit
+  // and a warp's 128-byte load sees it whole, which LL128 relies on
+  // (device/port.h): NVIDIA sm_70+ (NVLink). 0 on HIP (docs/amd.md) and on
+  // older GPUs: LL128 stays off.
+  int lineStoreAtomic128;
 };
 ncclResult_t getDeviceProps(int dev, DeviceProps* props);
 // Index, in this process, of the device with PCI bus id `busId`
@@ -46,6 +51,12 @@ ncclResult_t deviceGetByBusId(const char* busId, int* dev);
 // transport can use (NVLink/PCIe P2P on CUDA; XGMI only on HIP: PCIe peers
 // would need an HDP flush per post, which uniccl does not do).
 ncclResult_t canAccessPeer(int dev, int peer, bool* can);
+// Whether the P2P link from `dev` to `peer` carries a warp's aligned 128-byte
+// store as one unit, as LL128 needs (device/port.h; both GPUs must also
+// report DeviceProps::lineStoreAtomic128). CUDA: a link with native P2P
+// atomics, i.e. NVLink (PCIe P2P has none, and NCCL keeps LL128 to NVLink);
+// HIP: never (docs/amd.md).
+ncclResult_t p2pLinkKeepsLines(int dev, int peer, bool* whole);
 // Enables access from the current device to `peer`; already-enabled is success.
 ncclResult_t enablePeerAccess(int peer);
 

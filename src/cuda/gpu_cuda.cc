@@ -120,6 +120,9 @@ ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
   out.timerRateKHz = 1000000;   // %globaltimer counts nanoseconds
   out.computeMajor = p.major;
   out.computeMinor = p.minor;
+  // Volta and later deliver a warp's aligned 128-byte store to an NVLink
+  // peer as one unit (NCCL's LL128 assumption; device/port.h).
+  out.lineStoreAtomic128 = p.major >= 7 ? 1 : 0;
   out.totalGlobalMem = p.totalGlobalMem;
   out.pciDomain = p.pciDomainID;
   out.pciBus = p.pciBusID;
@@ -136,6 +139,14 @@ ncclResult_t canAccessPeer(int dev, int peer, bool* can) {
   int v = 0;
   CUDA_TRY(cudaDeviceCanAccessPeer(&v, dev, peer));
   *can = v != 0;
+  return ncclSuccess;
+}
+
+ncclResult_t p2pLinkKeepsLines(int dev, int peer, bool* whole) {
+  // Native P2P atomics: NVLink (and NVSwitch); PCIe P2P answers 0.
+  int v = 0;
+  CUDA_TRY(cudaDeviceGetP2PAttribute(&v, cudaDevP2PAttrNativeAtomicSupported, dev, peer));
+  *whole = v != 0;
   return ncclSuccess;
 }
 

@@ -331,7 +331,9 @@ UDEV bool runCollOp(const Work& w, const CollCtx& c, const Group& g) {
 // went from 7.8 to 4.8 us (docs/performance.md).
 template <typename Tag>
 UDEV_NOINLINE bool runColl(const Work& w, const CollCtx& c, const Group& g) {
-  return w.proto == kProtoLL ? runCollOp<Tag, kProtoLL>(w, c, g) : runCollOp<Tag, kProtoSimple>(w, c, g);
+  if (w.proto == kProtoLL) return runCollOp<Tag, kProtoLL>(w, c, g);
+  if (w.proto == kProtoLL128) return runCollOp<Tag, kProtoLL128>(w, c, g);
+  return runCollOp<Tag, kProtoSimple>(w, c, g);
 }
 
 }  // namespace uniccl::dev

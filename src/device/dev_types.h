@@ -3,11 +3,11 @@
 // the work items the host hands to a launch. No vendor names, no virtuals,
 // no host-only types: host code fills these and copies them to the device.
 //
-// Counter protocol of a connection (both protocols):
+// Counter protocol of a connection (every protocol):
 //   the sender may fill step s only when s - head < kSteps (the receiver has
 //   freed that slot); the receiver may read step s only when tail > s (Simple)
-//   or when the slot's flags equal s + 1 (LL). Counters are 64-bit and only
-//   grow; a slot is s % kSteps.
+//   or when the slot's flags equal s + 1 (LL, LL128). Counters are 64-bit and
+//   only grow; a slot is s % kSteps.
 #pragma once
 
 #include <cstddef>
@@ -31,7 +31,16 @@ constexpr int kThreadsPerBlock = 512;   // every collective block runs this many
 #endif
 constexpr int kMaxInlineWorks = 4;      // work items that travel in the kernel arguments
 
-enum Proto : uint8_t { kProtoLL = 0, kProtoSimple = 1, kNumProtos = 2 };
+// LL: 16-byte lines {data, flag, data, flag}, half of the line is data.
+// LL128: 128-byte lines whose last 8 bytes are the flag (15 of 16 words are
+// data), each stored by 8 lanes of one warp at once (device/prims.h); only
+// where the GPU delivers a warp's 128-byte store as one unit (the host
+// decides: common/core/tuning.cc). Simple: whole slots behind a counter.
+enum Proto : uint8_t { kProtoLL = 0, kProtoSimple = 1, kProtoLL128 = 2, kNumProtos = 3 };
+constexpr int kLL128LineBytes = 128;
+constexpr int kLL128LineWords = 16;     // uint64 words of a line (NCCL_LL128_LINEELEMS)
+constexpr int kLL128DataWords = 15;     // words 0..14 data, word 15 the flag (NCCL_LL128_DATAELEMS)
+constexpr int kLL128LanesPerLine = 8;   // lanes that store a line together, 16 bytes each
 
 // What a work item does. P2p items carry a send half and a recv half that
 // progress concurrently on separate warps (so paired send/recv never deadlock).

@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "device/dev_types.h"   // plain constants and structs (the LL128 line shape)
+
 #if defined(__CUDACC__) || defined(__HIPCC__) || defined(__HIP__)
 #define UNICCL_DEVICE_COMPILER 1
 #endif
@@ -338,6 +340,76 @@ UDEV Pack16 loadLLLine(const Pack16* p) {
   asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
   return v;
+#endif
+}
+
+// ------------------------------------------------------- LL128 lines
+// A line is 128 bytes, 16-byte aligned words 0..15 with the flag in word 15,
+// stored by the 8 lanes (one aligned group of kLL128LanesPerLine) of one
+// warp, 16 bytes each (words 2s, 2s+1 for lane s of the group), in one store
+// instruction. NVIDIA GPUs (sm_70+) deliver such a warp store to a peer over
+// NVLink as one 128-byte unit, and a warp's load of the line is served as
+// one unit too: a reader whose flag lane sees the flag in the same load has
+// every lane's data (NCCL's LL128 rests on this). Only the flag lane looks
+// at the flag; the warp votes (ll128PollAgain) and reloads as a whole while
+// any line lacks it, so the data always comes from the load that showed the
+// flag. HIP: no such guarantee on the targets uniccl builds for (RCCL turns
+// LL128 on only for gfx90a/gfx942 with its own checks): the bodies below
+// compile, and the host never selects LL128 there (gpu::DeviceProps::
+// lineStoreAtomic128 is 0 on HIP; docs/amd.md).
+//
+// Every lane of the warp calls these together (the caller's loops are warp
+// uniform); `line` is the line's first word, `sub` the lane's place in it.
+UDEV void storeLL128(uint64_t* line, int sub, uint64_t v0, uint64_t v1) {
+#if defined(UNICCL_DEV_HIP)
+  __builtin_nontemporal_store(v0, line + 2 * sub);
+  __builtin_nontemporal_store(v1, line + 2 * sub + 1);
+#else
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1,%2};" ::"l"(line + 2 * sub), "l"(v0), "l"(v1) : "memory");
+#endif
+}
+
+// Loads this lane's 16 bytes of a line. False: this lane is its line's flag
+// lane and the flag is not `flag` yet (the warp must load again).
+UDEV bool loadLL128(const uint64_t* line, int sub, uint64_t flag, uint64_t* v0, uint64_t* v1) {
+#if defined(UNICCL_DEV_HIP)
+  const uint64_t* q = line + 2 * sub;
+  *v0 = __hip_atomic_load(q, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  *v1 = __hip_atomic_load(q + 1, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  asm volatile("ld.volatile.global.v2.u64 {%0,%1}, [%2];" : "=l"(*v0), "=l"(*v1) : "l"(line + 2 * sub) : "memory");
+#endif
+  return sub != kLL128LanesPerLine - 1 || *v1 == flag;
+}
+
+// The poll loop's vote: true in every lane while any lane of the warp must
+// load its line again.
+UDEV bool ll128PollAgain(bool again) {
+#if defined(UNICCL_DEV_HIP)
+  return __any(again) != 0;
+#else
+  return __any_sync(0xffffffffu, again) != 0;
+#endif
+}
+
+// The warp's lanes meet, so that the 8 lanes of each line issue the line's
+// store together (after the data-dependent branches of the copy loop).
+UDEV void ll128Converge() {
+#if defined(UNICCL_DEV_HIP)
+  __builtin_amdgcn_wave_barrier();   // a wavefront runs in lockstep: only the compiler is held
+#else
+  __syncwarp();
+#endif
+}
+
+// A vote of the lanes that share a line (here: the whole warp): true in all
+// of them when any passes true (the poll loop's abort, so that a line's
+// lanes leave together).
+UDEV bool ll128LineAny(bool b) {
+#if defined(UNICCL_DEV_HIP)
+  return __any(b) != 0;
+#else
+  return __any_sync(0xffffffffu, b) != 0;
 #endif
 }
 

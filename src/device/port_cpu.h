@@ -133,6 +133,48 @@ UDEV Pack16 loadVolatile16(const Pack16* p) {
 }
 UDEV Pack16 loadLLLine(const Pack16* p) { return loadVolatile16(p); }
 
+// LL128 (device/port.h says what the GPU guarantees: a warp's 128-byte
+// line store lands as one unit, and a reader that sees a line's flag sees
+// its data). The emulated lanes are OS threads, so the line is made whole
+// by ordering instead: the 8 lanes of the line store their words, meet
+// (emuLaneSync: a mutex, so their stores happen before what follows), and
+// the flag lane then stores the flag with release. Every lane reads its
+// line's flag itself, with acquire, and only then its own words: a lane
+// that sees the flag sees the whole line, never a line torn between two
+// steps, which is exactly the GPU's guarantee as the algorithm uses it
+// (on the GPU only the flag lane reads the flag and the warp votes; here
+// each lane is its own flag lane, so the poll vote is the lane's own).
+// The lanes of a line call storeLL128 together (a line is stored by all or
+// none of them: the caller's lines are uniform per group of 8 lanes).
+UDEV void storeLL128(uint64_t* line, int sub, uint64_t v0, uint64_t v1) {
+  uint64_t* q = line + 2 * sub;
+  if (sub != kLL128LanesPerLine - 1) {
+    __atomic_store_n(q, v0, __ATOMIC_RELAXED);
+    __atomic_store_n(q + 1, v1, __ATOMIC_RELAXED);
+    emuLaneSync(kLL128LanesPerLine);
+  } else {
+    emuLaneSync(kLL128LanesPerLine);
+    __atomic_store_n(q, v0, __ATOMIC_RELAXED);
+    __atomic_store_n(q + 1, v1, __ATOMIC_RELEASE);   // the flag, last
+  }
+}
+UDEV bool loadLL128(const uint64_t* line, int sub, uint64_t flag, uint64_t* v0, uint64_t* v1) {
+  emuPoll();
+  if (__atomic_load_n(line + kLL128LineWords - 1, __ATOMIC_ACQUIRE) != flag) return false;
+  const uint64_t* q = line + 2 * sub;
+  *v0 = __atomic_load_n(q, __ATOMIC_RELAXED);
+  *v1 = __atomic_load_n(q + 1, __ATOMIC_RELAXED);
+  return true;
+}
+UDEV bool ll128PollAgain(bool again) { return again; }
+UDEV void ll128Converge() {}   // storeLL128's lane meeting orders the line
+// The lanes of one line vote (tests/emu/emu_runtime.cc): a line's lanes poll
+// on their own here, so one may see an abort while another sees the flag;
+// the vote makes them leave together, never leaving a lane alone in
+// storeLL128's meeting.
+bool emuLaneAny(int n, bool b);
+UDEV bool ll128LineAny(bool b) { return emuLaneAny(kLL128LanesPerLine, b); }
+
 UDEV void barrierBlock() { emuBarrier(0, (int)blockDim.x); }
 
 // HIP's sub-group barrier (device/sub_barrier.h) over host atomics; the

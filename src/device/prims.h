@@ -1,6 +1,7 @@
 // Connection primitives: a group of threads moving one step (slice) at a
 // time through a receive connection and/or a send connection, with the
-// Simple protocol (slot + tail/head counters) or LL (flagged 16-byte lines).
+// Simple protocol (slot + tail/head counters), LL (flagged 16-byte lines) or
+// LL128 (128-byte lines stored by 8 lanes at once, flag in the last 8 bytes).
 //
 // One step = wait (poller threads) -> group barrier -> move data (all threads)
 // -> group barrier -> publish counters (poller threads). Every step combines
@@ -64,10 +65,12 @@ UDEV int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 UDEV int64_t divUp(int64_t a, int64_t b) { return (a + b - 1) / b; }
 UDEV int64_t alignUp(int64_t a, int64_t b) { return divUp(a, b) * b; }
 
-// Bytes of data one step can carry: a whole Simple slot, or 8 bytes per
-// 16-byte LL line. Depends only on comm-wide sizes so both ends agree.
+// Bytes of data one step can carry: a whole Simple slot, 8 bytes per
+// 16-byte LL line, or 120 bytes per 128-byte LL128 line. Depends only on
+// comm-wide sizes so both ends agree.
 UDEV int64_t stepCapacity(const DevComm* comm, int proto) {
   const int64_t slot = comm->buffBytes[proto] / kSteps;
+  if (proto == kProtoLL128) return (slot / kLL128LineBytes) * kLL128DataWords * 8;
   return proto == kProtoSimple ? (slot & ~(int64_t)15) : (slot / 16) * 8;
 }
 
@@ -228,6 +231,90 @@ UDEV void llReduceCopy(const Fn& fn, const Group& g, const typename Fn::S* src, 
   }
 }
 
+// LL128: data word d of the step (bytes [8d, 8d+8)) is word d % 15 of line
+// d / 15; word 15 of each line is its flag. A warp takes kWarpSize / 8
+// lines at a time, 8 lanes per line, 16 bytes (two words) per lane: lane s
+// of a line holds words 2s and 2s+1, and the last lane (the flag lane) word
+// 14 and the flag. Receiving, the warp loads its lines and votes until
+// every flag lane saw this step's flag in the same load as its line's data
+// (device/port.h: loadLL128, ll128PollAgain); sending, the lanes store the
+// line at once, zero-padded past the step's data. The loops are uniform
+// across the warp (a whole warp polls and votes even for lines past the
+// end). On abort the lanes of a line leave together (ll128LineAny) and set
+// the group's flag B to stepNo, as LL does.
+template <typename Fn, bool Src, bool Recv, bool Dst, bool Send, bool Pre, bool Post>
+UDEV void ll128ReduceCopy(const Fn& fn, const Group& g, const typename Fn::S* src, const uint64_t* rcv,
+                          typename Fn::S* dst, uint64_t* snd, int64_t n, uint64_t recvFlag, uint64_t sendFlag,
+                          uint32_t stepNo) {
+  using S = typename Fn::S;
+  using V = PackView<S, 8>;
+  constexpr int kE = 8 / sizeof(S);
+  constexpr int kLinesPerWarp = kWarpSize / kLL128LanesPerLine;
+  const int64_t nWords = divUp(n, kE);
+  const int64_t nLines = divUp(nWords, kLL128DataWords);
+  const int lane = g.tid % kWarpSize;
+  const int sub = lane % kLL128LanesPerLine;
+  const bool flagLane = sub == kLL128LanesPerLine - 1;
+  const int64_t warpStride = (int64_t)(g.nthreads / kWarpSize) * kLinesPerWarp;
+  const bool srcAligned = !Src || ((uintptr_t)src & 7) == 0;
+  const bool dstAligned = !Dst || ((uintptr_t)dst & 7) == 0;
+  for (int64_t first = (int64_t)(g.tid / kWarpSize) * kLinesPerWarp; first < nLines; first += warpStride) {
+    const int64_t line = first + lane / kLL128LanesPerLine;
+    const bool active = line < nLines;   // the same in the 8 lanes of a line
+    uint64_t r[2] = {0, 0};
+    if constexpr (Recv) {
+      const uint64_t* rl = rcv + line * kLL128LineWords;
+      int spins = 0;
+      bool stop = false;
+      for (;;) {
+        bool again = false;
+        if (active && !stop) again = !loadLL128(rl, sub, recvFlag, &r[0], &r[1]);
+        if (!ll128PollAgain(again)) break;
+        spinPause();
+        if (++spins == kAbortCheckSpins) {
+          spins = 0;
+          if (*g.abortB || loadVolatile32(g.abortFlag)) stop = true;
+        }
+      }
+      if (ll128LineAny(stop)) {
+        *g.abortB = stepNo;
+        return;
+      }
+    }
+    const int64_t d0 = line * kLL128DataWords + 2 * sub;   // this lane's first data word
+    uint64_t out[2] = {0, 0};
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+      const int64_t d = d0 + k;
+      if (!active || (k == 1 && flagLane) || d >= nWords) break;
+      const int64_t e0 = d * kE;
+      const int ne = (int)imin(kE, n - e0);
+      V a, b;
+      a.u[0] = 0;
+      b.u[0] = r[k];
+      if constexpr (Src) {
+        if (srcAligned && ne == kE) a.u[0] = *reinterpret_cast<const uint64_t*>(src + e0);
+        else
+          for (int q = 0; q < ne; q++) a.e[q] = src[e0 + q];
+      }
+      const V v = combine<Fn, Src, Recv, Pre, Post, 8>(fn, a, b);
+      if constexpr (Dst) {
+        if (dstAligned && ne == kE) *reinterpret_cast<uint64_t*>(dst + e0) = v.u[0];
+        else
+          for (int q = 0; q < ne; q++) dst[e0 + q] = v.e[q];
+      }
+      out[k] = v.u[0];
+    }
+    if constexpr (Send) {
+      // The lanes of a line issue its store as one instruction: whole
+      // warps meet first (every lane gets here; the branch is the same in
+      // the 8 lanes of a line).
+      ll128Converge();
+      if (active) storeLL128(snd + line * kLL128LineWords, sub, out[0], flagLane ? sendFlag : out[1]);
+    }
+  }
+}
+
 // ------------------------------------------------------------ Prims
 template <typename Fn, int Proto>
 class Prims {
@@ -314,13 +401,17 @@ class Prims {
       const S* rslot = Recv ? reinterpret_cast<const S*>(recvBuf_ + (rs % kSteps) * slotBytes_) : nullptr;
       S* sslot = Send ? reinterpret_cast<S*>(sendBuf_ + (ss % kSteps) * slotBytes_) : nullptr;
       reduceCopy<Fn, Src, Recv, Dst, Send, Pre, Post>(fn_, g_.tid, g_.nthreads, src, rslot, dst, sslot, n);
+    } else if constexpr (Proto == kProtoLL128) {
+      const uint64_t* rslot = Recv ? reinterpret_cast<const uint64_t*>(recvBuf_ + (rs % kSteps) * slotBytes_) : nullptr;
+      uint64_t* sslot = Send ? reinterpret_cast<uint64_t*>(sendBuf_ + (ss % kSteps) * slotBytes_) : nullptr;
+      ll128ReduceCopy<Fn, Src, Recv, Dst, Send, Pre, Post>(fn_, g_, src, rslot, dst, sslot, n, rs + 1, ss + 1, stepNo);
     } else {
       const Pack16* rslot = Recv ? reinterpret_cast<const Pack16*>(recvBuf_ + (rs % kSteps) * slotBytes_) : nullptr;
       Pack16* sslot = Send ? reinterpret_cast<Pack16*>(sendBuf_ + (ss % kSteps) * slotBytes_) : nullptr;
       llReduceCopy<Fn, Src, Recv, Dst, Send, Pre, Post>(fn_, g_, src, rslot, dst, sslot, n, (uint32_t)(rs + 1),
                                                         (uint32_t)(ss + 1), stepNo);
     }
-    // LL sends need no barrier before moving on: the flags publish the data.
+    // LL and LL128 sends need no barrier before moving on: the flags publish the data.
     if constexpr (Recv || Proto == kProtoSimple) {
       g_.sync();
       synced_ = true;
@@ -341,10 +432,10 @@ class Prims {
     }
     if constexpr (Recv) {
       if (g_.tid == 0) {
-        if constexpr (Proto == kProtoLL) {
+        if constexpr (Proto != kProtoSimple) {
           // The group's loads of the slot returned before the barrier above,
-          // and LL lines carry their own flags: a posted store frees the slot
-          // (as NCCL's LL; a release would wait for this thread's sends).
+          // and LL / LL128 lines carry their own flags: a posted store frees
+          // the slot (as NCCL's LL; a release would wait for this thread's sends).
           postCounterRelaxed(recvRemoteHead_, rs + 1);
         } else {
           if (recvFifo_ != nullptr) storeVolatile64(&recvFifo_[rs % kSteps].size, -1);  // the slot is free again

@@ -134,6 +134,10 @@ ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
   std::strncpy(out.name, p.name, sizeof(out.name) - 1);
   out.multiProcessorCount = p.multiProcessorCount;
   out.warpSize = p.warpSize;
+  // No 128-byte store atomicity is promised to uniccl's LL128 on AMD GPUs
+  // (RCCL enables LL128 per architecture, gfx90a/gfx942 with its own
+  // checks): LL128 stays off on HIP (docs/amd.md).
+  out.lineStoreAtomic128 = 0;
 #if UNICCL_HIP_HAS_WALL_CLOCK_RATE
   int khz = 0;
   HIP_TRY(hipDeviceGetAttribute(&khz, hipDeviceAttributeWallClockRate, dev));
@@ -160,6 +164,12 @@ ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
 // each post before its kernels see the data, as RCCL does; uniccl does not
 // flush it, so such peers are answered "no direct access" and the core
 // connects them through SHM instead (docs/amd.md). INFO says so once.
+// LL128 stays off on HIP (docs/amd.md).
+ncclResult_t p2pLinkKeepsLines(int /*dev*/, int /*peer*/, bool* whole) {
+  *whole = false;
+  return ncclSuccess;
+}
+
 ncclResult_t canAccessPeer(int dev, int peer, bool* can) {
   int v = 0;
   HIP_TRY(hipDeviceCanAccessPeer(&v, dev, peer));

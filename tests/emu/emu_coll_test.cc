@@ -22,6 +22,9 @@
 //                 engine where the order cases say so, AllReduces of 70000
 //                 on 2 ranks too (run with UNICCL_COPY_ENGINE_MIN_BYTES and
 //                 UNICCL_COPY_ENGINE_ALLREDUCE_MIN_BYTES below 70000 elements)
+//                 [--expect-proto=LL|LL128|Simple|ll128-mixed]: at the end, check
+//                 which protocols the collectives' tuning chose (only the one
+//                 named; ll128-mixed: LL128 and at least one other)
 //                 [--ranks-per-gpu=K]: rank r on emulated device r / K (several
 //                 ranks per GPU: ncclCommInitAll with UNICCL_RANKS_PER_GPU=K,
 //                 or ncclCommInitRankMulti with --group-init)
@@ -32,10 +35,17 @@
 //                 ncclMemAlloc (the emulator's virtual memory: each one a
 //                 mapping of its own physical allocation) instead of
 //                 plain device memory
+//                 [--hang-allreduce]: only rank 0 starts an AllReduce of 4099
+//                 elements (the others never do): its kernel must leave
+//                 its polls once the watchdog (UNICCL_TIMEOUT_MS) aborts the
+//                 communicator, and the stream drain (run with NCCL_PROTO=LL128
+//                 to check LL128's line polls); then every rank aborts
 //                 [--expect-init-error=TEXT]: the communicators must NOT come
 //                 up: init answers ncclInvalidUsage with TEXT in
 //                 ncclGetLastError (refusals of GPU sharing); exits there
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -689,6 +699,52 @@ void runRevokeShrink(std::vector<Rank>& ranks) {
   printf("emu_coll_test: revoke with work in flight on %d ranks, shrink to %zu: done\n", n, rest.size());
 }
 
+// --hang-allreduce (header comment).
+void runHangAllReduce(std::vector<Rank>& ranks) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = Clock::now();
+  auto secs = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  Rank& R = ranks[0];
+  EXPECT_OK(gpu::setDevice(R.dev));
+  const gpu::Stream st = static_cast<gpu::Stream>(R.stream);
+  EXPECT_OK(ncclAllReduce(R.send, R.recv, 4099, gType, ncclSum, R.comm, R.stream));
+  ncclResult_t async = ncclSuccess;
+  while (secs() < 60) {
+    EXPECT_OK(ncclCommGetAsyncError(R.comm, &async));
+    if (async != ncclSuccess && async != ncclInProgress) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  gChecks++;
+  if (async == ncclSuccess || async == ncclInProgress) {
+    fprintf(stderr, "FAIL hang: no error 60 s after a lone AllReduce\n");
+    gFailures++;
+  }
+  const double detected = secs();
+  // The kernel left its polls: the stream drains.
+  gpu::Event probe = nullptr;
+  EXPECT_OK(gpu::eventCreate(&probe));
+  ncclResult_t q = ncclInProgress;
+  while (secs() < detected + 20) {
+    if (gpu::eventRecord(probe, st) != ncclSuccess) break;
+    q = gpu::eventQuery(probe);
+    if (q != ncclInProgress) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  gChecks++;
+  if (q != ncclSuccess) {
+    fprintf(stderr, "FAIL hang: the stream did not drain within 20 s of the error (%s)\n", ncclGetErrorString(q));
+    gFailures++;
+  }
+  gpu::eventDestroy(probe);
+  for (Rank& r : ranks) {
+    EXPECT_OK(gpu::setDevice(r.dev));
+    EXPECT_OK(ncclCommAbort(r.comm));
+    r.comm = nullptr;
+  }
+  printf("emu_coll_test: lone AllReduce: %s after %.1f s, stream drained after %.1f s\n", ncclGetErrorString(async),
+         detected, secs());
+}
+
 void runMixedGroup(std::vector<Rank>& ranks, int rounds) {
   const int n = (int)ranks.size();
   struct Op {
@@ -790,6 +846,7 @@ int main(int argc, char** argv) {
   int nranks = 2;
   bool profile = false;   // --profile: one AllReduce and one send/recv ring only (the profiler test)
   std::string expectAlgo;
+  std::string expectProto;
   bool mixedGroup = false;  // --mixed-group: first, a group of 8 collectives of 8 datatypes (needs every kernel)
   bool groupInit = false;   // --group-init: ncclCommInitRank per device inside a group (not ncclCommInitAll)
   bool ceOnly = false;      // --copy-engine: AlltoAll, Broadcast, send/recv and the task-order cases
@@ -797,6 +854,7 @@ int main(int argc, char** argv) {
   int ranksPerGpu = 1;      // --ranks-per-gpu=K: rank r on device r / K
   bool smallCounts = false; // --small: counts up to 1000 only (many ranks: CI time)
   bool revokeShrink = false; // --revoke-shrink: only runRevokeShrink
+  bool hangAllReduce = false; // --hang-allreduce: only runHangAllReduce
   bool memAllocBuffers = false;  // --mem-alloc: buffers from ncclMemAlloc
   std::string expectInitError;  // --expect-init-error=TEXT: init must be refused with TEXT
   // --colls=A,B: only these collectives' cases ("SendRecv": the p2p cases).
@@ -817,6 +875,7 @@ int main(int argc, char** argv) {
       gElem = 2;
     }
     if (!strncmp(argv[i], "--expect-algo=", 14)) expectAlgo = argv[i] + 14;
+    if (!strncmp(argv[i], "--expect-proto=", 15)) expectProto = argv[i] + 15;
     if (!strcmp(argv[i], "--mixed-group")) mixedGroup = true;
     if (!strcmp(argv[i], "--group-init")) groupInit = true;
     if (!strcmp(argv[i], "--copy-engine")) ceOnly = true;
@@ -824,6 +883,7 @@ int main(int argc, char** argv) {
     if (!strncmp(argv[i], "--ranks-per-gpu=", 16)) ranksPerGpu = atoi(argv[i] + 16);
     if (!strcmp(argv[i], "--small")) smallCounts = true;
     if (!strcmp(argv[i], "--revoke-shrink")) revokeShrink = true;
+    if (!strcmp(argv[i], "--hang-allreduce")) hangAllReduce = true;
     if (!strcmp(argv[i], "--mem-alloc")) memAllocBuffers = true;
     if (!strncmp(argv[i], "--expect-init-error=", 20)) expectInitError = argv[i] + 20;
   }
@@ -902,6 +962,11 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (hangAllReduce) {
+    runHangAllReduce(ranks);
+    printf("emu_coll_test: %d checks, %d failures\n", gChecks, gFailures);
+    return gFailures == 0 ? 0 : 1;
+  }
   if (revokeShrink) {
     runRevokeShrink(ranks);
     for (Rank& R : ranks) {
@@ -1014,6 +1079,24 @@ int main(int argc, char** argv) {
       fprintf(stderr, "FAIL --expect-algo=%s: AllReduce ring %llu, tree %llu; other collectives on the tree %llu\n",
               expectAlgo.c_str(), (unsigned long long)arRing, (unsigned long long)arTree,
               (unsigned long long)otherTree);
+    }
+  }
+  // Which protocols the collectives ran (every rank's decisions).
+  const uint64_t pLL = tuningProtoDecisions(dev::kProtoLL), pLL128 = tuningProtoDecisions(dev::kProtoLL128),
+                 pSimple = tuningProtoDecisions(dev::kProtoSimple);
+  printf("emu_coll_test: collectives ran LL %llu, LL128 %llu, Simple %llu times\n", (unsigned long long)pLL,
+         (unsigned long long)pLL128, (unsigned long long)pSimple);
+  if (!expectProto.empty()) {
+    gChecks++;
+    const bool ok = expectProto == "LL"      ? pLL > 0 && pLL128 == 0 && pSimple == 0
+                    : expectProto == "LL128"  ? pLL128 > 0 && pLL == 0 && pSimple == 0
+                    : expectProto == "Simple" ? pSimple > 0 && pLL == 0 && pLL128 == 0
+                    : expectProto == "ll128-mixed" ? pLL128 > 0 && pLL + pSimple > 0
+                                                   : false;
+    if (!ok) {
+      gFailures++;
+      fprintf(stderr, "FAIL --expect-proto=%s: LL %llu, LL128 %llu, Simple %llu\n", expectProto.c_str(),
+              (unsigned long long)pLL, (unsigned long long)pLL128, (unsigned long long)pSimple);
     }
   }
   printf("emu_coll_test: %d ranks, %d checks, %d failures\n", nranks, gChecks, gFailures);

@@ -380,6 +380,9 @@ ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
   out.timerRateKHz = 1000000;
   out.computeMajor = 9;
   out.computeMinor = 0;
+  // device/port_cpu.h makes LL128 lines whole by ordering (a faithful model
+  // of the sm_70+ guarantee), so the emulator runs LL128.
+  out.lineStoreAtomic128 = 1;
   out.totalGlobalMem = kDeviceMemBytes;
   out.pciDomain = 0;
   out.pciBus = dev + 1;
@@ -396,6 +399,14 @@ ncclResult_t canAccessPeer(int dev, int peer, bool* can) {
   if (!validDevice(st(), dev) || !validDevice(st(), peer) || can == nullptr)
     return fail(ncclUnhandledCudaError, "canAccessPeer(%d, %d) failed: invalid device ordinal", dev, peer);
   *can = dev != peer;  // CUDA answers 0 for a device and itself
+  return ncclSuccess;
+}
+
+// The emulated GPUs share one memory, and device/port_cpu.h keeps LL128 lines whole.
+ncclResult_t p2pLinkKeepsLines(int dev, int peer, bool* whole) {
+  if (!validDevice(st(), dev) || !validDevice(st(), peer) || whole == nullptr)
+    return fail(ncclUnhandledCudaError, "p2pLinkKeepsLines(%d, %d) failed: invalid device ordinal", dev, peer);
+  *whole = true;
   return ncclSuccess;
 }
 

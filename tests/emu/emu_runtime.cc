@@ -4,6 +4,7 @@
 
 #include <sched.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -51,17 +52,23 @@ constexpr unsigned kMaxBlockThreads = 1024;
 
 struct BlockContext {
   explicit BlockContext(unsigned nthreads)
-      : waves(new Barrier[nthreads / kWarpSize]), lanes(new Barrier[nthreads]) {}
+      : waves(new Barrier[nthreads / kWarpSize]), lanes(new Barrier[nthreads]),
+        votes(new std::atomic<unsigned>[3 * (size_t)nthreads]) {
+    for (unsigned i = 0; i < 3 * nthreads; i++) votes[i].store(0, std::memory_order_relaxed);
+  }
   alignas(64) unsigned char shared[kSharedBytes];
   Barrier barriers[16];   // bar.sync ids 0..15
   std::unique_ptr<Barrier[]> waves;   // each wavefront's lockstep (emuWaveSync)
   // Aligned groups of 2, 4, ... kWarpSize / 2 lanes (emuLaneSync): the groups
   // of 2^k lanes from index nthreads - 2 * nthreads / 2^k (fewer than nthreads in all).
   std::unique_ptr<Barrier[]> lanes;
+  // emuLaneAny's vote words, three per lane group (indexed as `lanes`).
+  std::unique_ptr<std::atomic<unsigned>[]> votes;
 };
 
 thread_local BlockContext* tBlock = nullptr;
 thread_local unsigned tPolls = 0;
+thread_local unsigned tVotes = 0;   // emuLaneAny calls of this thread (its lanes make as many)
 
 }  // namespace
 
@@ -82,6 +89,24 @@ void emuLaneSync(int n) {
   const unsigned nthreads = blockDim.x;
   const unsigned base = nthreads - 2 * nthreads / (unsigned)n;
   tBlock->lanes[base + threadIdx.x / (unsigned)n].wait(n);
+}
+
+// Any of the aligned group of n lanes (a power of two below the wavefront)
+// passes true. Call k uses vote word k % 3: set, meet, read; after the
+// meeting, the group's first lane clears the word of call k - 1, which
+// every lane read before it came to this meeting and nobody sets again
+// before call k + 2, past the next meeting.
+bool emuLaneAny(int n, bool b) {
+  const unsigned nthreads = blockDim.x;
+  const unsigned base = nthreads - 2 * nthreads / (unsigned)n;
+  const unsigned g = base + threadIdx.x / (unsigned)n;
+  const unsigned k = tVotes++ % 3;
+  std::atomic<unsigned>* w = &tBlock->votes[3 * (size_t)g];
+  if (b) w[k].fetch_or(1, std::memory_order_relaxed);
+  tBlock->lanes[g].wait(n);
+  const bool any = w[k].load(std::memory_order_relaxed) != 0;
+  if (threadIdx.x % (unsigned)n == 0) w[(k + 2) % 3].store(0, std::memory_order_relaxed);
+  return any;
 }
 
 void emuPoll() {

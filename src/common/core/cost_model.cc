@@ -13,7 +13,9 @@ namespace {
 
 // One transport's figures (docs/performance.md): latency per hop for each
 // protocol, the bandwidth one channel reaches with Simple and the ceiling
-// of the link. LL carries 4 data bytes per 8-byte line: half the bandwidth.
+// of the link. LL carries 4 data bytes per 8-byte line: half the bandwidth;
+// LL128 120 of 128 (15/16), with LL's per-hop latency (flags, no counter
+// handshake). Not yet measured for LL128 on a GPU.
 struct LinkModel {
   double hopUsLL;
   double hopUsSimple;
@@ -41,10 +43,11 @@ const LinkModel& linkOf(TransportKind kind) {
   }
 }
 
-double transferUs(const LinkModel& link, bool ll, int nChannels, double hops, double busBytes) {
+double transferUs(const LinkModel& link, uint8_t proto, int nChannels, double hops, double busBytes) {
   double gbs = std::min(link.linkGBs, link.channelGBs * std::max(nChannels, 1));
-  if (ll) gbs *= 0.5;
-  return hops * (ll ? link.hopUsLL : link.hopUsSimple) + busBytes / (gbs * 1e3);
+  if (proto == dev::kProtoLL) gbs *= 0.5;
+  if (proto == dev::kProtoLL128) gbs *= (double)dev::kLL128DataWords / dev::kLL128LineWords;
+  return hops * (proto == dev::kProtoSimple ? link.hopUsSimple : link.hopUsLL) + busBytes / (gbs * 1e3);
 }
 
 int ceilLog2(int n) {
@@ -73,15 +76,15 @@ double estimateCollectiveUs(const ncclComm* comm, TaskKind kind, size_t bytes) {
   } else if (kind == TaskKind::AllGather || kind == TaskKind::ReduceScatter) {
     bus = (double)(n - 1) / n * (double)bytes;
   }
-  return transferUs(linkOf(transport), t.proto == dev::kProtoLL, t.nChannels, hops, bus);
+  return transferUs(linkOf(transport), t.proto, t.nChannels, hops, bus);
 }
 
 double estimateP2pUs(const ncclComm* comm, int peer, size_t bytes) {
   if (peer == comm->rank) return copyUs(bytes);
   // Hand-built test communicators have no reach matrix: taken as P2P, Simple.
-  if (!comm->transports.reachKnown()) return transferUs(kP2p, false, comm->p2pChannels, 1, (double)bytes);
+  if (!comm->transports.reachKnown()) return transferUs(kP2p, dev::kProtoSimple, comm->p2pChannels, 1, (double)bytes);
   const TransportKind transport = comm->transports.kindBetween(comm, comm->rank, peer);
-  return transferUs(linkOf(transport), p2pProto(comm, peer, bytes) == dev::kProtoLL, comm->p2pChannels, 1,
+  return transferUs(linkOf(transport), p2pProto(comm, peer, bytes), comm->p2pChannels, 1,
                     (double)bytes);
 }
 

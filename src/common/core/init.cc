@@ -130,6 +130,7 @@ ncclResult_t setupDevice(ncclComm* comm) {
   INFO(kSubsysInit, "rank %d: programmatic dependent launch %s", comm->rank, pdl ? "on" : "off");
   d.buffBytes[dev::kProtoLL] = (int)comm->transports.layout().llBytes;
   d.buffBytes[dev::kProtoSimple] = (int)comm->transports.layout().simpleBytes;
+  d.buffBytes[dev::kProtoLL128] = (int)comm->transports.layout().ll128Bytes;   // 0: no LL128 slots
   d.abortFlag = comm->abortFlagDev;
   d.channels = comm->channelsDev;
   UCHECK(allocDevice(comm, &comm->devComm, 1));

@@ -54,6 +54,7 @@ ncclResult_t fillLocalPeerInfo(int gpuDev, PeerInfo* info) {
   info->memCapacity = props.totalGlobalMem;
   info->smCount = props.multiProcessorCount;
   info->warpSize = (uint8_t)(props.warpSize > 0 && props.warpSize <= 64 ? props.warpSize : 32);
+  info->lineStoreAtomic128 = props.lineStoreAtomic128 != 0 ? 1 : 0;
   return ncclSuccess;
 }
 

@@ -25,7 +25,8 @@ struct PeerInfo {
   int32_t workQueues;     // host-to-device work queues of its process
   uint8_t processesShare; // kernels of different processes run at once on its GPU (MPS)
   uint8_t warpSize;       // threads of a warp/wavefront on its GPU (32, or 64 on CDNA)
-  uint8_t pad[6];
+  uint8_t lineStoreAtomic128;  // its GPU delivers a warp's aligned 128-byte store whole (LL128)
+  uint8_t pad[5];
 };
 
 // Fills the caller's own entry.

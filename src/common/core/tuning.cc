@@ -26,6 +26,10 @@ namespace {
 struct TuningEnv {
   bool allowLL = true;
   bool allowSimple = true;
+  bool allowLL128 = true;
+  size_t ll128PerRankBytes = 0;    // UNICCL_LL128_THRESHOLD: LL128 up to this many bytes per rank
+  int ll128MinRanks = 3;           // UNICCL_LL128_MIN_RANKS
+  size_t ll128ChannelBytes = 0;    // UNICCL_LL128_CHANNEL_BYTES
   size_t llThreshold = 0;          // UNICCL_LL_THRESHOLD; 0: by transport (below)
   size_t p2pLLThreshold = 0;       // NCCL_P2P_LL_THRESHOLD: p2p messages up to this use LL
   size_t simpleChannelBytes = 0;   // a Simple collective gets one channel per this many bytes
@@ -47,6 +51,7 @@ struct TuningEnv {
 // add per collective would otherwise sit on every thread's hot path.
 std::atomic<bool> gCountDecisions{false};
 std::atomic<uint64_t> gDecisions[kNumTaskKinds][dev::kNumAlgos];
+std::atomic<uint64_t> gProtoDecisions[dev::kNumProtos];   // collectives (tuneCollective) per protocol
 
 TuningEnv readEnv() {
   TuningEnv e;
@@ -57,19 +62,20 @@ TuningEnv readEnv() {
   e.simpleChannelBytes = (size_t)std::max<int64_t>(1, knobInt(Knob::UNICCL_SIMPLE_CHANNEL_BYTES));
   // A channel per 4 KiB of LL: 32-64 KiB ran 1.05-1.25x faster than with one per 16 KiB (session 4 sweep).
   e.llChannelBytes = (size_t)std::max<int64_t>(1, knobInt(Knob::UNICCL_LL_CHANNEL_BYTES));
+  // LL128 from the LL threshold up to this many bytes per rank (2 MiB on 2
+  // ranks ... 8 MiB on 8 with the default 1 MiB), from 3 ranks: where
+  // NCCL runs LL128 on NVLink (4 H200s: 2 MiB in graphs 43 us with Simple,
+  // 26 with NCCL's LL128; docs/performance.md). On 2 ranks uniccl's LL and
+  // Simple were already ahead of NCCL, so LL128 stays off there by default.
+  // Provisional: not measured on a GPU yet (issue 24's tuning).
+  e.ll128PerRankBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_LL128_THRESHOLD));
+  e.ll128MinRanks = (int)std::max<int64_t>(2, knobInt(Knob::UNICCL_LL128_MIN_RANKS));
+  e.ll128ChannelBytes = (size_t)std::max<int64_t>(1, knobInt(Knob::UNICCL_LL128_CHANNEL_BYTES));
   if (const char* p = knobValue(Knob::NCCL_PROTO)) {
-    // Items as NCCL compares them: whole, ignoring case, spaces kept.
-    const NameList list = parseNameList(p, NameListSyntax{});
-    const bool exclude = list.exclude;
-    bool ll = list.hasIgnoringCase("LL"), simple = list.hasIgnoringCase("Simple");
-    e.allowLL = exclude ? !ll : ll;
-    e.allowSimple = exclude ? !simple : simple;
-    if (!e.allowLL && !e.allowSimple) {
-      WARN("NCCL_PROTO=%s leaves no protocol this build implements (LL, Simple; LL128 is not implemented): using both", p);
-      e.allowLL = e.allowSimple = true;
-    } else if (list.hasIgnoringCase("LL128") && !exclude) {
-      INFO(kSubsysTune | kSubsysEnv, "NCCL_PROTO=%s: LL128 is not implemented by uniccl; using the others", p);
-    }
+    const ProtoMask m = parseProtoList(p);
+    e.allowLL = m.ll;
+    e.allowSimple = m.simple;
+    e.allowLL128 = m.ll128;
   }
   if (const char* a = knobValue(Knob::NCCL_ALGO)) e.algos = parseAlgoList(a);
   e.treeMinRanks = (int)std::max<int64_t>(2, knobInt(Knob::UNICCL_TREE_MIN_RANKS));
@@ -97,6 +103,17 @@ size_t llThreshold(const ncclComm* comm, const TuningEnv& env) {
 
 size_t divUp(size_t a, size_t b) { return (a + b - 1) / b; }
 size_t roundUp(size_t a, size_t b) { return divUp(a, b) * b; }
+
+// Says once per process that NCCL_PROTO allowed only protocols this
+// communicator cannot run (LL128 alone where LL128 is not available).
+void noteProtoFallback() {
+  static std::atomic<bool> told{false};
+  if (!told.exchange(true, std::memory_order_relaxed))
+    INFO(kSubsysTune | kSubsysEnv, "NCCL_PROTO allows only LL128, which this communicator cannot run "
+                                   "(Transports::ll128: every pair P2P on GPUs that store 128-byte lines whole): "
+                                   "using LL and Simple");
+}
+
 
 // Some tree edge goes through the network (then LL is off, as on a ring
 // that does). Only asked when no ring edge does, i.e. on one host, where
@@ -195,6 +212,11 @@ uint64_t tuningDecisions(TaskKind kind, int algo) {
   return gDecisions[(int)kind][algo].load(std::memory_order_relaxed);
 }
 
+uint64_t tuningProtoDecisions(int proto) {
+  if (proto < 0 || proto >= dev::kNumProtos) return 0;
+  return gProtoDecisions[proto].load(std::memory_order_relaxed);
+}
+
 void loadTuningEnv() { (void)tuningEnv(); }
 
 // Channels over P2P links: 128 where every GPU of the communicator has a
@@ -243,7 +265,13 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
   // The network carries the Simple protocol only (the proxy sends whole
   // slots once their size is published; LL's per-line flags are not checked).
   const bool net = comm->transports.ringUsesNet() || (tree && treeUsesNet(comm));
-  bool ll = !net && env.allowLL && (!env.allowSimple || bytes <= llThreshold(comm, env));
+  ProtoChoice pc;
+  pc.mask = ProtoMask{env.allowLL, env.allowSimple, env.allowLL128};
+  pc.llThreshold = llThreshold(comm, env);
+  pc.ll128PerRankBytes = env.ll128PerRankBytes;
+  pc.ll128MinRanks = env.ll128MinRanks;
+  const uint8_t proto = net ? (uint8_t)dev::kProtoSimple : chooseCollProto(comm, pc, bytes);
+  const bool ll = proto == dev::kProtoLL;
   // Two ranks, LL: each sends its whole share and combines what arrives (one
   // hop where reduce-scatter + all-gather take two; same bytes on the wire).
   // Commutative ops give both ranks the same bits.
@@ -264,15 +292,24 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
     t.proto = dev::kProtoLL;
     t.nChannels = channels(env.llChannelBytes);
     t.sliceBytes = (uint32_t)std::min(slot, roundUp(std::max<size_t>(divUp(bytes, t.nChannels * perRankChunks), 1), 16));
+  } else if (proto == dev::kProtoLL128) {
+    // Data bytes per LL128 slot: 120 of every 128-byte line (device/prims.h's stepCapacity).
+    size_t slot = L.ll128Bytes / dev::kSteps / dev::kLL128LineBytes * dev::kLL128DataWords * 8;
+    t.proto = dev::kProtoLL128;
+    t.nChannels = channels(env.ll128ChannelBytes);
+    t.sliceBytes = (uint32_t)std::min(slot, roundUp(std::max<size_t>(divUp(bytes, t.nChannels * perRankChunks), 1), 16));
   } else {
     size_t slot = L.simpleBytes / dev::kSteps;
     t.proto = dev::kProtoSimple;
     t.nChannels = channels(env.simpleChannelBytes);
     t.sliceBytes = (uint32_t)std::min(slot, roundUp(std::max<size_t>(divUp(bytes, t.nChannels * perRankChunks), 1), 4096));
   }
-  if (gCountDecisions.load(std::memory_order_relaxed)) gDecisions[(int)kind][t.algo].fetch_add(1, std::memory_order_relaxed);
+  if (gCountDecisions.load(std::memory_order_relaxed)) {
+    gDecisions[(int)kind][t.algo].fetch_add(1, std::memory_order_relaxed);
+    gProtoDecisions[t.proto].fetch_add(1, std::memory_order_relaxed);
+  }
   TRACE(kSubsysTune, "%s %zu bytes on %d ranks: %s/%s, %d channels, slice %u", taskKindName(kind), bytes, comm->nRanks,
-        tree ? "Tree" : t.exchange ? "Ring(exchange)" : "Ring", t.proto == dev::kProtoLL ? "LL" : "Simple", t.nChannels, t.sliceBytes);
+        tree ? "Tree" : t.exchange ? "Ring(exchange)" : "Ring", protoName(t.proto), t.nChannels, t.sliceBytes);
   return t;
 }
 
@@ -342,9 +379,64 @@ bool tuneSymmetric(const ncclComm* comm, const Task& t, dev::Work* w) {
 
 uint8_t p2pProto(const ncclComm* comm, int peer, size_t bytes) {
   const TuningEnv& env = tuningEnv();
-  if (!env.allowLL || (env.allowSimple && bytes > env.p2pLLThreshold)) return dev::kProtoSimple;
+  // LL128 only when NCCL_PROTO leaves nothing else (as NCCL, whose p2p
+  // runs LL or Simple), and only where the communicator has LL128 slots
+  // (every pair P2P, so never toward a network peer).
+  if (!env.allowLL && !env.allowSimple) {
+    if (env.allowLL128 && comm->transports.ll128()) return dev::kProtoLL128;
+    noteProtoFallback();
+    if (bytes > env.p2pLLThreshold) return dev::kProtoSimple;
+  } else if (!env.allowLL || (env.allowSimple && bytes > env.p2pLLThreshold)) {
+    return dev::kProtoSimple;
+  }
   if (comm->transports.kindBetween(comm, comm->rank, peer) == TransportKind::Net) return dev::kProtoSimple;
   return dev::kProtoLL;
+}
+
+uint8_t chooseCollProto(const ncclComm* comm, const ProtoChoice& pc, size_t bytes) {
+  const bool ll128Here = comm->transports.ll128();
+  bool ll = pc.mask.ll, simple = pc.mask.simple;
+  const bool ll128 = pc.mask.ll128 && ll128Here;
+  if (!ll && !simple && !ll128) {
+    noteProtoFallback();
+    ll = simple = true;
+  }
+  const bool ll128Range = bytes > pc.llThreshold && comm->nRanks >= pc.ll128MinRanks &&
+                          bytes <= pc.ll128PerRankBytes * (size_t)comm->nRanks;
+  if (bytes <= pc.llThreshold) {
+    if (ll) return dev::kProtoLL;
+    if (ll128) return dev::kProtoLL128;
+    return simple ? dev::kProtoSimple : dev::kProtoLL;
+  }
+  if (ll128Range && ll128) return dev::kProtoLL128;
+  if (simple) return dev::kProtoSimple;
+  return ll128 ? dev::kProtoLL128 : dev::kProtoLL;
+}
+
+const char* protoName(uint8_t proto) {
+  switch (proto) {
+    case dev::kProtoLL: return "LL";
+    case dev::kProtoLL128: return "LL128";
+    case dev::kProtoSimple: return "Simple";
+    default: return "unknown";
+  }
+}
+
+ProtoMask parseProtoList(const char* value) {
+  // Items as NCCL compares them: whole, ignoring case, spaces kept.
+  const NameList list = parseNameList(value, NameListSyntax{});
+  const bool exclude = list.exclude;
+  const bool ll = list.hasIgnoringCase("LL"), simple = list.hasIgnoringCase("Simple"),
+             ll128 = list.hasIgnoringCase("LL128");
+  ProtoMask m;
+  m.ll = exclude ? !ll : ll;
+  m.simple = exclude ? !simple : simple;
+  m.ll128 = exclude ? !ll128 : ll128;
+  if (!m.ll && !m.simple && !m.ll128) {
+    WARN("NCCL_PROTO=%s leaves no protocol (LL, LL128, Simple): using all", value);
+    m = ProtoMask{};
+  }
+  return m;
 }
 
 uint32_t p2pSliceBytes(const ncclComm* comm) {

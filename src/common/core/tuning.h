@@ -37,6 +37,37 @@ struct AlgoMask {
 };
 AlgoMask parseAlgoList(const char* value);
 
+// Which protocols an NCCL_PROTO value allows (NCCL's syntax: a comma list,
+// names whole and ignoring case, a leading '^' excludes). A value that
+// leaves none warns and allows all three. LL128 runs only where the
+// communicator has LL128 slots (Transports::ll128()); NCCL_PROTO=LL128
+// alone forces it there, and falls back to LL and Simple elsewhere.
+struct ProtoMask {
+  bool ll = true;
+  bool simple = true;
+  bool ll128 = true;
+};
+ProtoMask parseProtoList(const char* value);
+// The protocol of a collective of `bytes` that does not touch the network
+// (tuneCollective asks this with the process's knobs): LL up to
+// llThreshold, LL128 above it up to ll128PerRankBytes x nRanks on
+// communicators of ll128MinRanks+ ranks that have LL128 slots
+// (Transports::ll128()), Simple above. A protocol the mask excludes gives
+// way to the next toward the preferred one's side: LL -> LL128 -> Simple
+// for small messages, Simple -> LL128 -> LL for large ones (so LL128
+// alone forces LL128); a mask that leaves nothing this communicator can
+// run (LL128 alone without LL128 slots) falls back to LL and Simple (INFO
+// once per process).
+struct ProtoChoice {
+  ProtoMask mask;
+  size_t llThreshold = 0;
+  size_t ll128PerRankBytes = 0;
+  int ll128MinRanks = 3;
+};
+uint8_t chooseCollProto(const ncclComm* comm, const ProtoChoice& pc, size_t bytes);
+// "LL", "LL128", "Simple" (NCCL's names; the profiler's and the logs').
+const char* protoName(uint8_t proto);
+
 // Whether AllReduce on nRanks ranks may ever pick the tree under this
 // process's settings: init connects tree peers only then (each connection
 // costs buffer memory on every channel). Ranks must share the settings.
@@ -47,6 +78,8 @@ bool treeAlgoPossible(int nRanks);
 // estimates count too). Off by default: nothing is counted.
 void countTuningDecisions();
 uint64_t tuningDecisions(TaskKind kind, int algo);
+// The same per protocol (dev::Proto) of the collectives (not p2p messages).
+uint64_t tuningProtoDecisions(int proto);
 // Number of channels a communicator wires at init: the transport's default
 // or NCCL_MIN/MAX_NCHANNELS and the config's CTA bounds, at most
 // comm->channelFit (every rank's blocks resident together, gpu_sharing.h).
@@ -67,7 +100,8 @@ uint32_t p2pSliceBytes(const ncclComm* comm);
 bool tuneSymmetric(const ncclComm* comm, const Task& t, dev::Work* w);
 // Protocol of one point-to-point message of `bytes` with `peer`: LL up to
 // NCCL_P2P_LL_THRESHOLD bytes (latency), Simple above it and always over
-// the network. Both ends compute the same answer.
+// the network; LL128 only when NCCL_PROTO allows nothing else and the
+// communicator has LL128 slots. Both ends compute the same answer.
 uint8_t p2pProto(const ncclComm* comm, int peer, size_t bytes);
 
 // ---- Side streams (tuning_side_streams.cc; docs/architecture.md, "Side

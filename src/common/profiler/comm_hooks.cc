@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/core/planner.h"
+#include "common/core/tuning.h"
 #include "common/gpu.h"
 #include "device/dev_types.h"
 
@@ -23,8 +24,6 @@ bool isCaptured(gpu::Stream s) {
   gpu::CaptureInfo info{};
   return gpu::streamGetCaptureInfo(s, &info) == ncclSuccess && info.status == gpu::CaptureStatus::Active;
 }
-
-const char* protoName(uint8_t proto) { return proto == dev::kProtoLL ? "LL" : "Simple"; }
 
 }  // namespace
 

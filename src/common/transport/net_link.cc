@@ -254,11 +254,13 @@ void NetLink::fillPeer(int c, dev::Peer* p) const {
   ConnFifo* sf = ch.send.fifo.device();
   ConnFifo* rf = ch.recv.fifo.device();
   p->send.buffs[dev::kProtoLL] = nullptr;   // the network carries the Simple protocol only
+  p->send.buffs[dev::kProtoLL128] = nullptr;
   p->send.buffs[dev::kProtoSimple] = sendStaging_.device() + c * chBytes;
   p->send.remoteTail = &sf->tail;
   p->send.head = &sf->head;
   p->send.fifo = reinterpret_cast<dev::ConnSlot*>(sf->slots);
   p->recv.buffs[dev::kProtoLL] = nullptr;
+  p->recv.buffs[dev::kProtoLL128] = nullptr;
   p->recv.buffs[dev::kProtoSimple] = recvStaging_.device() + c * chBytes;
   p->recv.tail = &rf->tail;
   p->recv.remoteHead = &rf->head;

@@ -27,18 +27,22 @@ enum class TransportKind : uint8_t { None = 0, P2p = 1, Shm = 2, Net = 3 };
 const char* transportName(TransportKind kind);
 
 // Each rank owns one block per peer (GPU memory for P2P, a shared segment for
-// SHM) with, per channel: [tail | head | LL slots | Simple slots], each part
-// 128-byte aligned. The tail and slots serve the direction peer -> us (the
+// SHM) with, per channel: [tail | head | LL slots | LL128 slots | Simple
+// slots], each part 128-byte aligned. LL128 slots exist (ll128Bytes > 0)
+// only in communicators that may run LL128 (Transports::ll128(): every pair
+// of ranks P2P, every GPU delivering 128-byte warp stores whole). The tail and slots serve the direction peer -> us (the
 // peer writes them); the head serves us -> peer (the peer bumps it when it
 // freed a slot, and we poll it in our own memory).
 struct ChannelLayout {
   size_t llBytes;
   size_t simpleBytes;
+  size_t ll128Bytes;
   size_t tailOffset() const { return 0; }
   size_t headOffset() const { return 128; }
   size_t llOffset() const { return 256; }
-  size_t simpleOffset() const { return 256 + llBytes; }
-  size_t stride() const { return 256 + llBytes + simpleBytes; }
+  size_t ll128Offset() const { return 256 + llBytes; }
+  size_t simpleOffset() const { return 256 + llBytes + ll128Bytes; }
+  size_t stride() const { return 256 + llBytes + ll128Bytes + simpleBytes; }
 };
 
 // A POSIX shared-memory segment mapped into this process (and registered
@@ -128,6 +132,16 @@ class Transports {
   // Simple protocol and the NET channel count (decided at init, before any
   // connection exists).
   bool ringUsesNet() const { return ringUsesNet_; }
+  // The communicator may run LL128 (decided at init, the same on every
+  // rank): every pair of ranks is reached through P2P, every rank's GPU
+  // delivers a warp's aligned 128-byte store as one unit
+  // (gpu::DeviceProps::lineStoreAtomic128) and every link between two GPUs
+  // keeps such stores whole (gpu::p2pLinkKeepsLines: NVLink on CUDA); its connections then carry
+  // LL128 slots (UNICCL_LL128_BUFFSIZE). Never over SHM (host memory makes
+  // no such promise) or the network (the proxy moves whole Simple slots).
+  bool ll128() const { return layout_.ll128Bytes > 0; }
+  // Unit tests: a layout without init().
+  void setLayoutForTesting(const ChannelLayout& l) { layout_ = l; }
   // Tells the proxy a kernel was launched (no-op without NET links).
   void wakeNetProxy();
   // A NET peer closed its connection (NetLink::peerGone): its rank, or -1.
@@ -152,7 +166,7 @@ class Transports {
 
   ChannelLayout layout_{};
   std::vector<PeerLink> links_;
-  std::vector<uint8_t> p2pReach_;   // [nRanks*nRanks]: rank i can address rank j's GPU
+  std::vector<uint8_t> p2pReach_;   // [nRanks*nRanks]: rank i can address rank j's GPU (2: and keeps LL128 lines whole)
   int nRanks_ = 0;
   bool shmDisabled_ = false;
   bool ringUsesNet_ = false;

@@ -47,12 +47,15 @@ ncclResult_t Transports::init(ncclComm* comm) {
   links_.resize(nRanks_);
   layout_.simpleBytes = (size_t)knobInt(Knob::NCCL_BUFFSIZE);
   layout_.llBytes = (size_t)knobInt(Knob::UNICCL_LL_BUFFSIZE);
-  // Slots must hold whole 16-byte lines and stay 128-byte aligned.
+  const size_t ll128Bytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_LL128_BUFFSIZE));
+  layout_.ll128Bytes = 0;   // below, once the reach is known
+  // Slots must hold whole 16-byte lines (LL128: 128-byte lines) and stay 128-byte aligned.
   size_t unit = 128 * dev::kSteps;
   if (layout_.simpleBytes < unit || layout_.simpleBytes % unit != 0 ||
-      layout_.llBytes < unit || layout_.llBytes % unit != 0) {
-    WARN("NCCL_BUFFSIZE=%zu / UNICCL_LL_BUFFSIZE=%zu must be positive multiples of %zu",
-         layout_.simpleBytes, layout_.llBytes, unit);
+      layout_.llBytes < unit || layout_.llBytes % unit != 0 || ll128Bytes % unit != 0) {
+    WARN("NCCL_BUFFSIZE=%zu / UNICCL_LL_BUFFSIZE=%zu / UNICCL_LL128_BUFFSIZE=%zu must be multiples of %zu "
+         "(the first two positive; 0 turns LL128 off)",
+         layout_.simpleBytes, layout_.llBytes, ll128Bytes, unit);
     return ncclInvalidArgument;
   }
 
@@ -75,7 +78,12 @@ ncclResult_t Transports::init(ncclComm* comm) {
     // their own; the runtime answers "no peer access" for a device and itself.
     bool can = p.busIdNum == me.busIdNum;
     if (!can && gpu::canAccessPeer(comm->gpuDev, peerDev, &can) != ncclSuccess) can = false;
-    if (can) row[j] = 1;
+    // 2: the link also keeps a warp's 128-byte stores whole (LL128, below):
+    // a GPU and itself always, other GPUs where the backend says so.
+    bool lines = can && me.lineStoreAtomic128 != 0 && p.lineStoreAtomic128 != 0;
+    if (lines && p.busIdNum != me.busIdNum && gpu::p2pLinkKeepsLines(comm->gpuDev, peerDev, &lines) != ncclSuccess)
+      lines = false;
+    if (can) row[j] = lines ? 2 : 1;
   }
   p2pReach_.assign((size_t)nRanks_ * nRanks_, 0);
   memcpy(&p2pReach_[(size_t)comm->rank * nRanks_], row.data(), nRanks_);
@@ -92,6 +100,29 @@ ncclResult_t Transports::init(ncclComm* comm) {
   // (docs/performance.md). The reach matrix is common, so every rank
   // picks the same size.
   if (ringAllP2p && knobValue(Knob::NCCL_BUFFSIZE) == nullptr) layout_.simpleBytes = 2 << 20;
+  // LL128 (device/prims.h) needs every line a warp stores to reach the peer
+  // whole: only P2P between GPUs that promise it, so only where every pair
+  // of ranks is P2P (ring, tree and point-to-point peers alike) and every
+  // rank's GPU promises it (the peer info all ranks share). Then every
+  // rank's connections get LL128 slots; otherwise none does (the layout's
+  // stride must match on both sides of every connection).
+  bool allPairsP2p = nRanks_ > 1, lines = true, links = true;
+  for (int a = 0; a < nRanks_; a++) {
+    lines = lines && comm->peers[a].lineStoreAtomic128 != 0;
+    for (int b = a + 1; b < nRanks_; b++) {
+      allPairsP2p = allPairsP2p && p2pReachable(a, b);
+      links = links && p2pReach_[(size_t)a * nRanks_ + b] == 2 && p2pReach_[(size_t)b * nRanks_ + a] == 2;
+    }
+  }
+  if (allPairsP2p && lines && links && ll128Bytes > 0) layout_.ll128Bytes = ll128Bytes;
+  if (nRanks_ > 1)
+    INFO(kSubsysInit | kSubsysTune, "Rank %d: LL128 %s", comm->rank,
+         layout_.ll128Bytes > 0 ? "available (every pair of ranks P2P, links that keep 128-byte stores whole)"
+         : ll128Bytes == 0      ? "off (UNICCL_LL128_BUFFSIZE=0)"
+         : !allPairsP2p ? "off: some pair of ranks is not reached through P2P (SHM and the network carry LL and Simple only)"
+         : !lines ? "off: some GPU does not promise that a warp's 128-byte store reaches a peer whole "
+                    "(HIP targets, pre-Volta NVIDIA: docs/amd.md)"
+                  : "off: some P2P link is not NVLink (no native P2P atomics: PCIe P2P may split 128-byte stores)");
   return ncclSuccess;
 }
 
@@ -209,10 +240,12 @@ ncclResult_t Transports::wire(ncclComm* comm, int peer, char* own, char* remote)
     memset(&p, 0, sizeof(p));
     p.send.buffs[dev::kProtoLL] = r + L.llOffset();
     p.send.buffs[dev::kProtoSimple] = r + L.simpleOffset();
+    p.send.buffs[dev::kProtoLL128] = L.ll128Bytes > 0 ? r + L.ll128Offset() : nullptr;
     p.send.remoteTail = reinterpret_cast<uint64_t*>(r + L.tailOffset());
     p.send.head = reinterpret_cast<uint64_t*>(o + L.headOffset());
     p.recv.buffs[dev::kProtoLL] = o + L.llOffset();
     p.recv.buffs[dev::kProtoSimple] = o + L.simpleOffset();
+    p.recv.buffs[dev::kProtoLL128] = L.ll128Bytes > 0 ? o + L.ll128Offset() : nullptr;
     p.recv.tail = reinterpret_cast<uint64_t*>(o + L.tailOffset());
     p.recv.remoteHead = reinterpret_cast<uint64_t*>(r + L.headOffset());
     p.connected = 1;

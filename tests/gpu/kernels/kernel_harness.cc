@@ -9,7 +9,7 @@
 // persist across kernels and slots wrap.
 //
 // Usage: kernel_harness [--types f32,bf16] [--colls ar,bc,red,ag,rs,p2p]
-//        [--ranks 1,2,3,4] [--protos ll,simple] [--big 0|1] [--gpus N]
+//        [--ranks 1,2,3,4] [--protos ll,simple,ll128] [--big 0|1] [--gpus N]
 //        [--seed S]
 // Ranks wrap over the GPUs (rank r on GPU r % N), so `--ranks 2,3,4,8` on
 // one GPU is the multi-rank matrix with every rank sharing it. Ranks that
@@ -64,6 +64,7 @@ const char* kOpNames[kNumRedOps] = {"sum", "prod", "max", "min", "premul", "post
 constexpr int kGrid = 4;                 // blocks per launch (channels wired)
 constexpr int kSimpleBuff = 8 * 32768;   // 32 KiB Simple slots: big counts wrap many times
 constexpr int kLLBuff = 8 * 4096;        // 4 KiB LL slots (2 KiB data)
+constexpr int kLL128Buff = 8 * 4096;     // 4 KiB LL128 slots (32 lines, 3840 bytes of data)
 
 // ------------------------------------------------------------ host values
 bool isFloat(int t) { return t >= 6; }
@@ -185,13 +186,14 @@ struct Fabric {
           if (s == d) continue;
           char* ll = (char*)devAlloc(devOf[d], kLLBuff);
           char* simple = (char*)devAlloc(devOf[d], kSimpleBuff);
+          char* ll128 = (char*)devAlloc(devOf[d], kLL128Buff);
           uint64_t* tail = (uint64_t*)devAlloc(devOf[d], 64);
           uint64_t* head = (uint64_t*)devAlloc(devOf[s], 64);
           Peer& sp = peers[s][c][d];
-          sp.send.buffs[kProtoLL] = ll; sp.send.buffs[kProtoSimple] = simple;
+          sp.send.buffs[kProtoLL] = ll; sp.send.buffs[kProtoSimple] = simple; sp.send.buffs[kProtoLL128] = ll128;
           sp.send.remoteTail = tail; sp.send.head = head; sp.send.step = 0; sp.connected = 1;
           Peer& rp = peers[d][c][s];
-          rp.recv.buffs[kProtoLL] = ll; rp.recv.buffs[kProtoSimple] = simple;
+          rp.recv.buffs[kProtoLL] = ll; rp.recv.buffs[kProtoSimple] = simple; rp.recv.buffs[kProtoLL128] = ll128;
           rp.recv.tail = tail; rp.recv.remoteHead = head; rp.recv.step = 0; rp.connected = 1;
         }
     dComm.resize(R);
@@ -221,7 +223,7 @@ struct Fabric {
       HCHECK(gpu::memcpy(chd, ch.data(), sizeof(Channel) * kMaxChannels));
       DevComm dc{};
       dc.rank = r; dc.nRanks = R; dc.nChannels = kGrid;
-      dc.buffBytes[kProtoLL] = kLLBuff; dc.buffBytes[kProtoSimple] = kSimpleBuff;
+      dc.buffBytes[kProtoLL] = kLLBuff; dc.buffBytes[kProtoSimple] = kSimpleBuff; dc.buffBytes[kProtoLL128] = kLL128Buff;
       dc.abortFlag = abortDev; dc.channels = chd;
       dChannels[r] = chd;
       dComm[r] = (DevComm*)devAlloc(devOf[r], sizeof(DevComm));
@@ -344,7 +346,7 @@ void fail(const Case& c, int R, int rank, const char* what, int64_t i, double go
   if (gFailPrinted++ < 30)
     fprintf(stderr, "FAIL %s %s %s %s R=%d ch=%d..%d count=%lld %s rank %d: %s at %lld got %g want %g\n",
             kCollNames[c.coll], kTypeNames[c.type], c.coll == kCollP2p ? "-" : kOpNames[c.op],
-            c.proto == kProtoLL ? "LL" : "Simple", R, c.chLo, c.chHi, (long long)c.count,
+            c.proto == kProtoLL ? "LL" : c.proto == kProtoLL128 ? "LL128" : "Simple", R, c.chLo, c.chHi, (long long)c.count,
             c.inPlace ? "inplace" : "outplace", rank, what, (long long)i, got, want);
 }
 
@@ -405,7 +407,7 @@ bool checkReduced(const Case& c, int R, const std::vector<const uint8_t*>& in, c
 
 // ------------------------------------------------------------ main
 int main(int argc, char** argv) {
-  std::vector<int> types, colls, ranks = {1, 2, 3, 4}, protos = {kProtoLL, kProtoSimple};
+  std::vector<int> types, colls, ranks = {1, 2, 3, 4}, protos = {kProtoLL, kProtoSimple, kProtoLL128};
   bool big = true;
   int gpus = 1;
   uint64_t seed = (uint64_t)time(nullptr);
@@ -420,11 +422,11 @@ int main(int argc, char** argv) {
     if (a == "--types") { for (auto& s : splitList(v)) for (int t = 0; t < kNumDataTypes; t++) if (s == kTypeNames[t]) types.push_back(t); i++; }
     else if (a == "--colls") { for (auto& s : splitList(v)) for (int c = 0; c < kNumColls; c++) if (s == kCollNames[c]) colls.push_back(c); i++; }
     else if (a == "--ranks") { ranks.clear(); for (auto& s : splitList(v)) ranks.push_back(atoi(s.c_str())); i++; }
-    else if (a == "--protos") { protos.clear(); for (auto& s : splitList(v)) protos.push_back(s == "ll" ? kProtoLL : kProtoSimple); i++; }
+    else if (a == "--protos") { protos.clear(); for (auto& s : splitList(v)) protos.push_back(s == "ll" ? kProtoLL : s == "ll128" ? kProtoLL128 : kProtoSimple); i++; }
     else if (a == "--big") { big = atoi(v) != 0; i++; }
     else if (a == "--gpus") { gpus = atoi(v); i++; }
     else if (a == "--seed") { seed = strtoull(v, nullptr, 0); i++; }
-    else { fprintf(stderr, "usage: %s [--types f32,..] [--colls ar,bc,red,ag,rs,p2p] [--ranks 1,2,3,4] [--protos ll,simple] [--big 0|1] [--gpus N] [--seed S]\n", argv[0]); return 2; }
+    else { fprintf(stderr, "usage: %s [--types f32,..] [--colls ar,bc,red,ag,rs,p2p] [--ranks 1,2,3,4] [--protos ll,simple,ll128] [--big 0|1] [--gpus N] [--seed S]\n", argv[0]); return 2; }
   }
   // Before the first runtime call (the runtime reads it when it creates the
   // context): a queue per stream of the ranks that share a GPU.
@@ -526,7 +528,9 @@ int main(int argc, char** argv) {
                   c.coll = coll; c.op = opx % 100; c.scalarPtr = opx >= 100; c.type = t; c.proto = proto;
                   c.count = n; c.inPlace = ip; c.root = rng.range(R);
                   c.chLo = rng.range(kGrid - nch + 1); c.chHi = c.chLo + nch - 1;
-                  const uint32_t cap = proto == kProtoSimple ? kSimpleBuff / kSteps : kLLBuff / kSteps / 2;
+                  const uint32_t cap = proto == kProtoSimple ? kSimpleBuff / kSteps
+                                       : proto == kProtoLL128 ? kLL128Buff / kSteps / 128 * 120 / 16 * 16
+                                                              : kLLBuff / kSteps / 2;
                   c.sliceBytes = rng.range(3) == 0 ? cap / (1 + rng.range(4)) : cap;
                   c.misalign = rng.range(3) == 0 ? rng.range(16 / es) : 0;
                   c.shift = coll == kCollP2p ? (ip ? 0 : 1 + rng.range(std::max(1, R - 1))) % R : 0;
@@ -615,6 +619,7 @@ int main(int argc, char** argv) {
             w.p.sendPeer = (r + c.shift) % R;
             w.p.recvPeer = (r - c.shift + R) % R;
             w.p.sliceBytes = c.sliceBytes;
+            w.p.sendProto = w.p.recvProto = (uint8_t)c.proto;
             w.p.sendBuff = ar[r].dev + c.sendOff[r];
             w.p.recvBuff = ar[r].dev + c.recvOff[r];
             w.p.sendBytes = c.sendBytes[r];

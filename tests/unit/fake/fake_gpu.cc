@@ -469,6 +469,12 @@ ncclResult_t canAccessPeer(int dev, int peer, bool* can) {
   *can = dev != peer && s.peerAccess;
   return ncclSuccess;
 }
+ncclResult_t p2pLinkKeepsLines(int dev, int peer, bool* whole) {
+  FAKE_ENTER("p2pLinkKeepsLines");
+  if (dev < 0 || dev >= s.deviceCount || peer < 0 || peer >= s.deviceCount) return bad(s, "invalid device ordinal");
+  *whole = false;   // the fake GPUs report no LL128 (DeviceProps::lineStoreAtomic128 = 0)
+  return ncclSuccess;
+}
 ncclResult_t enablePeerAccess(int peer) {
   FAKE_ENTER("enablePeerAccess");
   return peer >= 0 && peer < s.deviceCount && s.peerAccess ? ncclSuccess : bad(s, "peer access unsupported");

@@ -1,0 +1,149 @@
+// Protocol choice (core/tuning.h): NCCL_PROTO parsing with LL128, and which
+// protocol a collective gets by size, rank count and whether the
+// communicator has LL128 slots (Transports::ll128()).
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "common/core/comm.h"
+#include "common/core/tuning.h"
+#include "common/util/debug.h"
+#include "device/dev_types.h"
+#include "fake_comm.h"
+
+namespace uniccl {
+namespace {
+
+void expectProtos(const char* value, bool ll, bool simple, bool ll128, bool warns) {
+  SCOPED_TRACE(std::string("NCCL_PROTO=") + value);
+  clearLastError();
+  const ProtoMask m = parseProtoList(value);
+  EXPECT_EQ(m.ll, ll);
+  EXPECT_EQ(m.simple, simple);
+  EXPECT_EQ(m.ll128, ll128);
+  EXPECT_EQ(lastErrorMessage()[0] != '\0', warns) << lastErrorMessage();
+}
+
+TEST(ProtoList, IncludeExcludeLL128) {
+  expectProtos("LL128", false, false, true, false);
+  expectProtos("ll128", false, false, true, false);
+  expectProtos("^LL128", true, true, false, false);
+  expectProtos("LL,Simple", true, true, false, false);
+  expectProtos("LL,LL128", true, false, true, false);
+  expectProtos("^LL,Simple", false, false, true, false);
+  expectProtos("Simple", false, true, false, false);
+  expectProtos("^LL", false, true, true, false);
+  expectProtos("LL,LL128,Simple", true, true, true, false);
+  // "LL" is not "LL128" and the other way round (whole names).
+  expectProtos("LL", true, false, false, false);
+}
+
+TEST(ProtoList, NothingLeftWarnsAndAllowsAll) {
+  expectProtos("^LL,LL128,Simple", true, true, true, true);
+  expectProtos("LL256", true, true, true, true);
+  expectProtos("", true, true, true, true);
+}
+
+constexpr size_t kKiB = 1024, kMiB = 1024 * 1024;
+
+struct Comm {
+  explicit Comm(int nRanks, bool ll128Slots) : c(test::makeFakeComm(0, nRanks)) {
+    ChannelLayout l{};
+    l.llBytes = 512 * kKiB;
+    l.simpleBytes = 2 * kMiB;
+    l.ll128Bytes = ll128Slots ? 512 * kKiB : 0;
+    c->transports.setLayoutForTesting(l);
+    c->allP2p = true;
+    c->nChannels = 64;
+  }
+  ~Comm() { delete c; }
+  ncclComm* c;
+};
+
+ProtoChoice defaults(ProtoMask m = ProtoMask{}) {
+  ProtoChoice pc;
+  pc.mask = m;
+  pc.llThreshold = 1 * kMiB;   // the P2P default
+  pc.ll128PerRankBytes = 1 * kMiB;
+  pc.ll128MinRanks = 3;
+  return pc;
+}
+
+TEST(ProtoChoice, BySizeAndRanks) {
+  Comm four(4, true), two(2, true), eight(8, true);
+  const ProtoChoice pc = defaults();
+  EXPECT_EQ(chooseCollProto(four.c, pc, 8), dev::kProtoLL);
+  EXPECT_EQ(chooseCollProto(four.c, pc, 1 * kMiB), dev::kProtoLL);
+  EXPECT_EQ(chooseCollProto(four.c, pc, 1 * kMiB + 16), dev::kProtoLL128);
+  EXPECT_EQ(chooseCollProto(four.c, pc, 2 * kMiB), dev::kProtoLL128);
+  EXPECT_EQ(chooseCollProto(four.c, pc, 4 * kMiB), dev::kProtoLL128);
+  EXPECT_EQ(chooseCollProto(four.c, pc, 4 * kMiB + 16), dev::kProtoSimple);
+  EXPECT_EQ(chooseCollProto(eight.c, pc, 8 * kMiB), dev::kProtoLL128);
+  EXPECT_EQ(chooseCollProto(eight.c, pc, 64 * kMiB), dev::kProtoSimple);
+  // Two ranks: below the default LL128 rank count, as before LL128.
+  EXPECT_EQ(chooseCollProto(two.c, pc, 8), dev::kProtoLL);
+  EXPECT_EQ(chooseCollProto(two.c, pc, 2 * kMiB), dev::kProtoSimple);
+  ProtoChoice from2 = pc;
+  from2.ll128MinRanks = 2;
+  EXPECT_EQ(chooseCollProto(two.c, from2, 2 * kMiB), dev::kProtoLL128);
+}
+
+TEST(ProtoChoice, NoLL128SlotsKeepsLLAndSimple) {
+  Comm four(4, false);
+  const ProtoChoice pc = defaults();
+  EXPECT_EQ(chooseCollProto(four.c, pc, 8), dev::kProtoLL);
+  EXPECT_EQ(chooseCollProto(four.c, pc, 2 * kMiB), dev::kProtoSimple);
+  EXPECT_EQ(chooseCollProto(four.c, pc, 64 * kMiB), dev::kProtoSimple);
+}
+
+TEST(ProtoChoice, NcclProtoLL128AloneForcesIt) {
+  Comm four(4, true), two(2, true), none(4, false);
+  const ProtoChoice pc = defaults(ProtoMask{false, false, true});
+  for (size_t bytes : {(size_t)0, (size_t)8, 100 * kKiB, 2 * kMiB, 256 * kMiB}) {
+    EXPECT_EQ(chooseCollProto(four.c, pc, bytes), dev::kProtoLL128) << bytes;
+    EXPECT_EQ(chooseCollProto(two.c, pc, bytes), dev::kProtoLL128) << bytes;   // whatever the rank count
+  }
+  // Where the communicator has no LL128 slots: LL and Simple as by default.
+  EXPECT_EQ(chooseCollProto(none.c, pc, 8), dev::kProtoLL);
+  EXPECT_EQ(chooseCollProto(none.c, pc, 2 * kMiB), dev::kProtoSimple);
+}
+
+TEST(ProtoChoice, ExclusionsGiveWayInOrder) {
+  Comm four(4, true), none(4, false);
+  // ^LL128: LL128's range goes to Simple, as before LL128.
+  const ProtoChoice noLL128 = defaults(ProtoMask{true, true, false});
+  EXPECT_EQ(chooseCollProto(four.c, noLL128, 8), dev::kProtoLL);
+  EXPECT_EQ(chooseCollProto(four.c, noLL128, 2 * kMiB), dev::kProtoSimple);
+  // ^LL: small messages on LL128 where there are slots, else Simple.
+  const ProtoChoice noLL = defaults(ProtoMask{false, true, true});
+  EXPECT_EQ(chooseCollProto(four.c, noLL, 8), dev::kProtoLL128);
+  EXPECT_EQ(chooseCollProto(none.c, noLL, 8), dev::kProtoSimple);
+  EXPECT_EQ(chooseCollProto(four.c, noLL, 64 * kMiB), dev::kProtoSimple);
+  // ^Simple: large messages on LL128 where there are slots, else LL.
+  const ProtoChoice noSimple = defaults(ProtoMask{true, false, true});
+  EXPECT_EQ(chooseCollProto(four.c, noSimple, 64 * kMiB), dev::kProtoLL128);
+  EXPECT_EQ(chooseCollProto(none.c, noSimple, 64 * kMiB), dev::kProtoLL);
+  EXPECT_EQ(chooseCollProto(four.c, noSimple, 8), dev::kProtoLL);
+  // LL alone and Simple alone, as before LL128.
+  EXPECT_EQ(chooseCollProto(four.c, defaults(ProtoMask{true, false, false}), 64 * kMiB), dev::kProtoLL);
+  EXPECT_EQ(chooseCollProto(four.c, defaults(ProtoMask{false, true, false}), 8), dev::kProtoSimple);
+}
+
+TEST(ProtoChoice, TuneCollectiveSlicesLL128Lines) {
+  // The process's knobs (this test sets none): 4 ranks, 2 MiB is LL128.
+  Comm four(4, true);
+  const CollTuning t = tuneCollective(four.c, TaskKind::AllReduce, 2 * kMiB);
+  EXPECT_EQ(t.proto, dev::kProtoLL128);
+  EXPECT_FALSE(t.exchange);
+  EXPECT_GE(t.nChannels, 1);
+  EXPECT_LE(t.nChannels, 64);
+  // At most one slot's data: 120 bytes of every 128-byte line.
+  EXPECT_LE(t.sliceBytes, 512 * kKiB / dev::kSteps / 128 * 120);
+  EXPECT_EQ(t.sliceBytes % 16, 0u);
+  EXPECT_STREQ(protoName(t.proto), "LL128");
+  EXPECT_STREQ(protoName(dev::kProtoLL), "LL");
+  EXPECT_STREQ(protoName(dev::kProtoSimple), "Simple");
+}
+
+}  // namespace
+}  // namespace uniccl
