@@ -66,8 +66,10 @@ TuningEnv readEnv() {
   // ranks ... 8 MiB on 8 with the default 1 MiB), from 3 ranks: where
   // NCCL runs LL128 on NVLink (4 H200s: 2 MiB in graphs 43 us with Simple,
   // 26 with NCCL's LL128; docs/performance.md). On 2 ranks uniccl's LL and
-  // Simple were already ahead of NCCL, so LL128 stays off there by default.
-  // Provisional: not measured on a GPU yet (issue 24's tuning).
+  // Simple were already ahead of NCCL, so LL128 stays off there by default
+  // (on 2 H200s, forced LL128 was 7-13% faster than LL/Simple from 1 to
+  // 4 MiB: docs/algorithms.md; changing the 2-rank default awaits a check).
+  // Provisional for 3+ ranks: not measured on 4 or 8 GPUs (issue 24).
   e.ll128PerRankBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_LL128_THRESHOLD));
   e.ll128MinRanks = (int)std::max<int64_t>(2, knobInt(Knob::UNICCL_LL128_MIN_RANKS));
   e.ll128ChannelBytes = (size_t)std::max<int64_t>(1, knobInt(Knob::UNICCL_LL128_CHANNEL_BYTES));
@@ -113,7 +115,6 @@ void noteProtoFallback() {
                                    "(Transports::ll128: every pair P2P on GPUs that store 128-byte lines whole): "
                                    "using LL and Simple");
 }
-
 
 // Some tree edge goes through the network (then LL is off, as on a ring
 // that does). Only asked when no ring edge does, i.e. on one host, where
