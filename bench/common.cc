@@ -12,6 +12,7 @@
 //           which derives the same id from NCCL_COMM_ID (in NCCL and uniccl
 //           alike; rank 0 hosts the rendezvous); numbers are combined with a
 //           small ncclAllReduce after each row.
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -763,8 +764,15 @@ void printHeader(const World& w, const Args& a, const std::vector<std::string>& 
   int version = 0;
   NCCLCHECK(ncclGetVersion(&version));
   const char* mode = w.mode == Mode::Mpi ? "mpi" : w.mode == Mode::Env ? "env" : "single";
-  printf("# %s: %s, library version code %d, %s runtime, launch %s\n", gColl->tool, gColl->name, version,
-         BENCH_RT_NAME, mode);
+  // The file the library was loaded from: uniccl's drop-in and the vendor's
+  // library share a name and a version code, and only the path tells a
+  // comparison run that went to the wrong one.
+  Dl_info lib{};
+  const char* libPath = dladdr(reinterpret_cast<void*>(&ncclGetVersion), &lib) != 0 && lib.dli_fname != nullptr
+                            ? lib.dli_fname
+                            : "(unknown)";
+  printf("# %s: %s, library version code %d (%s), %s runtime, launch %s\n", gColl->tool, gColl->name, version,
+         libPath, BENCH_RT_NAME, mode);
   if (a.registration > 0)
     printf("# buffers: ncclMemAlloc, %s (-R %d)\n",
            a.registration == 1 ? "ncclCommRegister" : "symmetric window (ncclCommWindowRegister, NCCL_WIN_COLL_SYMMETRIC)",

@@ -55,6 +55,15 @@ find_nccl_home() {
   done
 }
 
+# The directory of the vendor's libnccl.so* / librccl.so* under its prefix.
+nccl_libdir() {
+  local d
+  for d in "$NCCL_HOME_DIR"/lib "$NCCL_HOME_DIR"/lib64 "$NCCL_HOME_DIR"/lib/x86_64-linux-gnu; do
+    compgen -G "$d/lib[nr]ccl.so*" > /dev/null && { echo "$d"; return; }
+  done
+  echo "$NCCL_HOME_DIR/lib"
+}
+
 mkdir -p "$OUT/raw" || exit 2
 OUT=$(cd "$OUT" && pwd)
 NCCL_HOME_DIR=$(find_nccl_home)
@@ -87,8 +96,13 @@ for coll in $COLLS; do
       [[ $mode == graph ]] && args+=(-G "$GRAPH_LAUNCHES")
       log=$OUT/raw/${coll}_${mode}_${lib}.log
       echo "# running $lib $coll ($mode): $(basename "$exe") ${args[*]}"
+      # The vendor set runs on the vendor's library whatever LD_LIBRARY_PATH
+      # says: a prebuilt tree's lib/ holds uniccl's drop-in libnccl.so.2,
+      # and a path that names it would compare uniccl with itself.
+      libpath=${LD_LIBRARY_PATH:-}
+      [[ $lib == nccl ]] && libpath=$(nccl_libdir)${libpath:+:$libpath}
       if [[ -x $exe ]]; then
-        timeout "$TIMEOUT" "$exe" "${args[@]}" > "$log" 2>&1
+        LD_LIBRARY_PATH=$libpath timeout "$TIMEOUT" "$exe" "${args[@]}" > "$log" 2>&1
         rc=$?
       else
         echo "missing executable $exe" > "$log"
