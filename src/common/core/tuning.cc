@@ -28,7 +28,7 @@ struct TuningEnv {
   bool allowSimple = true;
   bool allowLL128 = true;
   size_t ll128PerRankBytes = 0;    // UNICCL_LL128_THRESHOLD: LL128 up to this many bytes per rank
-  int ll128MinRanks = 3;           // UNICCL_LL128_MIN_RANKS
+  int ll128MinRanks = 2;           // UNICCL_LL128_MIN_RANKS
   size_t ll128ChannelBytes = 0;    // UNICCL_LL128_CHANNEL_BYTES
   size_t llThreshold = 0;          // UNICCL_LL_THRESHOLD; 0: by transport (below)
   size_t p2pLLThreshold = 0;       // NCCL_P2P_LL_THRESHOLD: p2p messages up to this use LL
@@ -269,6 +269,11 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
   ProtoChoice pc;
   pc.mask = ProtoMask{env.allowLL, env.allowSimple, env.allowLL128};
   pc.llThreshold = llThreshold(comm, env);
+  // LL gives way to LL128 from 512 KiB (an explicit UNICCL_LL_THRESHOLD
+  // wins): on 2 and 4 H200s, graph mode, LL128 beat LL at 1 MiB in every
+  // collective (AllReduce 4 ranks 13.7 vs 15.0 us, 2 ranks 9.9 vs 11.5) and
+  // tied at 512 KiB (docs/performance.md, session 16).
+  pc.llThresholdUnderLL128 = env.llThreshold > 0 ? env.llThreshold : std::min<size_t>(pc.llThreshold, 512 << 10);
   pc.ll128PerRankBytes = env.ll128PerRankBytes;
   pc.ll128MinRanks = env.ll128MinRanks;
   const uint8_t proto = net ? (uint8_t)dev::kProtoSimple : chooseCollProto(comm, pc, bytes);
@@ -402,9 +407,11 @@ uint8_t chooseCollProto(const ncclComm* comm, const ProtoChoice& pc, size_t byte
     noteProtoFallback();
     ll = simple = true;
   }
-  const bool ll128Range = bytes > pc.llThreshold && comm->nRanks >= pc.ll128MinRanks &&
+  const bool ll128Runs = ll128 && comm->nRanks >= pc.ll128MinRanks;
+  const size_t llTop = ll128Runs && ll ? pc.llThresholdUnderLL128 : pc.llThreshold;
+  const bool ll128Range = bytes > llTop && comm->nRanks >= pc.ll128MinRanks &&
                           bytes <= pc.ll128PerRankBytes * (size_t)comm->nRanks;
-  if (bytes <= pc.llThreshold) {
+  if (bytes <= llTop) {
     if (ll) return dev::kProtoLL;
     if (ll128) return dev::kProtoLL128;
     return simple ? dev::kProtoSimple : dev::kProtoLL;

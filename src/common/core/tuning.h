@@ -50,7 +50,8 @@ struct ProtoMask {
 ProtoMask parseProtoList(const char* value);
 // The protocol of a collective of `bytes` that does not touch the network
 // (tuneCollective asks this with the process's knobs): LL up to
-// llThreshold, LL128 above it up to ll128PerRankBytes x nRanks on
+// llThreshold (llThresholdUnderLL128 where LL128 runs), LL128 above it up
+// to ll128PerRankBytes x nRanks on
 // communicators of ll128MinRanks+ ranks that have LL128 slots
 // (Transports::ll128()), Simple above. A protocol the mask excludes gives
 // way to the next toward the preferred one's side: LL -> LL128 -> Simple
@@ -61,8 +62,11 @@ ProtoMask parseProtoList(const char* value);
 struct ProtoChoice {
   ProtoMask mask;
   size_t llThreshold = 0;
+  // Where LL128 runs (allowed, LL128 slots, ll128MinRanks+ ranks), LL stops
+  // here instead: LL128 is faster from 1 MiB on 2 and 4 H200s.
+  size_t llThresholdUnderLL128 = 0;
   size_t ll128PerRankBytes = 0;
-  int ll128MinRanks = 3;
+  int ll128MinRanks = 2;
 };
 uint8_t chooseCollProto(const ncclComm* comm, const ProtoChoice& pc, size_t bytes);
 // "LL", "LL128", "Simple" (NCCL's names; the profiler's and the logs').

@@ -60,12 +60,14 @@ struct Comm {
   ncclComm* c;
 };
 
+// The knobs' defaults (docs/environment.md).
 ProtoChoice defaults(ProtoMask m = ProtoMask{}) {
   ProtoChoice pc;
   pc.mask = m;
   pc.llThreshold = 1 * kMiB;   // the P2P default
-  pc.ll128PerRankBytes = 1 * kMiB;
-  pc.ll128MinRanks = 3;
+  pc.llThresholdUnderLL128 = 512 * kKiB;
+  pc.ll128PerRankBytes = 2 * kMiB;
+  pc.ll128MinRanks = 2;
   return pc;
 }
 
@@ -73,19 +75,38 @@ TEST(ProtoChoice, BySizeAndRanks) {
   Comm four(4, true), two(2, true), eight(8, true);
   const ProtoChoice pc = defaults();
   EXPECT_EQ(chooseCollProto(four.c, pc, 8), dev::kProtoLL);
-  EXPECT_EQ(chooseCollProto(four.c, pc, 1 * kMiB), dev::kProtoLL);
-  EXPECT_EQ(chooseCollProto(four.c, pc, 1 * kMiB + 16), dev::kProtoLL128);
-  EXPECT_EQ(chooseCollProto(four.c, pc, 2 * kMiB), dev::kProtoLL128);
-  EXPECT_EQ(chooseCollProto(four.c, pc, 4 * kMiB), dev::kProtoLL128);
-  EXPECT_EQ(chooseCollProto(four.c, pc, 4 * kMiB + 16), dev::kProtoSimple);
-  EXPECT_EQ(chooseCollProto(eight.c, pc, 8 * kMiB), dev::kProtoLL128);
+  EXPECT_EQ(chooseCollProto(four.c, pc, 512 * kKiB), dev::kProtoLL);
+  // Where LL128 runs it takes over from LL above 512 KiB ...
+  EXPECT_EQ(chooseCollProto(four.c, pc, 512 * kKiB + 16), dev::kProtoLL128);
+  EXPECT_EQ(chooseCollProto(four.c, pc, 1 * kMiB), dev::kProtoLL128);
+  EXPECT_EQ(chooseCollProto(four.c, pc, 8 * kMiB), dev::kProtoLL128);
+  // ... up to 2 MiB per rank.
+  EXPECT_EQ(chooseCollProto(four.c, pc, 8 * kMiB + 16), dev::kProtoSimple);
+  EXPECT_EQ(chooseCollProto(eight.c, pc, 16 * kMiB), dev::kProtoLL128);
   EXPECT_EQ(chooseCollProto(eight.c, pc, 64 * kMiB), dev::kProtoSimple);
-  // Two ranks: below the default LL128 rank count, as before LL128.
   EXPECT_EQ(chooseCollProto(two.c, pc, 8), dev::kProtoLL);
-  EXPECT_EQ(chooseCollProto(two.c, pc, 2 * kMiB), dev::kProtoSimple);
-  ProtoChoice from2 = pc;
-  from2.ll128MinRanks = 2;
-  EXPECT_EQ(chooseCollProto(two.c, from2, 2 * kMiB), dev::kProtoLL128);
+  EXPECT_EQ(chooseCollProto(two.c, pc, 1 * kMiB), dev::kProtoLL128);
+  EXPECT_EQ(chooseCollProto(two.c, pc, 4 * kMiB), dev::kProtoLL128);
+  EXPECT_EQ(chooseCollProto(two.c, pc, 4 * kMiB + 16), dev::kProtoSimple);
+  // Below UNICCL_LL128_MIN_RANKS: LL up to the plain LL threshold, then Simple.
+  ProtoChoice from3 = pc;
+  from3.ll128MinRanks = 3;
+  EXPECT_EQ(chooseCollProto(two.c, from3, 1 * kMiB), dev::kProtoLL);
+  EXPECT_EQ(chooseCollProto(two.c, from3, 1 * kMiB + 16), dev::kProtoSimple);
+  EXPECT_EQ(chooseCollProto(four.c, from3, 1 * kMiB), dev::kProtoLL128);
+}
+
+TEST(ProtoChoice, WithoutLL128LLKeepsItsWholeRange) {
+  Comm four(4, true);
+  // NCCL_PROTO=^LL128: LL up to the plain threshold again.
+  const ProtoChoice pc = defaults(ProtoMask{true, true, false});
+  EXPECT_EQ(chooseCollProto(four.c, pc, 1 * kMiB), dev::kProtoLL);
+  EXPECT_EQ(chooseCollProto(four.c, pc, 1 * kMiB + 16), dev::kProtoSimple);
+  // An explicit UNICCL_LL_THRESHOLD is both thresholds (tuneCollective).
+  ProtoChoice explicitLL = defaults();
+  explicitLL.llThreshold = explicitLL.llThresholdUnderLL128 = 64 * kKiB;
+  EXPECT_EQ(chooseCollProto(four.c, explicitLL, 64 * kKiB), dev::kProtoLL);
+  EXPECT_EQ(chooseCollProto(four.c, explicitLL, 64 * kKiB + 16), dev::kProtoLL128);
 }
 
 TEST(ProtoChoice, NoLL128SlotsKeepsLLAndSimple) {
@@ -140,6 +161,13 @@ TEST(ProtoChoice, TuneCollectiveSlicesLL128Lines) {
   // At most one slot's data: 120 bytes of every 128-byte line.
   EXPECT_LE(t.sliceBytes, 512 * kKiB / dev::kSteps / 128 * 120);
   EXPECT_EQ(t.sliceBytes % 16, 0u);
+  // 2 ranks (the defaults): LL (one exchange) to 512 KiB, LL128 above.
+  Comm two(2, true);
+  const CollTuning small = tuneCollective(two.c, TaskKind::AllReduce, 512 * kKiB);
+  EXPECT_EQ(small.proto, dev::kProtoLL);
+  EXPECT_TRUE(small.exchange);
+  EXPECT_EQ(tuneCollective(two.c, TaskKind::AllReduce, 1 * kMiB).proto, dev::kProtoLL128);
+  EXPECT_EQ(tuneCollective(two.c, TaskKind::AllReduce, 8 * kMiB).proto, dev::kProtoSimple);
   EXPECT_STREQ(protoName(t.proto), "LL128");
   EXPECT_STREQ(protoName(dev::kProtoLL), "LL");
   EXPECT_STREQ(protoName(dev::kProtoSimple), "Simple");
