@@ -41,11 +41,53 @@ UDEV Group makeGroup(BlockShared& sh, const DevComm* comm, int id, int tid, int 
   return g;
 }
 
-// Byte range of this channel: contiguous parts with 16-byte aligned sizes.
-UDEV void p2pShare(uint64_t bytes, const CollCtx& c, int64_t* off, int64_t* n) {
-  const int64_t per = alignUp(divUp((int64_t)bytes, c.nch), 16);
-  *off = per * c.chIndex;
+// A part of a message is at least this long: one pass of a half block's
+// LL lines moves 2 KiB, so a smaller part only adds channels (and their
+// round trips) without making the message faster, and spread over more
+// channels than p2pPart gives a round, the rounds of an AlltoAll would meet
+// on the same blocks again (4 H200s: 1 KiB per peer in 16-byte parts over
+// 64 channels took 10-11.7 us per AlltoAll against 8.3-8.6 below that).
+constexpr int64_t kP2pMinPartBytes = 1024;
+
+// Byte range of part `part` of `nch`: contiguous parts with 16-byte
+// aligned sizes (a small message fills the first parts only).
+UDEV void p2pShare(uint64_t bytes, int part, int nch, int64_t* off, int64_t* n) {
+  const int64_t per = imax(alignUp(divUp((int64_t)bytes, nch), 16), kP2pMinPartBytes);
+  *off = per * part;
   *n = imax(0, imin(per, (int64_t)bytes - *off));
+}
+UDEV void p2pShare(uint64_t bytes, const CollCtx& c, int64_t* off, int64_t* n) {
+  p2pShare(bytes, c.chIndex, c.nch, off, n);
+}
+
+// Which part of a message of round `round` (the item's peer is rank +-
+// round) this channel carries: rounds start their parts on channels
+// spread evenly over the item's channels. A block runs its items one after
+// another, so small messages of different rounds (an AlltoAll's, each on
+// the first few parts) land on different blocks and travel at once instead
+// of one round after the other. Both ends of a message compute the same
+// round and channel count, hence the same channel for every part.
+UDEV int p2pPart(const CollCtx& c, int round) {
+  const int n = c.comm->nRanks;
+  const int first = n > 2 ? (int)(((int64_t)(round - 1) * c.nch) / (n - 1)) : 0;
+  const int part = c.chIndex - first;
+  return part < 0 ? part + c.nch : part;
+}
+
+// How many parts a message of `bytes` is cut into: a message up to
+// kP2pRoundSpreadBytes stays within its round's own nch / (nRanks - 1)
+// channels, so that the rounds of an AlltoAll of such messages never share
+// a block (4 H200s, graphs: 128 KiB per peer took 13.5 us per AlltoAll over
+// up to 128 channels, 10.2 within 42, NCCL 10.7; 256 KiB per peer 54.9 GB/s
+// busbw against 70.0, NCCL 53.8). A larger one takes every channel: a lone
+// large message needs them all (the copy is SM-bound). A lone message of
+// 128-512 KiB pays for it: SendRecv 5.2 -> 5.6 us at 128 KiB, 7.8 -> 8.5 at
+// 512 KiB (NCCL 10.0 and 18.3).
+constexpr uint64_t kP2pRoundSpreadBytes = 512 << 10;
+UDEV int p2pParts(const CollCtx& c, uint64_t bytes) {
+  const int n = c.comm->nRanks;
+  if (n <= 2 || bytes > kP2pRoundSpreadBytes) return c.nch;
+  return (int)imax(1, c.nch / (n - 1));
 }
 
 template <int Proto>
@@ -53,10 +95,18 @@ UDEV_NOINLINE bool p2pHalf(const Work& w, const CollCtx& c, const Group& g, bool
   using Fn = RedFn<TU8, kOpSum>;
   const Fn fn{};
   const int peer = sending ? w.p.sendPeer : w.p.recvPeer;
+  const int nr = c.comm->nRanks, me = c.comm->rank;
+  const int round = sending ? (peer - me + nr) % nr : (me - peer + nr) % nr;
+  int64_t off, n;
+  const uint64_t bytes = sending ? w.p.sendBytes : w.p.recvBytes;
+  p2pShare(bytes, p2pPart(c, round), p2pParts(c, bytes), &off, &n);
+  // No part of this message here (the peer's channel computes the same):
+  // no step moves, so the connection is not even looked at. Most blocks of
+  // a small message's item take this exit, and the blocks that carry a
+  // later round get to it sooner.
+  if (n == 0) return true;
   Peer* peers = c.channel->peers;
   Prims<Fn, Proto> p(g, c.comm, fn, sending ? nullptr : &peers[peer].recv, sending ? &peers[peer].send : nullptr);
-  int64_t off, n;
-  p2pShare(sending ? w.p.sendBytes : w.p.recvBytes, c, &off, &n);
   const int64_t slice = sliceElems<uint8_t>(c.comm, Proto, w.p.sliceBytes);
   const uint8_t* src = static_cast<const uint8_t*>(w.p.sendBuff) + off;
   uint8_t* dst = static_cast<uint8_t*>(w.p.recvBuff) + off;

@@ -229,9 +229,12 @@ ncclResult_t uniccl::alltoAll(const char* fn, const void* sendbuff, void* recvbu
   GCHECK(checkedBytes(count, dataTypeSize(datatype), comm->nRanks, &bytes, fn));
   GCHECK(checkBuffer(comm, sendbuff, bytes, "sendbuff", fn));
   GCHECK(checkBuffer(comm, recvbuff, bytes, "recvbuff", fn));
+  // Nothing to move: no kernel, no message (NCCL does the same; a group
+  // of zero-byte sends and receives cost a launch and a round trip per peer).
+  if (bytes == 0) return ncclSuccess;
   size_t chunk = count * dataTypeSize(datatype);
   ImplicitGroup group;
-  if (bytes > 0 && sendbuff == recvbuff) {
+  if (sendbuff == recvbuff) {
     GCHECK(recordInPlaceAlltoAll(static_cast<char*>(recvbuff), count, datatype, comm, stream));
     return group.end();
   }
@@ -255,6 +258,7 @@ ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, nccl
   if (comm->rank == root) GCHECK(checkBuffer(comm, recvbuff, bytes, "recvbuff", fn));
   size_t chunk = count * dataTypeSize(datatype);
   GCHECK(checkBuffer(comm, sendbuff, chunk, "sendbuff", fn));
+  if (chunk == 0) return ncclSuccess;   // nothing to move (as AlltoAll)
   ImplicitGroup group;
   GCHECK(ncclSend(sendbuff, count, datatype, root, comm, stream));
   if (comm->rank == root) {
@@ -277,6 +281,7 @@ ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncc
   if (comm->rank == root) GCHECK(checkBuffer(comm, sendbuff, bytes, "sendbuff", fn));
   size_t chunk = count * dataTypeSize(datatype);
   GCHECK(checkBuffer(comm, recvbuff, chunk, "recvbuff", fn));
+  if (chunk == 0) return ncclSuccess;   // nothing to move (as AlltoAll)
   ImplicitGroup group;
   if (comm->rank == root) {
     for (int r = 0; r < comm->nRanks; r++)
