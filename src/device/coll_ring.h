@@ -332,7 +332,9 @@ UDEV bool runCollOp(const Work& w, const CollCtx& c, const Group& g) {
 template <typename Tag>
 UDEV_NOINLINE bool runColl(const Work& w, const CollCtx& c, const Group& g) {
   if (w.proto == kProtoLL) return runCollOp<Tag, kProtoLL>(w, c, g);
-  if (w.proto == kProtoLL128) return runCollOp<Tag, kProtoLL128>(w, c, g);
+  if constexpr (kCollKernelsHaveLL128) {
+    if (w.proto == kProtoLL128) return runCollOp<Tag, kProtoLL128>(w, c, g);
+  }
   return runCollOp<Tag, kProtoSimple>(w, c, g);
 }
 

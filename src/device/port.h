@@ -360,6 +360,17 @@ UDEV Pack16 loadLLLine(const Pack16* p) {
 //
 // Every lane of the warp calls these together (the caller's loops are warp
 // uniform); `line` is the line's first word, `sub` the lane's place in it.
+//
+// kCollKernelsHaveLL128: whether the collective kernels carry LL128 code.
+// Not on HIP, where the host never selects it: its instantiations for every
+// collective, op and algorithm of a datatype would only cost compile time
+// (the CI's HIP build is its longest phase). The p2p kernel keeps LL128 on
+// every target, so CI still compiles these bodies for the AMD targets.
+#if defined(UNICCL_DEV_HIP)
+constexpr bool kCollKernelsHaveLL128 = false;
+#else
+constexpr bool kCollKernelsHaveLL128 = true;
+#endif
 UDEV void storeLL128(uint64_t* line, int sub, uint64_t v0, uint64_t v1) {
 #if defined(UNICCL_DEV_HIP)
   __builtin_nontemporal_store(v0, line + 2 * sub);

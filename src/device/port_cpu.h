@@ -146,6 +146,9 @@ UDEV Pack16 loadLLLine(const Pack16* p) { return loadVolatile16(p); }
 // each lane is its own flag lane, so the poll vote is the lane's own).
 // The lanes of a line call storeLL128 together (a line is stored by all or
 // none of them: the caller's lines are uniform per group of 8 lanes).
+// The emulator runs LL128 in the collective kernels (device/port.h's
+// kCollKernelsHaveLL128), also in its 64-lane (AMD-shaped) mode.
+constexpr bool kCollKernelsHaveLL128 = true;
 UDEV void storeLL128(uint64_t* line, int sub, uint64_t v0, uint64_t v1) {
   uint64_t* q = line + 2 * sub;
   if (sub != kLL128LanesPerLine - 1) {
