@@ -15,6 +15,13 @@
 #          sweep (tuning knobs against NCCL: SWEEP_VARIANTS; by default graph
 #                 mode, 32 KiB-8 MiB, all_reduce and all_gather on 2 and on
 #                 all GPUs; SWEEP_COLLS/_GPUS/_ARGS/_FIELD/_NAME change that)
+#          protos (the sweep with each protocol forced: where LL, LL128 and
+#                 Simple cross over, 8 KiB-64 MiB, five collectives; the
+#                 session-16 run that set the LL128 defaults on 2 and 4 GPUs)
+# A prebuilt tree with a kernel filter (e.g. -Dkernel_filter=f32,f64, small
+# enough to carry) runs the tests stage with COLL_TEST_ARGS='--filter=*/float/*':
+# the filtered-out datatypes' cases would fail with their documented error
+# (the forced Tree and Ring passes keep their own filters: every datatype).
 # Each stage writes its logs under $OUT/<stage>/ and packs them into
 # $OUT/<stage>.tgz (the device tool returns few files); a summary table
 # goes to stdout at the end.
@@ -57,11 +64,13 @@ MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$NGPUS"
 stage_tests() {
   local d=$OUTDIR/tests; mkdir -p "$d"
   local e=$PB/tests/coll_test
-  run_logged "$d" coll-p2p 300 "$e" --ngpus="$NGPUS" --no-huge --no-perf
+  local x=(${COLL_TEST_ARGS:-})
+  run_logged "$d" coll-p2p 300 "$e" --ngpus="$NGPUS" --no-huge --no-perf "${x[@]}"
+  NCCL_PROTO=LL128 run_logged "$d" coll-p2p-ll128 300 "$e" --ngpus="$NGPUS" --transport=p2p --quick --no-perf "${x[@]}"
   NCCL_ALGO=Tree run_logged "$d" coll-allreduce-tree 120 "$e" --ngpus="$NGPUS" --mode=A-all,B --filter=AllReduce,Batch --no-perf
   NCCL_ALGO=Ring run_logged "$d" coll-allreduce-ring 120 "$e" --ngpus="$NGPUS" --mode=A-all --filter=AllReduce --no-huge --no-perf
-  run_logged "$d" coll-net-quick 150 "$e" --ngpus="$NGPUS" --transport=net --mode=A-all,B --quick
-  run_logged "$d" coll-shm-quick 120 "$e" --ngpus="$NGPUS" --transport=shm --mode=B --quick
+  run_logged "$d" coll-net-quick 150 "$e" --ngpus="$NGPUS" --transport=net --mode=A-all,B --quick "${x[@]}"
+  run_logged "$d" coll-shm-quick 120 "$e" --ngpus="$NGPUS" --transport=shm --mode=B --quick "${x[@]}"
   pack tests
 }
 
@@ -177,6 +186,12 @@ PY
     done
   done | tee "$d/$name.txt"
   pack "$name"
+}
+
+stage_protos() {
+  SWEEP_NAME=${SWEEP_NAME:-protos} SWEEP_COLLS=${SWEEP_COLLS:-all_reduce all_gather reduce_scatter broadcast reduce} \
+  SWEEP_GPUS=${SWEEP_GPUS:-$NGPUS 2} SWEEP_ARGS=${SWEEP_ARGS:--b 8K -e 64M -f 2 -n 40 -w 10 -G 5} \
+  SWEEP_VARIANTS=${SWEEP_VARIANTS:-"base: LL:NCCL_PROTO=LL LL128:NCCL_PROTO=LL128 Simple:NCCL_PROTO=Simple"} stage_sweep
 }
 
 nvidia-smi -L; nvidia-smi topo -m 2>/dev/null | head -8
