@@ -31,6 +31,7 @@ struct TuningEnv {
   int ll128MinRanks = 2;           // UNICCL_LL128_MIN_RANKS
   size_t ll128ChannelBytes = 0;    // UNICCL_LL128_CHANNEL_BYTES
   size_t llThreshold = 0;          // UNICCL_LL_THRESHOLD; 0: by transport (below)
+  size_t llThresholdUnderLL128 = 0;  // LL's limit where LL128 runs (readEnv)
   size_t p2pLLThreshold = 0;       // NCCL_P2P_LL_THRESHOLD: p2p messages up to this use LL
   size_t simpleChannelBytes = 0;   // a Simple collective gets one channel per this many bytes
   size_t llChannelBytes = 0;
@@ -62,17 +63,16 @@ TuningEnv readEnv() {
   e.simpleChannelBytes = (size_t)std::max<int64_t>(1, knobInt(Knob::UNICCL_SIMPLE_CHANNEL_BYTES));
   // A channel per 4 KiB of LL: 32-64 KiB ran 1.05-1.25x faster than with one per 16 KiB (session 4 sweep).
   e.llChannelBytes = (size_t)std::max<int64_t>(1, knobInt(Knob::UNICCL_LL_CHANNEL_BYTES));
-  // LL128 from the LL threshold up to this many bytes per rank (2 MiB on 2
-  // ranks ... 8 MiB on 8 with the default 1 MiB), from 3 ranks: where
-  // NCCL runs LL128 on NVLink (4 H200s: 2 MiB in graphs 43 us with Simple,
-  // 26 with NCCL's LL128; docs/performance.md). On 2 ranks uniccl's LL and
-  // Simple were already ahead of NCCL, so LL128 stays off there by default
-  // (on 2 H200s, forced LL128 was 7-13% faster than LL/Simple from 1 to
-  // 4 MiB: docs/algorithms.md; changing the 2-rank default awaits a check).
-  // Provisional for 3+ ranks: not measured on 4 or 8 GPUs (issue 24).
+  // LL128 above LL's range up to this many bytes per rank, from 2 ranks:
+  // where it beat both LL and Simple with every protocol forced on 2 and 4
+  // H200s (docs/algorithms.md, "Protocols"); 8 ranks are extrapolated.
+  // Where LL128 runs, LL stops at 512 KiB (LL128 beat it at 1 MiB in every
+  // collective and tied at 512 KiB); an explicit UNICCL_LL_THRESHOLD is
+  // both limits.
   e.ll128PerRankBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_LL128_THRESHOLD));
   e.ll128MinRanks = (int)std::max<int64_t>(2, knobInt(Knob::UNICCL_LL128_MIN_RANKS));
   e.ll128ChannelBytes = (size_t)std::max<int64_t>(1, knobInt(Knob::UNICCL_LL128_CHANNEL_BYTES));
+  e.llThresholdUnderLL128 = e.llThreshold > 0 ? e.llThreshold : (size_t)512 << 10;
   if (const char* p = knobValue(Knob::NCCL_PROTO)) {
     const ProtoMask m = parseProtoList(p);
     e.allowLL = m.ll;
@@ -269,11 +269,7 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
   ProtoChoice pc;
   pc.mask = ProtoMask{env.allowLL, env.allowSimple, env.allowLL128};
   pc.llThreshold = llThreshold(comm, env);
-  // LL gives way to LL128 from 512 KiB (an explicit UNICCL_LL_THRESHOLD
-  // wins): on 2 and 4 H200s, graph mode, LL128 beat LL at 1 MiB in every
-  // collective (AllReduce 4 ranks 13.7 vs 15.0 us, 2 ranks 9.9 vs 11.5) and
-  // tied at 512 KiB (docs/performance.md, session 16).
-  pc.llThresholdUnderLL128 = env.llThreshold > 0 ? env.llThreshold : std::min<size_t>(pc.llThreshold, 512 << 10);
+  pc.llThresholdUnderLL128 = env.llThresholdUnderLL128;
   pc.ll128PerRankBytes = env.ll128PerRankBytes;
   pc.ll128MinRanks = env.ll128MinRanks;
   const uint8_t proto = net ? (uint8_t)dev::kProtoSimple : chooseCollProto(comm, pc, bytes);
@@ -409,14 +405,12 @@ uint8_t chooseCollProto(const ncclComm* comm, const ProtoChoice& pc, size_t byte
   }
   const bool ll128Runs = ll128 && comm->nRanks >= pc.ll128MinRanks;
   const size_t llTop = ll128Runs && ll ? pc.llThresholdUnderLL128 : pc.llThreshold;
-  const bool ll128Range = bytes > llTop && comm->nRanks >= pc.ll128MinRanks &&
-                          bytes <= pc.ll128PerRankBytes * (size_t)comm->nRanks;
   if (bytes <= llTop) {
     if (ll) return dev::kProtoLL;
     if (ll128) return dev::kProtoLL128;
     return simple ? dev::kProtoSimple : dev::kProtoLL;
   }
-  if (ll128Range && ll128) return dev::kProtoLL128;
+  if (ll128Runs && bytes <= pc.ll128PerRankBytes * (size_t)comm->nRanks) return dev::kProtoLL128;
   if (simple) return dev::kProtoSimple;
   return ll128 ? dev::kProtoLL128 : dev::kProtoLL;
 }
