@@ -115,6 +115,8 @@ struct SendConn {
   uint64_t step;              // persistent: next step to fill (kernel loads at start, stores at end)
   ConnSlot* fifo;             // network connections: the conn FIFO's slots; nullptr for P2P/SHM
   uint64_t headSeen;          // persistent: a value `head` had (it only grows), so most steps need not load it
+  uint64_t* ptrExchange;      // P2P only (else nullptr): our own two words [address, tag] where the receiver
+                              // offers a direct message's destination (p2pExchanges)
 };
 
 // Receiver side of a connection from one peer.
@@ -124,6 +126,7 @@ struct RecvConn {
   uint64_t* remoteHead;       // the sender's head counter; we store step+1 after consuming a slot
   uint64_t step;              // persistent: next step to consume
   ConnSlot* fifo;             // network connections: the conn FIFO's slots; nullptr for P2P/SHM
+  uint64_t* remotePtrExchange;  // P2P only (else nullptr): the sender's ptrExchange words
 };
 
 struct Peer {
@@ -209,7 +212,30 @@ struct DevComm {
   char* symBarFlat;
   uint32_t symBarStride4G;
   uint32_t pad;
+  // Simple p2p messages of at least this many bytes over P2P connections
+  // offer a direct destination first (p2pExchanges; 0: never). Every rank
+  // reads the same knob (UNICCL_P2P_DIRECT_MIN_BYTES).
+  uint64_t p2pDirectMinBytes;
 };
+
+// Direct messages (ncclCommRegister'ed receive buffers written in place,
+// docs/architecture.md "Direct receives"): a Simple p2p message of at least
+// DevComm::p2pDirectMinBytes over a P2P connection begins, on every channel
+// that carries a part, with the receiver's offer: it posts the address at
+// which the sender's process sees the part's destination (0: none) into
+// the sender's ptrExchange words, tagged with the connection's step at the
+// message's start + 1. The sender never waits for it: before each step it
+// looks once; with an address there, it stores the rest of the part at
+// once, sets the receiver's direct word (the word 64 bytes after its tail)
+// to the step + 1 and posts tail = step + 1; else it fills the slot as any
+// message. The receiver, after each tail it waited for, reads the direct
+// word: equal to that step + 1, the rest of the part is in place. So a
+// sender never waits for a receiver that is not there yet (a message fits
+// the slots exactly as before), both ends agree on every step, and late
+// offers are ignored (their tag is behind the sender's step).
+constexpr bool p2pExchanges(uint8_t proto, uint64_t bytes, uint64_t minBytes) {
+  return proto == kProtoSimple && minBytes != 0 && bytes >= minBytes;
+}
 
 // One work item: 64 bytes, so items never straddle the work FIFO's wrap
 // (the ring size is a power of two >= 64). Collective fields and p2p fields
@@ -219,7 +245,7 @@ struct alignas(16) Work {
   uint8_t proto;              // Proto
   uint8_t channelLo;          // blocks [channelLo, channelHi] run this item
   uint8_t channelHi;
-  uint32_t pad0;
+  uint32_t recvViewLo;        // p2p items: bits 0-31 of the receive half's direct view (p2pRecvView)
   uint64_t profMask;          // bit c: channel c < kMaxProfiledChannels stamps this item (KernelCh; 0: none)
   union {
     struct {                  // collectives
@@ -258,7 +284,8 @@ struct alignas(16) Work {
       uint32_t sliceBytes;
       uint8_t sendProto;      // Proto of each half: a message's two ends choose the same one from
       uint8_t recvProto;      // its size and transport (the item's other half may differ)
-      uint8_t pad2[2];
+      uint16_t recvViewHi;    // bits 32-47 of the direct view: where the SENDER's process sees recvBuff
+                              // (0: the message is not offered; p2pExchanges)
       const void* sendBuff;
       void* recvBuff;
       uint64_t sendBytes;
@@ -267,6 +294,11 @@ struct alignas(16) Work {
   };
 };
 static_assert(sizeof(Work) == 64, "Work must stay 64 bytes (FIFO wrap, inline args)");
+
+// A p2p item's direct view (0: none). 48 bits are every user-space address
+// of the targets (x86-64 and arm64 Linux); the host offers nothing above.
+constexpr uint64_t kP2pViewLimit = 1ull << 48;
+constexpr uint64_t p2pRecvView(const Work& w) { return (uint64_t)w.recvViewLo | ((uint64_t)w.p.recvViewHi << 32); }
 
 // Arguments of every collective kernel. Work item i of this launch is at
 //   works ? (const Work*)((const char*)works + ((workOffset + i*sizeof(Work)) & workMask))

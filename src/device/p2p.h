@@ -25,6 +25,7 @@ struct BlockShared {
   SubBarrierState bars[3];
   uint32_t abortA[3];
   uint32_t abortB[3];
+  uint64_t words[3];
 };
 
 constexpr int kP2pHalf = kThreadsPerBlock / 2;
@@ -38,6 +39,7 @@ UDEV Group makeGroup(BlockShared& sh, const DevComm* comm, int id, int tid, int 
   g.abortA = &sh.abortA[id];
   g.abortB = &sh.abortB[id];
   g.abortFlag = comm->abortFlag;
+  g.word = &sh.words[id];
   return g;
 }
 
@@ -110,8 +112,36 @@ UDEV_NOINLINE bool p2pHalf(const Work& w, const CollCtx& c, const Group& g, bool
   const int64_t slice = sliceElems<uint8_t>(c.comm, Proto, w.p.sliceBytes);
   const uint8_t* src = static_cast<const uint8_t*>(w.p.sendBuff) + off;
   uint8_t* dst = static_cast<uint8_t*>(w.p.recvBuff) + off;
+  // A direct message (dev_types.h, p2pExchanges): the receiver offers its
+  // destination; the sender looks for the offer before each step and, once
+  // it is there, stores the rest of the part at once.
+  bool exchange = false;
+  if constexpr (Proto == kProtoSimple)
+    exchange = p2pExchanges(Proto, bytes, c.comm->p2pDirectMinBytes) &&
+               (sending ? p.sendCanExchange() : p.recvCanExchange());
+  uint64_t view = 0;
+  if (exchange && !sending) {
+    view = p2pRecvView(w);
+    p.offerDirect(view != 0 ? view + (uint64_t)off : 0);
+  }
+  const uint64_t tag = exchange && sending ? p.sendStep() + 1 : 0;
+  bool looking = exchange && sending;
   for (int64_t o = 0; o < n; o += slice) {
     const int64_t len = imin(slice, n - o);
+    if (looking) {
+      const uint64_t to = p.checkOffer(tag);
+      if (to > 1) {
+        p.sendDirect(src + o, reinterpret_cast<uint8_t*>(to) + o, n - o);
+        break;
+      }
+      looking = to == 0;   // 1: the receiver offered none, stop looking
+    }
+    if (view != 0) {
+      const int r = p.recvOrDirect(dst + o, len);
+      if (r < 0) return false;
+      if (r == 1) break;
+      continue;
+    }
     const bool ok = sending ? p.send(src + o, len)
                             : p.recv(dst + o, len);
     if (!ok) return false;

@@ -24,6 +24,9 @@
 namespace uniccl::dev {
 
 constexpr int kAbortCheckSpins = 1000;
+// The receiver's direct word (dev_types.h, p2pExchanges): on the tail's
+// 128-byte line, 64 bytes after the tail, in uint64 words.
+constexpr int kDirectWordOffset = 8;
 // A system-wide sequentially consistent fence before every Simple tail store
 // (meson -Dsimple_sc_fence=true; A/B measurements only: 1-9% slower).
 constexpr bool kSimpleScFence = UNICCL_SIMPLE_SC_FENCE != 0;
@@ -50,6 +53,7 @@ struct Group {
   volatile uint32_t* abortA;
   volatile uint32_t* abortB;
   const volatile uint32_t* abortFlag;  // host-mapped communicator flag
+  volatile uint64_t* word;  // shared memory: one thread's finding passed to the group across a barrier
 
   UDEV void sync() const {
     if (barId == 0) barrierBlock();
@@ -333,6 +337,7 @@ class Prims {
       recvRemoteHead_ = rc->remoteHead;
       recvStep_ = *reinterpret_cast<volatile uint64_t*>(&rc->step);
       recvFifo_ = rc->fifo;
+      recvPtrExchange_ = rc->remotePtrExchange;
     }
     if (sc) {
       sendBuf_ = sc->buffs[Proto];
@@ -340,6 +345,7 @@ class Prims {
       sendHead_ = sc->head;
       sendStep_ = *reinterpret_cast<volatile uint64_t*>(&sc->step);
       sendFifo_ = sc->fifo;
+      sendPtrExchange_ = sc->ptrExchange;
       headStart_ = *reinterpret_cast<volatile uint64_t*>(&sc->headSeen);
       sendHeadSeen_ = headStart_;
     }
@@ -448,6 +454,78 @@ class Prims {
     return true;
   }
 
+  // ---- direct messages (dev_types.h, p2pExchanges), P2P connections only.
+  // Whether this Prims' connection can carry them (the same answer at both ends).
+  UDEV bool recvCanExchange() const { return recvPtrExchange_ != nullptr; }
+  UDEV bool sendCanExchange() const { return sendPtrExchange_ != nullptr; }
+  UDEV uint64_t sendStep() const { return sendStep_; }
+
+  // Receiver, at a message's start: offers `to` (where the sender's process
+  // sees this part's destination; 0: none), tagged with this step + 1.
+  UDEV void offerDirect(uint64_t to) {
+    if (g_.tid == 0) {
+      postCounterRelaxed(recvPtrExchange_, to);
+      postCounter(recvPtrExchange_ + 1, recvStep_ + 1);   // orders the address before the tag
+    }
+  }
+  // Receiver, for each step of a message it offered an address for: a slot
+  // (the step is received into dst as recv() does: returns 0) or the rest of
+  // the part in place (1). -1: aborted.
+  UDEV int recvOrDirect(S* dst, int64_t n) {
+    const uint64_t rs = recvStep_;
+    const uint32_t stepNo = ++stepNo_;
+    if (g_.tid == 0) {
+      waitRecvTail(rs);
+      *g_.word = pollCounter(recvTail_ + kDirectWordOffset) == rs + 1;   // written before the tail it waited for
+    }
+    g_.sync();
+    synced_ = true;
+    if (abortedBy(*g_.abortA, stepNo)) return -1;
+    const bool direct = *g_.word != 0;
+    if (!direct) {
+      const S* rslot = reinterpret_cast<const S*>(recvBuf_ + (rs % kSteps) * slotBytes_);
+      reduceCopy<Fn, false, true, true, false, false, false>(fn_, g_.tid, g_.nthreads, nullptr, rslot, dst, nullptr, n);
+    }
+    g_.sync();   // the slot's loads are done (and every thread read the word) before the head frees it
+    if (g_.tid == 0) {
+      if (recvFifo_ != nullptr) storeVolatile64(&recvFifo_[rs % kSteps].size, -1);
+      postCounter(recvRemoteHead_, rs + 1);
+    }
+    recvStep_ = rs + 1;
+    return direct ? 1 : 0;
+  }
+  // Sender, before a step of a message that may be offered: the address the
+  // receiver offered for the message whose first step was tag - 1, 1 when it
+  // offered none, 0 when no offer is there yet. One thread looks; the group
+  // gets its answer across a barrier.
+  UDEV uint64_t checkOffer(uint64_t tag) {
+    if (g_.tid == 0) {
+      uint64_t v = 0;
+      if (pollCounter(sendPtrExchange_ + 1) == tag) {
+        acquireAfterPoll();
+        v = pollCounter(sendPtrExchange_);
+        if (v == 0) v = 1;
+      }
+      *g_.word = v;
+    }
+    g_.sync();
+    synced_ = true;
+    return *g_.word;
+  }
+  // Sender: stores the rest of the part at the offered address, marks the
+  // step direct in the receiver's word and publishes it with one tail store.
+  // The slot of that step is not used; its head still comes back.
+  UDEV void sendDirect(const S* src, S* to, int64_t n) {
+    const uint64_t ss = sendStep_;
+    reduceCopy<Fn, true, false, true, false, false, false>(fn_, g_.tid, g_.nthreads, src, nullptr, to, nullptr, n);
+    g_.sync();   // the release store below publishes every thread's stores (as a Simple step's)
+    if (g_.tid == sendPoller_) {
+      postCounterRelaxed(sendRemoteTail_ + kDirectWordOffset, ss + 1);
+      postCounter(sendRemoteTail_, ss + 1);
+    }
+    sendStep_ = ss + 1;
+  }
+
   // Stores the advanced steps for the next work / kernel. The end-of-work
   // block barrier orders this before anyone reads them again.
   UDEV void finish() {
@@ -516,6 +594,8 @@ class Prims {
   uint32_t stepNo_ = 0;           // steps begun, every thread alike (the abort flags' numbers)
   ConnSlot* recvFifo_ = nullptr;  // network connections only
   ConnSlot* sendFifo_ = nullptr;
+  uint64_t* recvPtrExchange_ = nullptr;   // P2P connections only
+  uint64_t* sendPtrExchange_ = nullptr;
 };
 
 }  // namespace uniccl::dev

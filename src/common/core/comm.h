@@ -15,6 +15,7 @@
 #include "common/core/launch_plan.h"
 #include "common/core/peer_info.h"
 #include "common/core/redop.h"
+#include "common/core/import_service.h"
 #include "common/core/registry.h"
 #include "common/core/tasks.h"
 #include "common/enqueue/event_callback_queue.h"
@@ -135,6 +136,10 @@ struct ncclComm {
 
   uniccl::RedOpTable redOps;                  // ncclRedOpCreatePreMulSum ops of this comm
   uniccl::BufferRegistry registry;            // ncclCommRegister'ed buffers
+  // Maps peers' registered buffers for their direct receives (core/import_service.h;
+  // nullptr: no peer of this host in another process, or direct messages off).
+  std::unique_ptr<uniccl::ImportService> importService;
+  uint64_t p2pDirectRecvs = 0;   // messages planned as direct receives (core/direct_recv.h), for tests and logs
   // Symmetric memory windows and the device window table
   // (common/symmetric/symmetric.h); created by the first registration,
   // released by releaseSymmetric() at destroy and abort.

@@ -133,6 +133,7 @@ ncclResult_t setupDevice(ncclComm* comm) {
   d.buffBytes[dev::kProtoLL128] = (int)comm->transports.layout().ll128Bytes;   // 0: no LL128 slots
   d.abortFlag = comm->abortFlagDev;
   d.channels = comm->channelsDev;
+  d.p2pDirectMinBytes = (uint64_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_P2P_DIRECT_MIN_BYTES));
   UCHECK(allocDevice(comm, &comm->devComm, 1));
   UCHECK(gpu::memcpy(comm->devComm, &d, sizeof(d)));
   return ncclSuccess;
@@ -213,6 +214,8 @@ ncclResult_t commInitRank(ncclComm* comm, int nranks, const std::vector<ncclUniq
     UCHECK_GOTO(comm->transports.connect(comm, connectPeers), res, fail);
   }
   UCHECK_GOTO(comm->workFifo.init(0, &comm->callbacks), res, fail);
+  // Before the barrier: once any rank's init returns, every rank's service listens.
+  UCHECK_GOTO(startImportService(comm), res, fail);
   UCHECK_GOTO(comm->bootstrap->barrier(), res, fail);
   UCHECK_GOTO(watchdogRegister(comm, watchdogTimeoutMsFromEnv()), res, fail);
   INFO(kSubsysInit, "comm %p rank %d nranks %d gpuDev %d busId %s - Init COMPLETE (%d channels, %s)", (void*)comm,
@@ -267,6 +270,10 @@ void commFree(ncclComm* comm, bool abort) {
   }
   reclaimGraphBuffers();
   comm->transports.release();
+  // Peers' buffers mapped for this rank's sends: the kernels that stored
+  // into them have ended.
+  if (comm->importService) comm->importService->stop();
+  comm->importService.reset();
   if (comm->kernelCh) {
     kernel_ch_poller::remove(comm->kernelCh.get());
     comm->kernelCh->poll();    // the kernels have ended: every stamp that will come is there

@@ -5,6 +5,7 @@
 #include "common/api_export.h"
 #include "common/check.h"
 #include "common/core/comm.h"
+#include "common/core/direct_recv.h"
 #include "common/core/mem_alloc.h"
 #include "common/core/validate.h"
 #include "common/util/debug.h"
@@ -54,7 +55,10 @@ NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle);
 ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
   UCHECK(checkCommHandle(comm, "ncclCommDeregister"));
   if (handle == nullptr) return ncclSuccess;   // as NCCL: nothing was registered
-  return comm->registry.remove(handle);
+  std::vector<PeerView> views;
+  UCHECK(comm->registry.remove(handle, &views));
+  releaseDirectViews(comm, views);   // peers that mapped it for direct receives unmap it
+  return ncclSuccess;
 }
 
 NCCL_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,

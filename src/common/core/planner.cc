@@ -6,6 +6,7 @@
 #include "common/check.h"
 #include "common/core/allreduce_ce_split.h"
 #include "common/core/comm.h"
+#include "common/core/direct_recv.h"
 #include "common/core/launch.h"
 #include "common/core/one_rank.h"
 #include "common/core/tuning.h"
@@ -117,6 +118,16 @@ ncclResult_t p2pWorks(ncclComm* comm, std::vector<dev::Work>* out, std::vector<i
         w.p.recvBuff = t.recvbuff;
         w.p.recvBytes = t.count * dataTypeSize(t.dtype);
         w.p.recvProto = r == 0 ? dev::kProtoSimple : p2pProto(comm, recvPeer, w.p.recvBytes);
+        // A registered buffer the sender can store into is offered to it
+        // (core/direct_recv.h); the item carries the sender's view of it.
+        if (r != 0 && dev::p2pExchanges(w.p.recvProto, w.p.recvBytes, comm->devCommHost.p2pDirectMinBytes)) {
+          const uintptr_t to = directRecvTarget(comm, recvPeer, t.recvbuff, w.p.recvBytes);
+          if (to != 0 && to < dev::kP2pViewLimit) {
+            w.recvViewLo = (uint32_t)to;
+            w.p.recvViewHi = (uint16_t)(to >> 32);
+            comm->p2pDirectRecvs++;
+          }
+        }
       }
       out->push_back(w);
     }

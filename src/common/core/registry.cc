@@ -26,20 +26,21 @@ ncclResult_t BufferRegistry::add(void* buff, size_t size, int expectDevice, void
     return ncclInvalidArgument;
   }
   auto entry = std::make_unique<RegisteredBuffer>(RegisteredBuffer{reinterpret_cast<uintptr_t>(buff), size,
-                                                                   info.device});
+                                                                   info.device, {}});
   std::lock_guard<std::mutex> lock(mutex_);
   *handle = entry.get();
   buffers_.push_back(std::move(entry));
   return ncclSuccess;
 }
 
-ncclResult_t BufferRegistry::remove(void* handle) {
+ncclResult_t BufferRegistry::remove(void* handle, std::vector<PeerView>* views) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = std::find_if(buffers_.begin(), buffers_.end(), [&](const auto& b) { return b.get() == handle; });
   if (it == buffers_.end()) {
     WARN("ncclCommDeregister: handle %p was not returned by ncclCommRegister on this communicator", handle);
     return ncclInvalidArgument;
   }
+  if (views != nullptr) *views = std::move((*it)->views);
   buffers_.erase(it);
   return ncclSuccess;
 }

@@ -28,7 +28,8 @@ const char* transportName(TransportKind kind);
 
 // Each rank owns one block per peer (GPU memory for P2P, a shared segment for
 // SHM) with, per channel: [tail | head | LL slots | LL128 slots | Simple
-// slots], each part 128-byte aligned. LL128 slots exist (ll128Bytes > 0)
+// slots], each part 128-byte aligned (the head's 128 bytes also hold the
+// direct-message offer words). LL128 slots exist (ll128Bytes > 0)
 // only in communicators that may run LL128 (Transports::ll128(): every pair
 // of ranks P2P, every GPU delivering 128-byte warp stores whole). The tail and slots serve the direction peer -> us (the
 // peer writes them); the head serves us -> peer (the peer bumps it when it
@@ -39,6 +40,9 @@ struct ChannelLayout {
   size_t ll128Bytes;
   size_t tailOffset() const { return 0; }
   size_t headOffset() const { return 128; }
+  // Two words [address, tag] on the head's line (which only the receiver
+  // writes), where the receiver offers a direct message's destination.
+  size_t ptrExchangeOffset() const { return 128 + 64; }
   size_t llOffset() const { return 256; }
   size_t ll128Offset() const { return 256 + llBytes; }
   size_t simpleOffset() const { return 256 + llBytes + ll128Bytes; }
@@ -162,7 +166,7 @@ class Transports {
   ncclResult_t acceptShm(ncclComm* comm, int peer, PeerLink& link, const struct ConnectOffer& offer);
   ncclResult_t offerNet(ncclComm* comm, int peer, PeerLink& link);
   ncclResult_t acceptNet(ncclComm* comm, int peer, PeerLink& link);
-  ncclResult_t wire(ncclComm* comm, int peer, char* ownBlockDev, char* peerBlockDev);
+  ncclResult_t wire(ncclComm* comm, int peer, char* ownBlockDev, char* peerBlockDev, bool direct);
 
   ChannelLayout layout_{};
   std::vector<PeerLink> links_;

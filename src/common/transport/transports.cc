@@ -230,8 +230,10 @@ ncclResult_t Transports::connect(ncclComm* comm, const std::vector<int>& peers) 
 }
 
 // Fills the Peer entry of every channel: the send half points into the
-// peer's block, the receive half into ours (layout in transport.h).
-ncclResult_t Transports::wire(ncclComm* comm, int peer, char* own, char* remote) {
+// peer's block, the receive half into ours (layout in transport.h). direct:
+// the peer's GPU can store into our user buffers (P2P), so the connection
+// carries direct messages' offers (dev_types.h, p2pExchanges).
+ncclResult_t Transports::wire(ncclComm* comm, int peer, char* own, char* remote, bool direct) {
   const ChannelLayout& L = layout_;
   for (int c = 0; c < comm->nChannels; c++) {
     char* o = own + c * L.stride();
@@ -248,6 +250,10 @@ ncclResult_t Transports::wire(ncclComm* comm, int peer, char* own, char* remote)
     p.recv.buffs[dev::kProtoLL128] = L.ll128Bytes > 0 ? o + L.ll128Offset() : nullptr;
     p.recv.tail = reinterpret_cast<uint64_t*>(o + L.tailOffset());
     p.recv.remoteHead = reinterpret_cast<uint64_t*>(r + L.headOffset());
+    if (direct) {
+      p.send.ptrExchange = reinterpret_cast<uint64_t*>(o + L.ptrExchangeOffset());
+      p.recv.remotePtrExchange = reinterpret_cast<uint64_t*>(r + L.ptrExchangeOffset());
+    }
     p.connected = 1;
     UCHECK(gpu::memcpy(comm->channelsHost[c].peers + peer, &p, sizeof(p)));
   }
@@ -277,7 +283,7 @@ ncclResult_t Transports::acceptP2p(ncclComm* comm, int peer, PeerLink& link, con
     UCHECK(gpu::ipcOpenMemHandle(&link.peerBlock, msg.ipc));
     link.peerIpcMapped = true;
   }
-  return wire(comm, peer, static_cast<char*>(link.ownBlock), static_cast<char*>(link.peerBlock));
+  return wire(comm, peer, static_cast<char*>(link.ownBlock), static_cast<char*>(link.peerBlock), true);
 }
 
 // ------------------------------------------------------------------- SHM
@@ -294,7 +300,8 @@ ncclResult_t Transports::acceptShm(ncclComm* comm, int peer, PeerLink& link, con
   name[sizeof(msg.shmName)] = '\0';
   link.peerSegment = std::make_unique<ShmSegment>();
   UCHECK(link.peerSegment->open(name, msg.blockBytes));
-  return wire(comm, peer, static_cast<char*>(link.ownSegment->dev()), static_cast<char*>(link.peerSegment->dev()));
+  return wire(comm, peer, static_cast<char*>(link.ownSegment->dev()), static_cast<char*>(link.peerSegment->dev()),
+              false);
 }
 
 // ------------------------------------------------------------------- NET

@@ -1,0 +1,94 @@
+#include "common/core/direct_recv.h"
+
+#include <cinttypes>
+
+#include "common/core/comm.h"
+#include "common/core/import_service.h"
+#include "common/core/mem_alloc.h"
+#include "common/gpu.h"
+#include "common/util/debug.h"
+
+namespace uniccl {
+
+namespace {
+
+// The allocation holding [p, p + n): a VMM mapping (vmm) or ordinary device
+// memory. False: the range crosses the allocation's end (several mappings
+// of one reservation, as PyTorch's expandable segments make) or is unknown.
+bool allocationOf(uintptr_t p, size_t n, uintptr_t* base, size_t* bytes, bool* vmm) {
+  void* b = nullptr;
+  size_t sz = 0;
+  gpu::MemHandle h{};
+  if (gpu::memRetainFromAddress(reinterpret_cast<void*>(p), &h, &b, &sz) == ncclSuccess) {
+    gpu::memRelease(h);
+    *vmm = true;
+  } else if (gpu::memGetAddressRange(reinterpret_cast<void*>(p), &b, &sz) == ncclSuccess) {
+    *vmm = false;
+  } else {
+    return false;
+  }
+  *base = reinterpret_cast<uintptr_t>(b);
+  *bytes = sz;
+  return p >= *base && n <= sz && p - *base <= sz - n;
+}
+
+// A peer of this process stores into the buffer at its own address when its
+// GPU may: ordinary device memory (the P2P connection enabled peer access)
+// or ncclMemAlloc's VMM memory (granted to every GPU that reaches it). A
+// VMM mapping made elsewhere may not grant the peer's GPU access.
+bool localPeerMayStore(void* buff) {
+  MemAllocInfo mi;
+  if (memAllocFind(buff, &mi)) return true;
+  gpu::MemHandle h{};
+  void* b = nullptr;
+  size_t sz = 0;
+  if (gpu::memRetainFromAddress(buff, &h, &b, &sz) == ncclSuccess) {
+    gpu::memRelease(h);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+uintptr_t directRecvTarget(ncclComm* comm, int peer, void* buff, size_t bytes) {
+  if (bytes == 0 || comm->transports.kindBetween(comm, comm->rank, peer) != TransportKind::P2p) return 0;
+  const uintptr_t p = reinterpret_cast<uintptr_t>(buff);
+  const bool sameProcess = comm->peers[peer].processHash == comm->peers[comm->rank].processHash;
+  uintptr_t out = 0;
+  comm->registry.withBufferHolding(p, bytes, [&](RegisteredBuffer& reg) {
+    if (sameProcess) {
+      if (localPeerMayStore(buff)) out = p;
+      return;
+    }
+    uintptr_t base = 0;
+    size_t allocBytes = 0;
+    bool vmm = false;
+    if (!allocationOf(p, bytes, &base, &allocBytes, &vmm)) return;
+    for (const PeerView& v : reg.views)
+      if (v.peer == peer && v.allocBase == base) {
+        out = v.peerBase != 0 ? v.peerBase + (p - base) : 0;
+        return;
+      }
+    // First message from this peer into this allocation: the peer maps it
+    // (once; a peer that could not is not asked again).
+    uintptr_t peerBase = 0;
+    if (importAtPeer(comm, peer, base, allocBytes, vmm, &peerBase) != ncclSuccess) peerBase = 0;
+    reg.views.push_back(PeerView{peer, base, peerBase});
+    out = peerBase != 0 ? peerBase + (p - base) : 0;
+  });
+  return out;
+}
+
+void releaseDirectViews(ncclComm* comm, const std::vector<PeerView>& views) {
+  for (const PeerView& v : views) {
+    if (v.peerBase == 0) continue;
+    if (comm->peers[v.peer].processHash == comm->peers[comm->rank].processHash) continue;
+    const ncclResult_t res = releaseAtPeer(comm, v.peer, v.allocBase);
+    if (res != ncclSuccess)
+      INFO(kSubsysReg, "rank %d: rank %d did not confirm unmapping allocation %#" PRIxPTR " (%s)", comm->rank, v.peer,
+           v.allocBase, ncclGetErrorString(res));
+  }
+}
+
+}  // namespace uniccl

@@ -1,0 +1,340 @@
+// Direct receives (core/direct_recv.h, dev_types.h p2pExchanges) on the CPU
+// emulator.
+//
+//   --case=ranks      ncclCommInitAll over 2 and 3 emulated GPUs (P2P, one
+//                     process): each rank sends to every other rank in one
+//                     group, rounds of messages around the threshold meson
+//                     sets (UNICCL_P2P_DIRECT_MIN_BYTES), odd sizes and
+//                     unaligned offsets, into ncclCommRegister'ed
+//                     ncclMemAlloc buffers (direct) and unregistered ones
+//                     (slots) by turns on the same connections, on fresh
+//                     random data checked against the host. Every registered
+//                     receive at or above the threshold must be planned
+//                     direct (ncclComm::p2pDirectRecvs counts them exactly),
+//                     none below it or unregistered. On 2 ranks also: sends
+//                     in one group and their receives in the next (the
+//                     senders must not wait for the offers), and a late
+//                     receiver (the sender starts through the slots and
+//                     takes the offer on the way).
+//   --case=service    the import service across processes: a forked child
+//                     serves (core/import_service.h); the parent has it map
+//                     a VMM allocation (checked by the child reading it
+//                     through its mapping), asks twice (one shared mapping),
+//                     releases twice (none left); ordinary device memory,
+//                     whose IPC handle the emulator cannot open in another
+//                     process, is refused without harm; once the child is
+//                     gone a request fails within seconds.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/core/comm.h"
+#include "common/core/import_service.h"
+#include "common/core/mem_alloc.h"
+#include "common/gpu.h"
+#include "emu_gpu.h"
+#ifndef UNICCL_SERVICE_ONLY
+#include "emu_runtime.h"
+#endif
+#include "nccl.h"
+#include "pipe_io.h"
+
+using namespace uniccl;
+
+namespace {
+
+int gFailures = 0;
+#define CHECK(cond, ...)                                                \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);   \
+      fprintf(stderr, __VA_ARGS__);                                     \
+      fputc('\n', stderr);                                              \
+      gFailures++;                                                      \
+    }                                                                   \
+  } while (0)
+#define NCHECK(call)                                                                                   \
+  do {                                                                                                 \
+    ncclResult_t r_ = (call);                                                                          \
+    if (r_ != ncclSuccess) {                                                                           \
+      fprintf(stderr, "FAIL %s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_), \
+              ncclGetLastError(nullptr));                                                              \
+      gFailures++;                                                                                     \
+      return;                                                                                          \
+    }                                                                                                  \
+  } while (0)
+
+#ifndef UNICCL_SERVICE_ONLY
+uint64_t minDirectBytes() {
+  const char* v = getenv("UNICCL_P2P_DIRECT_MIN_BYTES");
+  return v ? strtoull(v, nullptr, 0) : (1u << 20);
+}
+
+struct RankBufs {
+  void* send = nullptr;   // [peer] slices of maxBytes
+  void* regRecv = nullptr;     // registered
+  void* plainRecv = nullptr;   // not registered (ordinary device memory)
+  void* regHandle = nullptr;
+};
+
+void runRanks(int n) {
+  const uint64_t minBytes = minDirectBytes();
+  const size_t sizes[] = {minBytes, minBytes - 1, minBytes + 13, 3 * minBytes + 5, 1, 100000};
+  size_t maxBytes = 0;
+  for (size_t s : sizes) maxBytes = std::max(maxBytes, s);
+  const size_t stride = maxBytes + 64;   // per-peer slice (room for the unaligned offset)
+  std::vector<ncclComm_t> comms(n);
+  std::vector<int> devs(n);
+  for (int i = 0; i < n; i++) devs[i] = i;
+  NCHECK(ncclCommInitAll(comms.data(), n, devs.data()));
+  std::vector<RankBufs> b(n);
+  for (int r = 0; r < n; r++) {
+    NCHECK(gpu::setDevice(r));
+    NCHECK(ncclMemAlloc(&b[r].send, stride * n));
+    NCHECK(ncclMemAlloc(&b[r].regRecv, stride * n));
+    NCHECK(gpu::deviceAlloc(&b[r].plainRecv, stride * n));
+    NCHECK(ncclCommRegister(comms[r], b[r].regRecv, stride * n, &b[r].regHandle));
+  }
+  std::mt19937_64 rng(0x5eed0000u + n);
+  uint64_t expectDirect[8] = {};
+  int rounds = 0;
+  for (int it = 0; it < 2; it++) {
+    for (size_t bytes : sizes) {
+      for (int reg = 1; reg >= 0; reg--) {
+        const size_t off = (it == 1) ? 3 : 0;   // unaligned destinations and sources in the second pass
+        std::vector<std::vector<uint8_t>> host(n, std::vector<uint8_t>(stride * n));
+        for (int r = 0; r < n; r++) {
+          for (auto& x : host[r]) x = (uint8_t)rng();
+          NCHECK(gpu::memcpy(b[r].send, host[r].data(), stride * n));
+          NCHECK(gpu::memset(reg ? b[r].regRecv : b[r].plainRecv, 0, stride * n));
+        }
+        NCHECK(ncclGroupStart());
+        for (int r = 0; r < n; r++) {
+          uint8_t* rb = static_cast<uint8_t*>(reg ? b[r].regRecv : b[r].plainRecv);
+          for (int p = 0; p < n; p++) {
+            if (p == r) continue;
+            NCHECK(ncclSend(static_cast<uint8_t*>(b[r].send) + p * stride + off, bytes, ncclUint8, p, comms[r],
+                            nullptr));
+            NCHECK(ncclRecv(rb + p * stride + off, bytes, ncclUint8, p, comms[r], nullptr));
+            if (reg && bytes >= minBytes) expectDirect[r]++;
+          }
+        }
+        NCHECK(ncclGroupEnd());
+        rounds++;
+        for (int r = 0; r < n; r++) {
+          NCHECK(gpu::setDevice(r));
+          NCHECK(emu::deviceSynchronize());
+          std::vector<uint8_t> got(stride * n);
+          NCHECK(gpu::memcpy(got.data(), reg ? b[r].regRecv : b[r].plainRecv, stride * n));
+          for (int p = 0; p < n; p++) {
+            if (p == r) continue;
+            const uint8_t* want = host[p].data() + r * stride + off;
+            const uint8_t* g = got.data() + p * stride + off;
+            size_t bad = 0;
+            for (size_t i = 0; i < bytes; i++) bad += g[i] != want[i];
+            CHECK(bad == 0, "%d ranks, %zu bytes (%s, offset %zu): rank %d got %zu wrong bytes from rank %d", n,
+                  bytes, reg ? "registered" : "plain", off, r, bad, p);
+            // Nothing outside the message was written.
+            size_t stray = 0;
+            for (size_t i = 0; i < off; i++) stray += got[p * stride + i] != 0;
+            for (size_t i = off + bytes; i < stride; i++) stray += got[p * stride + i] != 0;
+            CHECK(stray == 0, "%d ranks, %zu bytes: %zu bytes written outside the message", n, bytes, stray);
+          }
+        }
+      }
+    }
+  }
+  // Rank 0 sends to rank 1 in one group and receives from it in the next,
+  // rank 1 the same: the sends of the first group end without their
+  // receivers (the message fits the slots), so a sender never waits for an
+  // offer. Then a late receiver: rank 1's stream sleeps before a message
+  // larger than the slots, so rank 0 starts through the slots and meets the
+  // offer on the way (the rest in place).
+  if (n == 2) {
+    const size_t fits = 16 * 1024, big = 150000;   // meson: 2 channels of 8 x 8 KiB slots (64 KiB each)
+    for (size_t bytes : {fits, big}) {
+      std::vector<std::vector<uint8_t>> host(n, std::vector<uint8_t>(bytes));
+      for (int r = 0; r < n; r++) {
+        for (auto& x : host[r]) x = (uint8_t)rng();
+        NCHECK(gpu::setDevice(r));
+        NCHECK(gpu::memcpy(b[r].send, host[r].data(), bytes));
+        NCHECK(gpu::memset(b[r].regRecv, 0, bytes));
+      }
+      if (bytes == big) {
+        NCHECK(gpu::setDevice(1));
+        NCHECK(emu::launchHostFunc(nullptr, [](void*) { usleep(100 * 1000); }, nullptr));
+      }
+      NCHECK(ncclGroupStart());
+      for (int r = 0; r < n; r++) NCHECK(ncclSend(b[r].send, bytes, ncclUint8, 1 - r, comms[r], nullptr));
+      if (bytes == big)
+        for (int r = 0; r < n; r++) NCHECK(ncclRecv(b[r].regRecv, bytes, ncclUint8, 1 - r, comms[r], nullptr));
+      NCHECK(ncclGroupEnd());
+      if (bytes == fits) {
+        NCHECK(ncclGroupStart());
+        for (int r = 0; r < n; r++) NCHECK(ncclRecv(b[r].regRecv, bytes, ncclUint8, 1 - r, comms[r], nullptr));
+        NCHECK(ncclGroupEnd());
+      }
+      for (int r = 0; r < n; r++) {
+        expectDirect[r]++;
+        NCHECK(gpu::setDevice(r));
+        NCHECK(emu::deviceSynchronize());
+        std::vector<uint8_t> got(bytes);
+        NCHECK(gpu::memcpy(got.data(), b[r].regRecv, bytes));
+        CHECK(got == host[1 - r], "%zu bytes (%s): rank %d received wrong data", bytes,
+              bytes == fits ? "sends and receives in separate groups" : "late receiver", r);
+      }
+    }
+  }
+  for (int r = 0; r < n; r++) {
+    CHECK(comms[r]->p2pDirectRecvs == expectDirect[r], "%d ranks: rank %d planned %llu direct receives, want %llu", n,
+          r, (unsigned long long)comms[r]->p2pDirectRecvs, (unsigned long long)expectDirect[r]);
+    CHECK(expectDirect[r] > 0, "the sizes include direct ones");
+  }
+  for (int r = 0; r < n; r++) {
+    NCHECK(gpu::setDevice(r));
+    NCHECK(ncclCommDeregister(comms[r], b[r].regHandle));
+    ncclMemFree(b[r].send);
+    ncclMemFree(b[r].regRecv);
+    gpu::deviceFree(b[r].plainRecv);
+    NCHECK(ncclCommDestroy(comms[r]));
+  }
+  printf("%d ranks: %d groups checked, %llu direct receives on rank 0\n", n, rounds,
+         (unsigned long long)expectDirect[0]);
+}
+
+#endif  // UNICCL_SERVICE_ONLY
+
+// ---- the import service across processes
+constexpr uint64_t kHash = 0x1234abcd5678ef00ull;
+
+struct Cmd {
+  char op;         // 'r' read (checksum), 'c' count, 'q' quit
+  uint64_t addr;
+  uint64_t bytes;
+};
+
+[[noreturn]] void serviceChild(int cmdFd, int ansFd) {
+  gpu::setDevice(1);
+  ImportService svc;
+  uint64_t ok = svc.start(kHash, 1, 1) == ncclSuccess ? 1 : 0;
+  testpipe::writeAll(ansFd, &ok, sizeof(ok));
+  for (;;) {
+    Cmd c{};
+    if (testpipe::readUntil(cmdFd, &c, sizeof(c), testpipe::Clock::now() + std::chrono::seconds(60)) != sizeof(c))
+      break;
+    uint64_t ans = 0;
+    if (c.op == 'r') {
+      std::vector<uint8_t> h(c.bytes);
+      gpu::memcpy(h.data(), reinterpret_cast<void*>(c.addr), c.bytes);   // through the service's mapping
+      for (uint8_t x : h) ans = ans * 131 + x;
+    } else if (c.op == 'c') {
+      ans = svc.imports();
+    } else {
+      break;
+    }
+    testpipe::writeAll(ansFd, &ans, sizeof(ans));
+  }
+  svc.stop();
+  _exit(0);
+}
+
+uint64_t ask(int cmdFd, int ansFd, Cmd c) {
+  uint64_t ans = ~0ull;
+  testpipe::writeAll(cmdFd, &c, sizeof(c));
+  testpipe::readUntil(ansFd, &ans, sizeof(ans), testpipe::Clock::now() + std::chrono::seconds(30));
+  return ans;
+}
+
+void runService() {
+  int cmd[2], ans[2];
+  if (pipe(cmd) != 0 || pipe(ans) != 0) {
+    CHECK(false, "pipe");
+    return;
+  }
+  pid_t pid = fork();
+  if (pid == 0) serviceChild(cmd[0], ans[1]);
+  uint64_t started = 0;
+  testpipe::readUntil(ans[0], &started, sizeof(started), testpipe::Clock::now() + std::chrono::seconds(30));
+  CHECK(started == 1, "the child's service started");
+
+  NCHECK(gpu::setDevice(0));
+  ncclComm* comm = new ncclComm;   // what the client side reads: hash, rank, abort flag
+  comm->commHash = kHash;
+  comm->rank = 0;
+  const size_t bytes = 3 << 20;
+  void* vmm = nullptr;
+  NCHECK(memAlloc(&vmm, bytes));
+  MemAllocInfo mi;
+  CHECK(memAllocFind(vmm, &mi) && mi.vmm, "ncclMemAlloc gives VMM memory on the emulator");
+  std::vector<uint8_t> h(bytes);
+  std::mt19937_64 rng(7);
+  uint64_t sum = 0;
+  for (auto& x : h) x = (uint8_t)rng(), sum = sum * 131 + x;
+  NCHECK(gpu::memcpy(vmm, h.data(), bytes));
+  uintptr_t peerBase = 0, again = 0;
+  NCHECK(importAtPeer(comm, 1, (uintptr_t)mi.base, mi.bytes, true, &peerBase));
+  CHECK(peerBase != 0, "mapped");
+  CHECK(ask(cmd[1], ans[0], Cmd{'r', peerBase + ((uintptr_t)vmm - (uintptr_t)mi.base), bytes}) == sum,
+        "the child reads the parent's bytes through its mapping");
+  NCHECK(importAtPeer(comm, 1, (uintptr_t)mi.base, mi.bytes, true, &again));
+  CHECK(again == peerBase, "a second request shares the mapping (%#lx vs %#lx)", (unsigned long)again,
+        (unsigned long)peerBase);
+  CHECK(ask(cmd[1], ans[0], Cmd{'c', 0, 0}) == 1, "one mapping");
+  NCHECK(releaseAtPeer(comm, 1, (uintptr_t)mi.base));
+  CHECK(ask(cmd[1], ans[0], Cmd{'c', 0, 0}) == 1, "still one mapping after the first release");
+  NCHECK(releaseAtPeer(comm, 1, (uintptr_t)mi.base));
+  CHECK(ask(cmd[1], ans[0], Cmd{'c', 0, 0}) == 0, "no mapping after the second release");
+  CHECK(releaseAtPeer(comm, 1, (uintptr_t)mi.base) == ncclInvalidArgument, "a third release is refused");
+
+  // Ordinary device memory travels as an IPC handle, which the emulator opens
+  // only in the process that made it: the service answers an error.
+  void* plain = nullptr;
+  NCHECK(gpu::deviceAlloc(&plain, 1 << 16));
+  CHECK(importAtPeer(comm, 1, (uintptr_t)plain, 1 << 16, false, &again) != ncclSuccess,
+        "an allocation the peer cannot map is refused");
+  CHECK(ask(cmd[1], ans[0], Cmd{'c', 0, 0}) == 0, "nothing mapped by a refused request");
+
+  const Cmd quit{'q', 0, 0};
+  testpipe::writeAll(cmd[1], &quit, sizeof(quit));
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child exit status %d", status);
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(importAtPeer(comm, 1, (uintptr_t)mi.base, mi.bytes, true, &again) != ncclSuccess,
+        "a request to a service that is gone fails");
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(sec < 5.0, "and does so quickly (%.2f s)", sec);
+  gpu::deviceFree(plain);
+  NCHECK(memFree(vmm));
+  delete comm;
+  printf("service: map, share, release, refuse, peer gone (%.2f s)\n", sec);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string which = argc > 1 ? argv[1] : "--case=ranks";
+#ifndef UNICCL_SERVICE_ONLY
+  if (which == "--case=ranks") {
+    emu::installCpuKernelRunner();
+    runRanks(2);
+    runRanks(3);
+  } else
+#endif
+  if (which == "--case=service") {
+    runService();
+  } else {
+    fprintf(stderr, "usage: emu_direct_recv_test --case=ranks|service\n");
+    return 2;
+  }
+  printf("%s\n", gFailures ? "FAILED" : "ok");
+  return gFailures ? 1 : 0;
+}
