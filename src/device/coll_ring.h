@@ -113,6 +113,24 @@ UDEV_NOINLINE bool exchangeAllReduce(const Work& w, const CollCtx& c, const Grou
   return true;
 }
 
+// Direct collectives (AllGather, Broadcast; dev_types.h p2pExchanges and
+// Prims::offerCollective): a Simple collective of at least
+// p2pDirectMinBytes of output over P2P connections offers this rank's
+// output buffer to its ring predecessor (the view the host put in the item,
+// or 0) and looks for its successor's offer. True: the exchange runs (the
+// caller then gives every send step its offset in the output).
+template <int Proto, typename P>
+UDEV bool startDirect(const Work& w, const CollCtx& c, P& p, uint64_t outBytes) {
+  if constexpr (Proto != kProtoSimple) {
+    return false;
+  } else {
+    if (!p2pExchanges(Proto, outBytes, c.comm->p2pDirectMinBytes)) return false;
+    if (p.recvCanExchange()) p.offerCollective(collRecvView(w));
+    if (p.sendCanExchange()) p.lookForOffers();
+    return true;
+  }
+}
+
 template <typename Fn, int Proto>
 UDEV_NOINLINE bool ringBroadcast(const Work& w, const CollCtx& c, const Group& g, const Fn& fn) {
   using S = typename Fn::S;
@@ -126,9 +144,11 @@ UDEV_NOINLINE bool ringBroadcast(const Work& w, const CollCtx& c, const Group& g
   channelShare<S>((int64_t)w.c.count, c, &chOff, &chN);
   Prims<Fn, Proto> p(g, c.comm, fn, isRoot ? nullptr : &c.channel->peers[c.channel->ringPrev].recv,
                      isLast ? nullptr : &c.channel->peers[c.channel->ringNext].send);
+  const bool direct = startDirect<Proto>(w, c, p, (uint64_t)w.c.count * sizeof(S));
   const int64_t slice = sliceElems<S>(c.comm, Proto, w.c.sliceBytes);
   for (int64_t off = 0; off < chN; off += slice) {
     const int64_t o = chOff + off, len = imin(slice, chN - off);
+    if (direct) p.setSendOffset(o * (int64_t)sizeof(S));
     bool ok;
     if (isRoot) {
       ok = (src == dst) ? p.send(src + o, len)
@@ -182,17 +202,20 @@ UDEV_NOINLINE bool ringAllGather(const Work& w, const CollCtx& c, const Group& g
   channelShare<S>(count, c, &chOff, &chN);
   Prims<Fn, Proto> p(g, c.comm, fn, &c.channel->peers[c.channel->ringPrev].recv,
                      &c.channel->peers[c.channel->ringNext].send);
+  const bool direct = startDirect<Proto>(w, c, p, (uint64_t)count * n * sizeof(S));
   const int64_t slice = sliceElems<S>(c.comm, Proto, w.c.sliceBytes);
   const int64_t mine = (int64_t)c.comm->rank * count;
   for (int64_t off = 0; off < chN; off += slice) {
     const int64_t o = chOff + off, len = imin(slice, chN - off);
     bool ok;
+    if (direct) p.setSendOffset((mine + o) * (int64_t)sizeof(S));
     // In place, src is already our block of dst: only send it.
     ok = (src == dst + mine) ? p.send(src + o, len)
                              : p.copySend(src + o, dst + mine + o, len);
     if (!ok) return false;
     for (int k = 1; k < n - 1; k++) {
       const int64_t b = (int64_t)ringRanks[(idx + n - k) % n] * count;
+      if (direct) p.setSendOffset((b + o) * (int64_t)sizeof(S));
       if (!p.recvCopySend(dst + b + o, len)) return false;
     }
     const int64_t b = (int64_t)c.channel->ringNext * count;  // ringRanks[(idx + 1) % n]

@@ -245,7 +245,8 @@ struct alignas(16) Work {
   uint8_t proto;              // Proto
   uint8_t channelLo;          // blocks [channelLo, channelHi] run this item
   uint8_t channelHi;
-  uint32_t recvViewLo;        // p2p items: bits 0-31 of the receive half's direct view (p2pRecvView)
+  uint32_t recvViewLo;        // bits 0-31 of a direct view: p2p items' receive half (p2pRecvView), AllGather
+                              // and Broadcast items' output (collRecvView)
   uint64_t profMask;          // bit c: channel c < kMaxProfiledChannels stamps this item (KernelCh; 0: none)
   union {
     struct {                  // collectives
@@ -256,7 +257,9 @@ struct alignas(16) Work {
       int32_t root;           // Broadcast/Reduce root (user rank)
       uint32_t sliceBytes;    // bytes moved per step (<= one slot of the protocol)
       uint8_t exchange;       // ring AllReduce on 2 ranks: one exchange step, not reduce-scatter + all-gather
-      uint8_t pad1[3];
+      uint8_t pad1;
+      uint16_t recvViewHi;    // AllGather, Broadcast: bits 32-47 of where the ring predecessor's process sees
+                              // recvbuff (with Work::recvViewLo; 0: not offered; collRecvView)
       const void* sendbuff;
       void* recvbuff;
       uint64_t count;         // elements: total for AllReduce/Broadcast/Reduce; per rank for AllGather/ReduceScatter
@@ -299,6 +302,7 @@ static_assert(sizeof(Work) == 64, "Work must stay 64 bytes (FIFO wrap, inline ar
 // of the targets (x86-64 and arm64 Linux); the host offers nothing above.
 constexpr uint64_t kP2pViewLimit = 1ull << 48;
 constexpr uint64_t p2pRecvView(const Work& w) { return (uint64_t)w.recvViewLo | ((uint64_t)w.p.recvViewHi << 32); }
+constexpr uint64_t collRecvView(const Work& w) { return (uint64_t)w.recvViewLo | ((uint64_t)w.c.recvViewHi << 32); }
 
 // Arguments of every collective kernel. Work item i of this launch is at
 //   works ? (const Work*)((const char*)works + ((workOffset + i*sizeof(Work)) & workMask))

@@ -25,7 +25,7 @@ struct BlockShared {
   SubBarrierState bars[3];
   uint32_t abortA[3];
   uint32_t abortB[3];
-  uint64_t words[3];
+  uint64_t words[3][2];
 };
 
 constexpr int kP2pHalf = kThreadsPerBlock / 2;
@@ -39,7 +39,7 @@ UDEV Group makeGroup(BlockShared& sh, const DevComm* comm, int id, int tid, int 
   g.abortA = &sh.abortA[id];
   g.abortB = &sh.abortB[id];
   g.abortFlag = comm->abortFlag;
-  g.word = &sh.words[id];
+  g.word = sh.words[id];
   return g;
 }
 

@@ -53,7 +53,7 @@ struct Group {
   volatile uint32_t* abortA;
   volatile uint32_t* abortB;
   const volatile uint32_t* abortFlag;  // host-mapped communicator flag
-  volatile uint64_t* word;  // shared memory: one thread's finding passed to the group across a barrier
+  volatile uint64_t* word;  // shared memory, 2 words: one thread's findings passed to the group across a barrier
 
   UDEV void sync() const {
     if (barId == 0) barrierBlock();
@@ -383,7 +383,19 @@ class Prims {
     const uint32_t stepNo = ++stepNo_;
     bool presync = true;
     if constexpr (Recv && Proto == kProtoSimple) {
-      if (g_.tid == 0) waitRecvTail(rs);
+      if (g_.tid == 0) {
+        waitRecvTail(rs);
+        // Offered our buffer (direct collectives): did the sender store this step in place?
+        // The sender marks the first step it stores in place (every later one
+        // of this collective is too): after our offer, at or before this step.
+        if (recvOffered_) {
+          const uint64_t first = pollCounter(recvTail_ + kDirectWordOffset);
+          g_.word[0] = first > recvOfferStep_ && first <= rs + 1;
+        }
+      }
+    }
+    if constexpr (Send && Proto == kProtoSimple) {
+      if (sendLookTag_ != 0 && g_.tid == 0) g_.word[1] = lookForOffer(sendLookTag_);
     }
     if constexpr (Send) {
       // While the head this Prims started with (the same in every thread)
@@ -398,15 +410,31 @@ class Prims {
         if (g_.tid == sendPoller_) waitSendHead(ss);
       }
     }
+    if constexpr (Send && Proto == kProtoSimple) presync |= sendLookTag_ != 0;   // the offer's answer crosses it
     if (presync) {
       g_.sync();
       synced_ = true;
       if (abortedBy(*g_.abortA, stepNo)) return false;
     }
     if constexpr (Proto == kProtoSimple) {
+      if constexpr (Send) {
+        if (sendLookTag_ != 0) {
+          const uint64_t v = g_.word[1];
+          if (v > 1) sendView_ = reinterpret_cast<char*>(v);
+          if (v != 0) sendLookTag_ = 0;   // found (an address, or 1: none offered)
+        }
+      }
       const S* rslot = Recv ? reinterpret_cast<const S*>(recvBuf_ + (rs % kSteps) * slotBytes_) : nullptr;
-      S* sslot = Send ? reinterpret_cast<S*>(sendBuf_ + (ss % kSteps) * slotBytes_) : nullptr;
-      reduceCopy<Fn, Src, Recv, Dst, Send, Pre, Post>(fn_, g_.tid, g_.nthreads, src, rslot, dst, sslot, n);
+      S* sslot = Send ? (sendView_ != nullptr ? reinterpret_cast<S*>(sendView_ + sendViewOff_)
+                                              : reinterpret_cast<S*>(sendBuf_ + (ss % kSteps) * slotBytes_))
+                      : nullptr;
+      bool inPlace = false;
+      if constexpr (!Src && Recv && Dst) inPlace = recvOffered_ && g_.word[0] != 0;
+      if constexpr (!Src && Recv && Dst) {
+        // The sender stored this step at dst already: only pass it on.
+        if (inPlace) reduceCopy<Fn, false, true, false, Send, Pre, Post>(fn_, g_.tid, g_.nthreads, nullptr, dst, nullptr, sslot, n);
+      }
+      if (!inPlace) reduceCopy<Fn, Src, Recv, Dst, Send, Pre, Post>(fn_, g_.tid, g_.nthreads, src, rslot, dst, sslot, n);
     } else if constexpr (Proto == kProtoLL128) {
       const uint64_t* rslot = Recv ? reinterpret_cast<const uint64_t*>(recvBuf_ + (rs % kSteps) * slotBytes_) : nullptr;
       uint64_t* sslot = Send ? reinterpret_cast<uint64_t*>(sendBuf_ + (ss % kSteps) * slotBytes_) : nullptr;
@@ -433,6 +461,9 @@ class Prims {
         // consistent fence is kept only to measure its cost: a build option
         // (simple_sc_fence), so that default kernels have no branch for it.
         if constexpr (kSimpleScFence) fenceSystem();
+        // The first step stored in place is marked once: a later mark would
+        // overwrite it before the receiver read it (it may lag several steps).
+        if (sendView_ != nullptr && !sendMarked_) postCounterRelaxed(sendRemoteTail_ + kDirectWordOffset, ss + 1);
         postCounter(sendRemoteTail_, ss + 1);
       }
     }
@@ -450,7 +481,10 @@ class Prims {
       }
       recvStep_ = rs + 1;
     }
-    if constexpr (Send) sendStep_ = ss + 1;
+    if constexpr (Send) {
+      if constexpr (Proto == kProtoSimple) sendMarked_ |= sendView_ != nullptr;
+      sendStep_ = ss + 1;
+    }
     return true;
   }
 
@@ -468,6 +502,23 @@ class Prims {
       postCounter(recvPtrExchange_ + 1, recvStep_ + 1);   // orders the address before the tag
     }
   }
+  // Direct collectives (AllGather, Broadcast: every step's data lands
+  // verbatim in the receiver's buffer at an offset the sender knows). At
+  // the start: the receiver offers its buffer (offerCollective), the sender
+  // looks for its successor's offer before each step until it has the
+  // answer (lookForOffers); with an address, each later send step stores at
+  // view + the offset setSendOffset gave, the first of them marked in the
+  // receiver's direct word (once: the receiver may lag several steps), and
+  // the receiver, for every step from the marked one on, passes the data on
+  // from its own buffer (recvCopySend) or has nothing to do (recv).
+  UDEV void offerCollective(uint64_t view) {
+    offerDirect(view);
+    recvOffered_ = view != 0;
+    recvOfferStep_ = recvStep_;
+  }
+  UDEV void lookForOffers() { sendLookTag_ = sendStep_ + 1; }
+  UDEV void setSendOffset(int64_t bytes) { sendViewOff_ = bytes; }
+
   // Receiver, for each step of a message it offered an address for: a slot
   // (the step is received into dst as recv() does: returns 0) or the rest of
   // the part in place (1). -1: aborted.
@@ -499,15 +550,7 @@ class Prims {
   // offered none, 0 when no offer is there yet. One thread looks; the group
   // gets its answer across a barrier.
   UDEV uint64_t checkOffer(uint64_t tag) {
-    if (g_.tid == 0) {
-      uint64_t v = 0;
-      if (pollCounter(sendPtrExchange_ + 1) == tag) {
-        acquireAfterPoll();
-        v = pollCounter(sendPtrExchange_);
-        if (v == 0) v = 1;
-      }
-      *g_.word = v;
-    }
+    if (g_.tid == 0) *g_.word = lookForOffer(tag);
     g_.sync();
     synced_ = true;
     return *g_.word;
@@ -524,6 +567,15 @@ class Prims {
       postCounter(sendRemoteTail_, ss + 1);
     }
     sendStep_ = ss + 1;
+  }
+
+  // One look at the offer words: the address offered for tag, 1 when the
+  // offer is there without one, 0 when it is not there yet.
+  UDEV uint64_t lookForOffer(uint64_t tag) {
+    if (pollCounter(sendPtrExchange_ + 1) != tag) return 0;
+    acquireAfterPoll();
+    const uint64_t v = pollCounter(sendPtrExchange_);
+    return v != 0 ? v : 1;
   }
 
   // Stores the advanced steps for the next work / kernel. The end-of-work
@@ -596,6 +648,15 @@ class Prims {
   ConnSlot* sendFifo_ = nullptr;
   uint64_t* recvPtrExchange_ = nullptr;   // P2P connections only
   uint64_t* sendPtrExchange_ = nullptr;
+  // Direct collectives, every thread alike: we offered our buffer; the tag
+  // of the successor's offer we still look for (0: none); its buffer as our
+  // process sees it once offered, and where the next send step's data goes in it.
+  bool recvOffered_ = false;
+  uint64_t recvOfferStep_ = 0;    // the step our offer was made at (marks at or below it are older)
+  uint64_t sendLookTag_ = 0;
+  bool sendMarked_ = false;       // the first step stored in place is marked
+  char* sendView_ = nullptr;
+  int64_t sendViewOff_ = 0;
 };
 
 }  // namespace uniccl::dev

@@ -16,6 +16,8 @@
 //                     senders must not wait for the offers), and a late
 //                     receiver (the sender starts through the slots and
 //                     takes the offer on the way).
+//   --case=collectives  AllGather and Broadcast into registered outputs on 2
+//                     and 3 ranks (runCopyCollectives).
 //   --case=service    the import service across processes: a forked child
 //                     serves (core/import_service.h); the parent has it map
 //                     a VMM allocation (checked by the child reading it
@@ -210,6 +212,85 @@ void runRanks(int n) {
          (unsigned long long)expectDirect[0]);
 }
 
+// AllGather and Broadcast with registered outputs (device/coll_ring.h,
+// startDirect): every rank but a Broadcast's root offers its output to its
+// ring predecessor, which stores each step there; odd counts, in and out
+// of place, sizes around the threshold; checked against the host, and
+// every offer counted (ncclComm::collDirectRecvs).
+void runCopyCollectives(int n) {
+  const uint64_t minBytes = minDirectBytes();
+  // floats per rank (the kernel filter always has f32): outputs around the threshold
+  const size_t counts[] = {minBytes / 4 / n, minBytes / 4 / n - 1, 3 * minBytes / 4 / n + 7, 7, 12501};
+  size_t maxCount = 0;
+  for (size_t c : counts) maxCount = std::max(maxCount, c);
+  std::vector<ncclComm_t> comms(n);
+  std::vector<int> devs(n);
+  for (int i = 0; i < n; i++) devs[i] = i;
+  NCHECK(ncclCommInitAll(comms.data(), n, devs.data()));
+  std::vector<void*> in(n), out(n), handle(n);
+  for (int r = 0; r < n; r++) {
+    NCHECK(gpu::setDevice(r));
+    NCHECK(ncclMemAlloc(&in[r], maxCount * n * 4));
+    NCHECK(ncclMemAlloc(&out[r], maxCount * n * 4));
+    NCHECK(ncclCommRegister(comms[r], out[r], maxCount * n * 4, &handle[r]));
+  }
+  std::mt19937_64 rng(0xa11ca7u + n);
+  std::vector<uint64_t> expect(n, 0);
+  int checked = 0;
+  for (size_t count : counts) {
+    for (int inPlace = 0; inPlace < 2; inPlace++) {
+      for (int coll = 0; coll < 2; coll++) {   // 0 AllGather, 1 Broadcast
+        const int root = (int)(count % n);
+        const size_t outCount = coll == 0 ? count * n : count, outBytes = outCount * 4;
+        std::vector<std::vector<float>> host(n, std::vector<float>(count));
+        for (int r = 0; r < n; r++) {
+          for (auto& x : host[r]) x = (float)(rng() % 1000003);
+          NCHECK(gpu::setDevice(r));
+          NCHECK(gpu::memset(out[r], 0, maxCount * n * 4));
+          void* src = inPlace ? (coll == 0 ? static_cast<float*>(out[r]) + r * count : out[r]) : in[r];
+          NCHECK(gpu::memcpy(src, host[r].data(), count * 4));
+        }
+        NCHECK(ncclGroupStart());
+        for (int r = 0; r < n; r++) {
+          void* src = inPlace ? (coll == 0 ? static_cast<float*>(out[r]) + r * count : out[r]) : in[r];
+          if (coll == 0) NCHECK(ncclAllGather(src, out[r], count, ncclFloat, comms[r], nullptr));
+          else NCHECK(ncclBroadcast(src, out[r], count, ncclFloat, root, comms[r], nullptr));
+          if (outBytes >= minBytes && !(coll == 1 && r == root)) expect[r]++;
+        }
+        NCHECK(ncclGroupEnd());
+        for (int r = 0; r < n; r++) {
+          NCHECK(gpu::setDevice(r));
+          NCHECK(emu::deviceSynchronize());
+          std::vector<float> got(outCount);
+          NCHECK(gpu::memcpy(got.data(), out[r], outBytes));
+          size_t bad = 0;
+          for (size_t i = 0; i < outCount; i++) {
+            const float want = coll == 0 ? host[i / count][i % count] : host[root][i];
+            bad += got[i] != want;
+          }
+          CHECK(bad == 0, "%d ranks, %s of %zu floats per rank (%s): rank %d has %zu wrong values", n,
+                coll == 0 ? "AllGather" : "Broadcast", count, inPlace ? "in place" : "out of place", r, bad);
+        }
+        checked++;
+      }
+    }
+  }
+  for (int r = 0; r < n; r++) {
+    CHECK(comms[r]->collDirectRecvs == expect[r], "%d ranks: rank %d offered %llu outputs, want %llu", n, r,
+          (unsigned long long)comms[r]->collDirectRecvs, (unsigned long long)expect[r]);
+    CHECK(expect[r] > 0, "the sizes include offered ones");
+  }
+  for (int r = 0; r < n; r++) {
+    NCHECK(gpu::setDevice(r));
+    NCHECK(ncclCommDeregister(comms[r], handle[r]));
+    ncclMemFree(in[r]);
+    ncclMemFree(out[r]);
+    NCHECK(ncclCommDestroy(comms[r]));
+  }
+  printf("%d ranks: %d AllGather/Broadcast checked, %llu outputs offered by rank 1\n", n, checked,
+         (unsigned long long)expect[1]);
+}
+
 #endif  // UNICCL_SERVICE_ONLY
 
 // ---- the import service across processes
@@ -327,6 +408,10 @@ int main(int argc, char** argv) {
     emu::installCpuKernelRunner();
     runRanks(2);
     runRanks(3);
+  } else if (which == "--case=collectives") {
+    emu::installCpuKernelRunner();
+    runCopyCollectives(2);
+    runCopyCollectives(3);
   } else
 #endif
   if (which == "--case=service") {

@@ -139,7 +139,8 @@ struct ncclComm {
   // Maps peers' registered buffers for their direct receives (core/import_service.h;
   // nullptr: no peer of this host in another process, or direct messages off).
   std::unique_ptr<uniccl::ImportService> importService;
-  uint64_t p2pDirectRecvs = 0;   // messages planned as direct receives (core/direct_recv.h), for tests and logs
+  uint64_t p2pDirectRecvs = 0;    // messages planned as direct receives (core/direct_recv.h), for tests and logs
+  uint64_t collDirectRecvs = 0;   // AllGather / Broadcast outputs offered to the ring predecessor (the same)
   // Symmetric memory windows and the device window table
   // (common/symmetric/symmetric.h); created by the first registration,
   // released by releaseSymmetric() at destroy and abort.

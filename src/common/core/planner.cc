@@ -28,7 +28,23 @@ dev::Coll collOf(TaskKind kind) {
   }
 }
 
-dev::Work collWork(const ncclComm* comm, const Task& t) {
+// AllGather and Broadcast store every step verbatim in the receiver's
+// output: a registered output the ring predecessor can store into is
+// offered to it (device/coll_ring.h, startDirect; core/direct_recv.h).
+void offerCollectiveOutput(ncclComm* comm, const Task& t, dev::Work* w) {
+  const bool copyColl = t.kind == TaskKind::AllGather || t.kind == TaskKind::Broadcast;
+  if (!copyColl || comm->nRanks < 2 || w->proto != dev::kProtoSimple || w->c.algo != dev::kAlgoRing) return;
+  if (t.kind == TaskKind::Broadcast && t.root == comm->rank) return;   // the root receives nothing
+  const size_t out = t.count * dataTypeSize(t.dtype) * (t.kind == TaskKind::AllGather ? (size_t)comm->nRanks : 1);
+  if (!dev::p2pExchanges(w->proto, out, comm->devCommHost.p2pDirectMinBytes)) return;
+  const uintptr_t to = directRecvTarget(comm, (comm->rank - 1 + comm->nRanks) % comm->nRanks, t.recvbuff, out);
+  if (to == 0 || to >= dev::kP2pViewLimit) return;
+  w->recvViewLo = (uint32_t)to;
+  w->c.recvViewHi = (uint16_t)(to >> 32);
+  comm->collDirectRecvs++;
+}
+
+dev::Work collWork(ncclComm* comm, const Task& t) {
   dev::Work w;
   // Through symmetric windows when tuning says so (its own item layout, Work::s).
   if (tuneSymmetric(comm, t, &w)) return w;
@@ -49,6 +65,7 @@ dev::Work collWork(const ncclComm* comm, const Task& t) {
   w.c.recvbuff = t.recvbuff;
   w.c.count = t.count;
   w.c.scalar = t.scalar;
+  offerCollectiveOutput(comm, t, &w);
   return w;
 }
 
