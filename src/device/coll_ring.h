@@ -46,6 +46,24 @@ UDEV Fn makeFn(const Work& w) {
   return fn;
 }
 
+// Direct collectives (AllGather, Broadcast, AllReduce's all-gather half;
+// dev_types.h p2pExchanges, Prims::offerCollective): a Simple collective of at least
+// p2pDirectMinBytes of output over P2P connections offers this rank's
+// output buffer to its ring predecessor (the view the host put in the item,
+// or 0) and looks for its successor's offer. True: the exchange runs (the
+// caller then gives every send step its offset in the output).
+template <int Proto, typename P>
+UDEV bool startDirect(const Work& w, const CollCtx& c, P& p, uint64_t outBytes) {
+  if constexpr (Proto != kProtoSimple) {
+    return false;
+  } else {
+    if (!p2pExchanges(Proto, outBytes, c.comm->p2pDirectMinBytes)) return false;
+    if (p.recvCanExchange()) p.offerCollective(collRecvView(w));
+    if (p.sendCanExchange()) p.lookForOffers();
+    return true;
+  }
+}
+
 template <typename Fn, int Proto>
 UDEV_NOINLINE bool ringAllReduce(const Work& w, const CollCtx& c, const Group& g, const Fn& fn) {
   using S = typename Fn::S;
@@ -58,6 +76,10 @@ UDEV_NOINLINE bool ringAllReduce(const Work& w, const CollCtx& c, const Group& g
   channelShare<S>((int64_t)w.c.count, c, &chOff, &chN);
   Prims<Fn, Proto> p(g, c.comm, fn, &c.channel->peers[c.channel->ringPrev].recv,
                      &c.channel->peers[c.channel->ringNext].send);
+  // The all-gather half stores verbatim: with the successor's output
+  // offered, its steps go there in place (the reduce-scatter half's data is
+  // combined by the receiver: slots).
+  const bool direct = startDirect<Proto>(w, c, p, (uint64_t)w.c.count * sizeof(S));
   const int64_t slice = sliceElems<S>(c.comm, Proto, w.c.sliceBytes);
   const int64_t loopSize = slice * n;
   for (int64_t off = 0; off < chN; off += loopSize) {
@@ -69,6 +91,7 @@ UDEV_NOINLINE bool ringAllReduce(const Work& w, const CollCtx& c, const Group& g
     };
     int64_t o, len;
     // Reduce-scatter phase.
+    if (direct) p.setSendOffset(-1);
     len = at((idx + n - 1) % n, &o);
     if (!p.template send<true>(src + o, len)) return false;
     for (int k = 2; k < n; k++) {
@@ -76,10 +99,12 @@ UDEV_NOINLINE bool ringAllReduce(const Work& w, const CollCtx& c, const Group& g
       if (!p.template recvReduceSend<true>(src + o, len)) return false;
     }
     len = at(idx, &o);
+    if (direct) p.setSendOffset(o * (int64_t)sizeof(S));   // the reduced chunk starts the all-gather
     if (!p.template recvReduceCopySend<true, true>(src + o, dst + o, len)) return false;
     // All-gather phase.
     for (int k = 1; k < n - 1; k++) {
       len = at((idx + n - k) % n, &o);
+      if (direct) p.setSendOffset(o * (int64_t)sizeof(S));
       if (!p.recvCopySend(dst + o, len)) return false;
     }
     len = at((idx + 1) % n, &o);
@@ -111,24 +136,6 @@ UDEV_NOINLINE bool exchangeAllReduce(const Work& w, const CollCtx& c, const Grou
   }
   p.finish();
   return true;
-}
-
-// Direct collectives (AllGather, Broadcast; dev_types.h p2pExchanges and
-// Prims::offerCollective): a Simple collective of at least
-// p2pDirectMinBytes of output over P2P connections offers this rank's
-// output buffer to its ring predecessor (the view the host put in the item,
-// or 0) and looks for its successor's offer. True: the exchange runs (the
-// caller then gives every send step its offset in the output).
-template <int Proto, typename P>
-UDEV bool startDirect(const Work& w, const CollCtx& c, P& p, uint64_t outBytes) {
-  if constexpr (Proto != kProtoSimple) {
-    return false;
-  } else {
-    if (!p2pExchanges(Proto, outBytes, c.comm->p2pDirectMinBytes)) return false;
-    if (p.recvCanExchange()) p.offerCollective(collRecvView(w));
-    if (p.sendCanExchange()) p.lookForOffers();
-    return true;
-  }
 }
 
 template <typename Fn, int Proto>

@@ -226,10 +226,11 @@ struct DevComm {
 // the sender's ptrExchange words, tagged with the connection's step at the
 // message's start + 1. The sender never waits for it: before each step it
 // looks once; with an address there, it stores the rest of the part at
-// once, sets the receiver's direct word (the word 64 bytes after its tail)
-// to the step + 1 and posts tail = step + 1; else it fills the slot as any
-// message. The receiver, after each tail it waited for, reads the direct
-// word: equal to that step + 1, the rest of the part is in place. So a
+// once, sets the step's direct mark in the receiver's tail line
+// (device/prims.h, directMark) to the step + 1 and posts tail = step + 1;
+// else it fills the slot as any message. The receiver, after each tail it
+// waited for, reads the step's mark: equal to that step + 1, the rest of
+// the part is in place. So a
 // sender never waits for a receiver that is not there yet (a message fits
 // the slots exactly as before), both ends agree on every step, and late
 // offers are ignored (their tag is behind the sender's step).

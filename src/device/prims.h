@@ -24,9 +24,16 @@
 namespace uniccl::dev {
 
 constexpr int kAbortCheckSpins = 1000;
-// The receiver's direct word (dev_types.h, p2pExchanges): on the tail's
-// 128-byte line, 64 bytes after the tail, in uint64 words.
-constexpr int kDirectWordOffset = 8;
+// Direct marks (dev_types.h, p2pExchanges): on the tail's 128-byte line,
+// from 64 bytes after the tail, one word per slot. The sender sets mark
+// s % kSteps to s + 1 when it stored step s in place (in the receiver's
+// buffer, not in slot s) before it posts tail s + 1; the receiver reads it
+// after waiting for that tail. A mark is rewritten only kSteps steps later,
+// after the receiver freed step s (the sender waits for the head as for any
+// step), so a lagging receiver never misses one.
+constexpr int kDirectMarkWords = 8;
+static_assert(kSteps <= 8, "the marks fill the tail line's second half");
+UDEV uint64_t* directMark(uint64_t* tail, uint64_t step) { return tail + kDirectMarkWords + step % kSteps; }
 // A system-wide sequentially consistent fence before every Simple tail store
 // (meson -Dsimple_sc_fence=true; A/B measurements only: 1-9% slower).
 constexpr bool kSimpleScFence = UNICCL_SIMPLE_SC_FENCE != 0;
@@ -386,12 +393,7 @@ class Prims {
       if (g_.tid == 0) {
         waitRecvTail(rs);
         // Offered our buffer (direct collectives): did the sender store this step in place?
-        // The sender marks the first step it stores in place (every later one
-        // of this collective is too): after our offer, at or before this step.
-        if (recvOffered_) {
-          const uint64_t first = pollCounter(recvTail_ + kDirectWordOffset);
-          g_.word[0] = first > recvOfferStep_ && first <= rs + 1;
-        }
+        if (recvOffered_) g_.word[0] = pollCounter(directMark(recvTail_, rs)) == rs + 1;
       }
     }
     if constexpr (Send && Proto == kProtoSimple) {
@@ -425,8 +427,8 @@ class Prims {
         }
       }
       const S* rslot = Recv ? reinterpret_cast<const S*>(recvBuf_ + (rs % kSteps) * slotBytes_) : nullptr;
-      S* sslot = Send ? (sendView_ != nullptr ? reinterpret_cast<S*>(sendView_ + sendViewOff_)
-                                              : reinterpret_cast<S*>(sendBuf_ + (ss % kSteps) * slotBytes_))
+      S* sslot = Send ? (sendInPlace() ? reinterpret_cast<S*>(sendView_ + sendViewOff_)
+                                       : reinterpret_cast<S*>(sendBuf_ + (ss % kSteps) * slotBytes_))
                       : nullptr;
       bool inPlace = false;
       if constexpr (!Src && Recv && Dst) inPlace = recvOffered_ && g_.word[0] != 0;
@@ -461,9 +463,7 @@ class Prims {
         // consistent fence is kept only to measure its cost: a build option
         // (simple_sc_fence), so that default kernels have no branch for it.
         if constexpr (kSimpleScFence) fenceSystem();
-        // The first step stored in place is marked once: a later mark would
-        // overwrite it before the receiver read it (it may lag several steps).
-        if (sendView_ != nullptr && !sendMarked_) postCounterRelaxed(sendRemoteTail_ + kDirectWordOffset, ss + 1);
+        if (sendInPlace()) postCounterRelaxed(directMark(sendRemoteTail_, ss), ss + 1);   // stored in place
         postCounter(sendRemoteTail_, ss + 1);
       }
     }
@@ -481,10 +481,7 @@ class Prims {
       }
       recvStep_ = rs + 1;
     }
-    if constexpr (Send) {
-      if constexpr (Proto == kProtoSimple) sendMarked_ |= sendView_ != nullptr;
-      sendStep_ = ss + 1;
-    }
+    if constexpr (Send) sendStep_ = ss + 1;
     return true;
   }
 
@@ -502,21 +499,22 @@ class Prims {
       postCounter(recvPtrExchange_ + 1, recvStep_ + 1);   // orders the address before the tag
     }
   }
-  // Direct collectives (AllGather, Broadcast: every step's data lands
-  // verbatim in the receiver's buffer at an offset the sender knows). At
-  // the start: the receiver offers its buffer (offerCollective), the sender
-  // looks for its successor's offer before each step until it has the
-  // answer (lookForOffers); with an address, each later send step stores at
-  // view + the offset setSendOffset gave, the first of them marked in the
-  // receiver's direct word (once: the receiver may lag several steps), and
-  // the receiver, for every step from the marked one on, passes the data on
-  // from its own buffer (recvCopySend) or has nothing to do (recv).
+  // Direct collectives (AllGather, Broadcast, AllReduce's all-gather half:
+  // steps whose data lands verbatim in the receiver's buffer at an offset
+  // the sender knows). At the start the receiver offers its buffer
+  // (offerCollective) and the sender looks for its successor's offer before
+  // each step until it has the answer (lookForOffers); with an address,
+  // each later send step given an offset (setSendOffset) stores at view +
+  // offset and marks its step in place (directMark), and the receiver,
+  // seeing the mark, passes the data on from its own buffer (recvCopySend)
+  // or has nothing to do (recv).
   UDEV void offerCollective(uint64_t view) {
     offerDirect(view);
     recvOffered_ = view != 0;
-    recvOfferStep_ = recvStep_;
   }
   UDEV void lookForOffers() { sendLookTag_ = sendStep_ + 1; }
+  // Where the next send step's data goes in the receiver's buffer (bytes);
+  // -1: through the slot (a step whose data the receiver combines).
   UDEV void setSendOffset(int64_t bytes) { sendViewOff_ = bytes; }
 
   // Receiver, for each step of a message it offered an address for: a slot
@@ -527,7 +525,7 @@ class Prims {
     const uint32_t stepNo = ++stepNo_;
     if (g_.tid == 0) {
       waitRecvTail(rs);
-      *g_.word = pollCounter(recvTail_ + kDirectWordOffset) == rs + 1;   // written before the tail it waited for
+      *g_.word = pollCounter(directMark(recvTail_, rs)) == rs + 1;   // written before the tail it waited for
     }
     g_.sync();
     synced_ = true;
@@ -563,7 +561,7 @@ class Prims {
     reduceCopy<Fn, true, false, true, false, false, false>(fn_, g_.tid, g_.nthreads, src, nullptr, to, nullptr, n);
     g_.sync();   // the release store below publishes every thread's stores (as a Simple step's)
     if (g_.tid == sendPoller_) {
-      postCounterRelaxed(sendRemoteTail_ + kDirectWordOffset, ss + 1);
+      postCounterRelaxed(directMark(sendRemoteTail_, ss), ss + 1);
       postCounter(sendRemoteTail_, ss + 1);
     }
     sendStep_ = ss + 1;
@@ -652,11 +650,10 @@ class Prims {
   // of the successor's offer we still look for (0: none); its buffer as our
   // process sees it once offered, and where the next send step's data goes in it.
   bool recvOffered_ = false;
-  uint64_t recvOfferStep_ = 0;    // the step our offer was made at (marks at or below it are older)
   uint64_t sendLookTag_ = 0;
-  bool sendMarked_ = false;       // the first step stored in place is marked
   char* sendView_ = nullptr;
-  int64_t sendViewOff_ = 0;
+  int64_t sendViewOff_ = -1;
+  UDEV bool sendInPlace() const { return sendView_ != nullptr && sendViewOff_ >= 0; }
 };
 
 }  // namespace uniccl::dev

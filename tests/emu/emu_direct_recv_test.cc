@@ -16,7 +16,7 @@
 //                     senders must not wait for the offers), and a late
 //                     receiver (the sender starts through the slots and
 //                     takes the offer on the way).
-//   --case=collectives  AllGather and Broadcast into registered outputs on 2
+//   --case=collectives  AllGather, Broadcast and AllReduce into registered outputs on 2
 //                     and 3 ranks (runCopyCollectives).
 //   --case=service    the import service across processes: a forked child
 //                     serves (core/import_service.h); the parent has it map
@@ -212,11 +212,12 @@ void runRanks(int n) {
          (unsigned long long)expectDirect[0]);
 }
 
-// AllGather and Broadcast with registered outputs (device/coll_ring.h,
-// startDirect): every rank but a Broadcast's root offers its output to its
-// ring predecessor, which stores each step there; odd counts, in and out
-// of place, sizes around the threshold; checked against the host, and
-// every offer counted (ncclComm::collDirectRecvs).
+// AllGather, Broadcast and AllReduce with registered outputs
+// (device/coll_ring.h, startDirect): every rank but a Broadcast's root
+// offers its output to its ring predecessor, which stores each verbatim
+// step there (AllReduce: its all-gather half); odd counts, in and out of
+// place, sizes around the threshold; checked against the host, and every
+// offer counted (ncclComm::collDirectRecvs).
 void runCopyCollectives(int n) {
   const uint64_t minBytes = minDirectBytes();
   // floats per rank (the kernel filter always has f32): outputs around the threshold
@@ -239,22 +240,25 @@ void runCopyCollectives(int n) {
   int checked = 0;
   for (size_t count : counts) {
     for (int inPlace = 0; inPlace < 2; inPlace++) {
-      for (int coll = 0; coll < 2; coll++) {   // 0 AllGather, 1 Broadcast
+      for (int coll = 0; coll < 3; coll++) {   // 0 AllGather, 1 Broadcast, 2 AllReduce (sum)
         const int root = (int)(count % n);
-        const size_t outCount = coll == 0 ? count * n : count, outBytes = outCount * 4;
-        std::vector<std::vector<float>> host(n, std::vector<float>(count));
+        // AllReduce: the same count as AllGather's output (its all-gather half is what is offered).
+        const size_t inCount = coll == 2 ? count * n : count;
+        const size_t outCount = coll == 1 ? count : count * n, outBytes = outCount * 4;
+        std::vector<std::vector<float>> host(n, std::vector<float>(inCount));
         for (int r = 0; r < n; r++) {
           for (auto& x : host[r]) x = (float)(rng() % 1000003);
           NCHECK(gpu::setDevice(r));
           NCHECK(gpu::memset(out[r], 0, maxCount * n * 4));
           void* src = inPlace ? (coll == 0 ? static_cast<float*>(out[r]) + r * count : out[r]) : in[r];
-          NCHECK(gpu::memcpy(src, host[r].data(), count * 4));
+          NCHECK(gpu::memcpy(src, host[r].data(), inCount * 4));
         }
         NCHECK(ncclGroupStart());
         for (int r = 0; r < n; r++) {
           void* src = inPlace ? (coll == 0 ? static_cast<float*>(out[r]) + r * count : out[r]) : in[r];
           if (coll == 0) NCHECK(ncclAllGather(src, out[r], count, ncclFloat, comms[r], nullptr));
-          else NCHECK(ncclBroadcast(src, out[r], count, ncclFloat, root, comms[r], nullptr));
+          else if (coll == 1) NCHECK(ncclBroadcast(src, out[r], count, ncclFloat, root, comms[r], nullptr));
+          else NCHECK(ncclAllReduce(src, out[r], inCount, ncclFloat, ncclSum, comms[r], nullptr));
           if (outBytes >= minBytes && !(coll == 1 && r == root)) expect[r]++;
         }
         NCHECK(ncclGroupEnd());
@@ -265,11 +269,14 @@ void runCopyCollectives(int n) {
           NCHECK(gpu::memcpy(got.data(), out[r], outBytes));
           size_t bad = 0;
           for (size_t i = 0; i < outCount; i++) {
-            const float want = coll == 0 ? host[i / count][i % count] : host[root][i];
+            float want = 0;
+            if (coll == 0) want = host[i / count][i % count];
+            else if (coll == 1) want = host[root][i];
+            else for (int q = 0; q < n; q++) want += host[q][i];   // integers below 2^24: exact in any order
             bad += got[i] != want;
           }
           CHECK(bad == 0, "%d ranks, %s of %zu floats per rank (%s): rank %d has %zu wrong values", n,
-                coll == 0 ? "AllGather" : "Broadcast", count, inPlace ? "in place" : "out of place", r, bad);
+                coll == 0 ? "AllGather" : coll == 1 ? "Broadcast" : "AllReduce", count, inPlace ? "in place" : "out of place", r, bad);
         }
         checked++;
       }
@@ -287,7 +294,7 @@ void runCopyCollectives(int n) {
     ncclMemFree(out[r]);
     NCHECK(ncclCommDestroy(comms[r]));
   }
-  printf("%d ranks: %d AllGather/Broadcast checked, %llu outputs offered by rank 1\n", n, checked,
+  printf("%d ranks: %d AllGather/Broadcast/AllReduce checked, %llu outputs offered by rank 1\n", n, checked,
          (unsigned long long)expect[1]);
 }
 

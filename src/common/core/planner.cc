@@ -28,11 +28,13 @@ dev::Coll collOf(TaskKind kind) {
   }
 }
 
-// AllGather and Broadcast store every step verbatim in the receiver's
-// output: a registered output the ring predecessor can store into is
-// offered to it (device/coll_ring.h, startDirect; core/direct_recv.h).
+// AllGather, Broadcast and the all-gather half of the ring AllReduce store
+// steps verbatim in the receiver's output: a registered output the ring
+// predecessor can store into is offered to it (device/coll_ring.h,
+// startDirect; core/direct_recv.h).
 void offerCollectiveOutput(ncclComm* comm, const Task& t, dev::Work* w) {
-  const bool copyColl = t.kind == TaskKind::AllGather || t.kind == TaskKind::Broadcast;
+  const bool copyColl = t.kind == TaskKind::AllGather || t.kind == TaskKind::Broadcast ||
+                        (t.kind == TaskKind::AllReduce && !w->c.exchange);
   if (!copyColl || comm->nRanks < 2 || w->proto != dev::kProtoSimple || w->c.algo != dev::kAlgoRing) return;
   if (t.kind == TaskKind::Broadcast && t.root == comm->rank) return;   // the root receives nothing
   const size_t out = t.count * dataTypeSize(t.dtype) * (t.kind == TaskKind::AllGather ? (size_t)comm->nRanks : 1);
