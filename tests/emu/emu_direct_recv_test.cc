@@ -389,6 +389,13 @@ void runService() {
   CHECK(importAtPeer(comm, 1, (uintptr_t)plain, 1 << 16, false, &again) != ncclSuccess,
         "an allocation the peer cannot map is refused");
   CHECK(ask(cmd[1], ans[0], Cmd{'c', 0, 0}) == 0, "nothing mapped by a refused request");
+  {
+    // A second service under the child's name cannot listen: start fails
+    // (startImportService then warns and the communicator goes on without one).
+    ImportService dup;
+    CHECK(dup.start(kHash, 1, 0) != ncclSuccess, "a second service with the same name");
+    dup.stop();
+  }
 
   const Cmd quit{'q', 0, 0};
   testpipe::writeAll(cmd[1], &quit, sizeof(quit));

@@ -224,7 +224,14 @@ ncclResult_t startImportService(ncclComm* comm) {
     needed |= comm->peers[r].hostHash == me.hostHash && comm->peers[r].processHash != me.processHash;
   if (!needed) return ncclSuccess;
   comm->importService = std::make_unique<ImportService>();
-  return comm->importService->start(comm->commHash, comm->rank, comm->gpuDev);
+  if (comm->importService->start(comm->commHash, comm->rank, comm->gpuDev) != ncclSuccess) {
+    // An optimization only: the communicator works without it (peers that
+    // ask get no answer and receive through the slots).
+    WARN("rank %d: the import service for direct receives could not start; peers' registered buffers are not "
+         "mapped here (their messages go through the slots)", comm->rank);
+    comm->importService.reset();
+  }
+  return ncclSuccess;
 }
 
 }  // namespace uniccl

@@ -77,7 +77,9 @@ ncclResult_t importAtPeer(ncclComm* comm, int peer, uintptr_t allocBase, size_t 
 ncclResult_t releaseAtPeer(ncclComm* comm, int peer, uintptr_t allocBase);
 
 // Starts comm->importService when some peer is on this host in another
-// process and direct messages are on (UNICCL_P2P_DIRECT_MIN_BYTES > 0).
+// process and direct messages are on (UNICCL_P2P_DIRECT_MIN_BYTES > 0). A
+// service that cannot start (its socket name taken) is a WARN, not a
+// failed init: without it the peers' messages go through the slots.
 ncclResult_t startImportService(ncclComm* comm);
 
 }  // namespace uniccl
