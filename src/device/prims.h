@@ -431,9 +431,9 @@ class Prims {
                                        : reinterpret_cast<S*>(sendBuf_ + (ss % kSteps) * slotBytes_))
                       : nullptr;
       bool inPlace = false;
-      if constexpr (!Src && Recv && Dst) inPlace = recvOffered_ && g_.word[0] != 0;
       if constexpr (!Src && Recv && Dst) {
         // The sender stored this step at dst already: only pass it on.
+        inPlace = recvOffered_ && g_.word[0] != 0;
         if (inPlace) reduceCopy<Fn, false, true, false, Send, Pre, Post>(fn_, g_.tid, g_.nthreads, nullptr, dst, nullptr, sslot, n);
       }
       if (!inPlace) reduceCopy<Fn, Src, Recv, Dst, Send, Pre, Post>(fn_, g_.tid, g_.nthreads, src, rslot, dst, sslot, n);

@@ -12,15 +12,21 @@ namespace uniccl {
 
 namespace {
 
+// The VMM mapping that holds ptr (false: ordinary device memory or unknown).
+bool vmmMapping(const void* ptr, void** base, size_t* bytes) {
+  gpu::MemHandle h{};
+  if (gpu::memRetainFromAddress(ptr, &h, base, bytes) != ncclSuccess) return false;
+  gpu::memRelease(h);
+  return true;
+}
+
 // The allocation holding [p, p + n): a VMM mapping (vmm) or ordinary device
 // memory. False: the range crosses the allocation's end (several mappings
 // of one reservation, as PyTorch's expandable segments make) or is unknown.
 bool allocationOf(uintptr_t p, size_t n, uintptr_t* base, size_t* bytes, bool* vmm) {
   void* b = nullptr;
   size_t sz = 0;
-  gpu::MemHandle h{};
-  if (gpu::memRetainFromAddress(reinterpret_cast<void*>(p), &h, &b, &sz) == ncclSuccess) {
-    gpu::memRelease(h);
+  if (vmmMapping(reinterpret_cast<void*>(p), &b, &sz)) {
     *vmm = true;
   } else if (gpu::memGetAddressRange(reinterpret_cast<void*>(p), &b, &sz) == ncclSuccess) {
     *vmm = false;
@@ -39,14 +45,9 @@ bool allocationOf(uintptr_t p, size_t n, uintptr_t* base, size_t* bytes, bool* v
 bool localPeerMayStore(void* buff) {
   MemAllocInfo mi;
   if (memAllocFind(buff, &mi)) return true;
-  gpu::MemHandle h{};
   void* b = nullptr;
   size_t sz = 0;
-  if (gpu::memRetainFromAddress(buff, &h, &b, &sz) == ncclSuccess) {
-    gpu::memRelease(h);
-    return false;
-  }
-  return true;
+  return !vmmMapping(buff, &b, &sz);
 }
 
 }  // namespace

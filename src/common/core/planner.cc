@@ -28,6 +28,15 @@ dev::Coll collOf(TaskKind kind) {
   }
 }
 
+// Puts a direct view (core/direct_recv.h) into a work item: false when
+// there is none or it does not fit the item's 48 bits.
+bool setRecvView(uintptr_t to, dev::Work* w, uint16_t* hi) {
+  if (to == 0 || to >= dev::kP2pViewLimit) return false;
+  w->recvViewLo = (uint32_t)to;
+  *hi = (uint16_t)(to >> 32);
+  return true;
+}
+
 // AllGather, Broadcast and the all-gather half of the ring AllReduce store
 // steps verbatim in the receiver's output: a registered output the ring
 // predecessor can store into is offered to it (device/coll_ring.h,
@@ -40,10 +49,7 @@ void offerCollectiveOutput(ncclComm* comm, const Task& t, dev::Work* w) {
   const size_t out = t.count * dataTypeSize(t.dtype) * (t.kind == TaskKind::AllGather ? (size_t)comm->nRanks : 1);
   if (!dev::p2pExchanges(w->proto, out, comm->devCommHost.p2pDirectMinBytes)) return;
   const uintptr_t to = directRecvTarget(comm, (comm->rank - 1 + comm->nRanks) % comm->nRanks, t.recvbuff, out);
-  if (to == 0 || to >= dev::kP2pViewLimit) return;
-  w->recvViewLo = (uint32_t)to;
-  w->c.recvViewHi = (uint16_t)(to >> 32);
-  comm->collDirectRecvs++;
+  if (setRecvView(to, w, &w->c.recvViewHi)) comm->collDirectRecvs++;
 }
 
 dev::Work collWork(ncclComm* comm, const Task& t) {
@@ -141,11 +147,7 @@ ncclResult_t p2pWorks(ncclComm* comm, std::vector<dev::Work>* out, std::vector<i
         // (core/direct_recv.h); the item carries the sender's view of it.
         if (r != 0 && dev::p2pExchanges(w.p.recvProto, w.p.recvBytes, comm->devCommHost.p2pDirectMinBytes)) {
           const uintptr_t to = directRecvTarget(comm, recvPeer, t.recvbuff, w.p.recvBytes);
-          if (to != 0 && to < dev::kP2pViewLimit) {
-            w.recvViewLo = (uint32_t)to;
-            w.p.recvViewHi = (uint16_t)(to >> 32);
-            comm->p2pDirectRecvs++;
-          }
+          if (setRecvView(to, &w, &w.p.recvViewHi)) comm->p2pDirectRecvs++;
         }
       }
       out->push_back(w);
