@@ -96,7 +96,7 @@ struct CollSpec {
 // Not const on purpose: hip-clang also emits namespace-scope const objects
 // for the GPU, where the host functions they point to do not exist.
 extern CollSpec kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce,
-    kAlltoAll, kSendRecv, kGather, kScatter;
+    kAlltoAll, kSendRecv, kGather, kScatter, kShifts;
 const std::vector<const CollSpec*>& allColls();
 
 // ------------------------------------------------------------------ arguments
