@@ -47,16 +47,30 @@ uint32_t doneEventInterval() {
 
 }  // namespace
 
-bool releaseEarly(const ncclComm* comm, unsigned grid) {
+bool releaseEarly(const ncclComm* comm, unsigned grid, bool shortLaunch) {
   // Up to UNICCL_PDL_RELEASE_CHANNELS (64) blocks: the small and mid sizes,
   // where the launch gap is a large part of the time. Beyond, the next
   // kernel's waiting blocks would hold SMs for the whole of a long
   // collective, which the user's kernels on other streams could use (it
-  // costs under 1% of graph-mode busbw at 16-64 MiB on 2x H200).
+  // costs under 1% of graph-mode busbw at 16-64 MiB on 2x H200). A short
+  // launch holds them only briefly, whatever its grid: a p2p launch of small
+  // messages has every p2p channel's block, most of them without a part
+  // (4 H200s, graphs: AlltoAll of 16 B-16 KiB 7.8-8.2 us -> 7.2-7.7,
+  // SendRecv 4.1-4.6 -> 3.5-4.0, docs/performance.md session 18).
   static const int64_t maxBlocks = knobInt(Knob::UNICCL_PDL_RELEASE_CHANNELS);
   // Ranks sharing a GPU never release early: the next kernel's parked blocks
   // would hold residency their peers' blocks were counted on (gpu_sharing.h).
-  return comm->programmaticLaunch && !comm->gpuShared && (int64_t)grid <= maxBlocks;
+  return comm->programmaticLaunch && !comm->gpuShared && ((int64_t)grid <= maxBlocks || shortLaunch);
+}
+
+bool shortP2pLaunch(const dev::Work* works, int n) {
+  for (int i = 0; i < n; i++) {
+    const dev::Work& w = works[i];
+    if (w.coll != dev::kCollP2p) return false;
+    if ((w.p.sendPeer >= 0 && w.p.sendBytes > kShortP2pBytes) || (w.p.recvPeer >= 0 && w.p.recvBytes > kShortP2pBytes))
+      return false;
+  }
+  return n > 0;
 }
 
 ncclResult_t collectStreams(ncclComm* comm) {
@@ -150,7 +164,7 @@ ncclResult_t launchWorks(ncclComm* comm, size_t k) {
   // A kernel forked onto the side stream (SidePlan::forksKernel, a message
   // to itself) starts with the group's kernel, not after it took the SMs.
   cfg.programmatic = comm->programmaticLaunch && !plan.side.forksKernel();
-  args.releaseEarly = releaseEarly(comm, grid);
+  args.releaseEarly = releaseEarly(comm, grid, shortP2pLaunch(works, n));
   void* argv[] = {&args};
 
   // Where the work items travel: in the arguments (a few), in a copy the

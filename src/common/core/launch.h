@@ -24,7 +24,13 @@ ncclResult_t collectStreams(ncclComm* comm);
 ncclResult_t launchWorks(ncclComm* comm, size_t k);
 // Whether a launch of `grid` blocks lets the next programmatic launch of its
 // stream start once it passed its own wait (KernelArgs::releaseEarly).
-bool releaseEarly(const ncclComm* comm, unsigned grid);
+// `shortLaunch`: the launch ends soon whatever its grid (shortP2pLaunch).
+bool releaseEarly(const ncclComm* comm, unsigned grid, bool shortLaunch = false);
+// Whether works[0..n) are p2p items whose messages are all at most
+// kShortP2pBytes: however many blocks such a launch has, it is over within
+// a few microseconds.
+constexpr uint64_t kShortP2pBytes = 64 << 10;
+bool shortP2pLaunch(const dev::Work* works, int n);
 // Orders the group's other streams after its launches.
 ncclResult_t finishStreams(ncclComm* comm);
 

@@ -603,4 +603,35 @@ TEST(PlanLaunches, SymmetricWorksGetTheirOwnKernels) {
   EXPECT_EQ(tail.launches[1].nWorks, 2u);
 }
 
+
+// A launch of small p2p messages only is short whatever its grid
+// (launch.h, shortP2pLaunch): it lets the next launch start early.
+TEST(PlanLaunches, ShortP2pLaunches) {
+  auto p2p = [](int sendPeer, uint64_t sendBytes, int recvPeer, uint64_t recvBytes) {
+    dev::Work w{};
+    w.coll = dev::kCollP2p;
+    w.p.sendPeer = sendPeer;
+    w.p.sendBytes = sendBytes;
+    w.p.recvPeer = recvPeer;
+    w.p.recvBytes = recvBytes;
+    return w;
+  };
+  const dev::Work small[] = {p2p(0, 0, 0, 0), p2p(1, 1, 3, kShortP2pBytes), p2p(2, kShortP2pBytes, -1, 0)};
+  EXPECT_TRUE(shortP2pLaunch(small, 3));
+  EXPECT_FALSE(shortP2pLaunch(small, 0));
+  // One message over the bound (either half) makes the launch long.
+  const dev::Work bigSend[] = {p2p(1, 16, 3, 16), p2p(2, kShortP2pBytes + 1, 2, 16)};
+  EXPECT_FALSE(shortP2pLaunch(bigSend, 2));
+  const dev::Work bigRecv[] = {p2p(1, 16, 3, kShortP2pBytes + 1)};
+  EXPECT_FALSE(shortP2pLaunch(bigRecv, 1));
+  // An absent half's size does not count.
+  const dev::Work recvOnly[] = {p2p(-1, 1ull << 40, 3, 16)};
+  EXPECT_TRUE(shortP2pLaunch(recvOnly, 1));
+  // Collectives are never short here (their own grid decides).
+  dev::Work coll{};
+  coll.coll = dev::kCollAllReduce;
+  const dev::Work mixed[] = {small[1], coll};
+  EXPECT_FALSE(shortP2pLaunch(mixed, 2));
+}
+
 }  // namespace uniccl
