@@ -24,7 +24,7 @@ struct CollCtx {
 template <typename S>
 UDEV void channelShare(int64_t total, const CollCtx& c, int64_t* off, int64_t* n) {
   constexpr int64_t kG = 16 / sizeof(S);
-  const int64_t per = alignUp(divUp(total, c.nch), kG);
+  const int64_t per = alignUp(divUpFast(total, c.nch), kG);
   *off = per * c.chIndex;
   *n = imax(0, imin(per, total - *off));
 }
@@ -84,7 +84,7 @@ UDEV_NOINLINE bool ringAllReduce(const Work& w, const CollCtx& c, const Group& g
   const int64_t loopSize = slice * n;
   for (int64_t off = 0; off < chN; off += loopSize) {
     const int64_t rem = imin(loopSize, chN - off);
-    const int64_t cs = imin(slice, alignUp(divUp(rem, n), kG));
+    const int64_t cs = imin(slice, alignUp(divUpFast(rem, n), kG));
     auto at = [&](int j, int64_t* o) {
       *o = chOff + off + cs * j;
       return imax(0, imin(cs, rem - cs * j));

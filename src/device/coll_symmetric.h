@@ -122,7 +122,7 @@ UDEV_NOINLINE bool symAllReduce(const Work& w, const CollCtx& c, const Group& g,
       dst[i] = symReducePeers(fn, w.s.sendFlat, w.s.sendStride4G, n, (size_t)(chOff + i) * sizeof(S));
   } else {
     // Two-shot: this rank's sub-slice [lo, hi) of the block's share.
-    const int64_t part = (chN + n - 1) / n;
+    const int64_t part = divUpFast(chN, n);
     const int64_t lo = part * me < chN ? part * me : chN;
     const int64_t hi = lo + part < chN ? lo + part : chN;
     for (int64_t i = lo + g.tid; i < hi; i += g.nthreads) {

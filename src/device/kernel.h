@@ -45,6 +45,61 @@ static_assert(sizeof(Work) / 16 <= kCommCopyLane && kCommCopyLane + sizeof(DevCo
                   kChannelCopyLane + sizeof(Channel) / 8 <= kThreadsPerBlock,
               "preamble lanes overlap");
 
+// The fields of a work item that say which blocks it needs, taken by value
+// from an inline item in the kernel's parameters (a reference to the item
+// that reached a call would copy every argument to local memory: the
+// collective kernel's stack frame grew from 584 to 1104 bytes so).
+struct ItemPeek {
+  uint64_t profMask, sendBytes, recvBytes;
+  int32_t sendPeer, recvPeer;
+  uint8_t coll, channelLo, channelHi;
+};
+UDEV ItemPeek peekItem(const Work& w) {
+  ItemPeek p;
+  p.profMask = w.profMask;
+  p.coll = w.coll;
+  p.channelLo = w.channelLo;
+  p.channelHi = w.channelHi;
+  p.sendPeer = w.p.sendPeer;
+  p.recvPeer = w.p.recvPeer;
+  p.sendBytes = w.p.sendBytes;
+  p.recvBytes = w.p.recvBytes;
+  return p;
+}
+
+// Whether this block has anything to do in item w: its channel range holds
+// the block and, for a p2p item, the block carries a part of one of its
+// messages (or stamps the item for the profiler).
+UDEV bool itemNeedsBlock(const ItemPeek& w, const DevComm* comm, int block) {
+  if (comm->profRings != nullptr && block < kMaxProfiledChannels && ((w.profMask >> block) & 1ull) != 0) return true;
+  if (block < w.channelLo || block > w.channelHi) return false;
+  if (w.coll != kCollP2p) return true;
+  return p2pBlockHasPart(w.sendPeer, w.sendBytes, w.recvPeer, w.recvBytes, block - w.channelLo,
+                         w.channelHi - w.channelLo + 1, comm->rank, comm->nRanks);
+}
+
+// Inline items 1..3 are looked at after the preamble, each by a thread of
+// its own warp (the warps run these in parallel), while the launch waits
+// for the previous one: a block then skips an item it has no part in
+// without loading it and without the two block barriers around it. Most
+// blocks of a small p2p launch have a part in one item at most (an
+// AlltoAll's rounds lie on different blocks), and the block that carries
+// the last round starts it at once instead of after every earlier item.
+constexpr int kSkipCheckThread = kThreadsPerBlock - kWarpSize;   // item 1's; item i's is i - 1 warps lower
+UDEV void checkInlineItem(const KernelArgs& args, BlockShared& sh, int tid, int block) {
+  static_assert(kMaxInlineWorks == 4, "one check per inline work item after the first");
+  if (tid > kSkipCheckThread || (kSkipCheckThread - tid) % kWarpSize != 0) return;
+  const int k = (kSkipCheckThread - tid) / kWarpSize + 1;   // the item this thread checks
+  if (k >= (int)args.nWorks) return;
+  ItemPeek w;
+  switch (k) {   // constant indices keep the reads in the parameter space
+    case 1: w = peekItem(args.inlineWorks[1]); break;
+    case 2: w = peekItem(args.inlineWorks[2]); break;
+    default: w = peekItem(args.inlineWorks[3]); break;
+  }
+  sh.skipItem[k] = itemNeedsBlock(w, &sh.comm, block) ? 0 : 1;
+}
+
 // Thread `lane` (0 <= lane < sizeof(T) / 8) copies 8-byte word `lane` of
 // *src; other lanes do nothing. The words of one struct load in parallel.
 template <typename T>
@@ -85,6 +140,8 @@ UDEV void runWorks(const KernelArgs& args, BlockShared& sh) {
   const int block = blockIdx.x;
   for (uint32_t i = 0; i < args.nWorks; i++) {
     if (i > 0) {
+      // Nobody writes sh.work for a skipped item: the last barrier still guards it.
+      if (args.works == nullptr && sh.skipItem[i] != 0) continue;
       loadWork(args, i, sh);
       barrierBlock();
     }
@@ -137,6 +194,8 @@ UDEV void runKernel(const KernelArgs& args) {
   copyWord(&sh.comm, args.comm, tid - kCommCopyLane);
   copyWord(&sh.channel, &args.channels[block], tid - kChannelCopyLane);
   barrierBlock();
+  // Read only after item 0's end-of-item barrier.
+  if (args.works == nullptr && args.nWorks > 1) checkInlineItem(args, sh, tid, block);
   // From here on, what earlier kernels wrote (connection steps, user
   // buffers, graph replay counters) is visible.
   waitPriorGrids();

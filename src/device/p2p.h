@@ -26,6 +26,7 @@ struct BlockShared {
   uint32_t abortA[3];
   uint32_t abortB[3];
   uint64_t words[3][2];
+  uint8_t skipItem[kMaxInlineWorks];   // inline item i > 0 has nothing for this block (kernel.h)
 };
 
 constexpr int kP2pHalf = kThreadsPerBlock / 2;
@@ -52,14 +53,21 @@ UDEV Group makeGroup(BlockShared& sh, const DevComm* comm, int id, int tid, int 
 constexpr int64_t kP2pMinPartBytes = 1024;
 
 // Byte range of part `part` of `nch`: contiguous parts with 16-byte
-// aligned sizes (a small message fills the first parts only).
+// aligned sizes (a small message fills the first parts only). Every block
+// works this out for every p2p item of a launch, most blocks only to find
+// they have no part, and a block reaches its own item after all earlier
+// ones: a part that would start at or past the message's end (parts are at
+// least kP2pMinPartBytes) is answered without dividing, and the division
+// is 32-bit where the size allows (divUpFast).
 UDEV void p2pShare(uint64_t bytes, int part, int nch, int64_t* off, int64_t* n) {
-  const int64_t per = imax(alignUp(divUp((int64_t)bytes, nch), 16), kP2pMinPartBytes);
+  if ((uint64_t)part * kP2pMinPartBytes >= bytes) {
+    *off = 0;
+    *n = 0;
+    return;
+  }
+  const int64_t per = imax(alignUp(divUpFast((int64_t)bytes, nch), 16), kP2pMinPartBytes);
   *off = per * part;
   *n = imax(0, imin(per, (int64_t)bytes - *off));
-}
-UDEV void p2pShare(uint64_t bytes, const CollCtx& c, int64_t* off, int64_t* n) {
-  p2pShare(bytes, c.chIndex, c.nch, off, n);
 }
 
 // Which part of a message of round `round` (the item's peer is rank +-
@@ -69,11 +77,10 @@ UDEV void p2pShare(uint64_t bytes, const CollCtx& c, int64_t* off, int64_t* n) {
 // the first few parts) land on different blocks and travel at once instead
 // of one round after the other. Both ends of a message compute the same
 // round and channel count, hence the same channel for every part.
-UDEV int p2pPart(const CollCtx& c, int round) {
-  const int n = c.comm->nRanks;
-  const int first = n > 2 ? (int)(((int64_t)(round - 1) * c.nch) / (n - 1)) : 0;
-  const int part = c.chIndex - first;
-  return part < 0 ? part + c.nch : part;
+UDEV int p2pPart(int chIndex, int nch, int nRanks, int round) {
+  const int first = nRanks > 2 ? (int)((uint32_t)((round - 1) * nch) / (uint32_t)(nRanks - 1)) : 0;
+  const int part = chIndex - first;
+  return part < 0 ? part + nch : part;
 }
 
 // How many parts a message of `bytes` is cut into: a message up to
@@ -86,10 +93,47 @@ UDEV int p2pPart(const CollCtx& c, int round) {
 // 128-512 KiB pays for it: SendRecv 5.2 -> 5.6 us at 128 KiB, 7.8 -> 8.5 at
 // 512 KiB (NCCL 10.0 and 18.3).
 constexpr uint64_t kP2pRoundSpreadBytes = 512 << 10;
-UDEV int p2pParts(const CollCtx& c, uint64_t bytes) {
-  const int n = c.comm->nRanks;
-  if (n <= 2 || bytes > kP2pRoundSpreadBytes) return c.nch;
-  return (int)imax(1, c.nch / (n - 1));
+UDEV int p2pParts(int nch, int nRanks, uint64_t bytes) {
+  if (nRanks <= 2 || bytes > kP2pRoundSpreadBytes) return nch;
+  return (int)imax(1, nch / (nRanks - 1));
+}
+
+// The byte range [*off, *off + *n) of a message of `bytes` to or from
+// `peer` (sent if `sending`) that block chIndex of the item's nch carries
+// (*n == 0: none; the peer's block computes the same).
+UDEV void p2pHalfShare(int peer, uint64_t bytes, bool sending, int chIndex, int nch, int rank, int nRanks,
+                       int64_t* off, int64_t* n) {
+  int round = sending ? peer - rank : rank - peer;
+  if (round < 0) round += nRanks;
+  p2pShare(bytes, p2pPart(chIndex, nch, nRanks, round), p2pParts(nch, nRanks, bytes), off, n);
+}
+
+// The part of a message to itself of `bytes` that block chIndex of nch
+// copies. Its parts are laid from the last channel down, away from round
+// 1's first part (channel 0), so a small AlltoAll's own block and its first
+// round travel at once.
+UDEV void p2pSelfShare(uint64_t bytes, int chIndex, int nch, int64_t* off, int64_t* n) {
+  p2pShare(bytes, nch - 1 - chIndex, nch, off, n);
+}
+
+// Whether block chIndex of nch has anything to do in a p2p item with these
+// halves (peer -1: no such half; sendPeer == rank: a copy to itself).
+UDEV bool p2pBlockHasPart(int sendPeer, uint64_t sendBytes, int recvPeer, uint64_t recvBytes, int chIndex, int nch,
+                          int rank, int nRanks) {
+  int64_t off, n;
+  if (sendPeer == rank) {
+    p2pSelfShare(sendBytes, chIndex, nch, &off, &n);
+    return n > 0;
+  }
+  if (sendPeer >= 0) {
+    p2pHalfShare(sendPeer, sendBytes, true, chIndex, nch, rank, nRanks, &off, &n);
+    if (n > 0) return true;
+  }
+  if (recvPeer >= 0) {
+    p2pHalfShare(recvPeer, recvBytes, false, chIndex, nch, rank, nRanks, &off, &n);
+    if (n > 0) return true;
+  }
+  return false;
 }
 
 template <int Proto>
@@ -97,11 +141,9 @@ UDEV_NOINLINE bool p2pHalf(const Work& w, const CollCtx& c, const Group& g, bool
   using Fn = RedFn<TU8, kOpSum>;
   const Fn fn{};
   const int peer = sending ? w.p.sendPeer : w.p.recvPeer;
-  const int nr = c.comm->nRanks, me = c.comm->rank;
-  const int round = sending ? (peer - me + nr) % nr : (me - peer + nr) % nr;
   int64_t off, n;
   const uint64_t bytes = sending ? w.p.sendBytes : w.p.recvBytes;
-  p2pShare(bytes, p2pPart(c, round), p2pParts(c, bytes), &off, &n);
+  p2pHalfShare(peer, bytes, sending, c.chIndex, c.nch, c.comm->rank, c.comm->nRanks, &off, &n);
   // No part of this message here (the peer's channel computes the same):
   // no step moves, so the connection is not even looked at. Most blocks of
   // a small message's item take this exit, and the blocks that carry a
@@ -158,7 +200,7 @@ UDEV void runP2p(const Work& w, const CollCtx& c, BlockShared& sh) {
     // Local copy: the whole block, no connection.
     using Fn = RedFn<TU8, kOpSum>;
     int64_t off, n;
-    p2pShare(w.p.sendBytes, c, &off, &n);
+    p2pSelfShare(w.p.sendBytes, c.chIndex, c.nch, &off, &n);
     reduceCopy<Fn, true, false, true, false, false, false>(Fn{}, tid, kThreadsPerBlock,
         static_cast<const uint8_t*>(w.p.sendBuff) + off, nullptr, static_cast<uint8_t*>(w.p.recvBuff) + off,
         nullptr, n);

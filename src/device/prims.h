@@ -75,6 +75,16 @@ UDEV int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 UDEV int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 UDEV int64_t divUp(int64_t a, int64_t b) { return (a + b - 1) / b; }
 UDEV int64_t alignUp(int64_t a, int64_t b) { return divUp(a, b) * b; }
+// divUp for a >= 0 and 0 < b < 2^32, in 32 bits where a fits: a 64-bit
+// division is a long dependent sequence on GPUs, and the work splits of
+// every small collective and p2p item are on its critical path.
+UDEV int64_t divUpFast(int64_t a, int64_t b) {
+  if ((uint64_t)a <= 0xffffffffull) {
+    const uint32_t x = (uint32_t)a, y = (uint32_t)b;
+    return (int64_t)(x / y + (x % y != 0 ? 1u : 0u));
+  }
+  return divUp(a, b);
+}
 
 // Bytes of data one step can carry: a whole Simple slot, 8 bytes per
 // 16-byte LL line, or 120 bytes per 128-byte LL128 line. Depends only on
