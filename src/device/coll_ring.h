@@ -84,7 +84,9 @@ UDEV_NOINLINE bool ringAllReduce(const Work& w, const CollCtx& c, const Group& g
   const int64_t loopSize = slice * n;
   for (int64_t off = 0; off < chN; off += loopSize) {
     const int64_t rem = imin(loopSize, chN - off);
-    const int64_t cs = imin(slice, alignUp(divUpFast(rem, n), kG));
+    // 64-bit on purpose: divUpFast here made AllReduce 0.1-0.25 us slower at
+    // 128 B-32 KiB on 4 H200s (graphs), though it sped up the channel shares.
+    const int64_t cs = imin(slice, alignUp(divUp(rem, n), kG));
     auto at = [&](int j, int64_t* o) {
       *o = chOff + off + cs * j;
       return imax(0, imin(cs, rem - cs * j));

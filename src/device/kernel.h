@@ -141,7 +141,8 @@ UDEV void runWorks(const KernelArgs& args, BlockShared& sh) {
   for (uint32_t i = 0; i < args.nWorks; i++) {
     if (i > 0) {
       // Nobody writes sh.work for a skipped item: the last barrier still guards it.
-      if (args.works == nullptr && sh.skipItem[i] != 0) continue;
+      if constexpr (Kind == kKernelP2pOnly)
+        if (args.works == nullptr && sh.skipItem[i] != 0) continue;
       loadWork(args, i, sh);
       barrierBlock();
     }
@@ -194,8 +195,12 @@ UDEV void runKernel(const KernelArgs& args) {
   copyWord(&sh.comm, args.comm, tid - kCommCopyLane);
   copyWord(&sh.channel, &args.channels[block], tid - kChannelCopyLane);
   barrierBlock();
-  // Read only after item 0's end-of-item barrier.
-  if (args.works == nullptr && args.nWorks > 1) checkInlineItem(args, sh, tid, block);
+  // Read only after item 0's end-of-item barrier. The p2p kernel only: the
+  // collective kernel's launches rarely have items without work for a
+  // block, and there the check cost every collective of one item 0.1-0.15 us
+  // (4 H200s, graphs: Broadcast 3.34 -> 3.49, Reduce 3.70 -> 3.82).
+  if constexpr (Kind == kKernelP2pOnly)
+    if (args.works == nullptr && args.nWorks > 1) checkInlineItem(args, sh, tid, block);
   // From here on, what earlier kernels wrote (connection steps, user
   // buffers, graph replay counters) is visible.
   waitPriorGrids();
