@@ -79,12 +79,13 @@ ncclResult_t Bootstrap::init(const ncclUniqueId* ids, int nIds, int rank, int nr
   const UniqueIdContents& c = roots[rootIndex];
   // Torchrun-style launches: nobody called ncclGetUniqueId, every rank built
   // the id from NCCL_COMM_ID, and rank 0 serves as the root.
-  if ((c.flags & kUniqueIdFromEnv) && rank == 0) UCHECK(startRootIfAbsent(c.root, c.magic));
+  if ((c.flags & kUniqueIdFromEnv) && rank == 0) UCHECK(startRootIfAbsent(c.root, c.secret));
 
   std::unique_ptr<Bootstrap> b(new Bootstrap());
   b->rank_ = rank;
   b->nranks_ = nranks;
   b->magic_ = roots[0].magic;
+  b->secret_ = roots[0].secret;
   b->timeoutMs_ = bootstrap::timeoutMs();
   b->abortFlag_ = abortFlag;
   b->outLinks_.resize(nranks);

@@ -21,6 +21,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/util/auth.h"
 #include "common/util/socket.h"
 #include "uniccl.h"
 
@@ -48,6 +49,10 @@ class Bootstrap {
   // Rank r's peer-info blob as passed to its init (nullptr when r is out of range).
   const void* peerInfo(int rank) const;
   size_t peerInfoBytes() const { return peerInfoBytes_; }
+  // The communicator's secret (from the first unique id): what ring, p2p,
+  // NET and import-service peers prove to each other, and the key of names
+  // other processes must not guess (deriveFromSecret).
+  const AuthSecret& secret() const { return secret_; }
 
   // `data` holds nranks slots of bytesPerRank; this rank's slot is filled in.
   // On return every slot is (ring allgather).
@@ -82,6 +87,7 @@ class Bootstrap {
   int rank_ = -1;
   int nranks_ = 0;
   uint64_t magic_ = 0;
+  AuthSecret secret_{};
   int64_t timeoutMs_ = 0;
   const std::atomic<uint32_t>* abortFlag_ = nullptr;
 

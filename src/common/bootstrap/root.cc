@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/bootstrap/unique_id.h"
 #include "common/bootstrap/wire.h"
 #include "common/check.h"
 #include "common/util/debug.h"
@@ -41,8 +42,8 @@ struct Pending {
 
 class RootServer {
  public:
-  RootServer(Socket listener, uint64_t magic, int64_t timeoutMs)
-      : listener_(std::move(listener)), magic_(magic), timeoutMs_(timeoutMs) {}
+  RootServer(Socket listener, const AuthSecret& secret, int64_t timeoutMs)
+      : listener_(std::move(listener)), secret_(secret), magic_(wireMagic(secret)), timeoutMs_(timeoutMs) {}
 
   void run();
   const SocketAddress& address() const { return address_; }
@@ -70,6 +71,7 @@ class RootServer {
 
   Socket listener_;
   SocketAddress address_ = emptySocketAddress();
+  AuthSecret secret_;
   uint64_t magic_;
   int64_t timeoutMs_;
   std::atomic<bool> stop_{false}, finished_{false}, accepting_{true};
@@ -437,10 +439,10 @@ Registry& registry() {
   return r;
 }
 
-ncclResult_t launch(Socket listener, uint64_t magic, SocketAddress* bound) {
+ncclResult_t launch(Socket listener, const AuthSecret& secret, SocketAddress* bound) {
   auto rt = std::make_unique<RootThread>();
   SocketAddress addr = listener.address();
-  rt->server = std::make_unique<RootServer>(std::move(listener), magic, bootstrap::timeoutMs());
+  rt->server = std::make_unique<RootServer>(std::move(listener), secret, bootstrap::timeoutMs());
   rt->server->setAddress(addr);
   RootServer* server = rt->server.get();
   try {
@@ -456,13 +458,13 @@ ncclResult_t launch(Socket listener, uint64_t magic, SocketAddress* bound) {
 
 }  // namespace
 
-ncclResult_t startRoot(const SocketAddress& bindAddr, uint64_t magic, SocketAddress* bound) {
+ncclResult_t startRoot(const SocketAddress& bindAddr, const AuthSecret& secret, SocketAddress* bound) {
   Socket listener;
   UCHECK(listener.listen(bindAddr));
-  return launch(std::move(listener), magic, bound);
+  return launch(std::move(listener), secret, bound);
 }
 
-ncclResult_t startRootIfAbsent(const SocketAddress& addr, uint64_t magic) {
+ncclResult_t startRootIfAbsent(const SocketAddress& addr, const AuthSecret& secret) {
   std::lock_guard<std::mutex> lock(registry().startMutex());
   int state = registry().stateFor(addr);
   if (state == 1) return ncclSuccess;
@@ -485,7 +487,7 @@ ncclResult_t startRootIfAbsent(const SocketAddress& addr, uint64_t magic) {
     return ncclSystemError;
   }
   INFO(kSubsysBootstrap | kSubsysInit, "Bootstrap: root started on NCCL_COMM_ID address %s", addr.toString().c_str());
-  return launch(std::move(listener), magic, nullptr);
+  return launch(std::move(listener), secret, nullptr);
 }
 
 void reapFinishedRoots() { registry().reap(); }

@@ -1,7 +1,6 @@
 #include "common/bootstrap/unique_id.h"
 
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "common/api_export.h"
@@ -13,22 +12,31 @@
 namespace uniccl {
 namespace {
 
-uint64_t randomMagic() {
-  std::random_device rd;
-  uint64_t m = 0;
-  while (m == 0) m = ((uint64_t)rd() << 32) ^ (uint64_t)rd();
-  return m;
-}
-
-// Ranks that only see NCCL_COMM_ID must agree on the magic: hash the text
-// (FNV-1a), salted so it differs from ids of other programs on that port.
-uint64_t magicFromText(const char* text) {
-  uint64_t h = 0xcbf29ce484222325ull ^ 0x756e6963636c0001ull;  // "uniccl" + id version
-  for (const char* p = text; *p; p++) h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
-  return h ? h : 1;
-}
+bool warnedPublicSecret = false;
 
 }  // namespace
+
+uint64_t wireMagic(const AuthSecret& secret) {
+  Sha256Digest d = deriveFromSecret(secret, "uniccl bootstrap magic");
+  uint64_t m;
+  memcpy(&m, d.data(), sizeof(m));
+  return m ? m : 1;
+}
+
+ncclResult_t newRandomUniqueId(ncclUniqueId* out) {
+  std::vector<std::pair<std::string, SocketAddress>> ifs;
+  UCHECK(findInterfaces(&ifs, 1));
+  UniqueIdContents c;
+  memset(&c, 0, sizeof(c));
+  c.version = kUniqueIdVersion;
+  UCHECK(randomSecret(&c.secret));
+  c.magic = wireMagic(c.secret);
+  UCHECK(startRoot(ifs[0].second, c.secret, &c.root));
+  encodeUniqueId(c, out);
+  INFO(kSubsysBootstrap | kSubsysInit, "New unique id: root listening on %s (interface %s)",
+       c.root.toString().c_str(), ifs[0].first.c_str());
+  return ncclSuccess;
+}
 
 void encodeUniqueId(const UniqueIdContents& c, ncclUniqueId* id) {
   memset(id, 0, sizeof(*id));
@@ -38,7 +46,7 @@ void encodeUniqueId(const UniqueIdContents& c, ncclUniqueId* id) {
 ncclResult_t decodeUniqueId(const ncclUniqueId& id, UniqueIdContents* out) {
   UniqueIdContents c;
   memcpy(&c, &id, sizeof(c));
-  if (c.version != kUniqueIdVersion || !c.root.valid() || c.magic == 0 || c.root.port() == 0) {
+  if (c.version != kUniqueIdVersion || !c.root.valid() || c.magic != wireMagic(c.secret) || c.root.port() == 0) {
     WARN("Invalid ncclUniqueId (version %d, root %s): pass the id that ncclGetUniqueId produced, unchanged, to every "
          "rank",
          c.version, c.root.toString().c_str());
@@ -64,7 +72,24 @@ ncclResult_t bootstrapIdFromEnv(ncclUniqueId* id, bool* found) {
   }
   c.version = kUniqueIdVersion;
   c.flags = kUniqueIdFromEnv;
-  c.magic = magicFromText(env);
+  // Every rank sees only NCCL_COMM_ID: the secret must come from a text
+  // they all share. Without UNICCL_COMM_SECRET that is the address itself,
+  // which anyone on the network can compute: NCCL's (lack of) protection.
+  const char* secretText = knobValue(Knob::UNICCL_COMM_SECRET);
+  if (secretText && secretText[0]) {
+    c.secret = secretFromText(secretText);
+  } else {
+    c.flags |= kUniqueIdPublicSecret;
+    c.secret = secretFromText(env);
+    if (!warnedPublicSecret) {
+      warnedPublicSecret = true;
+      WARN("NCCL_COMM_ID is set without UNICCL_COMM_SECRET: any process that can reach %s can join or disturb this "
+           "job's bootstrap. Set UNICCL_COMM_SECRET to the same private text on every rank (e.g. a random string "
+           "the launcher generates) to authenticate the ranks",
+           env);
+    }
+  }
+  c.magic = wireMagic(c.secret);
   encodeUniqueId(c, id);
   *found = true;
   return ncclSuccess;
@@ -86,20 +111,11 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
   if (fromEnv) {
     UniqueIdContents c;
     UCHECK(decodeUniqueId(id, &c));
-    UCHECK(startRootIfAbsent(c.root, c.magic));
+    UCHECK(startRootIfAbsent(c.root, c.secret));
     *uniqueId = id;
     return ncclSuccess;
   }
-  std::vector<std::pair<std::string, SocketAddress>> ifs;
-  UCHECK(findInterfaces(&ifs, 1));
-  UniqueIdContents c;
-  memset(&c, 0, sizeof(c));
-  c.version = kUniqueIdVersion;
-  c.magic = randomMagic();
-  UCHECK(startRoot(ifs[0].second, c.magic, &c.root));
-  encodeUniqueId(c, &id);
-  INFO(kSubsysBootstrap | kSubsysInit, "ncclGetUniqueId: root listening on %s (interface %s)",
-       c.root.toString().c_str(), ifs[0].first.c_str());
+  UCHECK(newRandomUniqueId(&id));
   *uniqueId = id;
   return ncclSuccess;
 }

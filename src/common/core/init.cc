@@ -305,16 +305,7 @@ void commFree(ncclComm* comm, bool abort) {
 // Creates a fresh unique id (never the NCCL_COMM_ID one): for split children.
 ncclResult_t freshUniqueId(ncclUniqueId* out) {
   reapFinishedRoots();   // join the root threads of earlier inits (as ncclGetUniqueId does)
-  std::vector<std::pair<std::string, SocketAddress>> ifs;
-  UCHECK(findInterfaces(&ifs, 1));
-  UniqueIdContents c;
-  memset(&c, 0, sizeof(c));
-  c.version = kUniqueIdVersion;
-  std::random_device rd;
-  c.magic = ((uint64_t)rd() << 32) ^ rd();
-  UCHECK(startRoot(ifs[0].second, c.magic, &c.root));
-  encodeUniqueId(c, out);
-  return ncclSuccess;
+  return newRandomUniqueId(out);
 }
 
 ncclResult_t newComm(const ncclConfig_t* config, const CommConfig* inherit, ncclComm** out) {
