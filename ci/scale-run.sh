@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs on a machine with 4 or 8 GPUs (issue 10): correctness of every
+# Runs on a machine with 4 or 8 GPUs: correctness of every
 # collective with one process for all GPUs and with one process per GPU
 # (fork and mpirun), the tree and the ring forced in turn, and the uniccl vs
 # NCCL figures of ci/compare.sh, from a prebuilt tree (ci/pack-prebuilt.sh).
@@ -17,7 +17,7 @@
 #                 all GPUs; SWEEP_COLLS/_GPUS/_ARGS/_FIELD/_NAME change that)
 #          protos (the sweep with each protocol forced: where LL, LL128 and
 #                 Simple cross over, 8 KiB-64 MiB, five collectives; the
-#                 session-16 run that set the LL128 defaults on 2 and 4 GPUs)
+#                 run that sets the LL128 defaults, docs/algorithms.md)
 # A prebuilt tree with a kernel filter (e.g. -Dkernel_filter=f32,f64, small
 # enough to carry) runs the tests stage with COLL_TEST_ARGS='--filter=*/float/*':
 # the filtered-out datatypes' cases would fail with their documented error

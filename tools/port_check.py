@@ -146,8 +146,8 @@ def check(arch, fns):
     return errs
 
 
-# Known-bad code the rules must reject: the port layer before issue 23 on
-# gfx90a (system release = full L2 writeback per step, acquire per poll with
+# Known-bad code the rules must reject: gfx90a code that breaks every rule
+# (system release = full L2 writeback per step, acquire per poll with
 # an L2 invalidate, LL loads hoisted out of the spin, no sleep).
 BAD_GFX90A = """
 uniccl_check_post:

@@ -16,7 +16,7 @@
 namespace uniccl::dev {
 
 // Blocks of one launch. NVLink needs >32 x 512 threads to fill; one-way SM
-// stores reach 352 GB/s on 64 blocks and 367-369 on 132+ (anchors). P2P
+// stores reach 352 GB/s on 64 blocks and 367-369 on 132+ (H200, NV18). P2P
 // communicators use 128 where every GPU has 128+ SMs (core/tuning.cc);
 // KernelCh profiling stamps channels 0-63 only (Work::profMask).
 constexpr int kMaxChannels = 128;

@@ -124,8 +124,8 @@ UDEV void profStamp(const DevComm* comm, int block, bool stop) {
 // What a kernel entry runs. The symmetric collectives have entries of their
 // own: reached from the collective kernel (even out of line) they grew its
 // stack frame from 560 to 720 bytes with more spills, and every graph-mode
-// AllReduce 8 B went from 4.27 to 4.64 us on an H200 (docs/performance.md,
-// session 14).
+// AllReduce 8 B went from 4.27 to 4.64 us on an H200 (docs/performance-history.md,
+// "The launch plan's host time").
 enum KernelKind : int {
   kKernelP2pOnly = 0,    // p2p items only (datatype-free)
   kKernelColl = 1,       // ring/tree collectives of one datatype, and p2p items

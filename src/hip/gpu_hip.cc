@@ -27,8 +27,8 @@
 #define UNICCL_HIP_HAS_STACK_LIMIT (HIP_VERSION >= 60000000)  // hipLimitStackSize (5.2's hipLimit_t lacks it)
 // Virtual memory (hipMemCreate .. hipMemUnmap, fd export): declared since
 // ROCm 5.2 as "beta", but 5.2 has no attribute saying whether a device
-// supports it and the ROCm 5 runtimes answer "no" for every device (ROCm/hip
-// issue 3151, 5.4.2); CLR implements the calls over ROCr's vmem API from 6.0.
+// supports it and the ROCm 5 runtimes answer "no" for every device (bug
+// ROCm/hip#3151, 5.4.2); CLR implements the calls over ROCr's vmem API from 6.0.
 #define UNICCL_HIP_HAS_VMM (HIP_VERSION >= 60000000)
 
 namespace uniccl::gpu {

@@ -1,4 +1,4 @@
-// Dead peers on the CPU emulator (issue 9, item 3): one forked process per
+// Dead peers on the CPU emulator: one forked process per
 // rank, each with its own emulated runtime, rank r on emulated device r (the
 // bus ids must differ, as on one real host); the
 // transport comes from the environment meson sets (NET: the socket transport

@@ -1,4 +1,4 @@
-// One communicator clique per thread, used concurrently (issue 9, load): the
+// One communicator clique per thread, used concurrently (load): the
 // GPU stress case thread-per-comm on the CPU emulator. 8 threads each create
 // their own ncclCommInitAll clique over the same emulated devices (every
 // clique initialized before any runs, as the GPU case does: creating a

@@ -17,7 +17,8 @@ if ! "$py" -c 'import torch' 2>/dev/null; then
 fi
 lib=$(realpath "$lib")
 # Loading torch with uniccl in place of NVIDIA's NCCL is itself the first
-# check (issue 20: undefined symbol ncclDevCommDestroy).
+# check: torch resolves NCCL symbols at load time (e.g. ncclDevCommDestroy),
+# so a missing export fails here with "undefined symbol".
 if ! LD_PRELOAD=$lib "$py" -c 'import torch' ; then
   echo "FAIL: 'import torch' fails with $lib preloaded"; exit 1
 fi

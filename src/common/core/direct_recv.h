@@ -1,4 +1,4 @@
-// Direct receives (issue 20 point 6; dev_types.h, p2pExchanges): a message
+// Direct receives (docs/architecture.md; dev_types.h, p2pExchanges): a message
 // of at least UNICCL_P2P_DIRECT_MIN_BYTES received over a P2P connection
 // into a buffer this rank registered with ncclCommRegister is stored there
 // by the sender's kernel itself, with no staging slot. The receiver offers

@@ -56,7 +56,7 @@ bool releaseEarly(const ncclComm* comm, unsigned grid, bool shortLaunch) {
   // launch holds them only briefly, whatever its grid: a p2p launch of small
   // messages has every p2p channel's block, most of them without a part
   // (4 H200s, graphs: AlltoAll of 16 B-16 KiB 7.8-8.2 us -> 7.2-7.7,
-  // SendRecv 4.1-4.6 -> 3.5-4.0, docs/performance.md session 18).
+  // SendRecv 4.1-4.6 -> 3.5-4.0; docs/performance-history.md, "Why a small AlltoAll cost twice a SendRecv").
   static const int64_t maxBlocks = knobInt(Knob::UNICCL_PDL_RELEASE_CHANNELS);
   // Ranks sharing a GPU never release early: the next kernel's parked blocks
   // would hold residency their peers' blocks were counted on (gpu_sharing.h).

@@ -1,5 +1,5 @@
 // The planner turns the tasks a communicator collected in a group into
-// work items and kernel launches (see DESIGN.md, "the life of one collective").
+// work items and kernel launches (docs/architecture.md, "The life of one collective").
 #pragma once
 
 #include <cstddef>

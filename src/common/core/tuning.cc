@@ -37,9 +37,9 @@ struct TuningEnv {
   size_t llChannelBytes = 0;
   AlgoMask algos;
   // Default choice for AllReduce (docs/algorithms.md): the tree from
-  // treeMinRanks ranks up to treeMaxBytes, the ring otherwise. On 4 H200s
-  // (all pairs NVLink) the ring beat the tree at every size; 8 is where the
-  // ring's 2(n-1) steps reach twice the tree's depth (not measured yet).
+  // treeMinRanks ranks up to treeMaxBytes, the ring otherwise (readEnv sets
+  // both from their knobs). On 4 H200s (all pairs NVLink) the tree led the
+  // ring in graphs up to 128 KiB; 8 ranks are not measured.
   int treeMinRanks = 8;
   size_t treeMaxBytes = 0;
   bool allreduceExchange = true;   // UNICCL_ALLREDUCE_EXCHANGE
@@ -57,11 +57,11 @@ std::atomic<uint64_t> gProtoDecisions[dev::kNumProtos];   // collectives (tuneCo
 TuningEnv readEnv() {
   TuningEnv e;
   e.llThreshold = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_LL_THRESHOLD));
-  // LL up to 512 KiB per message (NCCL: 16 KiB): on 2 H200 LL was faster at every size up to 512 KiB,
-  // SendRecv 32 KiB graph 4.6 vs 8.5 us by Simple, 1 MiB Simple again (session 6 sweep).
+  // LL up to 512 KiB per message (NCCL: 16 KiB): in a threshold sweep on 2 H200s LL was faster at every
+  // size up to 512 KiB (SendRecv 32 KiB graph 4.6 vs 8.5 us by Simple), Simple from 1 MiB.
   e.p2pLLThreshold = (size_t)std::max<int64_t>(0, knobInt(Knob::NCCL_P2P_LL_THRESHOLD));
   e.simpleChannelBytes = (size_t)std::max<int64_t>(1, knobInt(Knob::UNICCL_SIMPLE_CHANNEL_BYTES));
-  // A channel per 4 KiB of LL: 32-64 KiB ran 1.05-1.25x faster than with one per 16 KiB (session 4 sweep).
+  // A channel per 2 KiB of LL: AllReduce 8-32 KiB in graphs on 4 H200s 10% faster than with 4 KiB per channel.
   e.llChannelBytes = (size_t)std::max<int64_t>(1, knobInt(Knob::UNICCL_LL_CHANNEL_BYTES));
   // LL128 above LL's range up to this many bytes per rank, from 2 ranks:
   // where it beat both LL and Simple with every protocol forced on 2 and 4
@@ -96,8 +96,8 @@ const TuningEnv& tuningEnv() {
 
 // Where LL stops: over P2P up to 1 MiB, where on 2 and 4 H200s it beat
 // Simple's per-step handshakes at 128 KiB-1 MiB by 1.2-2.4x (LL's flags
-// halve its bandwidth, which only shows above that; docs/performance.md,
-// session 4 sweep); through host memory (SHM) 64 KiB, as measured before.
+// halve its bandwidth, which only shows above that; docs/performance-history.md,
+// "Tuning notes"); through host memory (SHM) 64 KiB, the crossover measured there.
 size_t llThreshold(const ncclComm* comm, const TuningEnv& env) {
   if (env.llThreshold > 0) return env.llThreshold;
   return comm->allP2p ? (size_t)1 << 20 : (size_t)64 << 10;

@@ -3,7 +3,7 @@
 // finalize/destroy/abort, registration, PreMulSum, the documented unsupported
 // calls, and a leak check over repeated init. Data is random integer-valued
 // floats, so every correct reduction order gives the exact host reference.
-// Ranks sharing one GPU (issue 22), always on GPU 0 alone: refused without
+// Ranks sharing one GPU (docs/gpu-sharing.md), always on GPU 0 alone: refused without
 // the opt-in, working with UNICCL_RANKS_PER_GPU and ncclCommInitRankMulti,
 // and refused with a message (not hung) when the ranks' blocks cannot all be
 // resident.

@@ -293,7 +293,7 @@ bool testNoFalseTimeout() {
   return teardown(&ranks, false);
 }
 
-// The case: a graph whose collective runs longer than half the
+// A graph whose collective runs longer than half the
 // timeout, replayed 1000 times: timers restart with every replay, so the
 // total (seconds) never counts, only one replay's collective (ms) does.
 bool testLongCollectivesInReplays() {

@@ -1,4 +1,4 @@
-// Bad input to the public API on a usable communicator (issue 9, item 1):
+// Bad input to the public API on a usable communicator:
 // a hand-built Ready communicator of 2 ranks on fake GPU 0 (tests/unit/fake),
 // buffers from the fake's allocators on GPU 0 and GPU 1, mapped host memory
 // and plain malloc. Every bad call must return the exact NCCL error code,
@@ -405,7 +405,7 @@ TEST_F(ApiValidate, CountsThatOverflowSizeT) {
       reject(ncclInvalidArgument, want, "ncclScatter non-root" + ntag, [&] { return ncclScatter(big0, recv0, n, t, 1, comm, stream); });
     }
   }
-  // The issue's example: SIZE_MAX/2 + 1 elements of a 4-byte type.
+  // A count whose byte size wraps: SIZE_MAX/2 + 1 elements of a 4-byte type.
   reject(ncclInvalidArgument, "overflows size_t", "SIZE_MAX/2+1 floats",
          [&] { return ncclAllReduce(send0, recv0, SIZE_MAX / 2 + 1, ncclFloat32, ncclSum, comm, stream); });
   reject(ncclInvalidArgument, "overflows size_t", "AllGather SIZE_MAX/8+1 floats on 2 ranks",

@@ -3,8 +3,8 @@
 // GPU (launches are logged, events complete at once), ncclAllReduce of a
 // few floats in its implicit group, many times. What it leaves out (driver
 // launch and event calls) is the same for any two builds, so two builds'
-// figures from this program compare their host paths (issue 25, point 8;
-// docs/performance.md). A benchmark, not a test: it asserts nothing about
+// figures from this program compare their host paths
+// (docs/performance-history.md). A benchmark, not a test: it asserts nothing about
 // time.
 //
 //   host_path_bench [iterations] [repetitions]
