@@ -2,7 +2,7 @@
 # Small-message AllReduce probe: eager time, graph time and host CPU time per
 # iteration (-C 1) for uniccl (with and without the timeout watchdog) and
 # NCCL, in one run, so a latency change can be attributed before and after a
-# variant (docs/performance.md keeps the notes).
+# variant (docs/performance-history.md keeps the tuning notes).
 #
 #   bash ci/latency-probe.sh BENCH_DIR [OUTDIR]
 #

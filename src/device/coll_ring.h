@@ -360,7 +360,7 @@ UDEV bool runCollOp(const Work& w, const CollCtx& c, const Group& g) {
 // 864-byte frame on sm_90) and each launch spent about 2.6 us more between
 // kernel entry and its first work item than the p2p kernel (globalTimer
 // stamps on H200); out of line, a graph-launched 8-byte AllReduce on 2 GPUs
-// went from 7.8 to 4.8 us (docs/performance.md).
+// went from 7.8 to 4.8 us (docs/performance-history.md).
 template <typename Tag>
 UDEV_NOINLINE bool runColl(const Work& w, const CollCtx& c, const Group& g) {
   if (w.proto == kProtoLL) return runCollOp<Tag, kProtoLL>(w, c, g);

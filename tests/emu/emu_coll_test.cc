@@ -589,7 +589,7 @@ void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
 
   messageCase(ranks, 0, 1, big, "P2pOrder/matched-again", expectCe ? 1 : -1);
   // 4. A large message to itself (AlltoAll's own block) stays with the
-  //    kernels (measured faster, docs/performance.md).
+  //    kernels (measured faster, docs/performance-history.md).
   messageCase(ranks, 0, 0, big, "P2pOrder/self", 0);
   // 4b. The same message with other work for rank 0's kernels in the group
   //     (a small message to rank 1, then an AllReduce): a kernel on the

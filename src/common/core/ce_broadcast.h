@@ -2,7 +2,7 @@
 // group of this thread, moved by one peer copy on the root's side stream
 // (core/side_stream.h) straight from the root's send buffer into the other
 // rank's receive buffer: no staging slot, no SM (1 GiB 358 -> 394 GB/s on
-// 2 H200; docs/performance.md). An out-of-place root also copies its own
+// 2 H200; docs/performance-history.md). An out-of-place root also copies its own
 // send buffer into its receive buffer, on its task stream. With more ranks
 // the root's links would carry every copy: the ring stays better.
 //

@@ -3,7 +3,7 @@
 // moved by one peer copy on a's side stream (core/side_stream.h) straight
 // from the send buffer into the receive buffer: no staging slot, no SM
 // (about 392 GB/s each way on H200 NV18, where SM stores reach about 365;
-// docs/performance.md).
+// docs/performance-history.md).
 //
 // Which send meets which recv is NCCL's rule: the k-th send from a to b
 // meets the k-th recv at b from a, counted over everything the two ranks

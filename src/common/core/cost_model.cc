@@ -11,7 +11,7 @@ namespace uniccl {
 
 namespace {
 
-// One transport's figures (docs/performance.md): latency per hop for each
+// One transport's figures (docs/performance-history.md): latency per hop for each
 // protocol, the bandwidth one channel reaches with Simple and the ceiling
 // of the link. LL carries 4 data bytes per 8-byte line: half the bandwidth;
 // LL128 120 of 128 (15/16), with LL's per-hop latency (flags, no counter

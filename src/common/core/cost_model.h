@@ -11,7 +11,7 @@
 // point-to-point messages in parallel (the slowest peer); communicators of
 // one group run at the same time, so the group takes its slowest one.
 //
-// The constants are figures measured on H200s (docs/performance.md: NVLink
+// The constants are figures measured on H200s (docs/performance-history.md: NVLink
 // P2P, SHM, sockets over loopback); other machines differ, which is why the
 // result is an estimate, as NCCL's is.
 #pragma once

@@ -4,7 +4,7 @@
 // With one thread driving several GPUs (one process for all GPUs, as
 // nccl-tests' -g N and single-process frameworks run), every eager group ends
 // in one kernel launch per GPU, and each launch costs the host about 3 us of
-// driver time (H200 host, measured in docs/performance.md): on two GPUs the
+// driver time (H200 host, measured in docs/performance-history.md): on two GPUs the
 // launches alone are half of NCCL's host time per AllReduce. Launches into
 // different devices' contexts run in parallel in the driver, so a helper
 // thread that launches one device's kernels while the caller launches the

@@ -223,7 +223,7 @@ void loadTuningEnv() { (void)tuningEnv(); }
 // Channels over P2P links: 128 where every GPU of the communicator has a
 // multiprocessor for each (H100/H200: 132), else 64. On two H200s 128 blocks
 // move one-way transfers at 367-371 GB/s where 64 stop at 352-362 (the SM
-// store ceiling, docs/performance.md). Every rank computes the same count
+// store ceiling, docs/performance-history.md). Every rank computes the same count
 // from the same allgathered peer info.
 static int defaultP2pChannels(const ncclComm* comm) {
   int minSms = INT_MAX;

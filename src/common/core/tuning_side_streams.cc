@@ -3,7 +3,7 @@
 // The mechanisms say what can be matched and what a choice becomes
 // (core/ce_sendrecv.h, ce_broadcast.h, allreduce_ce_split.h,
 // self_copy_kernel.h); this file says which to take, from the knobs and
-// what was measured (docs/performance.md), and in which order.
+// what was measured (docs/performance-history.md), and in which order.
 #include <algorithm>
 #include <cstdint>
 

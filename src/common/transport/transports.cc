@@ -97,7 +97,7 @@ ncclResult_t Transports::init(ncclComm* comm) {
   // All-P2P communicators run 64 or 128 channels (tuning.cc's
   // defaultP2pChannels): 2 MiB Simple buffers halve the memory 4 MiB ones
   // would take, and measured as fast or faster on H200 NVLink
-  // (docs/performance.md). The reach matrix is common, so every rank
+  // (docs/performance-history.md). The reach matrix is common, so every rank
   // picks the same size.
   if (ringAllP2p && knobValue(Knob::NCCL_BUFFSIZE) == nullptr) layout_.simpleBytes = 2 << 20;
   // LL128 (device/prims.h) needs every line a warp stores to reach the peer
