@@ -13,6 +13,9 @@
 // 40 us per AllReduce on loopback). The sender decides and says so in the
 // header, so both sides agree whatever their settings.
 // Nothing blocks: connect/accept are state machines, test only polls.
+// Every socket opens with a proof of the listener's key (listener_guard.h):
+// the listener reads nothing else from a socket before that proof, and the
+// sender moves no message before the listener has proven the key back.
 #include "net/socket_transport.h"
 
 #include <fcntl.h>
@@ -30,15 +33,17 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/check.h"
+#include "common/util/auth.h"
 #include "common/util/debug.h"
 #include "common/util/knobs.h"
 #include "common/util/socket.h"
+#include "net/listener_guard.h"
+#include "net/net.h"
 
 namespace uniccl {
 namespace {
@@ -50,7 +55,8 @@ constexpr int kMaxRequests = NCCL_NET_MAX_REQUESTS;
 constexpr size_t kMinChunk = 16 << 10;
 constexpr size_t kMaxChunk = 128 << 10;
 constexpr int kIdlePollMs = 100;  // how often an idle helper looks at its stop flag
-constexpr uint32_t kWireVersion = 2;   // 2: MsgHeader carries flags (inline payload)
+constexpr uint32_t kWireVersion = 3;   // 3: sockets open with a proof of the listener's key
+constexpr const char* kAuthContext = "net-socket";
 
 // ------------------------------------------------------------------ devices
 struct Device {
@@ -85,24 +91,30 @@ bool getDevice(int dev, Device* out) {
 }
 
 // ------------------------------------------------------------ wire formats
-// The handle travels between processes; `stage` is only meaningful in the
-// process that calls connect() with it (listen() writes nullptr).
+// The handle travels between processes (through the bootstrap); `stage` is
+// only meaningful in the process that calls connect() with it (listen()
+// writes nullptr).
 struct Handle {
   SocketAddress addr;
   uint32_t pad;
-  uint64_t magic;
+  ListenerSecret secret;
   void* stage;
 };
 static_assert(sizeof(Handle) <= NCCL_NET_HANDLE_MAXSIZE, "handle must fit NCCL_NET_HANDLE_MAXSIZE");
 
-// First bytes on every socket of a connection. index 0 = control socket.
+// What the connector sends first on every socket of a connection: its answer
+// to the listener's challenge, then which socket this is (index 0 = control).
 struct Hello {
-  uint64_t magic;
   uint32_t version;
   int32_t index;
   int32_t nSocks;
   int32_t nThreads;
 };
+struct Opening {
+  AuthResponse response;
+  Hello hello;
+};
+static_assert(sizeof(Opening) == 64, "wire layout");
 
 struct MsgHeader {
   int32_t tag;
@@ -188,6 +200,16 @@ struct Comm {
   // their data; it and later ones fail when tested (INFO, not WARN).
   uint64_t closedAtSeq = UINT64_MAX;
   std::string closedText;
+  // Send comm: the listener's proof of the key, one per socket (index 0 =
+  // control), read by the caller's thread before the first header moves.
+  // Helpers get no task before, so no data leaves for an unproven listener.
+  struct ListenerProof {
+    AuthResponse response;  // what we sent; the proof answers it
+    AuthConfirm confirm;
+    size_t got = 0;
+  };
+  std::vector<ListenerProof> proofs;  // empty once every proof checked out
+  ListenerSecret secret;
 
   ~Comm() { shutdown(); }
 
@@ -351,9 +373,47 @@ ssize_t moveOnControl(Comm* comm, char* p, size_t len, int* err) {
   return comm->isSend ? comm->ctrl.trySend(p, len, err) : comm->ctrl.tryRecv(p, len, err);
 }
 
+// Send comm: reads and checks the listener's proofs without blocking. They
+// come when the peer calls accept(), so until then messages just wait (as
+// they would for a slow receiver); a listener that refused us closes the
+// sockets, which fails the comm here.
+ncclResult_t progressListenerProofs(Comm* comm) {
+  bool all = true;
+  for (size_t i = 0; i < comm->proofs.size(); i++) {
+    Comm::ListenerProof& p = comm->proofs[i];
+    if (p.got == sizeof(AuthConfirm)) continue;
+    Socket& sock = i == 0 ? comm->ctrl : comm->socks[i - 1]->sock;
+    int err = 0;
+    ssize_t n = sock.tryRecv(reinterpret_cast<char*>(&p.confirm) + p.got, sizeof(AuthConfirm) - p.got, &err);
+    if (n < 0) {
+      comm->fail(ncclRemoteError, "the listener at " + comm->peer.toString() +
+                                      " closed the connection before proving the handle's key (it refused this "
+                                      "connection or failed: see its log)" +
+                                      (err ? std::string(": ") + strerror(err) : std::string()));
+      return comm->checkError();
+    }
+    p.got += (size_t)n;
+    if (p.got < sizeof(AuthConfirm)) {
+      all = false;
+      continue;
+    }
+    if (!checkConfirm(comm->secret.key, kAuthContext, comm->secret.challenge, p.response, p.confirm)) {
+      comm->fail(ncclRemoteError, "the listener at " + comm->peer.toString() +
+                                      " does not prove the handle's key: refusing to send to it");
+      return comm->checkError();
+    }
+  }
+  if (all) comm->proofs.clear();
+  return ncclSuccess;
+}
+
 // Moves control headers (and inline payloads), oldest request first, without blocking.
 ncclResult_t progressControl(Comm* comm) {
   UCHECK(comm->checkError());
+  if (!comm->proofs.empty()) {
+    UCHECK(progressListenerProofs(comm));
+    if (!comm->proofs.empty()) return ncclSuccess;
+  }
   for (;;) {
     if (comm->ctrlSeq >= comm->closedAtSeq) return ncclSuccess;   // no header will ever come again
     Request* req = findSeq(comm, comm->ctrlSeq);
@@ -461,14 +521,15 @@ bool retryableConnectError(int err) {
 
 struct ConnectStage {
   SocketAddress addr;
-  uint64_t magic = 0;
+  ListenerSecret secret;
   int nSocks = 0;
   int nThreads = 0;
-  std::vector<Socket> socks;  // established, hello sent; index 0 = control
+  std::vector<Socket> socks;  // established, opening sent; index 0 = control
+  std::vector<AuthResponse> responses;  // what each of socks was opened with
   int fd = -1;                // socket being connected
   bool connected = false;
-  Hello hello{};
-  size_t helloSent = 0;
+  Opening opening{};
+  size_t openingSent = 0;
   Deadline deadline;
   Clock::time_point retryAt;
   int backoffMs = 1;
@@ -477,23 +538,30 @@ struct ConnectStage {
   }
 };
 
+// A socket accepted but not yet part of the connection: a fixed-size record
+// whatever the peer sends (listener_guard.h bounds how many exist).
 struct PendingSocket {
   Socket sock;
-  Hello hello{};
+  Opening opening{};
   size_t got = 0;
-  Deadline deadline;  // to send its hello
+  bool proven = false;  // its proof checked out: it belongs to the peer with the handle
+  AuthConfirm confirm{};
+  size_t confirmSent = 0;
+  Deadline deadline;  // to prove the key
 };
 
 struct ListenComm {
   int dev = 0;
-  uint64_t magic = 0;
+  ListenerSecret secret;
   Socket listener;
-  std::vector<PendingSocket> pending;
+  std::vector<std::unique_ptr<PendingSocket>> pending;  // in arrival order
+  RefusalLog refusals{"Socket"};
   std::vector<Socket> socks;  // by index, for the connection being accepted
   int nSocks = -1;
   int nThreads = 0;
   int arrived = 0;
-  Deadline deadline;  // for the rest of the connection, once its first socket said hello
+  Deadline deadline;  // for the rest of the connection, once its first socket proved the key
+  ~ListenComm() { refusals.summary(listener.address()); }
 };
 
 int threadsParam() { return (int)std::min<int64_t>(std::max<int64_t>(knobInt(Knob::NCCL_SOCKET_NTHREADS), 1), kMaxThreads); }
@@ -546,20 +614,26 @@ ncclResult_t connectStep(ConnectStage* st) {
     }
     st->connected = true;
     setNoDelay(st->fd);
-    st->hello = {st->magic, kWireVersion, (int32_t)st->socks.size(), st->nSocks, st->nThreads};
-    st->helloSent = 0;
+    if (!makeResponse(st->secret.key, kAuthContext, st->secret.challenge, &st->opening.response)) {
+      WARN("NET/Socket: the connect handle holds no listener challenge (was it written by a Socket listen() of "
+           "this uniccl version?)");
+      return ncclInvalidArgument;
+    }
+    st->opening.hello = {kWireVersion, (int32_t)st->socks.size(), st->nSocks, st->nThreads};
+    st->openingSent = 0;
   }
-  while (st->helloSent < sizeof(Hello)) {
-    ssize_t n = ::send(st->fd, reinterpret_cast<char*>(&st->hello) + st->helloSent, sizeof(Hello) - st->helloSent,
-                       MSG_NOSIGNAL | MSG_DONTWAIT);
+  while (st->openingSent < sizeof(Opening)) {
+    ssize_t n = ::send(st->fd, reinterpret_cast<char*>(&st->opening) + st->openingSent,
+                       sizeof(Opening) - st->openingSent, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return ncclSuccess;
       WARN("NET/Socket: sending the handshake to %s failed: %s", st->addr.toString().c_str(), strerror(errno));
       return ncclRemoteError;
     }
-    st->helloSent += (size_t)n;
+    st->openingSent += (size_t)n;
   }
   st->socks.push_back(Socket::adopt(st->fd, st->addr));
+  st->responses.push_back(st->opening.response);
   st->fd = -1;
   st->connected = false;
   st->backoffMs = 1;
@@ -640,13 +714,12 @@ ncclResult_t socketListen(int dev, void* opaqueHandle, void** listenComm) {
   if (!getDevice(dev, &d)) return badDevice(dev);
   auto lc = std::make_unique<ListenComm>();
   lc->dev = dev;
-  std::random_device rd;
-  lc->magic = ((uint64_t)rd() << 32) ^ rd();
+  UCHECK(newListenerSecret(&lc->secret));
   UCHECK(lc->listener.listen(d.addr));
   Handle* h = static_cast<Handle*>(opaqueHandle);
   memset(opaqueHandle, 0, NCCL_NET_HANDLE_MAXSIZE);
   h->addr = lc->listener.address();
-  h->magic = lc->magic;
+  h->secret = lc->secret;
   h->stage = nullptr;
   INFO(kSubsysNet, "NET/Socket: listening on %s (%s)", h->addr.toString().c_str(), d.name.c_str());
   *listenComm = lc.release();
@@ -667,7 +740,7 @@ ncclResult_t socketConnect(int dev, void* opaqueHandle, void** sendComm, ncclNet
     }
     st = new ConnectStage();
     st->addr = h->addr;
-    st->magic = h->magic;
+    st->secret = h->secret;
     st->nThreads = threadsParam();
     st->nSocks = std::min(st->nThreads * socksPerThreadParam(), kMaxSocks);
     st->nThreads = std::min(st->nThreads, st->nSocks);
@@ -692,6 +765,9 @@ ncclResult_t socketConnect(int dev, void* opaqueHandle, void** sendComm, ncclNet
   }
   if (res == ncclSuccess && (int)st->socks.size() == st->nSocks + 1) {
     auto comm = makeComm(true, st->addr, &st->socks);
+    comm->secret = st->secret;
+    comm->proofs.resize(st->responses.size());
+    for (size_t i = 0; i < st->responses.size(); i++) comm->proofs[i].response = st->responses[i];
     res = startHelpers(comm.get(), st->nThreads);
     if (res == ncclSuccess) {
       INFO(kSubsysNet, "NET/Socket: connected to %s with %d sockets, %d threads", st->addr.toString().c_str(),
@@ -706,77 +782,121 @@ ncclResult_t socketConnect(int dev, void* opaqueHandle, void** sendComm, ncclNet
   return res;
 }
 
+// What became of a pending socket after one look at it.
+enum class PendingStep { kWait, kJoined, kDropped };
+
+// Reads what a pending socket sent and acts on it, without blocking: checks
+// its proof of the key (nothing else is read before), answers with ours, and
+// then lets it join the connection being assembled.
+PendingStep progressPending(ListenComm* lc, PendingSocket* p) {
+  const SocketAddress& peer = p->sock.address();
+  const SocketAddress& here = lc->listener.address();
+  if (!p->proven) {
+    int err = 0;
+    ssize_t n = p->sock.tryRecv(reinterpret_cast<char*>(&p->opening) + p->got, sizeof(Opening) - p->got, &err);
+    if (n < 0) {
+      lc->refusals.note(Refusal::kClosed, peer, here);
+      return PendingStep::kDropped;
+    }
+    p->got += (size_t)n;
+    if (p->got < sizeof(Opening)) {
+      if (Clock::now() <= p->deadline) return PendingStep::kWait;
+      lc->refusals.note(Refusal::kSilent, peer, here);
+      return PendingStep::kDropped;
+    }
+    if (!checkResponse(lc->secret.key, kAuthContext, lc->secret.challenge, p->opening.response)) {
+      lc->refusals.note(Refusal::kBadProof, peer, here);
+      return PendingStep::kDropped;
+    }
+    p->proven = true;
+    p->confirm = makeConfirm(lc->secret.key, kAuthContext, lc->secret.challenge, p->opening.response);
+  }
+  while (p->confirmSent < sizeof(AuthConfirm)) {
+    int err = 0;
+    ssize_t n = p->sock.trySend(reinterpret_cast<const char*>(&p->confirm) + p->confirmSent,
+                                sizeof(AuthConfirm) - p->confirmSent, &err);
+    if (n < 0) {
+      INFO(kSubsysNet, "NET/Socket: %s closed during the handshake", peer.toString().c_str());
+      return PendingStep::kDropped;
+    }
+    if (n == 0) {
+      if (Clock::now() <= p->deadline) return PendingStep::kWait;
+      INFO(kSubsysNet, "NET/Socket: %s did not take the handshake's answer in time: dropped", peer.toString().c_str());
+      return PendingStep::kDropped;
+    }
+    p->confirmSent += (size_t)n;
+  }
+  const Hello& hl = p->opening.hello;
+  if (hl.version != kWireVersion) {
+    WARN("NET/Socket: rejected a connection from %s: wire version %u, expected %u (mixed uniccl versions?)",
+         peer.toString().c_str(), hl.version, kWireVersion);
+    return PendingStep::kDropped;
+  }
+  if (hl.nSocks < 1 || hl.nSocks > kMaxSocks || hl.nThreads < 1 || hl.nThreads > hl.nSocks || hl.index < 0 ||
+      hl.index > hl.nSocks || (lc->nSocks >= 0 && hl.nSocks != lc->nSocks)) {
+    WARN("NET/Socket: rejected a connection from %s: bad handshake (socket %d of %d, %d threads)",
+         peer.toString().c_str(), hl.index, hl.nSocks, hl.nThreads);
+    return PendingStep::kDropped;
+  }
+  if (lc->nSocks < 0) {
+    lc->nSocks = hl.nSocks;
+    lc->nThreads = hl.nThreads;
+    lc->socks.clear();
+    lc->socks.resize(hl.nSocks + 1);
+    lc->deadline = deadlineAfterMs(netConnectTimeoutMs());
+  }
+  if (lc->socks[hl.index].isOpen()) {
+    WARN("NET/Socket: rejected a duplicate socket %d from %s", hl.index, peer.toString().c_str());
+    return PendingStep::kDropped;
+  }
+  lc->socks[hl.index] = std::move(p->sock);
+  lc->arrived++;
+  return PendingStep::kJoined;
+}
+
+bool isProven(const PendingSocket& p) { return p.proven; }
+
 ncclResult_t socketAccept(void* listenComm, void** recvComm, ncclNetDeviceHandle_v8_t** recvDevComm) {
   *recvComm = nullptr;
   if (recvDevComm) *recvDevComm = nullptr;
   ListenComm* lc = static_cast<ListenComm*>(listenComm);
-  for (;;) {  // take every connection waiting in the backlog
-    SocketAddress peer = emptySocketAddress();
-    socklen_t len = sizeof(peer);
-    int fd = ::accept4(lc->listener.fd(), &peer.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
-        break;
-      WARN("NET/Socket: accept on %s failed: %s", lc->listener.address().toString().c_str(), strerror(errno));
+  const SocketAddress& here = lc->listener.address();
+  for (int taken = 0; taken < kMaxAcceptsPerCall; taken++) {
+    Socket sock;
+    int err = 0;
+    AcceptResult got = acceptOne(lc->listener, &sock, &err);
+    if (got == AcceptResult::kNone) break;
+    if (got == AcceptResult::kNoFds) {
+      // The connection stays in the backlog; freeing one fd lets a later call take it.
+      if (!connectionWaiting(lc->listener)) break;
+      lc->refusals.note(Refusal::kNoFds, emptySocketAddress(), here, strerror(err));
+      if (auto old = takeOldestUnproven(lc->pending, isProven))
+        lc->refusals.note(Refusal::kEvicted, old->sock.address(), here);
+      break;
+    }
+    if (got == AcceptResult::kFailed) {
+      WARN("NET/Socket: accept on %s failed: %s", here.toString().c_str(), strerror(err));
       return ncclSystemError;
     }
-    setNoDelay(fd);
-    PendingSocket p;
-    p.sock = Socket::adopt(fd, peer);
-    p.deadline = deadlineAfterMs(netConnectTimeoutMs());
+    auto p = std::make_unique<PendingSocket>();
+    p->sock = std::move(sock);
+    p->deadline = deadlineAfterMs(netConnectTimeoutMs());
+    // A real peer's proof is usually here already: settled at once, it takes no room.
+    if (progressPending(lc, p.get()) != PendingStep::kWait) continue;
+    if (lc->pending.size() >= kMaxPendingConnections) {
+      auto old = takeOldestUnproven(lc->pending, isProven);
+      if (old == nullptr) old = std::move(p);  // all proven (cannot be many): the newcomer goes
+      lc->refusals.note(Refusal::kEvicted, old->sock.address(), here);
+      if (p == nullptr) continue;
+    }
     lc->pending.push_back(std::move(p));
   }
   for (size_t i = 0; i < lc->pending.size();) {
-    PendingSocket& p = lc->pending[i];
-    int err = 0;
-    ssize_t n = p.sock.tryRecv(reinterpret_cast<char*>(&p.hello) + p.got, sizeof(Hello) - p.got, &err);
-    bool drop = false;
-    if (n < 0) {
-      INFO(kSubsysNet, "NET/Socket: %s closed during the handshake", p.sock.address().toString().c_str());
-      drop = true;
-    } else {
-      p.got += (size_t)n;
-      if (p.got < sizeof(Hello) && Clock::now() > p.deadline) {
-        INFO(kSubsysNet, "NET/Socket: %s sent no handshake in time: dropped", p.sock.address().toString().c_str());
-        drop = true;
-      }
-    }
-    if (!drop && p.got == sizeof(Hello)) {
-      const Hello& hl = p.hello;
-      if (hl.magic != lc->magic || hl.version != kWireVersion) {
-        WARN("NET/Socket: rejected a connection from %s: it does not carry this listener's handle (magic/version "
-             "mismatch)",
-             p.sock.address().toString().c_str());
-        drop = true;
-      } else if (hl.nSocks < 1 || hl.nSocks > kMaxSocks || hl.nThreads < 1 || hl.nThreads > hl.nSocks ||
-                 hl.index < 0 || hl.index > hl.nSocks || (lc->nSocks >= 0 && hl.nSocks != lc->nSocks)) {
-        WARN("NET/Socket: rejected a connection from %s: bad handshake (socket %d of %d, %d threads)",
-             p.sock.address().toString().c_str(), hl.index, hl.nSocks, hl.nThreads);
-        drop = true;
-      } else {
-        if (lc->nSocks < 0) {
-          lc->nSocks = hl.nSocks;
-          lc->nThreads = hl.nThreads;
-          lc->socks.clear();
-          lc->socks.resize(hl.nSocks + 1);
-          lc->deadline = deadlineAfterMs(netConnectTimeoutMs());
-        }
-        if (lc->socks[hl.index].isOpen()) {
-          WARN("NET/Socket: rejected a duplicate socket %d from %s", hl.index, p.sock.address().toString().c_str());
-          drop = true;
-        } else {
-          lc->socks[hl.index] = std::move(p.sock);
-          lc->arrived++;
-          lc->pending.erase(lc->pending.begin() + i);
-          continue;
-        }
-      }
-    }
-    if (drop) {
-      lc->pending.erase(lc->pending.begin() + i);
+    if (progressPending(lc, lc->pending[i].get()) == PendingStep::kWait) {
+      i++;
       continue;
     }
-    i++;
+    lc->pending.erase(lc->pending.begin() + i);
   }
   if (lc->nSocks >= 0 && lc->arrived == lc->nSocks + 1) {
     SocketAddress peer = lc->socks[0].address();

@@ -8,10 +8,9 @@
 namespace uniccl {
 namespace ib {
 
-ConnInfo makeConnInfo(uint64_t magic, const QpEndpoint& ep, uint64_t fifoAddr, uint32_t fifoRkey) {
+ConnInfo makeConnInfo(const QpEndpoint& ep, uint64_t fifoAddr, uint32_t fifoRkey) {
   ConnInfo c;
   memset(&c, 0, sizeof(c));
-  c.magic = magic;
   c.version = kWireVersion;
   c.qpn = ep.qpn;
   c.lid = ep.lid;
@@ -33,11 +32,7 @@ QpEndpoint endpointOf(const ConnInfo& info) {
   return e;
 }
 
-bool checkConnInfo(const ConnInfo& info, uint64_t magic, std::string* why) {
-  if (info.magic != magic) {
-    *why = "it does not carry this listener's handle (magic mismatch)";
-    return false;
-  }
+bool checkConnInfo(const ConnInfo& info, std::string* why) {
   if (info.version != kWireVersion) {
     *why = "wire version " + std::to_string(info.version) + ", expected " + std::to_string(kWireVersion) +
            " (mixed uniccl versions?)";

@@ -1,38 +1,46 @@
 // The IB connection handshake over TCP (the QPs cannot talk before each knows
 // the other's QP number and address):
 //
-//   connector -> acceptor : ConnInfo (its QP, port, GID; address/rkey of its FIFO)
-//   acceptor: QP to RTR/RTS -> connector : ConnInfo (its QP, port, GID)
-//   connector: QP to RTR/RTS -> acceptor : one "ready" byte
+//   connector -> acceptor : Opening = proof of the handle's key + ConnInfo
+//                           (its QP, port, GID; address/rkey of its FIFO)
+//   acceptor: checks the proof, QP to RTR/RTS
+//                         -> connector : Reply = the listener's proof + ConnInfo (its QP, port, GID)
+//   connector: checks the proof, QP to RTR/RTS -> acceptor : one "ready" byte
 //
-// The ready byte keeps the receiver from writing FIFO entries into a QP that
-// is not in RTR yet. Both sides move at most one step per call (never block
-// on the peer) and give up after UNICCL_NET_CONNECT_TIMEOUT_MS.
+// The proofs are auth.h's challenge-response over the key and challenge that
+// listen() put into the handle (context "net-ib", see net/listener_guard.h):
+// the acceptor creates no verbs object for a connection that did not prove
+// the key, and the connector writes nothing into a QP of a listener that did
+// not. The ready byte keeps the receiver from writing FIFO entries into a QP
+// that is not in RTR yet. Both sides move at most one step per call (never
+// block on the peer) and give up after UNICCL_NET_CONNECT_TIMEOUT_MS.
 #pragma once
 
 #include <string>
 
+#include "common/util/auth.h"
 #include "common/util/socket.h"
 #include "net/ib/qp_setup.h"
+#include "net/listener_guard.h"
 #include "uniccl_net.h"
 
 namespace uniccl {
 namespace ib {
 
-constexpr uint32_t kWireVersion = 1;
+constexpr uint32_t kWireVersion = 2;  // 2: proofs of the listener's key
+constexpr const char* kAuthContext = "net-ib";
 
 // What listen() writes into the caller's NCCL_NET_HANDLE_MAXSIZE bytes.
 // `stage` is only meaningful in the process that calls connect() with it.
 struct IbHandle {
   SocketAddress addr;
   uint32_t pad;
-  uint64_t magic;
+  ListenerSecret secret;
   void* stage;
 };
 static_assert(sizeof(IbHandle) <= NCCL_NET_HANDLE_MAXSIZE, "handle must fit NCCL_NET_HANDLE_MAXSIZE");
 
 struct ConnInfo {
-  uint64_t magic;
   uint32_t version;
   uint32_t qpn;
   uint16_t lid;
@@ -45,10 +53,21 @@ struct ConnInfo {
   uint32_t pad2;
 };
 
-ConnInfo makeConnInfo(uint64_t magic, const QpEndpoint& ep, uint64_t fifoAddr, uint32_t fifoRkey);
+// connector -> acceptor, first bytes on the socket.
+struct Opening {
+  AuthResponse response;
+  ConnInfo info;
+};
+// acceptor -> connector, once the connector's proof checked out.
+struct Reply {
+  AuthConfirm confirm;
+  ConnInfo info;
+};
+
+ConnInfo makeConnInfo(const QpEndpoint& ep, uint64_t fifoAddr, uint32_t fifoRkey);
 QpEndpoint endpointOf(const ConnInfo& info);
-// Whether `info` belongs to this connection; on mismatch `why` says what differs.
-bool checkConnInfo(const ConnInfo& info, uint64_t magic, std::string* why);
+// Whether `info` is one this version can use; if not `why` says what is wrong.
+bool checkConnInfo(const ConnInfo& info, std::string* why);
 
 // Receives the rest of a fixed-size message without blocking: *got advances;
 // returns ncclRemoteError with a WARN when the peer closed or the socket failed.

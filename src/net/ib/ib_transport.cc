@@ -8,7 +8,6 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -17,8 +16,9 @@
 #include "common/util/knobs.h"
 #include "common/util/socket.h"
 #include "net/ib/ib_handshake.h"
-#include "net/net.h"
 #include "net/ib/ib_mr.h"
+#include "net/listener_guard.h"
+#include "net/net.h"
 
 namespace uniccl {
 namespace ib {
@@ -220,10 +220,14 @@ std::unique_ptr<Comm> newComm(bool isSend, const IbDevice& dev, const std::strin
 }
 
 // ------------------------------------------------------- listen / accept
+// A connection accepted but not yet returned by accept(). Until its proof of
+// the key checks out it is a socket and a fixed-size record; the verbs objects
+// (comm) exist only for a connection that proved the key.
 struct AcceptStage {
   Socket sock;
-  ConnInfo remote{};
+  Opening opening{};
   size_t got = 0;
+  bool proven = false;
   bool replied = false;
   uint8_t ready = 0;
   size_t readyGot = 0;
@@ -233,12 +237,16 @@ struct AcceptStage {
 
 struct ListenComm {
   int dev = 0;
-  uint64_t magic = 0;
+  ListenerSecret secret;
   Socket listener;
-  std::vector<std::unique_ptr<AcceptStage>> stages;
+  std::vector<std::unique_ptr<AcceptStage>> stages;  // in arrival order
+  RefusalLog refusals{"IB"};
+  ~ListenComm() { refusals.summary(listener.address()); }
 };
 
-// Builds the receiving end once the connector's ConnInfo is in, and replies.
+bool isProven(const AcceptStage& st) { return st.proven; }
+
+// Builds the receiving end once the connector's proof and ConnInfo are in, and replies.
 ncclResult_t acceptBuild(ListenComm* lc, AcceptStage* st) {
   IbDevice dev;
   QpParams qpp;
@@ -250,11 +258,11 @@ ncclResult_t acceptBuild(ListenComm* lc, AcceptStage* st) {
   UCHECK(createRcQp(dev, qpp, comm->cq.get(), kMaxRequests + 1, kMaxRequests + 1, kAccessRemoteWrite, &comm->qp,
                     &qpn));
   std::string what = "connection from " + comm->peer;
-  UCHECK(connectRcQp(dev, qpp, comm->qp.get(), endpointOf(st->remote), what.c_str()));
+  UCHECK(connectRcQp(dev, qpp, comm->qp.get(), endpointOf(st->opening.info), what.c_str()));
   UCHECK(regLocal(dev, comm->elems, sizeof(comm->elems), kAccessLocalWrite, &comm->elemsMr, &comm->elemsKeys,
                   "FIFO source"));
-  comm->remoteFifoAddr = st->remote.fifoAddr;
-  comm->remoteFifoRkey = st->remote.fifoRkey;
+  comm->remoteFifoAddr = st->opening.info.fifoAddr;
+  comm->remoteFifoRkey = st->opening.info.fifoRkey;
   if (flush) {
     uint32_t fqpn = 0;
     UCHECK(createRcQp(dev, qpp, comm->cq.get(), kMaxRequests + 1, 1, kAccessRemoteRead, &comm->flushQp, &fqpn));
@@ -262,27 +270,55 @@ ncclResult_t acceptBuild(ListenComm* lc, AcceptStage* st) {
     UCHECK(regLocal(dev, comm->flushBuf, sizeof(comm->flushBuf), kAccessLocalWrite, &comm->flushMr,
                     &comm->flushKeys, "flush buffer"));
   }
-  ConnInfo reply = makeConnInfo(lc->magic, localEndpoint(dev, qpn), 0, 0);
+  Reply reply;
+  reply.confirm = makeConfirm(lc->secret.key, kAuthContext, lc->secret.challenge, st->opening.response);
+  reply.info = makeConnInfo(localEndpoint(dev, qpn), 0, 0);
+  // A fresh socket's buffer takes these bytes at once: the deadline only bounds a peer that never reads.
   UCHECK(st->sock.sendAll(&reply, sizeof(reply), st->deadline));
   st->comm = std::move(comm);
   st->replied = true;
   return ncclSuccess;
 }
 
-// One step of one pending connection: ncclSuccess with *done when it is ready.
+// One step of one pending connection: ncclSuccess with *done when it is
+// ready, with *drop when it is refused. Before its proof of the key, whatever
+// the peer does (close, silence, garbage) drops it quietly; after, a failure
+// is the real peer's and is returned as an error.
 ncclResult_t acceptStep(ListenComm* lc, AcceptStage* st, bool* done, bool* drop) {
   *done = false;
-  if (!st->replied) {
-    UCHECK(receiveSome(st->sock, &st->remote, sizeof(ConnInfo), &st->got, "accept"));
-    if (st->got < sizeof(ConnInfo)) return ncclSuccess;
-    std::string why;
-    if (!checkConnInfo(st->remote, lc->magic, &why)) {
-      WARN("NET/IB: rejected a connection from %s: %s", st->sock.address().toString().c_str(), why.c_str());
+  *drop = false;
+  const SocketAddress& peer = st->sock.address();
+  const SocketAddress& here = lc->listener.address();
+  if (!st->proven) {
+    int err = 0;
+    ssize_t n = st->sock.tryRecv(reinterpret_cast<char*>(&st->opening) + st->got, sizeof(Opening) - st->got, &err);
+    if (n < 0) {
+      lc->refusals.note(Refusal::kClosed, peer, here);
       *drop = true;
       return ncclSuccess;
     }
-    UCHECK(acceptBuild(lc, st));
+    st->got += (size_t)n;
+    if (st->got < sizeof(Opening)) {
+      if (Clock::now() > st->deadline) {
+        lc->refusals.note(Refusal::kSilent, peer, here);
+        *drop = true;
+      }
+      return ncclSuccess;
+    }
+    if (!checkResponse(lc->secret.key, kAuthContext, lc->secret.challenge, st->opening.response)) {
+      lc->refusals.note(Refusal::kBadProof, peer, here);
+      *drop = true;
+      return ncclSuccess;
+    }
+    st->proven = true;
+    std::string why;
+    if (!checkConnInfo(st->opening.info, &why)) {
+      WARN("NET/IB: rejected a connection from %s: %s", peer.toString().c_str(), why.c_str());
+      *drop = true;
+      return ncclSuccess;
+    }
   }
+  if (!st->replied) UCHECK(acceptBuild(lc, st));
   UCHECK(receiveSome(st->sock, &st->ready, 1, &st->readyGot, "accept (waiting for the peer's QP)"));
   *done = st->readyGot == 1;
   return ncclSuccess;
@@ -292,9 +328,10 @@ ncclResult_t acceptStep(ListenComm* lc, AcceptStage* st, bool* done, bool* drop)
 struct ConnectStage {
   Socket sock;
   std::unique_ptr<Comm> comm;
-  ConnInfo remote{};
+  ListenerSecret secret;
+  AuthResponse response{};  // what we opened with: the listener's proof answers it
+  Reply reply{};
   size_t got = 0;
-  uint64_t magic = 0;
   Deadline deadline;
 };
 
@@ -302,7 +339,7 @@ ncclResult_t connectStart(int dev, IbHandle* h, ConnectStage* st) {
   IbDevice d;
   QpParams qpp;
   if (!getDevice(dev, &d, nullptr, &qpp)) return badDevice(dev);
-  st->magic = h->magic;
+  st->secret = h->secret;
   st->deadline = deadlineAfterMs(netConnectTimeoutMs());
   UCHECK(st->sock.connect(h->addr, st->deadline));  // the listener exists: the kernel completes this at once
   auto comm = newComm(true, d, h->addr.toString());
@@ -312,18 +349,30 @@ ncclResult_t connectStart(int dev, IbHandle* h, ConnectStage* st) {
   MrKeys keys;
   UCHECK(regLocal(d, comm->fifo, sizeof(comm->fifo), kAccessLocalWrite | kAccessRemoteWrite, &comm->fifoMr, &keys,
                   "FIFO"));
-  ConnInfo info = makeConnInfo(st->magic, localEndpoint(d, qpn), (uint64_t)(uintptr_t)comm->fifo, keys.rkey);
-  UCHECK(st->sock.sendAll(&info, sizeof(info), st->deadline));
+  Opening opening;
+  if (!makeResponse(st->secret.key, kAuthContext, st->secret.challenge, &opening.response)) {
+    WARN("NET/IB: the connect handle holds no listener challenge (was it written by an IB listen() of this uniccl "
+         "version?)");
+    return ncclInvalidArgument;
+  }
+  st->response = opening.response;
+  opening.info = makeConnInfo(localEndpoint(d, qpn), (uint64_t)(uintptr_t)comm->fifo, keys.rkey);
+  UCHECK(st->sock.sendAll(&opening, sizeof(opening), st->deadline));
   st->comm = std::move(comm);
   return ncclSuccess;
 }
 
 ncclResult_t connectStep(ConnectStage* st, bool* done) {
   *done = false;
-  UCHECK(receiveSome(st->sock, &st->remote, sizeof(ConnInfo), &st->got, "connect"));
-  if (st->got < sizeof(ConnInfo)) return ncclSuccess;
+  UCHECK(receiveSome(st->sock, &st->reply, sizeof(Reply), &st->got, "connect"));
+  if (st->got < sizeof(Reply)) return ncclSuccess;
+  if (!checkConfirm(st->secret.key, kAuthContext, st->secret.challenge, st->response, st->reply.confirm)) {
+    WARN("NET/IB: the listener at %s does not prove the handle's key: refusing to connect to it",
+         st->sock.address().toString().c_str());
+    return ncclRemoteError;
+  }
   std::string why;
-  if (!checkConnInfo(st->remote, st->magic, &why)) {
+  if (!checkConnInfo(st->reply.info, &why)) {
     WARN("NET/IB: the listener at %s answered with a bad handshake: %s", st->sock.address().toString().c_str(),
          why.c_str());
     return ncclRemoteError;
@@ -334,7 +383,7 @@ ncclResult_t connectStep(ConnectStage* st, bool* done) {
     qpp = global().qp;
   }
   std::string what = "connection to " + st->comm->peer;
-  UCHECK(connectRcQp(st->comm->dev, qpp, st->comm->qp.get(), endpointOf(st->remote), what.c_str()));
+  UCHECK(connectRcQp(st->comm->dev, qpp, st->comm->qp.get(), endpointOf(st->reply.info), what.c_str()));
   uint8_t ready = 1;
   UCHECK(st->sock.sendAll(&ready, 1, st->deadline));
   *done = true;
@@ -422,13 +471,12 @@ ncclResult_t ibListen(int dev, void* opaqueHandle, void** listenComm) {
   if (!getDevice(dev, &d, &oob)) return badDevice(dev);
   auto lc = std::make_unique<ListenComm>();
   lc->dev = dev;
-  std::random_device rd;
-  lc->magic = ((uint64_t)rd() << 32) ^ rd();
+  UCHECK(newListenerSecret(&lc->secret));
   UCHECK(lc->listener.listen(oob));
   memset(opaqueHandle, 0, NCCL_NET_HANDLE_MAXSIZE);
   IbHandle* h = static_cast<IbHandle*>(opaqueHandle);
   h->addr = lc->listener.address();
-  h->magic = lc->magic;
+  h->secret = lc->secret;
   h->stage = nullptr;
   INFO(kSubsysNet, "NET/IB: listening on %s for %s:%d", h->addr.toString().c_str(), d.name.c_str(), d.port);
   *listenComm = lc.release();
@@ -472,18 +520,34 @@ ncclResult_t ibAccept(void* listenComm, void** recvComm, ncclNetDeviceHandle_v8_
   *recvComm = nullptr;
   if (recvDevComm) *recvDevComm = nullptr;
   ListenComm* lc = static_cast<ListenComm*>(listenComm);
-  for (;;) {  // take every connection waiting in the backlog
-    SocketAddress peer = emptySocketAddress();
-    socklen_t len = sizeof(peer);
-    int fd = ::accept4(lc->listener.fd(), &peer.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
-        break;
-      WARN("NET/IB: accept on %s failed: %s", lc->listener.address().toString().c_str(), strerror(errno));
+  const SocketAddress& here = lc->listener.address();
+  for (int taken = 0; taken < kMaxAcceptsPerCall; taken++) {
+    Socket sock;
+    int err = 0;
+    AcceptResult got = acceptOne(lc->listener, &sock, &err);
+    if (got == AcceptResult::kNone) break;
+    if (got == AcceptResult::kNoFds) {
+      // The connection stays in the backlog; freeing one fd lets a later call take it.
+      if (!connectionWaiting(lc->listener)) break;
+      lc->refusals.note(Refusal::kNoFds, emptySocketAddress(), here, strerror(err));
+      if (auto old = takeOldestUnproven(lc->stages, isProven))
+        lc->refusals.note(Refusal::kEvicted, old->sock.address(), here);
+      break;
+    }
+    if (got == AcceptResult::kFailed) {
+      WARN("NET/IB: accept on %s failed: %s", here.toString().c_str(), strerror(err));
       return ncclSystemError;
     }
+    if (lc->stages.size() >= kMaxPendingConnections) {
+      auto old = takeOldestUnproven(lc->stages, isProven);
+      if (old == nullptr) {  // all proven (cannot be many): the newcomer goes
+        lc->refusals.note(Refusal::kEvicted, sock.address(), here);
+        continue;
+      }
+      lc->refusals.note(Refusal::kEvicted, old->sock.address(), here);
+    }
     auto st = std::make_unique<AcceptStage>();
-    st->sock = Socket::adopt(fd, peer);
+    st->sock = std::move(sock);
     st->deadline = deadlineAfterMs(netConnectTimeoutMs());
     lc->stages.push_back(std::move(st));
   }
@@ -491,7 +555,7 @@ ncclResult_t ibAccept(void* listenComm, void** recvComm, ncclNetDeviceHandle_v8_
     AcceptStage* st = lc->stages[i].get();
     bool done = false, drop = false;
     ncclResult_t res = acceptStep(lc, st, &done, &drop);
-    if (res == ncclSuccess && !done && !drop && Clock::now() > st->deadline) {
+    if (res == ncclSuccess && st->proven && !done && !drop && Clock::now() > st->deadline) {
       WARN("NET/IB: a peer (%s) began connecting to %s but did not finish within %lld ms "
            "(UNICCL_NET_CONNECT_TIMEOUT_MS sets the limit)",
            st->sock.address().toString().c_str(), lc->listener.address().toString().c_str(),

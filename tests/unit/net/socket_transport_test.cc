@@ -1,7 +1,12 @@
 // The Socket transport driven only through its net plugin table, on loopback:
 // handshake, transfers of random data, many requests in flight, ordering,
-// tag/size mismatches, peers that close or die mid-transfer, dead listeners.
+// tag/size mismatches, peers that close or die mid-transfer, dead listeners,
+// and hostile peers at the listener (port scans, strangers without the
+// handle's key, floods, silent connections, fd exhaustion).
+#include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,9 +19,10 @@
 #include <vector>
 
 #include "common/util/debug.h"
-#include "scoped_env.h"
 #include "common/util/socket.h"
+#include "hostile_peer.h"
 #include "net/socket_transport.h"
+#include "scoped_env.h"
 
 namespace uniccl {
 namespace {
@@ -58,6 +64,12 @@ class SocketNetTest : public ::testing::Test {
     void* listenComm = nullptr;
     ASSERT_EQ(net->listen(0, handle, &listenComm), ncclSuccess);
     ASSERT_NE(listenComm, nullptr);
+    completePair(handle, listenComm, sendComm, recvComm);
+    EXPECT_EQ(net->closeListen(listenComm), ncclSuccess);
+  }
+
+  // Drives connect/accept on an existing listener until both ends exist.
+  void completePair(char* handle, void* listenComm, void** sendComm, void** recvComm) {
     *sendComm = *recvComm = nullptr;
     auto deadline = steady_clock::now() + std::chrono::seconds(10);
     while (*sendComm == nullptr || *recvComm == nullptr) {
@@ -70,7 +82,6 @@ class SocketNetTest : public ::testing::Test {
         ASSERT_EQ(net->accept(listenComm, recvComm, &dev), ncclSuccess);
       }
     }
-    EXPECT_EQ(net->closeListen(listenComm), ncclSuccess);
   }
 
   // Tests a request until done or error; returns the test() result.
@@ -381,7 +392,289 @@ TEST_F(SocketNetTest, StrangerConnectionIsRejectedAndRealPeerAccepted) {
   net->closeListen(listenComm);
 }
 
+// -------------------------------------------------------------- hostile peers
+int openFds() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return -1;
+  while (readdir(d) != nullptr) n++;
+  closedir(d);
+  return n - 3;  // ".", ".." and the directory's own fd
+}
+
+// What nmap -sT does: connect, then close at once. The listener drops them
+// and the real peer's connection still comes through intact.
+TEST_F(SocketNetTest, PortScanDoesNotBreakTheListener) {
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* listenComm = nullptr;
+  ASSERT_EQ(net->listen(0, handle, &listenComm), ncclSuccess);
+  hostile::HandleView h = hostile::viewHandle(handle);
+  for (int i = 0; i < 20; i++) {
+    Socket scan;
+    ASSERT_TRUE(hostile::connectRaw(h.addr, &scan));
+    if (i % 2) {
+      struct linger l = {1, 0};  // half of them reset instead of closing
+      setsockopt(scan.fd(), SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+    }
+    scan.close();
+  }
+  void* recvComm = nullptr;
+  for (int i = 0; i < 50; i++) {
+    ncclNetDeviceHandle_v8_t* dev = nullptr;
+    ASSERT_EQ(net->accept(listenComm, &recvComm, &dev), ncclSuccess) << lastErrorMessage();
+    ASSERT_EQ(recvComm, nullptr);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  void* sendComm = nullptr;
+  completePair(handle, listenComm, &sendComm, &recvComm);
+  ASSERT_NE(recvComm, nullptr);
+  transfer(sendComm, recvComm, (1 << 20) + 3, 21);
+  transfer(sendComm, recvComm, 5, 22);
+  net->closeSend(sendComm);
+  net->closeRecv(recvComm);
+  net->closeListen(listenComm);
+}
+
+// Strangers that open with a wrong proof: garbage, a proof of another key,
+// and a proof of the right key made for another use (the IB listener's
+// context). Each is closed without getting the listener's proof, and the
+// real peer is accepted.
+TEST_F(SocketNetTest, WrongKeyPeersAreRefused) {
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* listenComm = nullptr;
+  ASSERT_EQ(net->listen(0, handle, &listenComm), ncclSuccess);
+  hostile::HandleView h = hostile::viewHandle(handle);
+  struct Opening {  // socket_transport.cc's first bytes on a socket
+    AuthResponse response;
+    uint32_t version;
+    int32_t index, nSocks, nThreads;
+  };
+  std::vector<Opening> openings(3);
+  std::vector<char> junk = randomBytes(sizeof(Opening), 31);
+  memcpy(&openings[0], junk.data(), sizeof(Opening));
+  openings[1].response = hostile::proofOfOtherKey(h, "net-socket");
+  ASSERT_TRUE(makeResponse(h.secret.key, "net-ib", h.secret.challenge, &openings[2].response));
+  for (int i = 1; i < 3; i++) {
+    openings[i].version = 3;
+    openings[i].index = 0;
+    openings[i].nSocks = 1;
+    openings[i].nThreads = 1;
+  }
+  for (size_t i = 0; i < openings.size(); i++) {
+    Socket stranger;
+    ASSERT_TRUE(hostile::connectRaw(h.addr, &stranger));
+    ASSERT_EQ(stranger.sendAll(&openings[i], sizeof(Opening), deadlineAfterMs(5000)), ncclSuccess);
+    size_t answered = 0;
+    void* recvComm = nullptr;
+    ncclResult_t res = ncclSuccess;
+    auto pump = [&] {
+      ncclNetDeviceHandle_v8_t* dev = nullptr;
+      if (res == ncclSuccess) res = net->accept(listenComm, &recvComm, &dev);
+    };
+    EXPECT_TRUE(hostile::closedByListener(stranger, 10, pump, &answered)) << "stranger " << i << " not closed";
+    EXPECT_EQ(answered, 0u) << "the listener proved its key to stranger " << i;
+    EXPECT_EQ(res, ncclSuccess) << lastErrorMessage();
+    EXPECT_EQ(recvComm, nullptr);
+  }
+  void *sendComm = nullptr, *recvComm = nullptr;
+  completePair(handle, listenComm, &sendComm, &recvComm);
+  transfer(sendComm, recvComm, 70000, 32);
+  net->closeSend(sendComm);
+  net->closeRecv(recvComm);
+  net->closeListen(listenComm);
+}
+
+// A connector refuses a listener that cannot prove the key: nothing is sent
+// to an impostor sitting at the handle's address.
+TEST_F(SocketNetTest, ConnectorRefusesAnImpostorListener) {
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* listenComm = nullptr;
+  ASSERT_EQ(net->listen(0, handle, &listenComm), ncclSuccess);
+  hostile::HandleView h = hostile::viewHandle(handle);
+  ASSERT_EQ(net->closeListen(listenComm), ncclSuccess);
+  Socket impostor;
+  ASSERT_EQ(impostor.listen(h.addr), ncclSuccess);  // takes over the port
+  ScopedEnv threads("NCCL_SOCKET_NTHREADS", "1");
+  ScopedEnv socks("NCCL_NSOCKS_PERTHREAD", "1");
+  void* sendComm = nullptr;
+  auto deadline = steady_clock::now() + std::chrono::seconds(10);
+  while (sendComm == nullptr) {
+    ASSERT_EQ(net->connect(0, handle, &sendComm, nullptr), ncclSuccess);
+    ASSERT_LT(steady_clock::now(), deadline);
+  }
+  std::vector<Socket> accepted(2);
+  for (Socket& a : accepted) ASSERT_EQ(impostor.accept(&a, deadlineAfterMs(5000)), ncclSuccess);
+  std::vector<char> garbage = randomBytes(sizeof(AuthConfirm), 41);
+  for (Socket& a : accepted) ASSERT_EQ(a.sendAll(garbage.data(), garbage.size(), deadlineAfterMs(5000)), ncclSuccess);
+  std::vector<char> src = randomBytes(100, 42);
+  void* req = nullptr;
+  ncclResult_t res = net->isend(sendComm, src.data(), 100, 0, nullptr, &req);
+  int size = 0;
+  if (res == ncclSuccess) res = waitRequest(req, &size, 10);
+  EXPECT_EQ(res, ncclRemoteError);
+  EXPECT_NE(std::string(lastErrorMessage()).find("does not prove"), std::string::npos) << lastErrorMessage();
+  // The impostor got the openings (64 bytes per socket) and not one byte more.
+  for (Socket& a : accepted) {
+    char buf[256];
+    int err = 0;
+    ssize_t n = a.tryRecv(buf, sizeof(buf), &err);
+    EXPECT_EQ(n, 64);
+  }
+  net->closeSend(sendComm);
+}
+
+// 2000 idle connections made before the real peer connects (the accept
+// calls in between are the proxy's polling). The listener holds a bounded
+// number of them and the real connection comes through.
+TEST_F(SocketNetTest, FloodOfIdleConnectionsDoesNotKeepTheRealPeerOut) {
+  rlimit lim;
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &lim), 0);
+  int flood = 2000;
+  if (lim.rlim_cur < (rlim_t)flood + 600) {
+    rlimit more = lim;
+    more.rlim_cur = std::min<rlim_t>(lim.rlim_max, (rlim_t)flood + 600);
+    setrlimit(RLIMIT_NOFILE, &more);
+    getrlimit(RLIMIT_NOFILE, &more);
+    flood = std::min<int>(flood, (int)more.rlim_cur - 600);
+  }
+  ASSERT_GE(flood, 600) << "RLIMIT_NOFILE too low for a flood larger than the listener's bound";
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* listenComm = nullptr;
+  ASSERT_EQ(net->listen(0, handle, &listenComm), ncclSuccess);
+  hostile::HandleView h = hostile::viewHandle(handle);
+  const int baseline = openFds();
+  std::vector<Socket> idle(flood);
+  void* recvComm = nullptr;
+  for (int i = 0; i < flood; i++) {
+    ASSERT_TRUE(hostile::connectRaw(h.addr, &idle[i])) << "flood connection " << i;
+    if (i % 64 == 63) {
+      ASSERT_EQ(net->accept(listenComm, &recvComm, nullptr), ncclSuccess) << lastErrorMessage();
+    }
+  }
+  for (int i = 0; i < 20; i++) ASSERT_EQ(net->accept(listenComm, &recvComm, nullptr), ncclSuccess);
+  // Our side of the flood holds `flood` fds; the listener at most its bound.
+  EXPECT_LE(openFds() - baseline, flood + (int)kMaxPendingConnections + 4);
+  void* sendComm = nullptr;
+  auto start = steady_clock::now();
+  completePair(handle, listenComm, &sendComm, &recvComm);
+  ASSERT_NE(recvComm, nullptr);
+  EXPECT_LT(steady_clock::now() - start, std::chrono::seconds(10));
+  transfer(sendComm, recvComm, (1 << 20) + 9, 51);
+  net->closeSend(sendComm);
+  net->closeRecv(recvComm);
+  net->closeListen(listenComm);
+  idle.clear();
+  setrlimit(RLIMIT_NOFILE, &lim);
+}
+
+// A connection that sends nothing (half-open) does not hold up the real
+// peer, and is dropped once its deadline has passed.
+TEST_F(SocketNetTest, SilentConnectionIsDroppedAndDoesNotBlockTheRealPeer) {
+  ScopedEnv timeout("UNICCL_NET_CONNECT_TIMEOUT_MS", "1000");
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* listenComm = nullptr;
+  ASSERT_EQ(net->listen(0, handle, &listenComm), ncclSuccess);
+  hostile::HandleView h = hostile::viewHandle(handle);
+  Socket silent;
+  ASSERT_TRUE(hostile::connectRaw(h.addr, &silent));
+  void* recvComm = nullptr;
+  ASSERT_EQ(net->accept(listenComm, &recvComm, nullptr), ncclSuccess);  // takes it into the pending list
+  void* sendComm = nullptr;
+  completePair(handle, listenComm, &sendComm, &recvComm);
+  ASSERT_NE(recvComm, nullptr);
+  transfer(sendComm, recvComm, 12345, 61);
+  size_t answered = 0;
+  void* more = nullptr;
+  auto pump = [&] { EXPECT_EQ(net->accept(listenComm, &more, nullptr), ncclSuccess); };
+  // 1 s deadline; 10 s is the bound so that a slow machine cannot fail it.
+  EXPECT_TRUE(hostile::closedByListener(silent, 10, pump, &answered)) << "the silent connection was kept";
+  EXPECT_EQ(answered, 0u);
+  EXPECT_EQ(more, nullptr);
+  net->closeSend(sendComm);
+  net->closeRecv(recvComm);
+  net->closeListen(listenComm);
+}
+
 // ---------------------------------------------------------------- processes
+// The listener runs in a child whose RLIMIT_NOFILE leaves room for 3 more
+// fds; 10 idle connections exhaust them. accept() must keep answering
+// ncclSuccess (EMFILE fails those connections only), and once the idle ones
+// go, the real peer's connection is accepted and its data arrives intact.
+TEST_F(SocketNetTest, FdExhaustionIsNotAnErrorOfTheListener) {
+  ScopedEnv threads("NCCL_SOCKET_NTHREADS", "1");
+  ScopedEnv socks("NCCL_NSOCKS_PERTHREAD", "1");
+  int toParent[2], toChild[2];
+  ASSERT_EQ(pipe(toParent), 0);
+  ASSERT_EQ(pipe(toChild), 0);
+  const size_t bytes = 300000;
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    char handle[NCCL_NET_HANDLE_MAXSIZE];
+    void* lc = nullptr;
+    if (net->listen(0, handle, &lc) != ncclSuccess) _exit(2);
+    // The lowest limit that leaves exactly 3 unused fd numbers below it.
+    int limit = 0, free = 0;
+    while (free < 3) {
+      if (fcntl(limit, F_GETFD) < 0) free++;
+      limit++;
+    }
+    rlimit lim = {(rlim_t)limit, (rlim_t)limit};
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) _exit(3);
+    if (write(toParent[1], handle, sizeof(handle)) != (ssize_t)sizeof(handle)) _exit(4);
+    char c;
+    if (read(toChild[0], &c, 1) != 1) _exit(5);  // the flood is connected
+    void* rc = nullptr;
+    for (int i = 0; i < 200; i++) {
+      if (net->accept(lc, &rc, nullptr) != ncclSuccess || rc != nullptr) _exit(6);
+    }
+    int probe = dup(0);
+    if (probe >= 0 || errno != EMFILE) _exit(7);  // the flood did take every fd
+    if (write(toParent[1], &c, 1) != 1) _exit(8);
+    auto deadline = steady_clock::now() + std::chrono::seconds(20);
+    while (rc == nullptr) {
+      if (net->accept(lc, &rc, nullptr) != ncclSuccess || steady_clock::now() > deadline) _exit(9);
+    }
+    std::vector<char> dst(bytes);
+    void* data = dst.data();
+    int capacity = (int)bytes, tag = 3, done = 0, size = 0;
+    void* req = nullptr;
+    if (net->irecv(rc, 1, &data, &capacity, &tag, nullptr, &req) != ncclSuccess || req == nullptr) _exit(10);
+    while (!done) {
+      if (net->test(req, &done, &size) != ncclSuccess || steady_clock::now() > deadline) _exit(11);
+    }
+    if (size != (int)bytes || dst != randomBytes(bytes, 71)) _exit(12);
+    net->closeRecv(rc);
+    net->closeListen(lc);
+    _exit(0);
+  }
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  ASSERT_EQ(read(toParent[0], handle, sizeof(handle)), (ssize_t)sizeof(handle));
+  hostile::HandleView h = hostile::viewHandle(handle);
+  std::vector<Socket> idle(10);
+  for (Socket& s : idle) ASSERT_TRUE(hostile::connectRaw(h.addr, &s));
+  char c = 1;
+  ASSERT_EQ(write(toChild[1], &c, 1), 1);
+  ASSERT_EQ(read(toParent[0], &c, 1), 1);  // the child survived EMFILE
+  idle.clear();
+  void* sendComm = nullptr;
+  auto deadline = steady_clock::now() + std::chrono::seconds(20);
+  while (sendComm == nullptr) {
+    ASSERT_EQ(net->connect(0, handle, &sendComm, nullptr), ncclSuccess);
+    ASSERT_LT(steady_clock::now(), deadline);
+  }
+  std::vector<char> src = randomBytes(bytes, 71);
+  void* req = nullptr;
+  while (req == nullptr) ASSERT_EQ(net->isend(sendComm, src.data(), (int)bytes, 3, nullptr, &req), ncclSuccess);
+  int size = 0;
+  EXPECT_EQ(waitRequest(req, &size), ncclSuccess);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  net->closeSend(sendComm);
+  for (int fd : {toParent[0], toParent[1], toChild[0], toChild[1]}) close(fd);
+}
+
 // The child inherits the parent's listener's handle through fork and sends;
 // the parent accepts and receives. Child exit status 0 = all sends completed.
 TEST_F(SocketNetTest, TransfersBetweenTwoProcesses) {
@@ -443,8 +736,9 @@ TEST_F(SocketNetTest, PeerProcessDyingMidTransferFailsTheReceive) {
   void* listenComm = nullptr;
   ASSERT_EQ(net->listen(0, handle, &listenComm), ncclSuccess);
   const size_t bytes = 64 << 20;  // more than the socket buffers hold
-  int ready[2];
+  int ready[2], accepted[2];
   ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe2(accepted, O_NONBLOCK), 0);
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -457,19 +751,26 @@ TEST_F(SocketNetTest, PeerProcessDyingMidTransferFailsTheReceive) {
     void* req = nullptr;
     if (net->isend(sendComm, src.data(), (int)bytes, 0, nullptr, &req) != ncclSuccess || req == nullptr) _exit(3);
     int done = 0;
-    for (int i = 0; i < 100; i++) net->test(req, &done, nullptr);
     char c = 1;
+    // Data leaves once the listener has proven its key, in its accept().
+    while (read(accepted[0], &c, 1) != 1) {
+      if (net->test(req, &done, nullptr) != ncclSuccess || steady_clock::now() > deadline) _exit(5);
+    }
+    for (int i = 0; i < 100; i++) net->test(req, &done, nullptr);
     if (write(ready[1], &c, 1) != 1) _exit(4);
     _exit(0);  // dies without closing anything
   }
   close(ready[1]);
+  close(accepted[0]);
   void* recvComm = nullptr;
   ncclNetDeviceHandle_v8_t* dev = nullptr;
   auto deadline = steady_clock::now() + std::chrono::seconds(10);
   while (recvComm == nullptr && steady_clock::now() < deadline)
     ASSERT_EQ(net->accept(listenComm, &recvComm, &dev), ncclSuccess);
   ASSERT_NE(recvComm, nullptr);
-  char c;
+  char c = 1;
+  ASSERT_EQ(write(accepted[1], &c, 1), 1);
+  close(accepted[1]);
   ASSERT_EQ(read(ready[0], &c, 1), 1);
   close(ready[0]);
   int status = 0;

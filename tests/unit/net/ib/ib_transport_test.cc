@@ -1,7 +1,9 @@
 // The "IB" table end to end on the fake fabric: handshake over real loopback
 // TCP, transfers of random data, FIFO wrap-around, iflush, NCCL_IB_DISABLE,
-// failing completions and failing QP transitions.
+// failing completions and failing QP transitions, and hostile peers at the
+// listener (port scans, strangers without the handle's key, floods, silence).
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -11,9 +13,11 @@
 #include <thread>
 #include <vector>
 
+#include "../hostile_peer.h"
 #include "../scoped_env.h"
 #include "common/util/debug.h"
 #include "fake_verbs.h"
+#include "net/ib/ib_handshake.h"
 #include "net/ib/ib_transport.h"
 
 namespace uniccl {
@@ -59,6 +63,13 @@ class IbNetTest : public ::testing::TestWithParam<bool> {  // param: InfiniBand 
     void* lc = nullptr;
     ncclResult_t res = net->listen(0, handle, &lc);
     if (res != ncclSuccess) return res;
+    res = completePair(handle, lc, sendComm, recvComm);
+    EXPECT_EQ(net->closeListen(lc), ncclSuccess);
+    return res;
+  }
+
+  // connect/accept on an existing listener until both ends exist (or one fails).
+  ncclResult_t completePair(char* handle, void* lc, void** sendComm, void** recvComm) {
     *sendComm = *recvComm = nullptr;
     ncclResult_t sres = ncclSuccess, rres = ncclSuccess;
     bool sendFailed = false, recvFailed = false;
@@ -75,7 +86,6 @@ class IbNetTest : public ::testing::TestWithParam<bool> {  // param: InfiniBand 
       if (Clock::now() > deadline) break;
       if (sendFailed && *recvComm == nullptr && Clock::now() > deadline - std::chrono::seconds(18)) break;
     }
-    EXPECT_EQ(net->closeListen(lc), ncclSuccess);
     if (sres != ncclSuccess) return sres;
     if (rres != ncclSuccess) return rres;
     return *sendComm && *recvComm ? ncclSuccess : ncclRemoteError;
@@ -90,6 +100,31 @@ class IbNetTest : public ::testing::TestWithParam<bool> {  // param: InfiniBand 
       if (Clock::now() > deadline) return ncclInternalError;
     }
     return ncclSuccess;
+  }
+
+  // One message of random data from sc to rc, checked byte for byte.
+  void transferOnce(void* sc, void* rc, int bytes, uint32_t seed) {
+    std::vector<char> src = randomBytes((size_t)bytes, seed), dst((size_t)bytes + 1, 0x5a);
+    void *smh = nullptr, *rmh = nullptr;
+    ASSERT_EQ(net->regMr(sc, src.data(), src.size(), NCCL_PTR_HOST, &smh), ncclSuccess);
+    ASSERT_EQ(net->regMr(rc, dst.data(), dst.size(), NCCL_PTR_HOST, &rmh), ncclSuccess);
+    void* dp = dst.data();
+    int cap = bytes, tag = 9, rs = -1;
+    void *rreq = nullptr, *sreq = nullptr;
+    ASSERT_EQ(net->irecv(rc, 1, &dp, &cap, &tag, &rmh, &rreq), ncclSuccess);
+    ASSERT_NE(rreq, nullptr);
+    auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (sreq == nullptr) {
+      ASSERT_EQ(net->isend(sc, src.data(), bytes, 9, smh, &sreq), ncclSuccess);
+      ASSERT_LT(Clock::now(), deadline);
+    }
+    ASSERT_EQ(waitDone(rreq, &rs), ncclSuccess);
+    ASSERT_EQ(waitDone(sreq, nullptr), ncclSuccess);
+    EXPECT_EQ(rs, bytes);
+    EXPECT_EQ(memcmp(dst.data(), src.data(), (size_t)bytes), 0);
+    EXPECT_EQ((unsigned char)dst[bytes], 0x5a);
+    net->deregMr(sc, smh);
+    net->deregMr(rc, rmh);
   }
 
   FakeVerbs fv;
@@ -444,6 +479,139 @@ TEST_P(IbNetTest, BadHcaSpecFailsInit) {
   ScopedEnv h("NCCL_IB_HCA", "mlx5_0:zero");
   EXPECT_EQ(net->init(nullptr), ncclInvalidArgument);
   EXPECT_NE(std::string(lastErrorMessage()).find("NCCL_IB_HCA"), std::string::npos);
+}
+
+// What nmap -sT does: connect, then close (or reset) at once. accept() drops
+// them and goes on; the real peer's connection comes through.
+TEST_P(IbNetTest, PortScanDoesNotFailAccept) {
+  initNet();
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* lc = nullptr;
+  ASSERT_EQ(net->listen(0, handle, &lc), ncclSuccess);
+  hostile::HandleView h = hostile::viewHandle(handle);
+  for (int i = 0; i < 10; i++) {
+    Socket scan;
+    ASSERT_TRUE(hostile::connectRaw(h.addr, &scan));
+    if (i % 2) {
+      struct linger l = {1, 0};
+      setsockopt(scan.fd(), SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+    }
+    scan.close();
+  }
+  void* rc = nullptr;
+  for (int i = 0; i < 50; i++) {
+    ASSERT_EQ(net->accept(lc, &rc, nullptr), ncclSuccess) << lastErrorMessage();
+    ASSERT_EQ(rc, nullptr);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  void* sc = nullptr;
+  ASSERT_EQ(completePair(handle, lc, &sc, &rc), ncclSuccess);
+  transferOnce(sc, rc, 70001, 81);
+  net->closeSend(sc);
+  net->closeRecv(rc);
+  net->closeListen(lc);
+}
+
+// Strangers opening with garbage, a proof of another key, or a proof of the
+// right key made for another use (the Socket listener's context): closed
+// without an answer, and no verbs object is created for any of them.
+TEST_P(IbNetTest, WrongKeyPeersAreRefused) {
+  initNet();
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* lc = nullptr;
+  ASSERT_EQ(net->listen(0, handle, &lc), ncclSuccess);
+  const int objectsBefore = fv.liveObjects();
+  hostile::HandleView h = hostile::viewHandle(handle);
+  std::vector<Opening> openings(3);
+  std::vector<char> junk = randomBytes(sizeof(Opening), 82);
+  memcpy(&openings[0], junk.data(), sizeof(Opening));
+  openings[1].response = hostile::proofOfOtherKey(h, "net-ib");
+  ASSERT_TRUE(makeResponse(h.secret.key, "net-socket", h.secret.challenge, &openings[2].response));
+  for (int i = 1; i < 3; i++) openings[i].info = makeConnInfo(QpEndpoint{}, 0, 0);
+  for (size_t i = 0; i < openings.size(); i++) {
+    Socket stranger;
+    ASSERT_TRUE(hostile::connectRaw(h.addr, &stranger));
+    ASSERT_EQ(stranger.sendAll(&openings[i], sizeof(Opening), deadlineAfterMs(5000)), ncclSuccess);
+    size_t answered = 0;
+    void* rc = nullptr;
+    ncclResult_t res = ncclSuccess;
+    auto pump = [&] {
+      if (res == ncclSuccess) res = net->accept(lc, &rc, nullptr);
+    };
+    EXPECT_TRUE(hostile::closedByListener(stranger, 10, pump, &answered)) << "stranger " << i << " not closed";
+    EXPECT_EQ(answered, 0u) << "the listener answered stranger " << i;
+    EXPECT_EQ(res, ncclSuccess) << lastErrorMessage();
+    EXPECT_EQ(rc, nullptr);
+    EXPECT_EQ(fv.liveObjects(), objectsBefore) << "verbs objects made for stranger " << i;
+  }
+  void *sc = nullptr, *rc = nullptr;
+  ASSERT_EQ(completePair(handle, lc, &sc, &rc), ncclSuccess);
+  transferOnce(sc, rc, 4099, 83);
+  net->closeSend(sc);
+  net->closeRecv(rc);
+  net->closeListen(lc);
+}
+
+// A connection that sends nothing does not hold up the real peer and is
+// dropped after its deadline.
+TEST_P(IbNetTest, SilentConnectionIsDroppedAndDoesNotBlockTheRealPeer) {
+  ScopedEnv t("UNICCL_NET_CONNECT_TIMEOUT_MS", "1000");
+  initNet();
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* lc = nullptr;
+  ASSERT_EQ(net->listen(0, handle, &lc), ncclSuccess);
+  hostile::HandleView h = hostile::viewHandle(handle);
+  Socket silent;
+  ASSERT_TRUE(hostile::connectRaw(h.addr, &silent));
+  void* rc = nullptr;
+  ASSERT_EQ(net->accept(lc, &rc, nullptr), ncclSuccess);
+  void* sc = nullptr;
+  ASSERT_EQ(completePair(handle, lc, &sc, &rc), ncclSuccess);
+  transferOnce(sc, rc, 3000, 84);
+  size_t answered = 0;
+  void* more = nullptr;
+  auto pump = [&] { EXPECT_EQ(net->accept(lc, &more, nullptr), ncclSuccess); };
+  // 1 s deadline; 10 s is the bound so that a slow machine cannot fail it.
+  EXPECT_TRUE(hostile::closedByListener(silent, 10, pump, &answered)) << "the silent connection was kept";
+  EXPECT_EQ(answered, 0u);
+  EXPECT_EQ(more, nullptr);
+  net->closeSend(sc);
+  net->closeRecv(rc);
+  net->closeListen(lc);
+}
+
+// More idle connections than the listener keeps, made before the real peer
+// connects (the accept calls in between are the proxy's polling).
+TEST_P(IbNetTest, FloodOfIdleConnectionsDoesNotKeepTheRealPeerOut) {
+  const int flood = 2 * (int)kMaxPendingConnections + 100;
+  rlimit lim;
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &lim), 0);
+  if (lim.rlim_cur < (rlim_t)flood + 600) {
+    rlimit more = lim;
+    more.rlim_cur = std::min<rlim_t>(lim.rlim_max, (rlim_t)flood + 600);
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &more), 0);
+  }
+  initNet();
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* lc = nullptr;
+  ASSERT_EQ(net->listen(0, handle, &lc), ncclSuccess);
+  hostile::HandleView h = hostile::viewHandle(handle);
+  std::vector<Socket> idle(flood);
+  void* rc = nullptr;
+  for (int i = 0; i < flood; i++) {
+    ASSERT_TRUE(hostile::connectRaw(h.addr, &idle[i])) << "flood connection " << i;
+    if (i % 64 == 63) {
+      ASSERT_EQ(net->accept(lc, &rc, nullptr), ncclSuccess) << lastErrorMessage();
+    }
+  }
+  void* sc = nullptr;
+  ASSERT_EQ(completePair(handle, lc, &sc, &rc), ncclSuccess);
+  transferOnce(sc, rc, 100000, 85);
+  net->closeSend(sc);
+  net->closeRecv(rc);
+  net->closeListen(lc);
+  idle.clear();
+  setrlimit(RLIMIT_NOFILE, &lim);
 }
 
 INSTANTIATE_TEST_SUITE_P(LinkLayers, IbNetTest, ::testing::Values(false, true),
