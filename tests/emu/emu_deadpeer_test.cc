@@ -453,7 +453,10 @@ int childMain(Case c, int rank, int nranks, ncclUniqueId id, unsigned seed, int 
       if (rank == gVictim) {
         // Dies inside its init once its liveness links are up: the bootstrap
         // is over, the transports are connecting.
-        std::thread([&comm, nranks, id, rank] { ncclCommInitRank(&comm, nranks, id, rank); }).detach();
+        std::thread([&comm, nranks, id, rank] {
+          gpu::setDevice(rank);   // the current device is per thread
+          ncclCommInitRank(&comm, nranks, id, rank);
+        }).detach();
         const Clock::time_point t0 = Clock::now();
         while (livenessStatsForTesting().sets == 0 && secondsSince(t0) < 30)
           std::this_thread::sleep_for(std::chrono::microseconds(100));
