@@ -22,6 +22,7 @@
 #include "common/enqueue/event_pool.h"
 #include "common/enqueue/work_fifo.h"
 #include "common/gpu.h"
+#include "common/liveness/comm_liveness.h"
 #include "common/profiler/kernel_ch.h"
 #include "common/profiler/profiler.h"
 #include "common/transport/transport.h"
@@ -110,6 +111,9 @@ struct ncclComm {
   // Timeout tracking of this comm's launches (common/watchdog; nullptr when
   // UNICCL_TIMEOUT=0). Declared after donePool/callbacks so it goes first.
   std::unique_ptr<uniccl::CommWatch> watch;
+  // Dead-peer reporting: links to the ring neighbours (common/liveness;
+  // nullptr with one rank). Stopped first at destroy and abort.
+  std::unique_ptr<uniccl::CommLiveness> liveness;
   // Profiler plugin context (common/profiler; nullptr: no plugin or its init failed).
   std::unique_ptr<uniccl::ProfilerContext> profiler;
   // KernelCh events: the per-channel stamp rings the kernels write (host-mapped)

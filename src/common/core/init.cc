@@ -189,10 +189,14 @@ ncclResult_t commInitRank(ncclComm* comm, int nranks, const std::vector<ncclUniq
   UCHECK_GOTO(preloadKernels(gpuDev), res, fail);
   UCHECK_GOTO(fillLocalPeerInfo(gpuDev, &info), res, fail);
   UCHECK_GOTO(fillSharingInfo(launchedKernels(), dev::kThreadsPerBlock, comm->virtualId, &info), res, fail);
+  UCHECK_GOTO(commLivenessListen(comm, &info.livenessListen), res, fail);
   UCHECK_GOTO(Bootstrap::init(ids.data(), (int)ids.size(), rank, nranks, &info, sizeof(info), &comm->bootstrap,
                                   &comm->hostAbort), res, fail);
   comm->peers.resize(nranks);
   for (int r = 0; r < nranks; r++) memcpy(&comm->peers[r], comm->bootstrap->peerInfo(r), sizeof(PeerInfo));
+  // From here on a rank that dies is reported at once (its link closes), not
+  // after the bootstrap timeout: the waits below end through hostAbort.
+  UCHECK_GOTO(commLivenessLink(comm), res, fail);
   {
     GpuSharing sharing;
     UCHECK_GOTO(checkGpuSharing(comm->peers, rank, &sharing), res, fail);
@@ -223,8 +227,17 @@ ncclResult_t commInitRank(ncclComm* comm, int nranks, const std::vector<ncclUniq
        nranks == 1 ? "single rank" : transportName(comm->transports.kind(ringPeers[0])));
   comm->state.store(CommState::Ready, std::memory_order_release);
   comm->asyncError.store(ncclSuccess, std::memory_order_release);
+  commLivenessReady(comm);   // a peer lost since its last wait: the async error says so now
   return ncclSuccess;
 fail:
+  {
+    // A lost peer is why the waits ended: say which.
+    const std::string loss = commLivenessLoss(comm);
+    if (!loss.empty()) {
+      res = ncclRemoteError;
+      WARN("Rank %d/%d: %s", rank, nranks, loss.c_str());
+    }
+  }
   {
     // The cause was logged where it was found: keep it in the last error the
     // caller reads (ncclGetLastError), after this line's summary.
@@ -253,6 +266,12 @@ void commFree(ncclComm* comm, bool abort) {
       if (comm->abortFlagHost != nullptr) __atomic_store_n(comm->abortFlagHost, 1u, __ATOMIC_RELEASE);
     }
     comm->finalizeThread.join();
+  }
+  // The neighbours learn whether this rank leaves (destroy) or aborts (abort,
+  // failed init); from here on the liveness monitor no longer looks at this comm.
+  {
+    const CommState st = comm->state.load(std::memory_order_acquire);
+    commLivenessStop(comm, st != CommState::Aborted && st != CommState::Failed);
   }
   // From here on the watchdog thread no longer looks at this comm.
   watchdogUnregister(comm);
@@ -296,6 +315,7 @@ void commFree(ncclComm* comm, bool abort) {
   if (comm->ceEntry != nullptr) gpu::eventDestroy(comm->ceEntry);
   releaseStaging(comm, abort);
   if (comm->abortFlagHost != nullptr) gpu::hostFree(const_cast<uint32_t*>(comm->abortFlagHost));
+  comm->liveness.reset();
   comm->bootstrap.reset();
   comm->magic = 0;
   delete comm;
@@ -628,6 +648,11 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   if (*asyncError != ncclSuccess && *asyncError != ncclInProgress && !comm->initError.empty() &&
       comm->state.load(std::memory_order_acquire) == CommState::Failed)
     setLastErrorMessage(comm->initError.c_str());
+  // A lost peer (common/liveness): which rank, and where it ran.
+  else if (*asyncError == ncclRemoteError) {
+    const std::string loss = commLivenessLoss(comm);
+    if (!loss.empty()) setLastErrorMessage(loss.c_str());
+  }
   return ncclSuccess;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "common/util/socket_address.h"
 #include "uniccl.h"
 
 namespace uniccl {
@@ -27,6 +28,7 @@ struct PeerInfo {
   uint8_t warpSize;       // threads of a warp/wavefront on its GPU (32, or 64 on CDNA)
   uint8_t lineStoreAtomic128;  // its GPU delivers a warp's aligned 128-byte store whole (LL128)
   uint8_t pad[5];
+  SocketAddress livenessListen;  // where its ring predecessor's liveness link connects (common/liveness)
 };
 
 // Fills the caller's own entry.

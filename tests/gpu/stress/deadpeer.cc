@@ -1,7 +1,9 @@
 // deadpeer-p2p / -shm / -net: two ranks in two forked processes (one GPU
 // each); after 5 checked AllReduces both loop on large AllReduces and the
 // parent kill -9's rank 1. Rank 0 must see ncclCommGetAsyncError fail within
-// UNICCL_TIMEOUT_MS + 1 s of the kill, ncclCommAbort must return within 5 s,
+// 10 s of the kill at the default settings (the watchdog's UNICCL_TIMEOUT is
+// 600 s: the liveness links report the dead rank, in milliseconds when idle;
+// 10 s leaves room for a busy machine), ncclCommAbort must return within 5 s,
 // its stream must drain, no thread of the library may be left, and the
 // process must exit 0 promptly.
 //
@@ -34,7 +36,7 @@ namespace stress {
 
 namespace {
 
-constexpr int kTimeoutMs = 3000;
+constexpr double kDetectBoundSec = 10.0;
 constexpr size_t kCheckCount = (1u << 18) + 13;
 constexpr size_t kBigCount = 8u << 20;   // 32 MiB per AllReduce
 
@@ -163,7 +165,9 @@ int childMain(int rank, ncclUniqueId id, unsigned seed, DeadPeerTransport transp
   alarm(90);
   setFailPrefix("rank " + std::to_string(rank) + " (pid " + std::to_string(getpid()) + "): ");
   const int dev = rankDevice(rank, ranksPerGpu);
-  setenv("UNICCL_TIMEOUT_MS", std::to_string(kTimeoutMs).c_str(), 1);
+  // The defaults: the watchdog must not be what finds the dead peer.
+  unsetenv("UNICCL_TIMEOUT_MS");
+  unsetenv("UNICCL_TIMEOUT");
   setenv("UNICCL_WATCHDOG_POLL_MS", "50", 1);
   setTransportEnv(transport);
   Report rep;
@@ -314,13 +318,13 @@ bool deadPeer(DeadPeerTransport transport, int ranksPerGpu) {
   double exitSec = (nowNs() - reportNs) / 1e9;
   if (exited) kids.pid[0] = -1;
   double detectSec = (rep.detectNs - killNs) / 1e9;
-  note("async error %s %.2f s after the kill (timeout %.1f s, %lld large AllReduces)", ncclGetErrorString((ncclResult_t)rep.asyncErr),
-       detectSec, kTimeoutMs / 1e3, rep.bigOps);
+  note("async error %s %.3f s after the kill (bound %.0f s, %lld large AllReduces)", ncclGetErrorString((ncclResult_t)rep.asyncErr),
+       detectSec, kDetectBoundSec, rep.bigOps);
   note("abort %.3f s, stream drained %.3f s, exit %.2f s", rep.abortSec, rep.streamSec, exitSec);
   note("threads: %d with the runtime, %d with the comm, %d at the end", rep.threadsRuntime, rep.threadsComm, rep.threadsEnd);
   REQUIRE(rep.ok, "rank 0 reported a failure (see its messages above)");
   REQUIRE(rep.asyncErr != ncclSuccess && rep.asyncErr != ncclInProgress, "async error %d", rep.asyncErr);
-  REQUIRE(detectSec <= kTimeoutMs / 1e3 + 1.0, "async error only %.2f s after the kill", detectSec);
+  REQUIRE(detectSec <= kDetectBoundSec, "async error only %.2f s after the kill", detectSec);
   REQUIRE(rep.abortSec < 5.0, "ncclCommAbort took %.2f s", rep.abortSec);
   REQUIRE(rep.threadsEnd <= rep.threadsRuntime + 2, "%d threads left, %d before ncclCommInitRank", rep.threadsEnd,
           rep.threadsRuntime);
