@@ -21,6 +21,7 @@ _uniccl_setup() {
   command -v meson >/dev/null || need+=(meson)
   command -v ninja >/dev/null || need+=(ninja-build)
   command -v pkg-config >/dev/null || need+=(pkg-config)
+  command -v cmake >/dev/null || need+=(cmake)   # the install check's CMake consumer
   [ -e /usr/include/gtest/gtest.h ] || need+=(libgtest-dev libgmock-dev)
   [ -e /usr/include/infiniband/verbs.h ] || need+=(libibverbs-dev librdmacm-dev)
   command -v mpicxx >/dev/null || need+=(libopenmpi-dev openmpi-bin)

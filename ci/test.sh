@@ -2,8 +2,8 @@
 # The test command (README): sets up, builds gpu_backend=cuda and
 # gpu_backend=hip, runs the host unit tests of both, again under ASan+UBSan
 # and under TSan (and the GPU suite where a GPU is visible), installs the
-# CUDA build into a temporary prefix and starts an installed tool, and ends
-# with one line "N passed, N failed".
+# CUDA build into a temporary prefix and builds consumer programs against it
+# alone (ci/check_install.sh), and ends with one line "N passed, N failed".
 #
 # What is not there is skipped with its reason, not failed: the HIP build
 # where hipcc is missing and cannot be installed (GPU machines: no network),
@@ -76,8 +76,9 @@ if configure "$build/cuda" -Dgpu_backend=cuda -Dkernel_filter="$filter" -Dnccl_h
    && ninja -C "$build/cuda" -j "$jobs"; then
   run_suite cuda-unit "$build/cuda" unit || status=1
   if nvidia-smi -L >/dev/null 2>&1; then run_suite cuda-gpu "$build/cuda" gpu || status=1; fi
-  # The installed tree works on its own: libraries found through the
-  # executables' RUNPATH, not LD_LIBRARY_PATH (ci/check_install.sh).
+  # The installed tree works on its own: tools find their libraries through
+  # RUNPATH; programs, pkg-config and CMake projects build against the
+  # installed prefix with NVIDIA's NCCL hidden (ci/check_install.sh).
   echo "=== install check ==="
   if bash ci/check_install.sh "$build/cuda" >"$build/cuda/install-check.log" 2>&1; then
     echo "install-check 1 0" >>"$root/.test-counts"
