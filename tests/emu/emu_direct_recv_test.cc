@@ -309,10 +309,10 @@ struct Cmd {
   uint64_t bytes;
 };
 
-[[noreturn]] void serviceChild(int cmdFd, int ansFd) {
+[[noreturn]] void serviceChild(const AuthSecret& secret, int cmdFd, int ansFd) {
   gpu::setDevice(1);
   ImportService svc;
-  uint64_t ok = svc.start(kHash, 1, 1) == ncclSuccess ? 1 : 0;
+  uint64_t ok = svc.start(secret, kHash, 1, 1) == ncclSuccess ? 1 : 0;
   testpipe::writeAll(ansFd, &ok, sizeof(ok));
   for (;;) {
     Cmd c{};
@@ -347,16 +347,21 @@ void runService() {
     CHECK(false, "pipe");
     return;
   }
+  AuthSecret secret{};   // the communicator's, which both processes know
+  NCHECK(randomSecret(&secret));
   pid_t pid = fork();
-  if (pid == 0) serviceChild(cmd[0], ans[1]);
+  if (pid == 0) serviceChild(secret, cmd[0], ans[1]);
   uint64_t started = 0;
   testpipe::readUntil(ans[0], &started, sizeof(started), testpipe::Clock::now() + std::chrono::seconds(30));
   CHECK(started == 1, "the child's service started");
 
   NCHECK(gpu::setDevice(0));
-  ncclComm* comm = new ncclComm;   // what the client side reads: hash, rank, abort flag
-  comm->commHash = kHash;
-  comm->rank = 0;
+  std::atomic<uint32_t> abortFlag{0};
+  ImportEndpoint self;   // what the client side reads: secret, hash, rank, abort flag
+  self.secret = secret;
+  self.commHash = kHash;
+  self.rank = 0;
+  self.abortFlag = &abortFlag;
   const size_t bytes = 3 << 20;
   void* vmm = nullptr;
   NCHECK(memAlloc(&vmm, bytes));
@@ -368,32 +373,32 @@ void runService() {
   for (auto& x : h) x = (uint8_t)rng(), sum = sum * 131 + x;
   NCHECK(gpu::memcpy(vmm, h.data(), bytes));
   uintptr_t peerBase = 0, again = 0;
-  NCHECK(importAtPeer(comm, 1, (uintptr_t)mi.base, mi.bytes, true, &peerBase));
+  NCHECK(importAtPeer(self, 1, (uintptr_t)mi.base, mi.bytes, true, &peerBase));
   CHECK(peerBase != 0, "mapped");
   CHECK(ask(cmd[1], ans[0], Cmd{'r', peerBase + ((uintptr_t)vmm - (uintptr_t)mi.base), bytes}) == sum,
         "the child reads the parent's bytes through its mapping");
-  NCHECK(importAtPeer(comm, 1, (uintptr_t)mi.base, mi.bytes, true, &again));
+  NCHECK(importAtPeer(self, 1, (uintptr_t)mi.base, mi.bytes, true, &again));
   CHECK(again == peerBase, "a second request shares the mapping (%#lx vs %#lx)", (unsigned long)again,
         (unsigned long)peerBase);
   CHECK(ask(cmd[1], ans[0], Cmd{'c', 0, 0}) == 1, "one mapping");
-  NCHECK(releaseAtPeer(comm, 1, (uintptr_t)mi.base));
+  NCHECK(releaseAtPeer(self, 1, (uintptr_t)mi.base));
   CHECK(ask(cmd[1], ans[0], Cmd{'c', 0, 0}) == 1, "still one mapping after the first release");
-  NCHECK(releaseAtPeer(comm, 1, (uintptr_t)mi.base));
+  NCHECK(releaseAtPeer(self, 1, (uintptr_t)mi.base));
   CHECK(ask(cmd[1], ans[0], Cmd{'c', 0, 0}) == 0, "no mapping after the second release");
-  CHECK(releaseAtPeer(comm, 1, (uintptr_t)mi.base) == ncclInvalidArgument, "a third release is refused");
+  CHECK(releaseAtPeer(self, 1, (uintptr_t)mi.base) == ncclInvalidArgument, "a third release is refused");
 
   // Ordinary device memory travels as an IPC handle, which the emulator opens
   // only in the process that made it: the service answers an error.
   void* plain = nullptr;
   NCHECK(gpu::deviceAlloc(&plain, 1 << 16));
-  CHECK(importAtPeer(comm, 1, (uintptr_t)plain, 1 << 16, false, &again) != ncclSuccess,
+  CHECK(importAtPeer(self, 1, (uintptr_t)plain, 1 << 16, false, &again) != ncclSuccess,
         "an allocation the peer cannot map is refused");
   CHECK(ask(cmd[1], ans[0], Cmd{'c', 0, 0}) == 0, "nothing mapped by a refused request");
   {
     // A second service under the child's name cannot listen: start fails
     // (startImportService then warns and the communicator goes on without one).
     ImportService dup;
-    CHECK(dup.start(kHash, 1, 0) != ncclSuccess, "a second service with the same name");
+    CHECK(dup.start(secret, kHash, 1, 0) != ncclSuccess, "a second service with the same name");
     dup.stop();
   }
 
@@ -403,13 +408,12 @@ void runService() {
   waitpid(pid, &status, 0);
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child exit status %d", status);
   const auto t0 = std::chrono::steady_clock::now();
-  CHECK(importAtPeer(comm, 1, (uintptr_t)mi.base, mi.bytes, true, &again) != ncclSuccess,
+  CHECK(importAtPeer(self, 1, (uintptr_t)mi.base, mi.bytes, true, &again) != ncclSuccess,
         "a request to a service that is gone fails");
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK(sec < 5.0, "and does so quickly (%.2f s)", sec);
   gpu::deviceFree(plain);
   NCHECK(memFree(vmm));
-  delete comm;
   printf("service: map, share, release, refuse, peer gone (%.2f s)\n", sec);
 }
 

@@ -2,13 +2,17 @@
 // receives a message in place into its ncclCommRegister'ed buffer offers the
 // sender an address in the SENDER's process, so the buffer must be mapped
 // there first. Each communicator with P2P peers in other processes of its
-// host runs an ImportService: a thread listening on the abstract Unix
-// socket "uniccl-imp-<commHash>-<rank>" that maps what a peer asks it to
-// and answers with the address, and unmaps it when the peer asks (its
+// host runs an ImportService: a thread listening on an abstract Unix socket
+// whose name is derived from the communicator's secret (util/fd_auth.h: no
+// other process can take it first), that maps what a peer asks it to and
+// answers with the address, and unmaps it when the peer asks (its
 // ncclCommDeregister) or when this communicator goes (destroy, abort). The
-// thread only waits on its socket and answers one request at a time, so a
-// rank planning its group never waits on the peer's own thread (which may
-// be inside a blocking call of its own).
+// thread only waits on its sockets, so a rank planning its group never
+// waits on the peer's own thread (which may be inside a blocking call of
+// its own). It serves its clients at once (one poll loop, at most
+// kMaxImportClients connections), and honours a request only from a client
+// that proved the communicator's secret (auth.h, context "import-service"):
+// a client that stalls or cannot prove it delays nobody else.
 //
 // What travels: a VMM allocation (ncclMemAlloc; gpu::memRetainFromAddress
 // finds it) as a file descriptor (gpu::memExportFd over SCM_RIGHTS), mapped
@@ -22,16 +26,38 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 
 #include "common/gpu.h"
+#include "common/util/auth.h"
+#include "common/util/fd_auth.h"
 #include "common/util/fd_passing.h"
 #include "uniccl.h"
 
 struct ncclComm;
 
 namespace uniccl {
+
+struct ImportRequest;   // the wire messages (import_service.cc)
+struct ImportReply;
+
+// Connections one service holds at once (authenticated or not).
+constexpr size_t kMaxImportClients = 64;
+
+// What a rank's service and its clients agree on: the communicator's secret
+// (the service's name and the proofs) and hash, and, for a client, its rank
+// and the abort flag its waits watch.
+struct ImportEndpoint {
+  AuthSecret secret{};
+  uint64_t commHash = 0;
+  int rank = -1;
+  const std::atomic<uint32_t>* abortFlag = nullptr;
+};
+ImportEndpoint importEndpoint(ncclComm* comm);
+// The abstract socket name of `rank`'s service.
+std::string importServiceName(const AuthSecret& secret, uint64_t commHash, int rank);
 
 class ImportService {
  public:
@@ -41,7 +67,8 @@ class ImportService {
   ImportService& operator=(const ImportService&) = delete;
 
   // Listens and starts the thread (gpuDev: the device the mappings are for).
-  ncclResult_t start(uint64_t commHash, int rank, int gpuDev);
+  // A name in use is ncclSystemError with a WARN, nothing started.
+  ncclResult_t start(const AuthSecret& secret, uint64_t commHash, int rank, int gpuDev);
   // Joins the thread and unmaps everything still imported. Idempotent.
   void stop();
   // Mappings alive (tests).
@@ -57,11 +84,15 @@ class ImportService {
   using Key = std::pair<int, uint64_t>;   // (peer rank, the allocation's start in the peer's process)
 
   void serve();
+  // One message of an authenticated client; false when its exchange is over.
+  bool handle(FdAuthServer::Conn& c);
+  void importOne(const ImportRequest& req, int fd, ImportReply* reply);
   void release(Import& im);
 
   std::thread thread_;
   std::atomic<uint32_t> stop_{0};
   int gpuDev_ = -1;
+  AuthSecret secret_{};
   FdSocket listener_;
   mutable std::mutex mutex_;
   std::map<Key, Import> imports_;
@@ -71,15 +102,22 @@ class ImportService {
 // rank's allocation [allocBase, allocBase + allocBytes) (vmm: a VMM
 // allocation; else ordinary device memory) and sets *peerBase to where the
 // peer's process sees allocBase. Waits at most the bootstrap timeout.
-ncclResult_t importAtPeer(ncclComm* comm, int peer, uintptr_t allocBase, size_t allocBytes, bool vmm,
+ncclResult_t importAtPeer(const ImportEndpoint& self, int peer, uintptr_t allocBase, size_t allocBytes, bool vmm,
                           uintptr_t* peerBase);
 // Tells `peer`'s service this rank no longer needs that mapping.
-ncclResult_t releaseAtPeer(ncclComm* comm, int peer, uintptr_t allocBase);
+ncclResult_t releaseAtPeer(const ImportEndpoint& self, int peer, uintptr_t allocBase);
+inline ncclResult_t importAtPeer(ncclComm* comm, int peer, uintptr_t allocBase, size_t allocBytes, bool vmm,
+                                 uintptr_t* peerBase) {
+  return importAtPeer(importEndpoint(comm), peer, allocBase, allocBytes, vmm, peerBase);
+}
+inline ncclResult_t releaseAtPeer(ncclComm* comm, int peer, uintptr_t allocBase) {
+  return releaseAtPeer(importEndpoint(comm), peer, allocBase);
+}
 
 // Starts comm->importService when some peer is on this host in another
 // process and direct messages are on (UNICCL_P2P_DIRECT_MIN_BYTES > 0). A
-// service that cannot start (its socket name taken) is a WARN, not a
-// failed init: without it the peers' messages go through the slots.
+// service that cannot start (its socket name taken, which a name derived
+// from the secret makes unlikely) is a WARN, not a failed init: without it the peers' messages go through the slots.
 ncclResult_t startImportService(ncclComm* comm);
 
 }  // namespace uniccl

@@ -2,72 +2,131 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cinttypes>
 #include <cstdio>
+#include <exception>
 #include <string>
+#include <thread>
 
 #include "common/bootstrap/wire.h"
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/util/debug.h"
+#include "common/util/fd_auth.h"
 #include "common/util/fd_passing.h"
 
 namespace uniccl {
 
 namespace {
 
+constexpr const char* kAuthContext = "window-exchange";
+constexpr int kPollSliceMs = 50;   // how often the receiving thread looks at its stop and abort flags
+
 // The listener a rank receives its peers' descriptors on, for one
 // registration (seq: how many registrations this comm has run, the same on
-// every rank since registration is collective).
+// every rank since registration is collective). Derived from the secret:
+// another process can neither guess it nor bind it first.
 std::string listenerName(const ncclComm* comm, int rank, uint64_t seq) {
-  char name[96];
-  snprintf(name, sizeof(name), "uniccl-win-%016" PRIx64 "-%d-%" PRIu64, comm->commHash, rank, seq);
-  return name;
+  char label[96];
+  snprintf(label, sizeof(label), "window %016" PRIx64 " %d %" PRIu64, comm->commHash, rank, seq);
+  return secretSocketName(comm->bootstrap->secret(), "win", label);
 }
 
 struct FdMessage {
   int32_t rank;   // the sender
 };
 
-// Sends this rank's allocation to every LSA peer of another process, then
-// takes theirs. The sends do not wait for the peer to accept (a connection
-// waits in the listener's backlog and the message in the socket), so no
-// order between ranks is needed; every wait has the bootstrap's deadline.
+// Takes one descriptor from every rank of `remote`, each on a connection
+// that proved the communicator's secret, all connections served at once (a
+// connection that stalls or fails the proof delays no peer).
+ncclResult_t receiveFds(ncclComm* comm, const FdSocket& listener, size_t expected, Deadline deadline,
+                        const std::atomic<uint32_t>& stop, const std::vector<int>& lsaIndex,
+                        std::vector<gpu::MemHandle>* handles, std::vector<bool>* imported) {
+  try {
+    FdAuthServer server(&listener, comm->bootstrap->secret(), kAuthContext, expected + 16, bootstrap::timeoutMs(),
+                        "ncclCommWindowRegister");
+    size_t got = 0;
+    ncclResult_t res = ncclSuccess;
+    const FdAuthServer::OnReadable take = [&](FdAuthServer::Conn& c) {
+      UniqueFd fd;
+      FdMessage from{};
+      if (recvFds(c.sock, &fd, 1, &from, sizeof(from), Clock::now()) != ncclSuccess) return false;
+      const int r = from.rank;
+      if (r < 0 || r >= comm->nRanks || lsaIndex[r] < 0 || (*imported)[lsaIndex[r]] ||
+          comm->peers[r].processHash == comm->peers[comm->rank].processHash) {
+        WARN("ncclCommWindowRegister: rank %d: an allocation came from rank %d, which is not an LSA peer of another "
+             "process still owed one", comm->rank, r);
+        res = ncclRemoteError;
+        return false;
+      }
+      gpu::MemHandle h = 0;
+      res = gpu::memImportFd(fd.get(), &h);
+      if (res != ncclSuccess) return false;
+      (*handles)[lsaIndex[r]] = h;
+      (*imported)[lsaIndex[r]] = true;
+      got++;
+      return false;
+    };
+    while (got < expected && res == ncclSuccess) {
+      if (stop.load() != 0 || comm->hostAbort.load() != 0) return ncclInternalError;
+      if (Clock::now() >= deadline) {
+        WARN("ncclCommWindowRegister: rank %d: %zu of %zu peers' allocations came within the bootstrap timeout "
+             "(UNICCL_BOOTSTRAP_TIMEOUT)", comm->rank, got, expected);
+        return ncclRemoteError;
+      }
+      server.step(kPollSliceMs, take);
+    }
+    return res;
+  } catch (const std::exception& e) {
+    WARN("ncclCommWindowRegister: rank %d: receiving peers' allocations failed: %s", comm->rank, e.what());
+    return ncclSystemError;
+  }
+}
+
+// Sends this rank's allocation to every LSA peer of another process while a
+// thread takes theirs: each send waits for the peer's listener to check the
+// secret, so no order between ranks is needed; every wait has the
+// bootstrap's deadline.
 ncclResult_t exchangeFds(ncclComm* comm, const std::vector<int>& remote, gpu::MemHandle own, uint64_t seq,
                          const std::vector<int>& lsaIndex, std::vector<gpu::MemHandle>* handles,
                          std::vector<bool>* imported) {
   const Deadline deadline = deadlineAfterMs(bootstrap::timeoutMs());
   FdSocket listener;
-  UCHECK(listener.listen(listenerName(comm, comm->rank, seq)));
+  if (listener.listen(listenerName(comm, comm->rank, seq)) != ncclSuccess) {
+    WARN("ncclCommWindowRegister: rank %d cannot listen for its peers' allocations: this registration fails",
+         comm->rank);
+    return ncclSystemError;
+  }
   int exported = -1;
   UCHECK(gpu::memExportFd(own, &exported));
   UniqueFd mine(exported);
+  std::atomic<uint32_t> stop{0};
+  ncclResult_t received = ncclInternalError;
+  std::thread receiver;
+  try {
+    receiver = std::thread([&] {
+      received = receiveFds(comm, listener, remote.size(), deadline, stop, lsaIndex, handles, imported);
+    });
+  } catch (const std::exception& e) {
+    WARN("ncclCommWindowRegister: rank %d: cannot start a thread: %s", comm->rank, e.what());
+    return ncclSystemError;
+  }
+  ncclResult_t res = ncclSuccess;
   const FdMessage hello{comm->rank};
   for (int r : remote) {
     FdSocket s;
-    UCHECK(s.connect(listenerName(comm, r, seq), deadline, &comm->hostAbort));
     const int fd = mine.get();
-    UCHECK(sendFds(s, &fd, 1, &hello, sizeof(hello), deadline, &comm->hostAbort));
+    res = s.connect(listenerName(comm, r, seq), deadline, &comm->hostAbort);
+    if (res == ncclSuccess)
+      res = authenticateFdConnector(s, comm->bootstrap->secret(), kAuthContext, deadline, &comm->hostAbort,
+                                    "ncclCommWindowRegister");
+    if (res == ncclSuccess) res = sendFds(s, &fd, 1, &hello, sizeof(hello), deadline, &comm->hostAbort);
+    if (res != ncclSuccess) break;
   }
-  for (size_t i = 0; i < remote.size(); i++) {
-    FdSocket s;
-    UCHECK(listener.accept(&s, deadline, &comm->hostAbort));
-    UniqueFd fd;
-    FdMessage from{};
-    UCHECK(recvFds(s, &fd, 1, &from, sizeof(from), deadline, &comm->hostAbort));
-    const int r = from.rank;
-    if (r < 0 || r >= comm->nRanks || lsaIndex[r] < 0 || (*imported)[lsaIndex[r]] ||
-        comm->peers[r].processHash == comm->peers[comm->rank].processHash) {
-      WARN("ncclCommWindowRegister: rank %d: an allocation came from rank %d, which is not an LSA peer of another "
-           "process still owed one", comm->rank, r);
-      return ncclRemoteError;
-    }
-    gpu::MemHandle h = 0;
-    UCHECK(gpu::memImportFd(fd.get(), &h));
-    (*handles)[lsaIndex[r]] = h;
-    (*imported)[lsaIndex[r]] = true;
-  }
-  return ncclSuccess;
+  if (res != ncclSuccess) stop.store(1);
+  receiver.join();
+  return res != ncclSuccess ? res : received;
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // What ranks tell each other when they register a window, and how each rank
 // gets a handle to every LSA peer's physical allocation: a peer in the same
 // process shares its handle as it is; a peer in another process of the host
-// sends a file descriptor over a Unix-domain socket (util/fd_passing.h).
+// sends a file descriptor over a Unix-domain socket (util/fd_passing.h) whose
+// name comes from the communicator's secret, after proving the secret
+// (util/fd_auth.h).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,14 @@
 // POSIX shared memory for the SHM transport.
+//
+// A segment's name lives in /dev/shm only while the peer still has to find
+// it: the creator makes it (O_EXCL, 0600, a random part), the peer opens it
+// and removes the name at once, and both mappings stay valid. So once a
+// connection is set up, a rank killed with SIGKILL leaves nothing in
+// /dev/shm: the kernel frees the memory with its last mapping. The creator
+// also removes the name when it releases the segment (the peer never came:
+// an aborted or failed setup). What remains is the time between the
+// creator's shm_open and the peer's: a kill -9 of the creator in that time,
+// when the peer then never opens the segment, leaves the name behind.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -30,6 +40,7 @@ void ShmSegment::release() {
 }
 
 void ShmSegment::unlinkName() {
+  // ENOENT is the normal case for the creator: the peer removed the name.
   if (owner_ && !name_.empty()) shm_unlink(name_.c_str());
   owner_ = false;
 }
@@ -81,6 +92,12 @@ ncclResult_t ShmSegment::open(const std::string& name, size_t bytes) {
     WARN("SHM transport: cannot open peer segment %s: %s", name.c_str(), strerror(errno));
     return ncclSystemError;
   }
+  // This rank is the only one that opens the segment by name (one segment per
+  // direction of one pair): with the descriptor open, the name has done its
+  // work. Removing it now, before anything else can fail, leaves nothing in
+  // /dev/shm however either process ends from here on.
+  if (shm_unlink(name.c_str()) != 0)
+    INFO(kSubsysInit, "SHM transport: removing the name of peer segment %s: %s", name.c_str(), strerror(errno));
   name_ = name;
   bytes_ = bytes;
   ncclResult_t res = mapAndRegister(fd, bytes, &host_, &dev_, name.c_str());

@@ -50,7 +50,9 @@ struct ChannelLayout {
 };
 
 // A POSIX shared-memory segment mapped into this process (and registered
-// with the GPU runtime so kernels can address it).
+// with the GPU runtime so kernels can address it). open() removes the name
+// once it holds the segment, so a connected pair leaves nothing in /dev/shm
+// (shm_segment.cc).
 class ShmSegment {
  public:
   ShmSegment() = default;
@@ -62,7 +64,7 @@ class ShmSegment {
   void* host() const { return host_; }
   void* dev() const { return dev_; }
   const std::string& name() const { return name_; }
-  void unlinkName();   // both sides mapped: the name is no longer needed
+  void unlinkName();   // the creator's: remove the name if the peer has not (release() does)
 
  private:
   void release();

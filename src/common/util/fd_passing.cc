@@ -109,7 +109,8 @@ ncclResult_t FdSocket::listen(const std::string& name) {
   return ncclSuccess;
 }
 
-ncclResult_t FdSocket::accept(FdSocket* out, Deadline deadline, const std::atomic<uint32_t>* abortFlag) const {
+ncclResult_t FdSocket::tryAccept(FdSocket* out, bool* got) const {
+  *got = false;
   for (;;) {
     int fd = ::accept4(fd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
@@ -118,17 +119,26 @@ ncclResult_t FdSocket::accept(FdSocket* out, Deadline deadline, const std::atomi
       if (sameUser(fd, &uid)) {
         out->fd_ = std::move(conn);
         out->name_ = name_;
+        *got = true;
         return ncclSuccess;
       }
       WARN("fd socket @%s: dropped a connection from uid %u (only uid %u may connect)", name_.c_str(),
            (unsigned)uid, (unsigned)geteuid());
       continue;
     }
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
-      WARN("accept on fd socket @%s failed: %s", name_.c_str(), strerror(errno));
-      return ncclSystemError;
-    }
-    ncclResult_t res = waitFor(fd_.get(), POLLIN, deadline, abortFlag, "accept on", name_);
+    if (errno == EINTR || errno == ECONNABORTED) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return ncclSuccess;
+    WARN("accept on fd socket @%s failed: %s", name_.c_str(), strerror(errno));
+    return ncclSystemError;
+  }
+}
+
+ncclResult_t FdSocket::accept(FdSocket* out, Deadline deadline, const std::atomic<uint32_t>* abortFlag) const {
+  for (;;) {
+    bool got = false;
+    ncclResult_t res = tryAccept(out, &got);
+    if (res != ncclSuccess || got) return res;
+    res = waitFor(fd_.get(), POLLIN, deadline, abortFlag, "accept on", name_);
     if (res != ncclSuccess) return res;
   }
 }

@@ -65,6 +65,10 @@ class FdSocket {
   ncclResult_t listen(const std::string& name);
   // Waits for one connection from a process of this user.
   ncclResult_t accept(FdSocket* out, Deadline deadline, const std::atomic<uint32_t>* abortFlag = nullptr) const;
+  // Takes one waiting connection of this user if there is one (*got), never
+  // waits: for event loops. Running out of descriptors is ncclSystemError
+  // for this call only; the connection stays queued.
+  ncclResult_t tryAccept(FdSocket* out, bool* got) const;
   // Connects to the listener `name`, retrying until it exists or the
   // deadline passes (the peer may not be listening yet).
   ncclResult_t connect(const std::string& name, Deadline deadline, const std::atomic<uint32_t>* abortFlag = nullptr);

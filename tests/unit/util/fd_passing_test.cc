@@ -1,8 +1,13 @@
 // util/fd_passing.h: descriptors over an abstract-namespace Unix socket,
 // between two threads and between forked processes; a memfd written by the
 // sender shows its bytes to the receiver; timeouts, closed peers, messages
-// of the wrong shape, names in use.
+// of the wrong shape, names in use. util/fd_auth.h: names derived from a
+// secret, the challenge-response on fd sockets, and a listener loop that
+// serves a client that proves the secret while others stall, flood or
+// cannot prove it.
 #include "common/util/fd_passing.h"
+
+#include <sys/socket.h>
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -14,6 +19,9 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include "common/util/fd_auth.h"
 
 namespace uniccl {
 namespace {
@@ -207,6 +215,112 @@ TEST(FdPassing, ForkedProcessesPassMemfdsBothWays) {
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(FdAuth, SecretNamesAreStableAndUnguessable) {
+  AuthSecret a{}, b{};
+  ASSERT_EQ(randomSecret(&a), ncclSuccess);
+  ASSERT_EQ(randomSecret(&b), ncclSuccess);
+  const std::string n = secretSocketName(a, "imp", "label 1");
+  EXPECT_EQ(n, secretSocketName(a, "imp", "label 1"));
+  EXPECT_NE(n, secretSocketName(b, "imp", "label 1"));
+  EXPECT_NE(n, secretSocketName(a, "imp", "label 2"));
+  EXPECT_EQ(n.rfind("uniccl-imp-", 0), 0u) << n;
+  EXPECT_EQ(n.size(), std::string("uniccl-imp-").size() + 32);
+  FdSocket s;
+  EXPECT_EQ(s.listen(n), ncclSuccess);   // a valid abstract name
+}
+
+// One listener loop on a thread; clients in the test's thread.
+class FdAuthLoop : public ::testing::Test {
+ protected:
+  static constexpr int kMaxConns = 8;
+  void SetUp() override {
+    ASSERT_EQ(randomSecret(&secret_), ncclSuccess);
+    name_ = uniqueName("auth");
+    ASSERT_EQ(listener_.listen(name_), ncclSuccess);
+    thread_ = std::thread([this] {
+      FdAuthServer server(&listener_, secret_, "test", kMaxConns, 30000, "test server");
+      // Each authenticated client sends one 4-byte number and gets it back + 1.
+      const FdAuthServer::OnReadable echo = [this](FdAuthServer::Conn& c) {
+        uint32_t v = 0;
+        if (recvFds(c.sock, nullptr, 0, &v, sizeof(v), Clock::now()) != ncclSuccess) return false;
+        served_++;
+        v++;
+        sendFds(c.sock, nullptr, 0, &v, sizeof(v), Clock::now());
+        return false;
+      };
+      while (!stop_.load()) {
+        server.step(20, echo);
+        maxConns_ = std::max<size_t>(maxConns_.load(), server.connections());
+      }
+    });
+  }
+  void TearDown() override {
+    stop_ = 1;
+    thread_.join();
+  }
+  // A client's whole exchange; ncclSuccess and the right answer, or the error.
+  ncclResult_t ask(const AuthSecret& secret, uint32_t v) {
+    FdSocket s;
+    ncclResult_t res = s.connect(name_, deadlineAfterMs(5000));
+    if (res == ncclSuccess) res = authenticateFdConnector(s, secret, "test", deadlineAfterMs(5000), nullptr, "client");
+    if (res == ncclSuccess) res = sendFds(s, nullptr, 0, &v, sizeof(v), deadlineAfterMs(5000));
+    uint32_t back = 0;
+    if (res == ncclSuccess) res = recvFds(s, nullptr, 0, &back, sizeof(back), deadlineAfterMs(5000));
+    if (res == ncclSuccess && back != v + 1) res = ncclInternalError;
+    return res;
+  }
+
+  AuthSecret secret_{};
+  std::string name_;
+  FdSocket listener_;
+  std::thread thread_;
+  std::atomic<int> stop_{0};
+  std::atomic<int> served_{0};
+  std::atomic<size_t> maxConns_{0};
+};
+
+TEST_F(FdAuthLoop, ServesOnlyClientsThatProveTheSecret) {
+  EXPECT_EQ(ask(secret_, 41), ncclSuccess);
+  AuthSecret wrong = secret_;
+  wrong.bytes[0] ^= 1;
+  EXPECT_EQ(ask(wrong, 7), ncclRemoteError);
+  // A client that skips the exchange and sends its request at once: dropped
+  // unread (its message is not a response), never answered.
+  FdSocket s;
+  ASSERT_EQ(s.connect(name_, deadlineAfterMs(5000)), ncclSuccess);
+  AuthChallenge challenge{};
+  ASSERT_EQ(recvFds(s, nullptr, 0, &challenge, sizeof(challenge), deadlineAfterMs(5000)), ncclSuccess);
+  EXPECT_EQ(challenge.tag, kAuthTag);
+  const uint32_t v = 9;
+  ASSERT_EQ(sendFds(s, nullptr, 0, &v, sizeof(v), deadlineAfterMs(5000)), ncclSuccess);
+  uint32_t back = 0;
+  EXPECT_EQ(recvFds(s, nullptr, 0, &back, sizeof(back), deadlineAfterMs(5000)), ncclRemoteError);   // closed
+  EXPECT_EQ(served_.load(), 1);
+  EXPECT_EQ(ask(secret_, 1), ncclSuccess);
+}
+
+// Clients that stall (silent, one raw byte, authenticated but silent) and a
+// flood of more connections than the loop keeps: a real client is still
+// answered at once. Bound: 10 s for what takes milliseconds; the stalled
+// connections would hold a one-at-a-time server for 30 s each.
+TEST_F(FdAuthLoop, StalledClientsAndFloodsDoNotDelayARealOne) {
+  std::vector<FdSocket> stalled(3 * kMaxConns);
+  for (FdSocket& s : stalled) ASSERT_EQ(s.connect(name_, deadlineAfterMs(5000)), ncclSuccess);
+  const char one = 'x';
+  // The newest connection sends it: the oldest may already have been
+  // dropped to make room (the bound at work).
+  ASSERT_EQ(::send(stalled.back().fd(), &one, 1, MSG_NOSIGNAL), 1);
+  FdSocket authed;   // proves the secret, then never sends its request
+  ASSERT_EQ(authed.connect(name_, deadlineAfterMs(5000)), ncclSuccess);
+  ASSERT_EQ(authenticateFdConnector(authed, secret_, "test", deadlineAfterMs(5000), nullptr, "client"), ncclSuccess);
+  const auto t0 = Clock::now();
+  EXPECT_EQ(ask(secret_, 100), ncclSuccess);
+  const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_LT(sec, 10.0);
+  EXPECT_LE(maxConns_.load(), (size_t)kMaxConns) << "the loop kept more connections than its bound";
+  EXPECT_EQ(served_.load(), 1);
 }
 
 }  // namespace

@@ -1,0 +1,118 @@
+// ncclCommWindowRegister's exchange of allocations between processes
+// (symmetric/handle_exchange.h: peerHandles) on the fake GPU, whose VMM
+// allocations are memfds that really cross a fork: two processes, each a
+// rank with a real bootstrap (the communicator's secret) and hand-built peer
+// info saying "another process of this host". A squatter holding the names
+// of the predictable pattern "uniccl-win-<commHash>-<rank>-<seq>" before
+// the exchange starts changes nothing: each rank gets a handle to the
+// other's allocation and reads its bytes through it.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "common/bootstrap/bootstrap.h"
+#include "common/core/comm.h"
+#include "common/gpu.h"
+#include "common/symmetric/handle_exchange.h"
+#include "fake_gpu.h"
+
+namespace uniccl {
+namespace {
+
+constexpr uint64_t kHash = 0x5eed5eed12345678ull;
+constexpr size_t kBytes = size_t(64) << 10;   // one fake VMM granule
+
+// Maps `h` somewhere and returns its first byte (0xff on failure).
+int firstByte(gpu::MemHandle h, int dev) {
+  void* va = nullptr;
+  if (gpu::addressReserve(&va, kBytes, 0) != ncclSuccess) return 0xff;
+  int v = 0xff;
+  if (gpu::memMap(va, kBytes, h, dev) == ncclSuccess) {
+    v = static_cast<unsigned char*>(va)[0];   // the fake's device memory is host memory
+    gpu::memUnmap(va, kBytes);
+  }
+  gpu::addressFree(va, kBytes);
+  return v;
+}
+
+// One rank's side: 0 when it received the peer's allocation and read the
+// peer's mark (rank + 1) through it; else a number saying what failed.
+int exchangeAsRank(const ncclUniqueId& id, int rank, uint64_t seq) {
+  if (gpu::setDevice(rank) != ncclSuccess) return 1;
+  auto comm = std::make_unique<ncclComm>();
+  comm->rank = rank;
+  comm->nRanks = 2;
+  comm->gpuDev = rank;
+  comm->commHash = kHash;
+  const int info = rank;
+  if (Bootstrap::init(id, rank, 2, &info, sizeof(info), &comm->bootstrap) != ncclSuccess) return 2;
+  comm->peers.resize(2);
+  for (int r = 0; r < 2; r++) {
+    comm->peers[r].hostHash = 1;
+    comm->peers[r].processHash = 100 + r;
+  }
+  gpu::MemHandle own = 0;
+  if (gpu::memCreate(&own, kBytes, rank) != ncclSuccess) return 3;
+  void* va = nullptr;
+  if (gpu::addressReserve(&va, kBytes, 0) != ncclSuccess || gpu::memMap(va, kBytes, own, rank) != ncclSuccess)
+    return 4;
+  std::memset(va, rank + 1, kBytes);
+  std::vector<WindowAnnounce> all(2);
+  for (WindowAnnounce& a : all) a.fdExport = 1;
+  all[rank].handle = own;
+  std::vector<gpu::MemHandle> handles;
+  std::vector<bool> imported;
+  const ncclResult_t res = peerHandles(comm.get(), LsaPlace{2, rank}, all, seq, &handles, &imported);
+  int code = 0;
+  if (res != ncclSuccess) {
+    fprintf(stderr, "rank %d: peerHandles: %s\n", rank, ncclGetLastError(nullptr));
+    code = 5;
+  } else if (!imported[1 - rank]) {
+    code = 6;
+  } else if (firstByte(handles[1 - rank], rank) != (1 - rank) + 1) {
+    code = 7;
+  }
+  if (res == ncclSuccess && imported[1 - rank]) gpu::memRelease(handles[1 - rank]);
+  comm->bootstrap->barrier();   // the peer has read ours before it goes
+  gpu::memUnmap(va, kBytes);
+  gpu::addressFree(va, kBytes);
+  gpu::memRelease(own);
+  return code;
+}
+
+TEST(WindowExchange, SquatterOnPredictableNamesChangesNothing) {
+  setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+  setenv("UNICCL_BOOTSTRAP_TIMEOUT", "20", 1);
+  fake::reset();
+  fake::setDeviceCount(2);
+  fake::setVmm(true, true);
+  std::vector<FdSocket> squatters(4);
+  for (int rank = 0; rank < 2; rank++)
+    for (int seq = 0; seq < 2; seq++) {
+      char name[96];
+      snprintf(name, sizeof(name), "uniccl-win-%016" PRIx64 "-%d-%d", kHash, rank, seq);
+      ASSERT_EQ(squatters[rank * 2 + seq].listen(name), ncclSuccess);
+    }
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  for (uint64_t seq = 0; seq < 2; seq++) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) _exit(exchangeAsRank(id, 1, seq));
+    EXPECT_EQ(exchangeAsRank(id, 0, seq), 0) << "registration " << seq;
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank 1, registration " << seq << ": " << status;
+    ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);   // a fresh bootstrap root for the next round
+  }
+  fake::reset();
+}
+
+}  // namespace
+}  // namespace uniccl
