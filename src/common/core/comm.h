@@ -4,8 +4,10 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,7 +34,6 @@
 namespace uniccl {
 
 struct SymmetricState;
-constexpr uint64_t kCommMagic = 0x756e6963636c436dULL;  // "uniccl" + "Cm"
 
 enum class CommState : int {
   Initializing,   // non-blocking init still running
@@ -46,7 +47,14 @@ enum class CommState : int {
 }  // namespace uniccl
 
 struct ncclComm {
-  uint64_t magic = uniccl::kCommMagic;
+  // Every communicator lives in pages of its own, registered while it lives
+  // and never reused once it is destroyed (core/comm_registry.h): the API
+  // tells a destroyed handle from a live one without reading it.
+  static void* operator new(std::size_t bytes);
+  static void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept;
+  static void operator delete(void* p) noexcept;
+  static void operator delete(void* p, const std::nothrow_t&) noexcept;
+
   int rank = -1;
   int nRanks = 0;
   int gpuDev = -1;

@@ -1,6 +1,7 @@
 #include "common/core/group.h"
 
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "common/core/side_stream.h"
 #include "common/profiler/comm_hooks.h"
 #include "common/util/debug.h"
+#include "common/util/guarded.h"
 
 namespace uniccl {
 
@@ -170,6 +172,20 @@ fail:
 
 bool inGroup() { return tGroup.depth > 0; }
 
+void leaveGroup(ncclComm* comm) {
+  if (!comm->inGroupList) return;
+  GroupState& g = tGroup;
+  for (size_t i = 0; i < g.comms.size(); i++) {
+    if (g.comms[i] != comm) continue;
+    g.comms.erase(g.comms.begin() + (long)i);
+    std::vector<ncclComm*> one{comm};
+    dropTasks(one);
+    WARN("Rank %d: communicator %p destroyed inside an open group: its operations of the group are dropped",
+         comm->rank, (void*)comm);
+    return;
+  }
+}
+
 ncclResult_t groupErrCheck(ncclResult_t result) {
   GroupState& g = tGroup;
   if (result != ncclSuccess && result != ncclInProgress && g.depth > 0 && g.error == ncclSuccess) g.error = result;
@@ -199,16 +215,29 @@ ncclResult_t runConcurrently(std::vector<std::function<ncclResult_t()>>& jobs) {
   if (jobs.empty()) return ncclSuccess;
   std::vector<ncclResult_t> results(jobs.size(), ncclSuccess);
   std::vector<std::string> messages(jobs.size());
+  // What a job throws is its failure (and never leaves a thread or the API).
+  auto run = [&](size_t i) { return runGuarded("communicator setup thread", [&] { return jobs[i](); }); };
   if (jobs.size() == 1) {
-    results[0] = jobs[0]();
+    results[0] = run(0);
   } else {
     std::vector<std::thread> threads;
     threads.reserve(jobs.size());
-    for (size_t i = 0; i < jobs.size(); i++)
-      threads.emplace_back([&, i] {
-        results[i] = jobs[i]();
-        if (results[i] != ncclSuccess) messages[i] = lastErrorMessage();   // thread-local: hand it over
-      });
+    for (size_t i = 0; i < jobs.size(); i++) {
+      try {
+        threads.emplace_back([&, i] {
+          results[i] = run(i);
+          if (results[i] != ncclSuccess) {
+            // Thread-local: hand it over (a string that cannot be built is left out).
+            runGuarded("communicator setup thread", [&] { messages[i] = lastErrorMessage(); });
+          }
+        });
+      } catch (const std::system_error& e) {
+        // The jobs started wait for this one's peers: they fail by their own timeouts.
+        WARN("Cannot start a thread for a communicator setup job (%s)", e.what());
+        results[i] = ncclSystemError;
+        messages[i] = lastErrorMessage();
+      }
+    }
     for (std::thread& t : threads) t.join();
   }
   jobs.clear();

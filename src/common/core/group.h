@@ -19,6 +19,9 @@ namespace uniccl {
 using UseDevice = std::function<ncclResult_t(int dev)>;
 
 bool inGroup();
+// A communicator being destroyed or aborted inside the calling thread's open
+// group: its tasks are dropped and the group end no longer sees it.
+void leaveGroup(ncclComm* comm);
 // NCCL's group error rule: the first error of a call made inside a group is
 // remembered; ncclGroupEnd then discards the group's operations and returns
 // it. Returns `result` (call it on every API entry's result).

@@ -27,6 +27,7 @@
 #include "common/profiler/kernel_ch_poller.h"
 #include "common/symmetric/symmetric.h"
 #include "common/util/debug.h"
+#include "common/util/guarded.h"
 #include "common/util/knobs.h"
 #include "common/util/socket.h"
 #include "common/watchdog/watchdog.h"
@@ -168,10 +169,8 @@ ncclResult_t setupKernelCh(ncclComm* comm) {
   return gpu::memcpy(comm->devComm, &comm->devCommHost, sizeof(comm->devCommHost));
 }
 
-}  // namespace
-
 // The whole initialization of one rank; records the outcome in the comm.
-ncclResult_t commInitRank(ncclComm* comm, int nranks, const std::vector<ncclUniqueId>& ids, int rank, int gpuDev) {
+ncclResult_t initRankSteps(ncclComm* comm, int nranks, const std::vector<ncclUniqueId>& ids, int rank, int gpuDev) {
   ncclResult_t res = ncclSuccess;
   PeerInfo info;
   std::vector<int> ringPeers, connectPeers;
@@ -251,9 +250,25 @@ fail:
   return res;
 }
 
+}  // namespace
+
+// Runs on the caller's thread or on a library thread (non-blocking init,
+// group end, InitAll): an exception fails the init as an error would.
+ncclResult_t commInitRank(ncclComm* comm, int nranks, const std::vector<ncclUniqueId>& ids, int rank, int gpuDev) {
+  const ncclResult_t res =
+      runGuarded("communicator init", [&] { return initRankSteps(comm, nranks, ids, rank, gpuDev); });
+  if (res != ncclSuccess && comm->state.load(std::memory_order_acquire) != CommState::Failed) {
+    runGuarded("communicator init", [&] { comm->initError = lastErrorMessage(); });
+    comm->state.store(CommState::Failed, std::memory_order_release);
+    comm->asyncError.store(res, std::memory_order_release);
+  }
+  return res;
+}
+
 // Releases everything the communicator owns. With `abort`, in-flight kernels
 // are told to stop first instead of being waited for.
 void commFree(ncclComm* comm, bool abort) {
+  leaveGroup(comm);
   if (comm->initThread.joinable()) {
     if (abort) comm->hostAbort.store(1, std::memory_order_release);
     comm->initThread.join();
@@ -317,8 +332,7 @@ void commFree(ncclComm* comm, bool abort) {
   if (comm->abortFlagHost != nullptr) gpu::hostFree(const_cast<uint32_t*>(comm->abortFlagHost));
   comm->liveness.reset();
   comm->bootstrap.reset();
-  comm->magic = 0;
-  delete comm;
+  delete comm;   // its address is retired: later calls with the handle are refused (core/comm_registry.h)
   if (saved >= 0) gpu::setDevice(saved);
 }
 
@@ -599,7 +613,7 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
     comm->state.store(CommState::Finalized, std::memory_order_release);
     try {
       comm->finalizeThread = std::thread([comm] {
-        ncclResult_t res = drainOnCommDevice(comm);
+        ncclResult_t res = runGuarded("finalize thread", [comm] { return drainOnCommDevice(comm); });
         if (res != ncclSuccess)
           WARN("ncclCommFinalize: rank %d: waiting for the communicator's operations failed (%s)", comm->rank,
                ncclGetErrorString(res));

@@ -13,6 +13,7 @@
 
 #include "common/util/cpu_relax.h"
 #include "common/util/debug.h"
+#include "common/util/guarded.h"
 #include "common/util/knobs.h"
 
 namespace uniccl {
@@ -69,7 +70,7 @@ void helperMain(Helper* h) {
     if (s == kPosted) {
       if (!h->state.compare_exchange_strong(s, kRunning, std::memory_order_acq_rel)) continue;
       clearLastError();
-      h->result = h->job(h->ctx, h->index);
+      h->result = runGuarded("launch helper thread", [h] { return h->job(h->ctx, h->index); });
       if (h->result != ncclSuccess) snprintf(h->error, sizeof(h->error), "%s", lastErrorMessage());
       gJobsOnHelpers.fetch_add(1, std::memory_order_relaxed);
       h->state.store(kDone, std::memory_order_release);

@@ -4,6 +4,7 @@
 
 #include "common/check.h"
 #include "common/core/comm.h"
+#include "common/core/comm_registry.h"
 #include "common/util/debug.h"
 
 namespace uniccl {
@@ -13,11 +14,19 @@ ncclResult_t checkCommHandle(const ncclComm* comm, const char* fn) {
     WARN("%s: comm is NULL", fn);
     return ncclInvalidArgument;
   }
-  if (comm->magic != kCommMagic) {
-    WARN("%s: comm %p is not a valid communicator (destroyed, or not returned by ncclCommInit*)", fn, (const void*)comm);
-    return ncclInvalidArgument;
+  switch (commHandleState(comm)) {
+    case CommHandle::Live:
+      return ncclSuccess;
+    case CommHandle::Destroyed:
+      WARN("%s: communicator %p was destroyed (ncclCommDestroy or ncclCommAbort returned): its handle cannot be "
+           "used any more", fn, (const void*)comm);
+      return ncclInvalidArgument;
+    case CommHandle::Unknown:
+      break;
   }
-  return ncclSuccess;
+  WARN("%s: comm %p is not a valid communicator (not returned by ncclCommInit*, ncclCommSplit or ncclCommShrink, "
+       "or destroyed)", fn, (const void*)comm);
+  return ncclInvalidArgument;
 }
 
 ncclResult_t checkCommUsable(ncclComm* comm, const char* fn) {

@@ -13,7 +13,8 @@ namespace uniccl {
 
 // comm non-null, alive, initialized and not aborted.
 ncclResult_t checkCommUsable(ncclComm* comm, const char* fn);
-// comm non-null and not destroyed (for queries and destroy/abort).
+// comm non-null and a live communicator (core/comm_registry.h), checked
+// without reading it: for queries and destroy/abort, and first in the others.
 ncclResult_t checkCommHandle(const ncclComm* comm, const char* fn);
 // checkCommUsable, or revoked (split and shrink may start from one).
 ncclResult_t checkCommManageable(ncclComm* comm, const char* fn);

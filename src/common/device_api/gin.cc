@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "common/core/async_error.h"
 #include "common/core/comm.h"
 #include "common/core/device_guard.h"
 #include "common/gpu.h"
@@ -113,6 +114,7 @@ class GinState {
   bool failed = false;
 
   static bool pollThunk(void* arg) { return static_cast<GinState*>(arg)->poll(); }
+  static void failThunk(void* arg, ncclResult_t why) { static_cast<GinState*>(arg)->fail(why); }
   bool poll();
   bool drainQueue(int c, int peer, bool* stalled);
   bool receive(int peer);
@@ -123,10 +125,7 @@ class GinState {
 
 void GinState::fail(ncclResult_t why) {
   failed = true;
-  int expected = ncclSuccess;
-  comm->asyncError.compare_exchange_strong(expected, why, std::memory_order_acq_rel);
-  comm->hostAbort.store(1, std::memory_order_release);
-  if (comm->abortFlagHost != nullptr) __atomic_store_n(comm->abortFlagHost, 1u, __ATOMIC_RELEASE);
+  failCommAsync(comm, why);
 }
 
 bool GinState::windowSpan(uint64_t win, uint64_t off, uint64_t bytes, char** out, const char* what) {
@@ -398,6 +397,7 @@ ncclResult_t ginCreate(ncclComm* comm, const GinConfig& cfg, ncclDevComm_t* d, G
   if (res == ncclSuccess) res = ProxyRef::acquire(&g->proxy);
   if (res == ncclSuccess) {
     g->poller.poll = &GinState::pollThunk;
+    g->poller.fail = &GinState::failThunk;
     g->poller.arg = g.get();
     res = g->proxy.addPoller(&g->poller);
     g->polling = res == ncclSuccess;

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "common/profiler/kernel_ch.h"
+#include "common/util/debug.h"
+#include "common/util/guarded.h"
 
 namespace uniccl::kernel_ch_poller {
 
@@ -28,6 +30,7 @@ struct Poller {
   std::mutex mu;   // everything below; held while polling (remove() waits for a poll in progress)
   std::condition_variable cv;
   std::vector<KernelChTracker*> trackers;
+  std::vector<KernelChTracker*> failed;   // threw once: not polled again (their comm's destroy still polls)
   std::thread thread;
   Run* run = nullptr;   // of `thread`
   bool kicked = false;
@@ -39,12 +42,28 @@ Poller& poller() {
   return *p;
 }
 
+// Stamps still expected, over the trackers that have not failed. A tracker
+// that throws (the profiler plugin, out of memory) loses its KernelCh events
+// from then on; its communicator is unaffected: profiling is advisory.
+int pollAll(Poller* p) {
+  int left = 0;
+  for (KernelChTracker* t : p->trackers) {
+    if (std::find(p->failed.begin(), p->failed.end(), t) != p->failed.end()) continue;
+    int n = 0;
+    if (runGuarded("profiler KernelCh thread", [&] { n = t->poll(); }) != ncclSuccess) {
+      WARN("profiler: KernelCh events of this communicator stop here");
+      p->failed.push_back(t);
+    }
+    left += n;
+  }
+  return left;
+}
+
 void runLoop(Poller* p, Run* r) {
   std::unique_lock<std::mutex> lk(p->mu);
   auto lastPending = std::chrono::steady_clock::now();
   while (!r->stop) {
-    int left = 0;
-    for (KernelChTracker* t : p->trackers) left += t->poll();
+    int left = pollAll(p);
     const auto now = std::chrono::steady_clock::now();
     if (left > 0 || p->kicked) lastPending = now;
     p->kicked = false;
@@ -55,8 +74,7 @@ void runLoop(Poller* p, Run* r) {
     // Idle: say so, look once more (a launch may have expected items before
     // it saw the flag), then sleep until kicked.
     p->sleeping.store(true, std::memory_order_seq_cst);
-    left = 0;
-    for (KernelChTracker* t : p->trackers) left += t->poll();
+    left = pollAll(p);
     if (left == 0) p->cv.wait_for(lk, kSleepCheck, [p, r] { return r->stop || p->kicked; });
     p->sleeping.store(false, std::memory_order_seq_cst);
     lastPending = std::chrono::steady_clock::now();
@@ -72,7 +90,12 @@ void add(KernelChTracker* t) {
   if (p.run != nullptr) return;
   Run* r = new Run();
   try {
-    p.thread = std::thread(runLoop, &p, r);
+    // What escapes the loop itself (a wait that threw) is logged by the
+    // guard; the loop starts over (its lock was released on the way out).
+    p.thread = std::thread([pp = &p, r] {
+      while (runGuarded("profiler KernelCh thread", [&] { runLoop(pp, r); }) != ncclSuccess) {
+      }
+    });
   } catch (...) {
     // No thread: the stamps are still reported when the communicator goes
     // (its destroy polls), only later.
@@ -92,6 +115,7 @@ void remove(KernelChTracker* t) {
     auto it = std::find(p.trackers.begin(), p.trackers.end(), t);
     if (it == p.trackers.end()) return;
     p.trackers.erase(it);
+    p.failed.erase(std::remove(p.failed.begin(), p.failed.end(), t), p.failed.end());
     if (!p.trackers.empty() || p.run == nullptr) return;
     p.run->stop = true;
     run = p.run;

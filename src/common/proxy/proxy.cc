@@ -18,6 +18,7 @@
 #include "common/profiler/profiler.h"
 #include "common/util/cpu_relax.h"
 #include "common/util/debug.h"
+#include "common/util/guarded.h"
 #include "common/util/knobs.h"
 
 namespace uniccl {
@@ -101,7 +102,10 @@ class Proxy {
 
  private:
   void run();
+  void serve();   // until stop_
   void takePosted();
+  void pollPollers(bool* moved);
+  void finishAll(ncclResult_t result, int status);
   bool progress(ProxyOp* op, bool* moved);  // true: op finished
   bool progressSend(ProxyOp* op, bool* moved);
   bool progressRecv(ProxyOp* op, bool* moved);
@@ -385,6 +389,50 @@ bool Proxy::idleWait(Clock::time_point idleSince) {
 }
 
 void Proxy::run() {
+  // What escapes a pass outside an op's or a poller's own progress (an
+  // owner's completion callback threw) ends the ops in flight with that
+  // error, and the thread serves on.
+  for (;;) {
+    const ncclResult_t r = runGuarded("proxy thread", [this] { serve(); });
+    if (r == ncclSuccess) break;   // stopped
+    finishAll(r, kProxyOpFailed);
+  }
+  // Shutdown with ops left: their owners are gone or aborting; finish them so nobody waits forever.
+  takePosted();
+  finishAll(ncclRemoteError, kProxyOpAborted);
+}
+
+void Proxy::finishAll(ncclResult_t result, int status) {
+  while (activeHead_ != nullptr) {
+    ProxyOp* op = activeHead_;
+    activeHead_ = op->next;
+    op->next = nullptr;
+    op->result = result;
+    finish(op, status);
+  }
+  activeTail_ = nullptr;
+}
+
+void Proxy::pollPollers(bool* moved) {
+  std::lock_guard<std::mutex> lk(pollMu_);
+  for (ProxyPoller** q = &pollers_; *q != nullptr;) {
+    ProxyPoller* p = *q;
+    bool pollMoved = false;
+    const ncclResult_t r = runGuarded("proxy thread (poller)", [&] { pollMoved = p->poll(p->arg); });
+    if (r == ncclSuccess) {
+      if (pollMoved) *moved = true;
+      q = &p->next;
+      continue;
+    }
+    // Never called again; its owner learns why (and still removes it).
+    *q = p->next;
+    p->next = nullptr;
+    hasPollers_.store(pollers_ != nullptr, std::memory_order_release);
+    if (p->fail != nullptr) runGuarded("proxy thread (poller failure)", [&] { p->fail(p->arg, r); });
+  }
+}
+
+void Proxy::serve() {
   Clock::time_point idleSince{};
   bool idle = false;
   for (;;) {
@@ -397,8 +445,13 @@ void Proxy::run() {
       if (aborted(op->conn)) {
         op->result = ncclRemoteError;
         status = kProxyOpAborted;
-      } else if (progress(op, &moved)) {
-        status = op->result == ncclSuccess ? kProxyOpDone : kProxyOpFailed;
+      } else {
+        // An exception from the net (out of memory, a plugin's bug) fails
+        // this op like a transport error: its owner sees the result.
+        bool ended = false;
+        const ncclResult_t r = runGuarded("proxy thread", [&] { ended = progress(op, &moved); });
+        if (r != ncclSuccess) ended = fail(op, r);
+        if (ended) status = op->result == ncclSuccess ? kProxyOpDone : kProxyOpFailed;
       }
       if (status != kProxyOpPending) {
         if (prev != nullptr) prev->next = next; else activeHead_ = next;
@@ -411,12 +464,8 @@ void Proxy::run() {
       }
       op = next;
     }
-    if (hasPollers_.load(std::memory_order_acquire)) {
-      std::lock_guard<std::mutex> lk(pollMu_);
-      for (ProxyPoller* p = pollers_; p != nullptr; p = p->next)
-        if (p->poll(p->arg)) moved = true;
-    }
-    if (stop_.load(std::memory_order_acquire)) break;
+    if (hasPollers_.load(std::memory_order_acquire)) pollPollers(&moved);
+    if (stop_.load(std::memory_order_acquire)) return;
     if (moved) {
       idle = false;
       continue;
@@ -430,16 +479,6 @@ void Proxy::run() {
     // UNICCL_PROXY_SLEEP_US to each.
     if (idleWait(idleSince)) idle = false;
   }
-  // Shutdown with ops left: their owners are gone or aborting; finish them so nobody waits forever.
-  takePosted();
-  while (activeHead_ != nullptr) {
-    ProxyOp* op = activeHead_;
-    activeHead_ = op->next;
-    op->next = nullptr;
-    op->result = ncclRemoteError;
-    finish(op, kProxyOpAborted);
-  }
-  activeTail_ = nullptr;
 }
 
 // ---- the process-wide instance ----

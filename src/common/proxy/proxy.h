@@ -97,9 +97,11 @@ class Proxy;
 // A function the progress thread calls on every pass, besides its ops (GIN's
 // descriptor queues, device_api/gin.h): returns true when it moved
 // something (which restarts the idle back-off). It must not block, nor add
-// or remove pollers. Owned by whoever adds it.
+// or remove pollers. Owned by whoever adds it. If poll throws, the thread
+// stops calling it and calls fail (optional) with the error once.
 struct ProxyPoller {
   bool (*poll)(void* arg) = nullptr;
+  void (*fail)(void* arg, ncclResult_t result) = nullptr;
   void* arg = nullptr;
   ProxyPoller* next = nullptr;   // proxy-internal
 };

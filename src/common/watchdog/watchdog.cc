@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "common/check.h"
+#include "common/core/async_error.h"
 #include "common/core/comm.h"
 #include "common/util/debug.h"
+#include "common/util/guarded.h"
 #include "common/util/knobs.h"
 
 namespace uniccl {
@@ -51,11 +53,7 @@ void fire(ncclComm* comm, const TrackerCheck& c) {
        "compare the sequence numbers across ranks",
        comm->rank, comm->nRanks, (void*)comm, (unsigned long long)comm->commHash, comm->gpuDev, what,
        c.inGraph ? " in a graph replay" : "", (long long)c.elapsedMs, (long long)(comm->watch->timeoutMs / 1000));
-  int expected = ncclSuccess;
-  comm->asyncError.compare_exchange_strong(expected, ncclRemoteError, std::memory_order_acq_rel);
-  comm->hostAbort.store(1, std::memory_order_release);
-  // Atomic store: other host threads may read the word too (the kernels poll it).
-  if (comm->abortFlagHost != nullptr) __atomic_store_n(comm->abortFlagHost, 1u, __ATOMIC_RELEASE);
+  failCommAsync(comm, ncclRemoteError);
   comm->watch->fired = true;
   wd().timeouts.fetch_add(1, std::memory_order_relaxed);
 }
@@ -72,21 +70,31 @@ void pollComm(ncclComm* comm, int64_t nowMs) {
 }
 
 void pollLocked(int64_t nowMs) {
-  for (ncclComm* comm : wd().comms) pollComm(comm, nowMs);
+  for (ncclComm* comm : wd().comms) {
+    const ncclResult_t r = runGuarded("watchdog thread", [&] { pollComm(comm, nowMs); });
+    if (r != ncclSuccess) failCommAsync(comm, r);   // its launches can no longer be timed
+  }
   wd().polls.fetch_add(1, std::memory_order_relaxed);
 }
 
-void threadMain(std::shared_ptr<std::atomic<bool>> stop, int64_t pollMs) {
+void watchLoop(const std::atomic<bool>& stop, int64_t pollMs) {
   Watchdog& w = wd();
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(w.wakeMu);
-      w.wake.wait_for(lock, std::chrono::milliseconds(pollMs), [&] { return stop->load(); });
+      w.wake.wait_for(lock, std::chrono::milliseconds(pollMs), [&] { return stop.load(); });
     }
-    if (stop->load()) return;
+    if (stop.load()) return;
     std::lock_guard<std::mutex> lock(w.mu);
     pollLocked(watchdogNowMs());
   }
+}
+
+void threadMain(std::shared_ptr<std::atomic<bool>> stop, int64_t pollMs) {
+  // A failure outside a comm's poll (a lock or wait that threw) is logged by
+  // the guard; the thread goes on watching after a poll interval.
+  while (runGuarded("watchdog thread", [&] { watchLoop(*stop, pollMs); }) != ncclSuccess)
+    std::this_thread::sleep_for(std::chrono::milliseconds(pollMs));
 }
 
 // Takes the running thread out of the registry (w.mu held) for joining outside the lock.

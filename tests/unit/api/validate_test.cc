@@ -97,7 +97,6 @@ class ApiValidate : public ::testing::Test {
 
   void TearDown() override {
     if (comm != nullptr) {
-      comm->magic = kCommMagic;
       comm->state.store(CommState::Ready);
       EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
       comm = nullptr;
@@ -597,42 +596,7 @@ TEST_F(ApiValidate, UnusableCommunicatorStates) {
   }
 }
 
-TEST_F(ApiValidate, DestroyedCommunicator) {
-  comm->magic = 0;   // what commFree leaves behind before the memory goes
-  const char* kw = "not a valid communicator";
-  for (const Coll& c : collectives()) {
-    reject(ncclInvalidArgument, kw, c.name, [&] { return c.fn(send0, recv0, 16, ncclFloat32, ncclSum, 0, comm, stream); });
-  }
-  reject(ncclInvalidArgument, kw, "ncclBcast", [&] { return ncclBcast(recv0, 16, ncclFloat32, 0, comm, stream); });
-  reject(ncclInvalidArgument, kw, "ncclSend", [&] { return ncclSend(send0, 16, ncclFloat32, 1, comm, stream); });
-  reject(ncclInvalidArgument, kw, "ncclRecv", [&] { return ncclRecv(recv0, 16, ncclFloat32, 1, comm, stream); });
-  reject(ncclInvalidArgument, kw, "ncclAlltoAll", [&] { return ncclAlltoAll(send0, big0, 16, ncclFloat32, comm, stream); });
-  reject(ncclInvalidArgument, kw, "ncclGather", [&] { return ncclGather(send0, big0, 16, ncclFloat32, 0, comm, stream); });
-  reject(ncclInvalidArgument, kw, "ncclScatter", [&] { return ncclScatter(big0, recv0, 16, ncclFloat32, 0, comm, stream); });
-  int v = -7;
-  reject(ncclInvalidArgument, kw, "ncclCommCount", [&] { return ncclCommCount(comm, &v); });
-  reject(ncclInvalidArgument, kw, "ncclCommCuDevice", [&] { return ncclCommCuDevice(comm, &v); });
-  reject(ncclInvalidArgument, kw, "ncclCommUserRank", [&] { return ncclCommUserRank(comm, &v); });
-  EXPECT_EQ(v, -7);
-  ncclResult_t async;
-  reject(ncclInvalidArgument, kw, "ncclCommGetAsyncError", [&] { return ncclCommGetAsyncError(comm, &async); });
-  ncclComm_t child = nullptr;
-  reject(ncclInvalidArgument, kw, "ncclCommSplit", [&] { return ncclCommSplit(comm, 0, 0, &child, nullptr); });
-  void* handle = nullptr;
-  reject(ncclInvalidArgument, kw, "ncclCommRegister", [&] { return ncclCommRegister(comm, send0, kBytes, &handle); });
-  reject(ncclInvalidArgument, kw, "ncclCommDeregister", [&] { return ncclCommDeregister(comm, &v); });
-  float scalar = 1.0f;
-  ncclRedOp_t op;
-  reject(ncclInvalidArgument, kw, "ncclRedOpCreatePreMulSum",
-         [&] { return ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, comm); });
-  reject(ncclInvalidArgument, kw, "ncclRedOpDestroy", [&] { return ncclRedOpDestroy((ncclRedOp_t)ncclNumOps, comm); });
-  reject(ncclInvalidArgument, kw, "ncclCommFinalize", [&] { return ncclCommFinalize(comm); });
-  reject(ncclInvalidArgument, kw, "ncclCommDestroy", [&] { return ncclCommDestroy(comm); });
-  reject(ncclInvalidArgument, kw, "ncclCommAbort", [&] { return ncclCommAbort(comm); });
-  // Nothing touched the dead comm's contents.
-  EXPECT_EQ(comm->magic, 0u);
-  EXPECT_EQ(comm->state.load(), CommState::Ready);
-}
+// Handles of destroyed communicators: tests/unit/api/stale_handle_test.cc.
 
 // ------------------------------------------------------------ the rest
 

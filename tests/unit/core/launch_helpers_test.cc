@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -126,6 +127,47 @@ TEST(LaunchHelpers, FirstFailureByIndexWithItsMessage) {
     FailingJobs none{{ncclSuccess, ncclSuccess}};
     EXPECT_EQ(runOnLaunchHelpers(2, FailingJobs::run, &none), ncclSuccess);
   }
+}
+
+// A job that throws on a helper thread fails with a message instead of
+// ending the process, and the helper goes on serving.
+struct ThrowingJobs {
+  std::thread::id caller = std::this_thread::get_id();
+  std::atomic<bool> helperStarted{false};
+  bool onHelper = false;
+  static ncclResult_t run(void* ctx, int i) {
+    auto* t = static_cast<ThrowingJobs*>(ctx);
+    if (i == 1) {   // the caller's: holds the group until the helper took job 0
+      waitFor(t->helperStarted, std::chrono::milliseconds(5000));
+      return ncclSuccess;
+    }
+    t->onHelper = std::this_thread::get_id() != t->caller;
+    t->helperStarted.store(true, std::memory_order_release);
+    if (t->onHelper) throw std::bad_alloc();
+    return ncclSuccess;   // taken back by the caller: no throw on the API's thread
+  }
+};
+
+TEST(LaunchHelpers, ThrowingJobOnAHelperFailsTheGroup) {
+  for (int rep = 0; rep < 5; rep++) {
+    CountingJobs wake(2);   // the helper may be asleep: the first group wakes it
+    ASSERT_EQ(runOnLaunchHelpers(2, CountingJobs::run, &wake), ncclSuccess);
+    ThrowingJobs t;
+    clearLastError();
+    const ncclResult_t r = runOnLaunchHelpers(2, ThrowingJobs::run, &t);
+    ASSERT_TRUE(t.helperStarted.load());
+    if (!t.onHelper) {
+      EXPECT_EQ(r, ncclSuccess);
+      continue;
+    }
+    EXPECT_EQ(r, ncclSystemError);
+    EXPECT_NE(strstr(lastErrorMessage(), "launch helper thread: out of host memory"), nullptr) << lastErrorMessage();
+    OverlapJobs o;   // and the helper still runs jobs
+    ASSERT_EQ(runOnLaunchHelpers(2, OverlapJobs::run, &o), ncclSuccess);
+    EXPECT_TRUE(o.overlapped);
+    return;
+  }
+  ADD_FAILURE() << "job 0 never ran on a helper thread in 5 groups";
 }
 
 TEST(LaunchHelpers, SeveralCallingThreadsShareTheHelpers) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <random>
 #include <set>
 
@@ -44,6 +45,7 @@ LoopbackCounts gCounts{};
 std::mt19937 gRng(1);
 int gBusy = 0;
 int gFailIsendIn = 0;
+int gThrowIsendIn = 0;
 
 bool busy() { return gBusy > 0 && static_cast<int>(gRng() % 100) < gBusy; }
 
@@ -151,6 +153,7 @@ ncclResult_t lbIsend(void* sendComm, void* data, int size, int tag, void* mh, vo
   *request = nullptr;
   if (mh == nullptr || *static_cast<int*>(mh) != 42) return ncclInvalidArgument;  // unregistered buffer
   if (gFailIsendIn > 0 && --gFailIsendIn == 0) return ncclSystemError;
+  if (gThrowIsendIn > 0 && --gThrowIsendIn == 0) throw std::bad_alloc();
   if (busy()) return ncclSuccess;
   Comm* c = static_cast<Comm*>(sendComm);
   Req* q = newReq(c, data, size, tag);
@@ -242,6 +245,11 @@ void loopbackSetChaos(unsigned seed, int busyPercent) {
 void loopbackFailIsendAfter(int n) {
   std::lock_guard<std::mutex> lk(gMu);
   gFailIsendIn = n;
+}
+
+void loopbackThrowIsendAfter(int n) {
+  std::lock_guard<std::mutex> lk(gMu);
+  gThrowIsendIn = n;
 }
 
 }  // namespace uniccl::test

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <stdexcept>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -68,6 +69,7 @@ class ProxyLoopback : public ::testing::Test {
     EXPECT_EQ(c.mrs, 0);
     loopbackSetChaos(1, 0);
     loopbackFailIsendAfter(0);
+    loopbackThrowIsendAfter(0);
   }
   static void initOp(ProxyOp& op, Endpoint& e, uint64_t nsteps) {
     op.conn = &e.conn;
@@ -254,6 +256,100 @@ TEST_F(ProxyLoopback, TransportErrorIsReported) {
   consumer.join();
   EXPECT_EQ(cr.badSteps, 0u);
   EXPECT_EQ(cr.consumed, 4u);
+}
+
+// An exception thrown inside the net (here std::bad_alloc from an isend)
+// fails the op like a transport error instead of ending the process; the
+// proxy thread goes on serving the other direction.
+TEST_F(ProxyLoopback, ExceptionInTheNetFailsTheOp) {
+  constexpr uint64_t kTotal = 50;
+  loopbackThrowIsendAfter(5);
+  ProxyOp send, later, recv;
+  initOp(send, tx, kTotal);
+  initOp(later, tx, 10);
+  initOp(recv, rx, kTotal);
+  Completion sendDone, laterDone;
+  send.onComplete = later.onComplete = Completion::fn;
+  send.onCompleteArg = &sendDone;
+  later.onCompleteArg = &laterDone;
+  ASSERT_EQ(proxy.post(&send), ncclSuccess);
+  ASSERT_EQ(proxy.post(&later), ncclSuccess);
+  ASSERT_EQ(proxy.post(&recv), ncclSuccess);
+  ConsumerResult cr;
+  std::thread consumer([&] { cr = consume(rx, 3, kTotal, 0, &stop); });
+  std::thread producer([&] { produce(tx, 3, kTotal, &stop); });
+  ASSERT_TRUE(waitFinished(send, std::chrono::seconds(5)));
+  ASSERT_TRUE(waitFinished(later, std::chrono::seconds(5)));
+  EXPECT_EQ(send.status.load(), kProxyOpFailed);
+  EXPECT_EQ(sendDone.result.load(), ncclSystemError);
+  EXPECT_EQ(send.transmitted, 4u);
+  EXPECT_EQ(later.status.load(), kProxyOpFailed);
+  EXPECT_EQ(laterDone.result.load(), ncclSystemError);
+  EXPECT_TRUE(proxyThreadRunning());
+  // The receive side still progresses: the 4 sent steps arrive.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (connLoadAcquire(&rx.fifo.host()->head) < 4 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  __atomic_store_n(&rx.abortFlag, 1u, __ATOMIC_RELEASE);
+  proxy.wake();
+  ASSERT_TRUE(waitFinished(recv, std::chrono::seconds(2)));
+  __atomic_store_n(&stop, 1u, __ATOMIC_RELEASE);
+  producer.join();
+  consumer.join();
+  EXPECT_EQ(cr.badSteps, 0u);
+  EXPECT_EQ(cr.consumed, 4u);
+}
+
+// A poller that throws is called no more and its owner hears of it once
+// (GIN turns that into its communicator's async error); the other pollers
+// go on being called.
+TEST_F(ProxyLoopback, ThrowingPollerIsDroppedAndReported) {
+  struct Probe {
+    bool throws = false;
+    std::atomic<int> polls{0};
+    std::atomic<int> fails{0};
+    std::atomic<int> failResult{-1};
+  } bad, good;
+  bad.throws = true;
+  auto poll = [](void* arg) -> bool {
+    auto* p = static_cast<Probe*>(arg);
+    p->polls.fetch_add(1);
+    if (p->throws) throw std::runtime_error("poller bug");
+    return false;
+  };
+  auto fail = [](void* arg, ncclResult_t r) {
+    auto* p = static_cast<Probe*>(arg);
+    p->failResult.store(r);
+    p->fails.fetch_add(1);
+  };
+  ProxyPoller pb, pg;
+  pb.poll = pg.poll = poll;
+  pb.fail = pg.fail = fail;
+  pb.arg = &bad;
+  pg.arg = &good;
+  ASSERT_EQ(proxy.addPoller(&pg), ncclSuccess);
+  ASSERT_EQ(proxy.addPoller(&pb), ncclSuccess);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (bad.fails.load() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(bad.fails.load(), 1);
+  EXPECT_EQ(bad.failResult.load(), ncclInternalError);
+  const int badPolls = bad.polls.load();
+  EXPECT_EQ(badPolls, 1);
+  // The good one keeps being polled (the thread wakes on its own at least
+  // every UNICCL_PROXY_SLEEP_US; wake() makes it look now).
+  const int goodBefore = good.polls.load();
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (good.polls.load() <= goodBefore + 2 && std::chrono::steady_clock::now() < deadline) {
+    proxy.wake();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_GT(good.polls.load(), goodBefore + 2);
+  EXPECT_EQ(bad.polls.load(), badPolls);
+  EXPECT_EQ(good.fails.load(), 0);
+  proxy.removePoller(&pb);   // the owner still removes it: harmless
+  proxy.removePoller(&pg);
+  EXPECT_TRUE(proxyThreadRunning());
 }
 
 // A producer that publishes more bytes than a slot holds fails the op; nothing is sent.
