@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/bootstrap/bootstrap.h"
+#include "common/bootstrap/handshake.h"
 #include "common/bootstrap/root.h"
 #include "common/bootstrap/unique_id.h"
 #include "common/bootstrap/wire.h"
@@ -346,6 +347,9 @@ TEST(Bootstrap, HostileClientsDoNotStopTheRealRanks) {
   ncclUniqueId id = newId();
   SocketAddress root = rootOf(id);
   uint64_t magic = magicOf(id);
+  UniqueIdContents contents;
+  ASSERT_EQ(decodeUniqueId(id, &contents), ncclSuccess);
+  const AuthSecret secret = contents.secret;
   std::atomic<bool> realDone{false};
   std::vector<std::thread> hostile;
 
@@ -357,32 +361,38 @@ TEST(Bootstrap, HostileClientsDoNotStopTheRealRanks) {
     s.sendAll(junk.data(), junk.size(), deadlineAfterMs(1000));
     while (!realDone) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   });
-  // a well-formed hello with the wrong magic
+  // a well-formed hello with the wrong magic, from a peer that knows the secret
   hostile.emplace_back([&] {
     Socket s;
-    if (s.connect(root, deadlineAfterMs(2000)) != ncclSuccess) return;
+    if (bootstrap::connectAuthenticated(&s, root, secret, bootstrap::kRootAuthContext, deadlineAfterMs(2000), nullptr,
+                                        "test") != ncclSuccess)
+      return;
     std::vector<char> body(sizeof(bootstrap::HelloBody), 0);
     bootstrap::sendMessage(s, magic ^ 1, bootstrap::kMsgHello, 0, body.data(), body.size(), deadlineAfterMs(1000),
                            nullptr);
   });
-  // the right magic but an absurd length (must not be allocated)
+  // the secret and the right magic but an absurd length (must not be allocated)
   hostile.emplace_back([&] {
     Socket s;
-    if (s.connect(root, deadlineAfterMs(2000)) != ncclSuccess) return;
+    if (bootstrap::connectAuthenticated(&s, root, secret, bootstrap::kRootAuthContext, deadlineAfterMs(2000), nullptr,
+                                        "test") != ncclSuccess)
+      return;
     bootstrap::WireHeader h = {magic, bootstrap::kMsgHello, 0, 1ull << 40};
     s.sendAll(&h, sizeof(h), deadlineAfterMs(1000));
   });
-  // half-open: a partial header, then silence until the real ranks are done
+  // half-open: a partial proof, then silence until the real ranks are done
   hostile.emplace_back([&] {
     Socket s;
     if (s.connect(root, deadlineAfterMs(2000)) != ncclSuccess) return;
     s.sendAll(&magic, 5, deadlineAfterMs(1000));
     while (!realDone) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   });
-  // slow writer: a valid-looking hello, one byte every 20 ms
+  // slow writer: a valid-looking hello after the proof, one byte every 20 ms
   hostile.emplace_back([&] {
     Socket s;
-    if (s.connect(root, deadlineAfterMs(2000)) != ncclSuccess) return;
+    if (bootstrap::connectAuthenticated(&s, root, secret, bootstrap::kRootAuthContext, deadlineAfterMs(2000), nullptr,
+                                        "test") != ncclSuccess)
+      return;
     bootstrap::WireHeader h = {magic, bootstrap::kMsgHello, 0, sizeof(bootstrap::HelloBody)};
     const char* p = reinterpret_cast<const char*>(&h);
     for (size_t i = 0; i < sizeof(h) && !realDone; i++) {
