@@ -472,3 +472,68 @@ TEST(Hostile, SlowSenderAtTheRoot) {
   EXPECT_LT(job.seconds, quiet.seconds + 10.0);  // target: no slower at all; generous for loaded machines
   EXPECT_TRUE(waitForRoots(5000));
 }
+
+// The process hosting the root runs out of file descriptors while
+// connections keep coming: accept fails with EMFILE, the root drops its
+// oldest unproven connections to go on, and once fds are free again a real
+// job initializes through the same root. In a child process, so that its fd
+// games stay there.
+TEST(Hostile, RootOutOfFileDescriptors) {
+  int toParent[2], toChild[2];
+  ASSERT_EQ(pipe(toParent), 0);
+  ASSERT_EQ(pipe(toChild), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(toParent[0]);
+    close(toChild[1]);
+    ncclUniqueId id;
+    if (ncclGetUniqueId(&id) != ncclSuccess) _exit(2);
+    rlimit saved, low;
+    getrlimit(RLIMIT_NOFILE, &saved);
+    low = saved;
+    low.rlim_cur = 256;  // makes filling the table cheap
+    setrlimit(RLIMIT_NOFILE, &low);
+    std::vector<int> filler;
+    for (int fd; (fd = dup(0)) >= 0;) filler.push_back(fd);
+    for (int i = 0; i < 6 && !filler.empty(); i++) {  // a few fds left: the root soon meets EMFILE
+      close(filler.back());
+      filler.pop_back();
+    }
+    char go = 0;
+    if (write(toParent[1], &id, sizeof(id)) != (ssize_t)sizeof(id)) _exit(3);
+    if (read(toChild[0], &go, 1) != 1) _exit(3);  // the parent flooded the root
+    for (int fd : filler) close(fd);
+    setrlimit(RLIMIT_NOFILE, &saved);
+    JobResult job = runJob(id, 2, 19);
+    if (!job.ok()) fprintf(stderr, "%s", describe(job).c_str());
+    _exit(job.ok() ? 0 : 1);
+  }
+  close(toParent[1]);
+  close(toChild[0]);
+  ncclUniqueId id;
+  ASSERT_EQ(read(toParent[0], &id, sizeof(id)), (ssize_t)sizeof(id));
+  SocketAddress root = contentsOf(id).root;
+  std::vector<Socket> flood;
+  for (int i = 0; i < 100; i++) {
+    Socket s;
+    if (s.connect(root, deadlineAfterMs(2000)) == ncclSuccess) flood.push_back(std::move(s));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the root meets EMFILE, evicts, goes on
+  char go = 1;
+  ASSERT_EQ(write(toChild[1], &go, 1), 1);
+  int status = 0;
+  pid_t got = 0;
+  auto deadline = Clock::now() + std::chrono::seconds(30);
+  while ((got = waitpid(pid, &status, WNOHANG)) == 0 && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (got == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  close(toParent[0]);
+  close(toChild[1]);
+  EXPECT_EQ(flood.size(), 100u);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the child's job " << (got == 0 ? "hung" : "failed") << ", status " << status;
+}
