@@ -309,19 +309,35 @@ TEST(Bootstrap, SizeMismatchIsAClearError) {
 TEST(Bootstrap, ForkedRanks) {
   const int n = 4;
   uint64_t salt = std::random_device()();
-  ncclUniqueId id = newId();  // the root lives in this (parent) process
+  // The ranks are forked before the root's thread exists and get the id
+  // through a pipe: a child of a multi-threaded process must not start
+  // threads (ThreadSanitizer refuses), and every rank starts its listener's.
+  ASSERT_TRUE(waitForRoots(5000));
   std::vector<pid_t> kids;
+  std::vector<int> idPipes;
   for (int rank = 0; rank < n; rank++) {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
+      close(fds[1]);
+      ncclUniqueId id;
+      if (read(fds[0], &id, sizeof(id)) != (ssize_t)sizeof(id)) _exit(2);
       std::unique_ptr<Bootstrap> b;
       ncclResult_t r = initRank(id, rank, n, salt, &b);
       if (r == ncclSuccess) r = exercise(*b, salt);
       b.reset();
       _exit(r == ncclSuccess ? 0 : 10 + (int)r);
     }
+    close(fds[0]);
+    idPipes.push_back(fds[1]);
     kids.push_back(pid);
+  }
+  ncclUniqueId id = newId();  // the root lives in this (parent) process
+  for (int fd : idPipes) {
+    EXPECT_EQ(write(fd, &id, sizeof(id)), (ssize_t)sizeof(id));
+    close(fd);
   }
   auto deadline = Clock::now() + std::chrono::seconds(20);
   for (size_t i = 0; i < kids.size(); i++) {

@@ -322,6 +322,7 @@ TEST(Hostile, FloodOfTenThousandConnectionsAtTheRoot) {
   constexpr int kFlood = 10000, kChurn = 10000;
   JobResult quiet = runJob(newId(), 3, 14);
   ASSERT_TRUE(quiet.ok()) << describe(quiet);
+  ASSERT_TRUE(waitForRoots(5000));
 
   ncclUniqueId id = newId();
   SocketAddress root = contentsOf(id).root;
@@ -479,6 +480,7 @@ TEST(Hostile, SlowSenderAtTheRoot) {
 // job initializes through the same root. In a child process, so that its fd
 // games stay there.
 TEST(Hostile, RootOutOfFileDescriptors) {
+  ASSERT_TRUE(waitForRoots(5000));  // no thread at the fork: the child starts some
   int toParent[2], toChild[2];
   ASSERT_EQ(pipe(toParent), 0);
   ASSERT_EQ(pipe(toChild), 0);
@@ -507,7 +509,8 @@ TEST(Hostile, RootOutOfFileDescriptors) {
     setrlimit(RLIMIT_NOFILE, &saved);
     JobResult job = runJob(id, 2, 19);
     if (!job.ok()) fprintf(stderr, "%s", describe(job).c_str());
-    _exit(job.ok() ? 0 : 1);
+    const bool rootDone = waitForRoots(5000);
+    _exit(job.ok() && rootDone ? 0 : 1);
   }
   close(toParent[1]);
   close(toChild[0]);
