@@ -400,7 +400,7 @@ TEST(Hostile, FloodOfTenThousandConnectionsAtTheRoot) {
 // While ranks 0 and 1 wait for rank 2, their link listeners get 50 idle
 // connections each, 50 port-scan connect-closes and a slow sender; the root
 // gets the port scan too. Rank 2 then comes and the ring forms through the
-// listeners at once (before, each idle connection held the listener 5 s).
+// listeners at once: none of those connections holds a listener up.
 TEST(Hostile, IdleScanAndSlowConnectionsAtRankListeners) {
   ncclUniqueId id = newId();
   SocketAddress root = contentsOf(id).root;
@@ -446,7 +446,7 @@ TEST(Hostile, IdleScanAndSlowConnectionsAtRankListeners) {
          afterRelease);
   EXPECT_TRUE(job.ok()) << describe(job);
   // Target: as fast as without the attackers (milliseconds); 10 s leaves
-  // room for a loaded machine and still fails the old 5 s-per-connection accept.
+  // room for a loaded machine and still fails a listener that serves one connection at a time.
   EXPECT_LT(afterRelease, 10.0);
   EXPECT_TRUE(waitForRoots(5000));
 }
