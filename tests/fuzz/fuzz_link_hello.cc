@@ -1,5 +1,6 @@
-// The first header of a connection on a rank's listener (ring and p2p
-// hellos, bootstrap.cc acceptUntil) and the header of each allGather step.
+// The first header a connection sends a rank's listener after proving the
+// secret (ring and p2p hellos, link_listener.cc identify) and the header of
+// each allGather step.
 //
 // Input: magic (8) | nranks (4) | seq (4) | bytesPerRank (8) | WireHeader (24).
 #include "common/bootstrap/wire.h"

@@ -1,5 +1,6 @@
 // The root's handling of a rank's hello (root.cc: checkHelloHeader on the
-// first 24 bytes of a connection, then parseHello on the body), of the next
+// first 24 bytes a connection sends after proving the secret, then
+// parseHello on the body), of the next
 // block's first rank's message (parseNextFirst; the root's place among
 // several roots taken from the header's tag), and the text forms of the
 // address it logs.
@@ -37,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (res == ncclSuccess) {
     FUZZ_CHECK(bytes >= sizeof(HelloBody));
     FUZZ_CHECK(hello.blobBytes == bytes - sizeof(HelloBody));
-    FUZZ_CHECK(hello.nranks > 0 && hello.rank >= 0 && hello.rank < hello.nranks);
+    FUZZ_CHECK(hello.nranks > 0 && hello.nranks <= kMaxRanks && hello.rank >= 0 && hello.rank < hello.nranks);
     FUZZ_CHECK(hello.nRoots >= 1 && hello.nRoots <= hello.nranks && hello.rootIndex >= 0 &&
                hello.rootIndex < hello.nRoots);
     RootBlock block = rootBlock(hello.rootIndex, hello.nranks, hello.nRoots);
@@ -55,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int nRoots = 1 + (int)(h.tag % 64), rootIndex = (int)((h.tag >> 8) % (uint32_t)nRoots);
   res = parseNextFirst(body, bytes, rootIndex, nRoots, &next, why, sizeof(why));
   if (res == ncclSuccess) {
-    FUZZ_CHECK(bytes == sizeof(NextFirstBody) && nRoots >= 2 && next.nranks >= nRoots);
+    FUZZ_CHECK(bytes == sizeof(NextFirstBody) && nRoots >= 2 && next.nranks >= nRoots && next.nranks <= kMaxRanks);
     FUZZ_CHECK(next.rank == rootBlock((rootIndex + 1) % nRoots, next.nranks, nRoots).first);
     FUZZ_CHECK(next.listen.valid() && next.listen.port() > 0);
   } else {

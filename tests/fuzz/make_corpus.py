@@ -2,6 +2,8 @@
 """Writes the seed corpus (tests/fuzz/corpus/<target>/): valid messages of
 each kind and their edge cases, in the input layout each target documents.
 Re-run after changing a wire format: python3 tests/fuzz/make_corpus.py"""
+import hashlib
+import hmac
 import os
 import socket
 import struct
@@ -96,19 +98,38 @@ write("fuzz_link_hello", {
 })
 
 
-def uid(version, flags, magic, addr):
-    return (struct.pack("<BB6xQ", version, flags, magic) + addr).ljust(128, b"\0")
+SECRET = bytes(range(0x40, 0x60))
 
 
+def wire_magic(secret):  # unique_id.cc wireMagic: HMAC-SHA256(secret, label), first 8 bytes, never 0
+    d = hmac.new(secret, b"uniccl bootstrap magic", hashlib.sha256).digest()
+    return struct.unpack("<Q", d[:8])[0] or 1
+
+
+def uid(version, flags, magic, addr, secret=SECRET):
+    return (struct.pack("<BB6xQ", version, flags, magic) + addr + secret).ljust(128, b"\0")
+
+
+GOOD = wire_magic(SECRET)
 write("fuzz_unique_id", {
-    "v4": uid(1, 0, MAGIC, v4("10.1.2.3", 45678)),
-    "v6": uid(1, 0, MAGIC, v6("2001:db8::5", 45678)),
-    "from-env": uid(1, 1, MAGIC, v4("127.0.0.1", 29500)),
-    "version-2": uid(2, 0, MAGIC, v4("10.1.2.3", 45678)),
-    "magic-0": uid(1, 0, 0, v4("10.1.2.3", 45678)),
-    "port-0": uid(1, 0, MAGIC, v4("10.1.2.3", 0)),
+    "v4": uid(2, 0, GOOD, v4("10.1.2.3", 45678)),
+    "v6": uid(2, 0, GOOD, v6("2001:db8::5", 45678)),
+    "from-env": uid(2, 1, GOOD, v4("127.0.0.1", 29500)),
+    "public-secret": uid(2, 3, GOOD, v4("127.0.0.1", 29500)),
+    "version-1": uid(1, 0, GOOD, v4("10.1.2.3", 45678)),
+    "wrong-magic": uid(2, 0, GOOD ^ 1, v4("10.1.2.3", 45678)),
+    "magic-0": uid(2, 0, 0, v4("10.1.2.3", 45678)),
+    "port-0": uid(2, 0, GOOD, v4("10.1.2.3", 0)),
     "zeros": b"\0" * 128,
-    "short": uid(1, 0, MAGIC, v4("10.1.2.3", 45678))[:20],
+    "short": uid(2, 0, GOOD, v4("10.1.2.3", 45678))[:20],
+})
+# piece size (1 byte) | what a peer without the secret sends the listener
+write("fuzz_handshake", {
+    "zero-proof": b"\x30" + b"\0" * 48,
+    "int-max-hello": b"\x07" + header(MAGIC, HELLO, 0, 48) + hello(0, 0x7FFFFFFF, v4("127.0.0.1", 1), b""),
+    "one-byte-at-a-time": b"\x00" + bytes(range(48)),
+    "short": b"\x05" + b"partial",
+    "nothing": b"\x00",
 })
 write("fuzz_socket_address", {
     "v4": b"\x03127.0.0.1:29500",

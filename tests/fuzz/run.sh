@@ -20,7 +20,7 @@ work=${UNICCL_FUZZ_DIR:-$(mktemp -d /tmp/uniccl-fuzz.XXXXXX)}
 mkdir -p "$work/obj" "$work/bin" "$work/artifacts" "$work/logs" "$work/gen/common/util"
 
 all_targets=(fuzz_header fuzz_root_hello fuzz_root_answer fuzz_link_hello fuzz_unique_id fuzz_socket_address
-             fuzz_config)
+             fuzz_config fuzz_handshake)
 [ $# -gt 0 ] && targets=("$@") || targets=("${all_targets[@]}")
 
 # ---- toolchain: clang++ with the libFuzzer runtime
@@ -63,6 +63,8 @@ cuda_inc=/usr/local/cuda/include
 flags=(-std=c++17 -O1 -g -fno-omit-frame-pointer -Iinclude -Isrc -I"$work/gen" -isystem "$cuda_inc"
        -fsanitize=address,undefined -fno-sanitize-recover=undefined -pthread)
 lib_srcs=(src/common/bootstrap/wire.cc src/common/bootstrap/unique_id.cc src/common/bootstrap/root.cc
+          src/common/bootstrap/handshake.cc src/common/bootstrap/listener_loop.cc
+          src/common/util/auth.cc src/common/util/sha256.cc
           src/common/util/socket.cc src/common/util/socket_address.cc src/common/util/debug.cc
           src/common/util/param.cc src/common/util/knobs.cc src/common/util/name_list.cc
           src/common/core/config.cc)

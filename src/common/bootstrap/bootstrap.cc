@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/bootstrap/handshake.h"
 #include "common/bootstrap/root.h"
 #include "common/bootstrap/unique_id.h"
 #include "common/bootstrap/wire.h"
@@ -17,9 +18,6 @@ using bootstrap::HelloBody;
 using bootstrap::WireHeader;
 
 namespace {
-// A link sends its hello right after connecting; waiting longer means it is
-// not one of ours.
-constexpr int64_t kLinkHelloMs = 5000;
 // Ranks wait for the root's answer a little longer than the root waits for
 // the last rank, so they hear its "timed out" message instead of guessing.
 constexpr int64_t kRootReplySlackMs = 5000;
@@ -55,8 +53,9 @@ ncclResult_t Bootstrap::init(const ncclUniqueId* ids, int nIds, int rank, int nr
     WARN("Bootstrap::init: out is a null pointer");
     return ncclInvalidArgument;
   }
-  if (nranks < 1 || rank < 0 || rank >= nranks) {
-    WARN("Bootstrap::init: rank %d is not in [0, nranks=%d)", rank, nranks);
+  if (nranks < 1 || nranks > bootstrap::kMaxRanks || rank < 0 || rank >= nranks) {
+    WARN("Bootstrap::init: rank %d is not in [0, nranks=%d), or nranks is not in [1, %d]", rank, nranks,
+         bootstrap::kMaxRanks);
     return ncclInvalidArgument;
   }
   if (peerInfoBytes > bootstrap::kMaxInitMessageBytes - sizeof(HelloBody) || (peerInfoBytes && !peerInfo)) {
@@ -93,20 +92,22 @@ ncclResult_t Bootstrap::init(const ncclUniqueId* ids, int nIds, int rank, int nr
 
   std::vector<std::pair<std::string, SocketAddress>> ifs;
   UCHECK(findInterfaces(&ifs, 1));
-  UCHECK(b->listener_.listen(ifs[0].second));
+  Socket listener;
+  UCHECK(listener.listen(ifs[0].second));
+  UCHECK(b->links_.start(std::move(listener), b->secret_, b->magic_, rank, nranks));
 
   if (nRoots > 1 && rank == bootstrap::rootBlock(rootIndex, nranks, nRoots).first) {
     const UniqueIdContents& prev = roots[(rootIndex + nRoots - 1) % nRoots];
-    UCHECK(b->reportToPreviousRoot(prev.root, prev.magic));
+    UCHECK(b->reportToPreviousRoot(prev.root, prev.secret, prev.magic));
   }
   SocketAddress successor;
-  UCHECK(b->rendezvous(c.root, c.magic, rootIndex, nRoots, peerInfo, peerInfoBytes, &successor));
+  UCHECK(b->rendezvous(c.root, c.secret, c.magic, rootIndex, nRoots, peerInfo, peerInfoBytes, &successor));
   if (nranks > 1) UCHECK(b->connectRing(successor));
 
   // Everyone learns everyone's listener (for p2p links) and peer info.
   size_t slot = sizeof(SocketAddress) + peerInfoBytes;
   std::vector<char> all(slot * nranks);
-  memcpy(&all[slot * rank], &b->listener_.address(), sizeof(SocketAddress));
+  memcpy(&all[slot * rank], &b->links_.address(), sizeof(SocketAddress));
   if (peerInfoBytes) memcpy(&all[slot * rank + sizeof(SocketAddress)], peerInfo, peerInfoBytes);
   UCHECK(b->allGather(all.data(), slot));
   b->addrs_.resize(nranks);
@@ -117,16 +118,18 @@ ncclResult_t Bootstrap::init(const ncclUniqueId* ids, int nIds, int rank, int nr
     if (peerInfoBytes) memcpy(&b->peerInfo_[peerInfoBytes * r], &all[slot * r + sizeof(SocketAddress)], peerInfoBytes);
   }
   INFO(kSubsysBootstrap | kSubsysInit, "Bootstrap: rank %d of %d ready (listening on %s)", rank, nranks,
-       b->listener_.address().toString().c_str());
+       b->links_.address().toString().c_str());
   *out = std::move(b);
   return ncclSuccess;
 }
 
-Bootstrap::~Bootstrap() = default;  // sockets close themselves; no helper threads
+Bootstrap::~Bootstrap() = default;  // sockets close themselves; links_ joins its thread
 
-ncclResult_t Bootstrap::reportToPreviousRoot(const SocketAddress& rootAddr, uint64_t rootMagic) {
+ncclResult_t Bootstrap::reportToPreviousRoot(const SocketAddress& rootAddr, const AuthSecret& rootSecret,
+                                             uint64_t rootMagic) {
   Socket root;
-  ncclResult_t res = root.connect(rootAddr, deadline(), abortFlag_);
+  ncclResult_t res = bootstrap::connectAuthenticated(&root, rootAddr, rootSecret, bootstrap::kRootAuthContext,
+                                                     deadline(), abortFlag_, "Bootstrap: previous block's root");
   if (res != ncclSuccess)
     return fail(res, "cannot reach the previous block's bootstrap root at %s within %ld s (did every process that "
                      "made one of the ids start?)",
@@ -135,17 +138,20 @@ ncclResult_t Bootstrap::reportToPreviousRoot(const SocketAddress& rootAddr, uint
   memset(&body, 0, sizeof(body));
   body.rank = rank_;
   body.nranks = nranks_;
-  body.listen = listener_.address();
+  body.listen = links_.address();
   res = bootstrap::sendMessage(root, rootMagic, bootstrap::kMsgNextFirst, 0, &body, sizeof(body), deadline(),
                                abortFlag_);
   if (res != ncclSuccess) return fail(res, "telling the bootstrap root %s where rank %d listens", rootAddr.toString().c_str(), rank_);
   return ncclSuccess;
 }
 
-ncclResult_t Bootstrap::rendezvous(const SocketAddress& rootAddr, uint64_t rootMagic, int rootIndex, int nRoots,
-                                   const void* peerInfo, size_t peerInfoBytes, SocketAddress* successor) {
+ncclResult_t Bootstrap::rendezvous(const SocketAddress& rootAddr, const AuthSecret& rootSecret, uint64_t rootMagic,
+                                   int rootIndex, int nRoots, const void* peerInfo, size_t peerInfoBytes,
+                                   SocketAddress* successor) {
   Socket root;
-  ncclResult_t res = root.connect(rootAddr, deadline(), abortFlag_);
+  ncclResult_t res = bootstrap::connectAuthenticated(&root, rootAddr, rootSecret, bootstrap::kRootAuthContext,
+                                                     deadline(), abortFlag_, "Bootstrap: root");
+  if (res == ncclInvalidUsage) return fail(res, "joining the bootstrap root at %s", rootAddr.toString().c_str());
   if (res != ncclSuccess)
     return fail(res, "cannot reach the bootstrap root at %s within %ld s (did the process that called "
                      "ncclGetUniqueId start, and is the address reachable?)",
@@ -156,7 +162,7 @@ ncclResult_t Bootstrap::rendezvous(const SocketAddress& rootAddr, uint64_t rootM
   memset(&h, 0, sizeof(h));
   h.rank = rank_;
   h.nranks = nranks_;
-  h.listen = listener_.address();
+  h.listen = links_.address();
   h.blobBytes = (uint32_t)peerInfoBytes;
   h.rootIndex = rootIndex;
   h.nRoots = nRoots;
@@ -201,41 +207,15 @@ ncclResult_t Bootstrap::rendezvous(const SocketAddress& rootAddr, uint64_t rootM
 ncclResult_t Bootstrap::connectRing(const SocketAddress& successor) {
   int next = (rank_ + 1) % nranks_, prev = (rank_ + nranks_ - 1) % nranks_;
   Deadline d = deadline();
-  ncclResult_t res = ringNext_.connect(successor, d, abortFlag_);
+  ncclResult_t res = bootstrap::connectAuthenticated(&ringNext_, successor, secret_, bootstrap::kLinkAuthContext, d,
+                                                     abortFlag_, "Bootstrap: ring successor");
   if (res == ncclSuccess)
     res = bootstrap::sendMessage(ringNext_, magic_, bootstrap::kMsgRingHello, (uint32_t)rank_, nullptr, 0, d,
                                  abortFlag_);
   if (res != ncclSuccess)
     return fail(res, "connecting to ring successor rank %d at %s", next, successor.toString().c_str());
-  res = acceptUntil([this] { return ringPrev_.isOpen(); }, d);
+  res = links_.take(bootstrap::LinkHello::kRing, prev, &ringPrev_, d, abortFlag_);
   if (res != ncclSuccess) return fail(res, "waiting for ring predecessor rank %d to connect", prev);
-  return ncclSuccess;
-}
-
-template <typename Ready>
-ncclResult_t Bootstrap::acceptUntil(Ready ready, Deadline deadline) {
-  int prev = (rank_ + nranks_ - 1) % nranks_;
-  while (!ready()) {
-    Socket s;
-    UCHECK(listener_.accept(&s, deadline, abortFlag_));
-    WireHeader h;
-    Deadline helloBy = std::min(deadline, deadlineAfterMs(kLinkHelloMs));
-    ncclResult_t res = s.recvAll(&h, sizeof(h), helloBy, abortFlag_);
-    if (res != ncclSuccess) {
-      if (aborted()) return res;
-      continue;  // not a rank of ours; already logged by the socket
-    }
-    int peer = -1;
-    bootstrap::LinkHello kind = bootstrap::classifyLinkHello(h, magic_, nranks_, &peer);
-    if (kind == bootstrap::LinkHello::kRing && peer == prev && !ringPrev_.isOpen()) {
-      ringPrev_ = std::move(s);
-    } else if (kind == bootstrap::LinkHello::kP2p && !inLinks_[peer].isOpen()) {
-      inLinks_[peer] = std::move(s);
-    } else {
-      INFO(kSubsysBootstrap, "Bootstrap: rank %d: dropping a connection from %s (magic %s, type %s, tag %u)", rank_,
-           s.address().toString().c_str(), h.magic == magic_ ? "ok" : "wrong", bootstrap::msgTypeName(h.type), h.tag);
-    }
-  }
   return ncclSuccess;
 }
 
@@ -346,7 +326,8 @@ ncclResult_t Bootstrap::sendTyped(int peer, uint32_t type, uint32_t tag, const v
   Socket& link = outLinks_[peer];
   ncclResult_t res = ncclSuccess;
   if (!link.isOpen()) {
-    res = link.connect(addrs_[peer], d, abortFlag_);
+    res = bootstrap::connectAuthenticated(&link, addrs_[peer], secret_, bootstrap::kLinkAuthContext, d, abortFlag_,
+                                          "Bootstrap: p2p link");
     if (res == ncclSuccess)
       res = bootstrap::sendMessage(link, magic_, bootstrap::kMsgP2pHello, (uint32_t)rank_, nullptr, 0, d, abortFlag_);
     if (res != ncclSuccess) {
@@ -385,7 +366,7 @@ ncclResult_t Bootstrap::recvTyped(int peer, uint32_t type, uint32_t tag, void* d
   Deadline d = deadline();
   Socket& link = inLinks_[peer];
   if (!link.isOpen()) {
-    ncclResult_t res = acceptUntil([&link] { return link.isOpen(); }, d);
+    ncclResult_t res = links_.take(bootstrap::LinkHello::kP2p, peer, &link, d, abortFlag_);
     if (res != ncclSuccess) return fail(res, "waiting for rank %d to connect (%s, tag %u)", peer,
                                         bootstrap::msgTypeName(type), tag);
   }

@@ -6,6 +6,9 @@
 // Point-to-point links are opened lazily, one TCP connection per direction.
 // Every wait ends within UNICCL_BOOTSTRAP_TIMEOUT seconds or when the abort
 // flag is raised; a dead peer fails the call with a WARN naming its rank.
+// Every connection (to the root, ring and p2p links) proves the
+// communicator's secret first (handshake.h); a rank's listener is a thread
+// that serves all its incoming connections at once (link_listener.h).
 //
 // Thread safety: send and recv may run concurrently from different threads;
 // collectives (allGather, barrier, broadcast) are called by one thread at a time.
@@ -21,6 +24,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/bootstrap/link_listener.h"
 #include "common/util/auth.h"
 #include "common/util/socket.h"
 #include "uniccl.h"
@@ -53,6 +57,8 @@ class Bootstrap {
   // NET and import-service peers prove to each other, and the key of names
   // other processes must not guess (deriveFromSecret).
   const AuthSecret& secret() const { return secret_; }
+  // Where this rank accepts ring and p2p links.
+  const SocketAddress& listenAddress() const { return links_.address(); }
 
   // `data` holds nranks slots of bytesPerRank; this rank's slot is filled in.
   // On return every slot is (ring allgather).
@@ -67,16 +73,14 @@ class Bootstrap {
   using Key = std::tuple<int, uint32_t, uint32_t>;  // peer, message type, tag
 
   Bootstrap() = default;
-  // Hello to the root of this rank's block (its magic), which answers with
-  // the ring successor's listen address.
-  ncclResult_t rendezvous(const SocketAddress& root, uint64_t rootMagic, int rootIndex, int nRoots,
-                          const void* peerInfo, size_t peerInfoBytes, SocketAddress* successor);
+  // Hello to the root of this rank's block (its secret and magic), which
+  // answers with the ring successor's listen address.
+  ncclResult_t rendezvous(const SocketAddress& root, const AuthSecret& rootSecret, uint64_t rootMagic,
+                          int rootIndex, int nRoots, const void* peerInfo, size_t peerInfoBytes,
+                          SocketAddress* successor);
   // Tells the previous block's root (several roots) where this rank listens.
-  ncclResult_t reportToPreviousRoot(const SocketAddress& root, uint64_t rootMagic);
+  ncclResult_t reportToPreviousRoot(const SocketAddress& root, const AuthSecret& rootSecret, uint64_t rootMagic);
   ncclResult_t connectRing(const SocketAddress& successor);
-  // Accepts links on the listener until `ready()`; identifies each by its hello.
-  template <typename Ready>
-  ncclResult_t acceptUntil(Ready ready, Deadline deadline);
   ncclResult_t sendTyped(int peer, uint32_t type, uint32_t tag, const void* data, size_t bytes);
   ncclResult_t recvTyped(int peer, uint32_t type, uint32_t tag, void* data, size_t bytes);
   // Adds this rank and what failed to the socket-level error, WARNs, returns res.
@@ -91,7 +95,7 @@ class Bootstrap {
   int64_t timeoutMs_ = 0;
   const std::atomic<uint32_t>* abortFlag_ = nullptr;
 
-  Socket listener_;
+  bootstrap::LinkListener links_;
   Socket ringNext_, ringPrev_;
   std::vector<SocketAddress> addrs_;  // every rank's listener
   std::vector<char> peerInfo_;

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/bootstrap/listener_loop.h"
 #include "common/bootstrap/unique_id.h"
 #include "common/bootstrap/wire.h"
 #include "common/check.h"
@@ -23,28 +24,24 @@ namespace {
 
 using bootstrap::HelloBody;
 using bootstrap::NextFirstBody;
+using bootstrap::PendingConnection;
 using bootstrap::WireHeader;
 
-// Connections that have not yet sent a full hello; more are closed at once.
-constexpr size_t kMaxPending = 1024;
-// A hello is a few hundred bytes: a connection that needs longer is stalled.
+// A connection must prove the secret this soon after its accept: a real
+// rank answers the challenge within milliseconds (and reconnects if it was
+// dropped), while a scanner or a half-open connection holds a slot no longer.
+constexpr int64_t kMaxAuthMs = 2000;
+// After the proof, a hello is a few hundred bytes: a connection that needs
+// longer is stalled.
 constexpr int64_t kMaxHelloMs = 10000;
-
-// One connection that has not yet identified itself.
-struct Pending {
-  Socket sock;
-  WireHeader header;
-  size_t headerHave = 0;
-  std::vector<char> body;
-  size_t bodyHave = 0;
-  Deadline deadline;
-};
 
 class RootServer {
  public:
   RootServer(Socket listener, const AuthSecret& secret, int64_t timeoutMs)
       : listener_(std::move(listener)), secret_(secret), magic_(wireMagic(secret)), timeoutMs_(timeoutMs) {}
 
+  // The thread body: catches everything, so that a failure ends this
+  // rendezvous with an error for the waiting ranks, never the process.
   void run();
   const SocketAddress& address() const { return address_; }
   void requestStop() { stop_.store(true); }
@@ -56,18 +53,22 @@ class RootServer {
   void setAddress(const SocketAddress& a) { address_ = a; }
 
  private:
-  void acceptNew();
-  // False when the connection is done with (registered or dropped).
-  bool progress(Pending& p);
-  void handleHello(Pending& p);
-  void handleNextFirst(Pending& p);
+  void serve();
+  // The first message of a connection that proved the secret (ListenerLoop
+  // handler): false when done with the connection.
+  bool readFirstMessage(PendingConnection& p);
+  void handleHello(PendingConnection& p);
+  void handleNextFirst(PendingConnection& p);
   // Every rank of this root's block arrived, and with several roots the
   // next block's first rank said where it listens.
   bool complete();
-  void reject(Pending& p, ncclResult_t code, const char* why);
-  void watchRegistered();
+  void reject(PendingConnection& p, ncclResult_t code, const char* why);
+  void watchRegistered(const std::vector<pollfd>& fds, const std::vector<int>& slots);
   void sendReplies();
   void giveUp();
+  // Sends `why` with `code` to every rank waiting for its reply.
+  void tellWaitingRanks(ncclResult_t code, const char* why);
+  Socket& slot(int rank) { return ranks_[rank - blockFirst_]; }
 
   Socket listener_;
   SocketAddress address_ = emptySocketAddress();
@@ -76,7 +77,6 @@ class RootServer {
   int64_t timeoutMs_;
   std::atomic<bool> stop_{false}, finished_{false}, accepting_{true};
 
-  std::vector<std::unique_ptr<Pending>> pending_;
   int nranks_ = -1;
   uint32_t blobBytes_ = 0;
   // ncclCommInitRankScalable with several ids: this root serves the ranks
@@ -87,6 +87,7 @@ class RootServer {
   NextFirstBody nextFirst_{};
   bool haveNextFirst_ = false;
   int arrived_ = 0;
+  // Indexed by rank - blockFirst_: only this root's block is held.
   std::vector<Socket> ranks_;
   std::vector<SocketAddress> listenAddrs_;
   bool anyArrived_ = false;
@@ -94,69 +95,57 @@ class RootServer {
 };
 
 void RootServer::run() {
-  while (!stop_.load()) {
-    if (anyArrived_ && Clock::now() >= giveUpAt_) {
-      giveUp();
-      break;
-    }
-    std::vector<pollfd> fds;
-    fds.push_back({listener_.fd(), POLLIN, 0});
-    for (auto& p : pending_) fds.push_back({p->sock.fd(), POLLIN, 0});
-    for (auto& s : ranks_)
-      if (s.isOpen()) fds.push_back({s.fd(), POLLIN, 0});
-    poll(fds.data(), fds.size(), 50);
-
-    if (fds[0].revents) acceptNew();
-    Deadline now = Clock::now();
-    for (size_t i = 0; i < pending_.size();) {
-      if (!progress(*pending_[i])) {
-        pending_.erase(pending_.begin() + i);
-        continue;
-      }
-      if (now >= pending_[i]->deadline) {
-        INFO(kSubsysBootstrap, "Bootstrap root %s: dropping %s: no complete hello within %ld ms",
-             address_.toString().c_str(), pending_[i]->sock.address().toString().c_str(),
-             (long)std::min(timeoutMs_, kMaxHelloMs));
-        pending_.erase(pending_.begin() + i);
-        continue;
-      }
-      i++;
-    }
-    watchRegistered();
-    if (complete()) {
-      accepting_.store(false);
-      sendReplies();
-      break;
-    }
+  try {
+    serve();
+  } catch (const std::exception& e) {
+    std::string why = "bootstrap root " + address_.toString() + " failed: " + e.what();
+    WARN("%s", why.c_str());
+    tellWaitingRanks(ncclSystemError, why.c_str());
+  } catch (...) {
+    std::string why = "bootstrap root " + address_.toString() + " failed with an unknown exception";
+    WARN("%s", why.c_str());
+    tellWaitingRanks(ncclSystemError, why.c_str());
   }
-  pending_.clear();
+  accepting_.store(false);
   ranks_.clear();
   listener_.close();
   finished_.store(true);
 }
 
-void RootServer::acceptNew() {
-  for (;;) {
-    SocketAddress peer = emptySocketAddress();
-    socklen_t len = sizeof(peer);
-    int fd = accept4(listener_.fd(), &peer.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
-    if (pending_.size() >= kMaxPending) {
-      INFO(kSubsysBootstrap, "Bootstrap root %s: %zu connections are already waiting to identify; closing %s",
-           address_.toString().c_str(), pending_.size(), peer.toString().c_str());
-      close(fd);
-      continue;
+void RootServer::serve() {
+  bootstrap::ListenerLimits limits;
+  limits.capacity = bootstrap::pendingCapacity(8, 16, 1024);
+  limits.authMs = std::min(timeoutMs_, kMaxAuthMs);
+  limits.identifyMs = std::min(timeoutMs_, kMaxHelloMs);
+  bootstrap::ListenerLoop loop(&listener_, secret_, bootstrap::kRootAuthContext,
+                               "Bootstrap root " + address_.toString(), limits,
+                               [this](PendingConnection& p) { return readFirstMessage(p); });
+  std::vector<pollfd> fds;
+  std::vector<int> slots;
+  while (!stop_.load()) {
+    if (anyArrived_ && Clock::now() >= giveUpAt_) {
+      giveUp();
+      return;
     }
-    auto p = std::make_unique<Pending>();
-    p->sock = Socket::adopt(fd, peer);
-    p->deadline = Clock::now() + std::chrono::milliseconds(std::min(timeoutMs_, kMaxHelloMs));
-    pending_.push_back(std::move(p));
+    fds.clear();
+    slots.clear();
+    for (size_t i = 0; i < ranks_.size(); i++) {
+      if (!ranks_[i].isOpen()) continue;
+      fds.push_back({ranks_[i].fd(), POLLIN, 0});
+      slots.push_back((int)i);
+    }
+    loop.round(&fds, 50);
+    watchRegistered(fds, slots);
+    if (complete()) {
+      accepting_.store(false);
+      sendReplies();
+      return;
+    }
   }
 }
 
-bool RootServer::progress(Pending& p) {
+bool RootServer::readFirstMessage(PendingConnection& p) {
   int err = 0;
-  const char* from = nullptr;
   std::string peer = p.sock.address().toString();
   while (p.headerHave < sizeof(WireHeader)) {
     ssize_t n = p.sock.tryRecv(reinterpret_cast<char*>(&p.header) + p.headerHave,
@@ -177,6 +166,7 @@ bool RootServer::progress(Pending& p) {
              (unsigned long)bootstrap::kMaxInitMessageBytes);
         return false;
       }
+      // Bounded by checkHelloHeader, and only for a peer that proved the secret.
       p.body.resize(p.header.length);
     }
   }
@@ -191,16 +181,12 @@ bool RootServer::progress(Pending& p) {
   return false;
 
 closed:
-  from = p.headerHave == 0 ? "before sending anything" : "in the middle of its hello";
-  if (p.headerHave == 0)
-    INFO(kSubsysBootstrap, "Bootstrap root %s: %s closed %s", address_.toString().c_str(), peer.c_str(), from);
-  else
-    WARN("Bootstrap root %s: dropping %s: connection %s %s", address_.toString().c_str(), peer.c_str(),
-         err ? strerror(err) : "closed", from);
+  WARN("Bootstrap root %s: dropping %s: connection %s %s", address_.toString().c_str(), peer.c_str(),
+       err ? strerror(err) : "closed", p.headerHave == 0 ? "after authenticating" : "in the middle of its hello");
   return false;
 }
 
-void RootServer::reject(Pending& p, ncclResult_t code, const char* why) {
+void RootServer::reject(PendingConnection& p, ncclResult_t code, const char* why) {
   WARN("Bootstrap root %s: rejecting %s: %s", address_.toString().c_str(), p.sock.address().toString().c_str(), why);
   char body[sizeof(int32_t) + 512];
   int32_t c = code;
@@ -212,21 +198,30 @@ void RootServer::reject(Pending& p, ncclResult_t code, const char* why) {
                          deadlineAfterMs(100), nullptr);
 }
 
-void RootServer::handleHello(Pending& p) {
+void RootServer::handleHello(PendingConnection& p) {
   HelloBody h;
   char why[256];
   ncclResult_t bad = bootstrap::parseHello(p.body.data(), p.body.size(), &h, why, sizeof(why));
   if (bad != ncclSuccess) return reject(p, bad, why);
   if (nranks_ < 0) {
+    bootstrap::RootBlock block = bootstrap::rootBlock(h.rootIndex, h.nranks, h.nRoots);
+    // parseHello bounds nranks (kMaxRanks); still, a block this process
+    // cannot hold is an error for this hello, not for the process.
+    try {
+      ranks_.resize(block.end - block.first);
+      listenAddrs_.assign(block.end - block.first, emptySocketAddress());
+    } catch (const std::bad_alloc&) {
+      ranks_.clear();
+      listenAddrs_.clear();
+      snprintf(why, sizeof(why), "cannot hold the %d ranks of this root's block", block.end - block.first);
+      return reject(p, ncclSystemError, why);
+    }
     nranks_ = h.nranks;
     blobBytes_ = h.blobBytes;
     rootIndex_ = h.rootIndex;
     nRoots_ = h.nRoots;
-    bootstrap::RootBlock block = bootstrap::rootBlock(rootIndex_, nranks_, nRoots_);
     blockFirst_ = block.first;
     blockEnd_ = block.end;
-    ranks_.resize(nranks_);
-    listenAddrs_.assign(nranks_, emptySocketAddress());
   }
   if (h.nranks != nranks_) {
     snprintf(why, sizeof(why), "rank %d says nranks=%d but earlier ranks said %d: every rank must pass the same nranks",
@@ -243,12 +238,12 @@ void RootServer::handleHello(Pending& p) {
              h.rank, h.blobBytes, blobBytes_);
     return reject(p, ncclInvalidUsage, why);
   }
-  if (ranks_[h.rank].isOpen()) {
+  if (slot(h.rank).isOpen()) {
     snprintf(why, sizeof(why), "rank %d arrived twice: every rank must pass a distinct rank", h.rank);
     return reject(p, ncclInvalidUsage, why);
   }
-  ranks_[h.rank] = std::move(p.sock);
-  listenAddrs_[h.rank] = h.listen;
+  slot(h.rank) = std::move(p.sock);
+  listenAddrs_[h.rank - blockFirst_] = h.listen;
   arrived_++;
   if (!anyArrived_) {
     anyArrived_ = true;
@@ -260,7 +255,7 @@ void RootServer::handleHello(Pending& p) {
 
 // The next block's first rank sends its listen address and closes: nothing
 // to answer. It may come before any hello, so it is checked in complete().
-void RootServer::handleNextFirst(Pending& p) {
+void RootServer::handleNextFirst(PendingConnection& p) {
   if (haveNextFirst_ || !nextFirstRaw_.empty()) {
     WARN("Bootstrap root %s: dropping a second next-first message from %s", address_.toString().c_str(),
          p.sock.address().toString().c_str());
@@ -293,16 +288,17 @@ bool RootServer::complete() {
 
 // A registered rank sends nothing until it gets its reply: readable means it
 // died (or misbehaves). Forget it so a restarted rank could take its place.
-void RootServer::watchRegistered() {
-  for (int r = 0; r < (int)ranks_.size(); r++) {
-    if (!ranks_[r].isOpen()) continue;
+void RootServer::watchRegistered(const std::vector<pollfd>& fds, const std::vector<int>& slots) {
+  for (size_t i = 0; i < fds.size(); i++) {
+    if (!fds[i].revents) continue;
+    Socket& s = ranks_[slots[i]];
     char byte;
     int err = 0;
-    ssize_t n = ranks_[r].tryRecv(&byte, 1, &err);
+    ssize_t n = s.tryRecv(&byte, 1, &err);
     if (n == 0) continue;
-    WARN("Bootstrap root %s: rank %d %s before all ranks arrived; waiting for it again", address_.toString().c_str(), r,
-         n < 0 ? "disconnected" : "sent unexpected data");
-    ranks_[r].close();
+    WARN("Bootstrap root %s: rank %d %s before all ranks arrived; waiting for it again", address_.toString().c_str(),
+         blockFirst_ + slots[i], n < 0 ? "disconnected" : "sent unexpected data");
+    s.close();
     arrived_--;
   }
 }
@@ -311,10 +307,10 @@ void RootServer::sendReplies() {
   for (int r = blockFirst_; r < blockEnd_; r++) {
     // The block's last rank links to the next block's first (with one root:
     // to rank 0, closing the ring).
-    const SocketAddress& next = r + 1 < blockEnd_ ? listenAddrs_[r + 1]
-                                : nRoots_ == 1    ? listenAddrs_[blockFirst_]
+    const SocketAddress& next = r + 1 < blockEnd_ ? listenAddrs_[r + 1 - blockFirst_]
+                                : nRoots_ == 1    ? listenAddrs_[0]
                                                   : nextFirst_.listen;
-    if (bootstrap::sendMessage(ranks_[r], magic_, bootstrap::kMsgRootReply, 0, &next, sizeof(next),
+    if (bootstrap::sendMessage(slot(r), magic_, bootstrap::kMsgRootReply, 0, &next, sizeof(next),
                                deadlineAfterMs(std::min<int64_t>(timeoutMs_, 5000)), nullptr) != ncclSuccess)
       WARN("Bootstrap root %s: could not send rank %d its ring successor; that rank will fail",
            address_.toString().c_str(), r);
@@ -327,7 +323,7 @@ void RootServer::giveUp() {
   std::string missing;
   int shown = 0;
   for (int r = blockFirst_; r < blockEnd_; r++) {
-    if (ranks_[r].isOpen()) continue;
+    if (slot(r).isOpen()) continue;
     if (shown++ < 16) missing += (missing.empty() ? "" : ",") + std::to_string(r);
   }
   if (shown > 16) missing += ",...";
@@ -341,14 +337,19 @@ void RootServer::giveUp() {
            "rank calls init with the same id, or raise UNICCL_BOOTSTRAP_TIMEOUT",
            address_.toString().c_str(), (long)(timeoutMs_ / 1000), arrived_, blockEnd_ - blockFirst_, missing.c_str());
   WARN("%s", why);
-  char body[sizeof(int32_t) + sizeof(why)];
-  int32_t code = ncclRemoteError;
-  memcpy(body, &code, sizeof(code));
-  size_t len = strlen(why) + 1;
-  memcpy(body + sizeof(code), why, len);
+  tellWaitingRanks(ncclRemoteError, why);
+}
+
+void RootServer::tellWaitingRanks(ncclResult_t code, const char* why) {
+  char body[sizeof(int32_t) + 512];
+  int32_t c = code;
+  memcpy(body, &c, sizeof(c));
+  size_t len = strnlen(why, 511);
+  memcpy(body + sizeof(c), why, len);
+  body[sizeof(c) + len] = '\0';
   for (auto& s : ranks_)
     if (s.isOpen())
-      bootstrap::sendMessage(s, magic_, bootstrap::kMsgRootError, 0, body, sizeof(code) + len, deadlineAfterMs(500),
+      bootstrap::sendMessage(s, magic_, bootstrap::kMsgRootError, 0, body, sizeof(c) + len + 1, deadlineAfterMs(500),
                              nullptr);
 }
 

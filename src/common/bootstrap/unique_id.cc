@@ -1,5 +1,6 @@
 #include "common/bootstrap/unique_id.h"
 
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -12,7 +13,8 @@
 namespace uniccl {
 namespace {
 
-bool warnedPublicSecret = false;
+// Ranks may build their ids on several threads at once: warn once among them.
+std::atomic<bool> warnedPublicSecret{false};
 
 }  // namespace
 
@@ -81,8 +83,7 @@ ncclResult_t bootstrapIdFromEnv(ncclUniqueId* id, bool* found) {
   } else {
     c.flags |= kUniqueIdPublicSecret;
     c.secret = secretFromText(env);
-    if (!warnedPublicSecret) {
-      warnedPublicSecret = true;
+    if (!warnedPublicSecret.exchange(true)) {
       WARN("NCCL_COMM_ID is set without UNICCL_COMM_SECRET: any process that can reach %s can join or disturb this "
            "job's bootstrap. Set UNICCL_COMM_SECRET to the same private text on every rank (e.g. a random string "
            "the launcher generates) to authenticate the ranks",

@@ -107,7 +107,11 @@ ncclResult_t parseHello(const void* body, size_t bytes, HelloBody* out, char* wh
     snprintf(why, whySize, "hello announces %u peer-info bytes but carries %zu", h.blobBytes, bytes - sizeof(h));
     return ncclRemoteError;
   }
-  if (h.nranks <= 0 || h.rank < 0 || h.rank >= h.nranks) {
+  if (h.nranks <= 0 || h.nranks > kMaxRanks) {
+    snprintf(why, whySize, "nranks %d is not in [1, %d]", h.nranks, kMaxRanks);
+    return ncclInvalidUsage;
+  }
+  if (h.rank < 0 || h.rank >= h.nranks) {
     snprintf(why, whySize, "rank %d of nranks %d is out of range", h.rank, h.nranks);
     return ncclInvalidUsage;
   }
@@ -137,7 +141,7 @@ ncclResult_t parseNextFirst(const void* body, size_t bytes, int rootIndex, int n
   }
   NextFirstBody b;
   memcpy(&b, body, sizeof(b));
-  if (nRoots < 2 || rootIndex < 0 || rootIndex >= nRoots || b.nranks < nRoots ||
+  if (nRoots < 2 || rootIndex < 0 || rootIndex >= nRoots || b.nranks < nRoots || b.nranks > kMaxRanks ||
       b.rank != rootBlock((rootIndex + 1) % nRoots, b.nranks, nRoots).first) {
     snprintf(why, whySize, "rank %d of %d is not the first rank of the block after root %d of %d", b.rank, b.nranks,
              rootIndex, nRoots);

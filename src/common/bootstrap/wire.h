@@ -1,4 +1,7 @@
-// The bootstrap wire protocol. Every message is a WireHeader followed by
+// The bootstrap wire protocol. Every connection first runs the
+// challenge-response of handshake.h (the listener speaks first; 20, 48 and
+// 32 bytes), so that nothing below is read from a peer that has not proved
+// the communicator's secret. Then every message is a WireHeader followed by
 // `length` bytes of body; receivers check the magic (from the unique id) and
 // bound the length before they allocate anything.
 //
@@ -74,6 +77,11 @@ RootBlock rootBlock(int root, int nranks, int nRoots);
 // The root whose block holds `rank`.
 int rootOfRank(int rank, int nranks, int nRoots);
 
+// The most ranks a communicator may have (2^20): far beyond any machine, and
+// a bound on what a root or a rank allocates per rank. Hellos that claim
+// more are refused.
+constexpr int kMaxRanks = 1 << 20;
+
 // Init messages (hello, root replies) are small; anything larger is hostile.
 constexpr uint64_t kMaxInitMessageBytes = 1u << 20;
 // Point-to-point and broadcast payloads.
@@ -107,7 +115,7 @@ HelloHeaderStatus checkHelloHeader(const WireHeader& h, uint64_t magic);
 
 // The root's checks of a hello body (`bytes` = header.length) that need no
 // state: the blob size it announces matches what it carries, 0 <= rank <
-// nranks, a listen address with a port, 1 <= nRoots <= nranks, the rank in
+// nranks <= kMaxRanks, a listen address with a port, 1 <= nRoots <= nranks, the rank in
 // the block of its root index. Success: *out is the hello. Failure:
 // the code to send back (ncclRemoteError: malformed; ncclInvalidUsage: the
 // user passed bad ranks) and `why` (NUL-terminated, at most whySize bytes).

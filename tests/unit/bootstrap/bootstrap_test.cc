@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/bootstrap/bootstrap.h"
+#include "common/bootstrap/handshake.h"
 #include "common/bootstrap/root.h"
 #include "common/bootstrap/unique_id.h"
 #include "common/bootstrap/wire.h"
@@ -308,19 +309,35 @@ TEST(Bootstrap, SizeMismatchIsAClearError) {
 TEST(Bootstrap, ForkedRanks) {
   const int n = 4;
   uint64_t salt = std::random_device()();
-  ncclUniqueId id = newId();  // the root lives in this (parent) process
+  // The ranks are forked before the root's thread exists and get the id
+  // through a pipe: a child of a multi-threaded process must not start
+  // threads (ThreadSanitizer refuses), and every rank starts its listener's.
+  ASSERT_TRUE(waitForRoots(5000));
   std::vector<pid_t> kids;
+  std::vector<int> idPipes;
   for (int rank = 0; rank < n; rank++) {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
+      close(fds[1]);
+      ncclUniqueId id;
+      if (read(fds[0], &id, sizeof(id)) != (ssize_t)sizeof(id)) _exit(2);
       std::unique_ptr<Bootstrap> b;
       ncclResult_t r = initRank(id, rank, n, salt, &b);
       if (r == ncclSuccess) r = exercise(*b, salt);
       b.reset();
       _exit(r == ncclSuccess ? 0 : 10 + (int)r);
     }
+    close(fds[0]);
+    idPipes.push_back(fds[1]);
     kids.push_back(pid);
+  }
+  ncclUniqueId id = newId();  // the root lives in this (parent) process
+  for (int fd : idPipes) {
+    EXPECT_EQ(write(fd, &id, sizeof(id)), (ssize_t)sizeof(id));
+    close(fd);
   }
   auto deadline = Clock::now() + std::chrono::seconds(20);
   for (size_t i = 0; i < kids.size(); i++) {
@@ -346,6 +363,9 @@ TEST(Bootstrap, HostileClientsDoNotStopTheRealRanks) {
   ncclUniqueId id = newId();
   SocketAddress root = rootOf(id);
   uint64_t magic = magicOf(id);
+  UniqueIdContents contents;
+  ASSERT_EQ(decodeUniqueId(id, &contents), ncclSuccess);
+  const AuthSecret secret = contents.secret;
   std::atomic<bool> realDone{false};
   std::vector<std::thread> hostile;
 
@@ -357,32 +377,38 @@ TEST(Bootstrap, HostileClientsDoNotStopTheRealRanks) {
     s.sendAll(junk.data(), junk.size(), deadlineAfterMs(1000));
     while (!realDone) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   });
-  // a well-formed hello with the wrong magic
+  // a well-formed hello with the wrong magic, from a peer that knows the secret
   hostile.emplace_back([&] {
     Socket s;
-    if (s.connect(root, deadlineAfterMs(2000)) != ncclSuccess) return;
+    if (bootstrap::connectAuthenticated(&s, root, secret, bootstrap::kRootAuthContext, deadlineAfterMs(2000), nullptr,
+                                        "test") != ncclSuccess)
+      return;
     std::vector<char> body(sizeof(bootstrap::HelloBody), 0);
     bootstrap::sendMessage(s, magic ^ 1, bootstrap::kMsgHello, 0, body.data(), body.size(), deadlineAfterMs(1000),
                            nullptr);
   });
-  // the right magic but an absurd length (must not be allocated)
+  // the secret and the right magic but an absurd length (must not be allocated)
   hostile.emplace_back([&] {
     Socket s;
-    if (s.connect(root, deadlineAfterMs(2000)) != ncclSuccess) return;
+    if (bootstrap::connectAuthenticated(&s, root, secret, bootstrap::kRootAuthContext, deadlineAfterMs(2000), nullptr,
+                                        "test") != ncclSuccess)
+      return;
     bootstrap::WireHeader h = {magic, bootstrap::kMsgHello, 0, 1ull << 40};
     s.sendAll(&h, sizeof(h), deadlineAfterMs(1000));
   });
-  // half-open: a partial header, then silence until the real ranks are done
+  // half-open: a partial proof, then silence until the real ranks are done
   hostile.emplace_back([&] {
     Socket s;
     if (s.connect(root, deadlineAfterMs(2000)) != ncclSuccess) return;
     s.sendAll(&magic, 5, deadlineAfterMs(1000));
     while (!realDone) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   });
-  // slow writer: a valid-looking hello, one byte every 20 ms
+  // slow writer: a valid-looking hello after the proof, one byte every 20 ms
   hostile.emplace_back([&] {
     Socket s;
-    if (s.connect(root, deadlineAfterMs(2000)) != ncclSuccess) return;
+    if (bootstrap::connectAuthenticated(&s, root, secret, bootstrap::kRootAuthContext, deadlineAfterMs(2000), nullptr,
+                                        "test") != ncclSuccess)
+      return;
     bootstrap::WireHeader h = {magic, bootstrap::kMsgHello, 0, sizeof(bootstrap::HelloBody)};
     const char* p = reinterpret_cast<const char*>(&h);
     for (size_t i = 0; i < sizeof(h) && !realDone; i++) {
