@@ -156,8 +156,18 @@ ncclResult_t memExportFd(MemHandle handle, int* fd);
 ncclResult_t memImportFd(int fd, MemHandle* handle);
 // A new reference to the physical allocation mapped at `ptr` (any address
 // inside a VMM mapping), with the mapping's start and size. ncclInvalidArgument
-// without a log when ptr is not inside a VMM mapping (ordinary device memory).
+// without a log when ptr is not inside a VMM mapping (ordinary device memory),
+// but only where memRetainAnyAddress() says so: ask it about any other
+// address only through core/mem_alloc.h's memRetainMapping.
 ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** mapBase, size_t* mapBytes);
+// Whether memRetainFromAddress may be asked about any address. CUDA: yes
+// (cuMemRetainAllocationHandle answers "invalid value" outside a mapping).
+// HIP: no. ROCm 6.2 and later follow a null pointer in
+// hipMemRetainAllocationHandle for an address the runtime knows but did not
+// map with hipMemMap (every hipMalloc address), and no pointer attribute
+// tells a VMM mapping apart; the core then asks only about the mappings it
+// made itself (ncclMemAlloc's).
+bool memRetainAnyAddress();
 // Address space only: `bytes` of it, aligned to `align` (0: the granularity).
 ncclResult_t addressReserve(void** va, size_t bytes, size_t align);
 ncclResult_t addressFree(void* va, size_t bytes);

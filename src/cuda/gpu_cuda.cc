@@ -552,6 +552,8 @@ ncclResult_t memImportFd(int fd, MemHandle* handle) {
   return ncclSuccess;
 }
 
+bool memRetainAnyAddress() { return true; }   // see memRetainFromAddress's answers below
+
 // CUDA_ERROR_INVALID_VALUE is the driver's answer for an address outside
 // every VMM mapping (cudaMalloc memory, host memory), NOT_SUPPORTED where the
 // device has no VMM at all: answers, not failures (nor is a driver without

@@ -894,6 +894,9 @@ ncclResult_t memImportFd(int fd, MemHandle* handle) {
   return ncclSuccess;
 }
 
+// CUDA's answer: any address may be asked about (fake_gpu.h has ROCm's).
+bool memRetainAnyAddress() { return true; }
+
 ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** mapBase, size_t* mapBytes) {
   if (handle == nullptr || mapBase == nullptr || mapBytes == nullptr)
     return fail(ncclUnhandledCudaError, "memRetainFromAddress failed: invalid argument (null output)");

@@ -155,6 +155,14 @@ bool memAllocFind(const void* ptr, MemAllocInfo* out) {
   return true;
 }
 
+ncclResult_t memRetainMapping(const void* ptr, gpu::MemHandle* handle, void** mapBase, size_t* mapBytes) {
+  MemAllocInfo mi{};
+  const bool ours = memAllocFind(ptr, &mi);
+  if (ours && !mi.vmm) return ncclInvalidArgument;   // ncclMemAlloc's plain device memory
+  if (!ours && !gpu::memRetainAnyAddress()) return ncclInvalidArgument;
+  return gpu::memRetainFromAddress(ptr, handle, mapBase, mapBytes);
+}
+
 size_t memAllocLive() {
   Table& t = table();
   std::lock_guard<std::mutex> lk(t.mu);

@@ -33,6 +33,13 @@ struct MemAllocInfo {
   int device;
 };
 bool memAllocFind(const void* ptr, MemAllocInfo* out);
+// A new reference to the VMM allocation mapped at ptr, with the mapping's
+// start and size, asked of the backend only where that cannot crash
+// (gpu::memRetainAnyAddress): an ncclMemAlloc mapping always, any other
+// address only where the backend answers for every address (CUDA; on HIP a
+// VMM mapping made elsewhere is then treated as ordinary memory).
+// ncclInvalidArgument without a log: ptr is not in a known VMM mapping.
+ncclResult_t memRetainMapping(const void* ptr, gpu::MemHandle* handle, void** mapBase, size_t* mapBytes);
 // Allocations made and not yet freed (leak checks in tests).
 size_t memAllocLive();
 

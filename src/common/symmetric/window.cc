@@ -9,6 +9,7 @@
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/core/device_guard.h"
+#include "common/core/mem_alloc.h"
 #include "common/device_api/lsa.h"
 #include "common/symmetric/flat_layout.h"
 #include "common/symmetric/handle_exchange.h"
@@ -48,7 +49,7 @@ ncclResult_t probeBuffer(ncclComm* comm, void* buff, size_t bytes, WindowAnnounc
   }
   void* mapBase = nullptr;
   size_t mapBytes = 0;
-  const ncclResult_t retained = gpu::memRetainFromAddress(buff, own, &mapBase, &mapBytes);
+  const ncclResult_t retained = memRetainMapping(buff, own, &mapBase, &mapBytes);
   if (retained == ncclInvalidArgument) {
     WARN("ncclCommWindowRegister: rank %d: buffer %p is not memory that peers can map; allocate window buffers "
          "with ncclMemAlloc", comm->rank, buff);

@@ -81,6 +81,7 @@ struct State {
   int workQueues = 8;
   bool processesShare = false;
   bool captureSupported = true;
+  bool rocmVmm = false;   // setRocmVmmSemantics
   int currentDevice = 0;
   std::map<FakeEvent*, std::unique_ptr<FakeEvent>> events;
   std::map<FakeStream*, std::unique_ptr<FakeStream>> streams;
@@ -237,6 +238,7 @@ void reset() {
   s.workQueues = 8;
   s.processesShare = false;
   s.captureSupported = true;
+  s.rocmVmm = false;
   s.currentDevice = 0;
   s.serial = 0;
   s.nextGraphId = 1;
@@ -417,6 +419,11 @@ Live live() {
   l.mappings = s.mappings.size();
   l.reservations = s.reservations.size();
   return l;
+}
+
+void setRocmVmmSemantics(bool on) {
+  std::lock_guard<std::mutex> lk(st().mu);
+  st().rocmVmm = on;
 }
 
 void setVmm(bool supported, bool fdExport, size_t granularity) {
@@ -771,10 +778,21 @@ ncclResult_t memImportFd(int fd, MemHandle* handle) {
   *handle = h;
   return ncclSuccess;
 }
+bool memRetainAnyAddress() {
+  std::lock_guard<std::mutex> lk(st().mu);
+  return !st().rocmVmm;
+}
 ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** mapBase, size_t* mapBytes) {
   FAKE_ENTER("memRetainFromAddress");
   uintptr_t start = 0;
   const Mapping* m = mappingOf(s, ptr, &start);
+  if (m == nullptr && s.rocmVmm) {
+    // ROCm 6.2+'s hipMemRetainAllocationHandle follows a null pointer here:
+    // the process dies, and so does the test that let it happen.
+    std::fprintf(stderr, "fake gpu (ROCm semantics): memRetainFromAddress(%p) outside every VMM mapping: the "
+                 "runtime would crash here\n", ptr);
+    std::abort();
+  }
   if (m == nullptr) return ncclInvalidArgument;
   ++s.phys.at(m->handle).refs;
   *handle = m->handle;

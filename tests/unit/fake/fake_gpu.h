@@ -116,6 +116,12 @@ bool isPolledMemory(const void* p);
 // vmmQuery's answer (default: supported, fd export, 64 KiB granularity);
 // memCreate and addressReserve fail while unsupported.
 void setVmm(bool supported, bool fdExport = true, size_t granularity = size_t(64) << 10);
+// ROCm's virtual-memory answers where they differ from CUDA's (default off:
+// CUDA's). On: gpu::memRetainAnyAddress() says no, and memRetainFromAddress
+// on an address outside every mapping aborts the process, as ROCm 6.2+'s
+// hipMemRetainAllocationHandle follows a null pointer for a hipMalloc
+// address. A core path that asks about memory it did not map fails its test.
+void setRocmVmmSemantics(bool on);
 
 // ----------------------------------------------------- leak accounting
 struct Live {
