@@ -143,11 +143,21 @@ struct VmmInfo {
   bool fdExport;        // handles export as POSIX file descriptors (cross-process windows)
   size_t granularity;   // map/reserve/allocation sizes are multiples of it
   const char* why;      // when !supported (or !fdExport): what is missing, for messages
+  // memCreate(..., polled = true) works: physical memory that peers may
+  // spin on while kernels run (gpu.h's polled-memory rule, as
+  // deviceAllocPolled). CUDA: every allocation. HIP: uncached memory
+  // (hipMemAllocationTypeUncached, ROCm 7.2+); the plain pinned type is
+  // coarse-grained, where a peer's polls may never see stores that sit in
+  // the writer's L2.
+  bool polled = false;
+  const char* polledWhy = nullptr;   // when supported && !polled: what is missing
 };
 ncclResult_t vmmQuery(int dev, VmmInfo* info);
 // `bytes` (a multiple of the granularity) of physical memory on `dev`,
-// exportable as a file descriptor where VmmInfo::fdExport says so.
-ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev);
+// exportable as a file descriptor where VmmInfo::fdExport says so; memory
+// peers may poll when `polled` (only where VmmInfo::polled; else a WARN and
+// ncclInvalidUsage, never ordinary memory instead).
+ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev, bool polled);
 // Drops this reference; the memory goes when no handle and no mapping holds it.
 ncclResult_t memRelease(MemHandle handle);
 // A new file descriptor for the handle (the caller closes it).

@@ -164,6 +164,29 @@ UDEV void postCounter(uint64_t* p, uint64_t v) {
 #endif
 }
 
+// The same pair for a counter that guards data in memory a peer's GPU may
+// cache: symmetric windows are ordinary VMM memory, coarse-grained on HIP,
+// which gfx90a and gfx94x keep in L2 for remote readers too (the AMDGPU
+// memory model's non-coherent MTYPE). HIP: release and acquire at system
+// scope on every target, whose L2 writeback (release) and invalidate
+// (acquire) make the window data of either side current. CUDA, amd_sync:
+// postCounter / acquireAfterPoll, already at system scope.
+UDEV void postCounterSystem(uint64_t* p, uint64_t v) {
+#if defined(UNICCL_DEV_HIP)
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "");   // system scope
+  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  postCounter(p, v);
+#endif
+}
+UDEV void acquireAfterPollSystem() {
+#if defined(UNICCL_DEV_HIP)
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "");   // system scope
+#else
+  acquireAfterPoll();
+#endif
+}
+
 // A counter store that orders nothing (the LL receiver's head: the lines
 // carry their own flags and the slot's loads completed before the group's
 // barrier), but still reaches polled memory with the coherence bits.

@@ -31,6 +31,10 @@
 // supports it and the ROCm 5 runtimes answer "no" for every device (bug
 // ROCm/hip#3151, 5.4.2); CLR implements the calls over ROCr's vmem API from 6.0.
 #define UNICCL_HIP_HAS_VMM (HIP_VERSION >= 60000000)
+// Uncached VMM memory (hipMemAllocationTypeUncached): declared and served
+// by hipMemCreate from ROCm 7.2; the runtime loaded must be as new.
+#define UNICCL_HIP_HAS_UNCACHED_VMM (HIP_VERSION >= 70200000)
+#define UNICCL_HIP_UNCACHED_VMM_RUNTIME 70200000
 
 namespace uniccl::gpu {
 
@@ -433,9 +437,16 @@ ncclResult_t memGetAddressRange(const void* ptr, void** base, size_t* size) {
 static_assert(sizeof(hipMemGenericAllocationHandle_t) <= sizeof(MemHandle), "MemHandle must hold the HIP handle");
 
 namespace {
-hipMemAllocationProp allocationProp(int dev) {
+// `polled`: uncached, for words peers spin on (gpu.h, VmmInfo::polled);
+// the pinned type is coarse-grained device memory.
+hipMemAllocationProp allocationProp(int dev, bool polled = false) {
   hipMemAllocationProp p = {};
+#if UNICCL_HIP_HAS_UNCACHED_VMM
+  p.type = polled ? hipMemAllocationTypeUncached : hipMemAllocationTypePinned;
+#else
+  (void)polled;
   p.type = hipMemAllocationTypePinned;
+#endif
   p.location.type = hipMemLocationTypeDevice;
   p.location.id = dev;
   p.requestedHandleType = hipMemHandleTypePosixFileDescriptor;   // the only kind HIP exports on Linux
@@ -461,11 +472,30 @@ ncclResult_t vmmQuery(int dev, VmmInfo* info) {
   const bool fdExport = runtimeVersion() >= hipabi::kVmmFdExport;
   *info = VmmInfo{true, fdExport, granularity,
                   fdExport ? nullptr : "sharing virtual-memory allocations between processes needs ROCm 6.2 or newer"};
+#if UNICCL_HIP_HAS_UNCACHED_VMM
+  if (runtimeVersion() >= UNICCL_HIP_UNCACHED_VMM_RUNTIME) {
+    // One granularity serves both kinds: the larger of the two.
+    const hipMemAllocationProp polledProp = allocationProp(dev, true);
+    size_t g = 0;
+    HIP_TRY(hipMemGetAllocationGranularity(&g, &polledProp, hipMemAllocationGranularityMinimum));
+    if (g > info->granularity) info->granularity = g;
+    info->polled = true;
+  }
+#endif
+  if (!info->polled)
+    info->polledWhy = "uncached virtual memory (hipMemAllocationTypeUncached) needs ROCm 7.2 or newer, to build "
+                      "with and to run on";
   return ncclSuccess;
 }
-ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev) {
+ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev, bool polled) {
   RelaxedCapture relaxed;
-  const hipMemAllocationProp prop = allocationProp(dev);
+#if UNICCL_HIP_HAS_UNCACHED_VMM
+  if (polled && runtimeVersion() < UNICCL_HIP_UNCACHED_VMM_RUNTIME)
+    return missing("hipMemCreate(hipMemAllocationTypeUncached)");
+#else
+  if (polled) return missing("hipMemCreate(hipMemAllocationTypeUncached)");
+#endif
+  const hipMemAllocationProp prop = allocationProp(dev, polled);
   hipMemGenericAllocationHandle_t h = nullptr;
   HIP_TRY(hipMemCreate(&h, bytes, &prop, 0));
   *handle = fromHip(h);
@@ -576,7 +606,7 @@ ncclResult_t vmmQuery(int, VmmInfo* info) {
   *info = VmmInfo{false, false, 0, kNoVmm};
   return ncclSuccess;
 }
-ncclResult_t memCreate(MemHandle*, size_t, int) { return noVmm("memCreate"); }
+ncclResult_t memCreate(MemHandle*, size_t, int, bool) { return noVmm("memCreate"); }
 ncclResult_t memRelease(MemHandle) { return noVmm("memRelease"); }
 ncclResult_t memExportFd(MemHandle, int*) { return noVmm("memExportFd"); }
 ncclResult_t memImportFd(int, MemHandle*) { return noVmm("memImportFd"); }

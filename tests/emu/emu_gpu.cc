@@ -782,10 +782,11 @@ ncclResult_t vmmQuery(int dev, VmmInfo* info) {
   if (info == nullptr || !validDevice(st(), dev))
     return fail(ncclUnhandledCudaError, "vmmQuery(%d) failed: invalid device ordinal or null output", dev);
   *info = VmmInfo{true, true, kVmmGranularity, nullptr};
+  info->polled = true;   // one coherent host memory, as CUDA's device memory
   return ncclSuccess;
 }
 
-ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev) {
+ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev, bool /*polled*/) {
   State& s = st();
   if (handle == nullptr) return fail(ncclUnhandledCudaError, "memCreate failed: invalid argument (null handle)");
   if (!validDevice(s, dev)) return fail(ncclUnhandledCudaError, "memCreate failed: invalid device ordinal %d", dev);

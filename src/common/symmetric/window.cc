@@ -219,7 +219,7 @@ namespace {
 void makeCollBarrier(ncclComm* comm) {
   const size_t bytes = dev::symBarrierBytes(comm->nRanks);
   void* mem = nullptr;
-  ncclResult_t res = ncclMemAlloc(&mem, bytes);
+  ncclResult_t res = memAllocPolled(&mem, bytes);   // peers poll it
   if (res == ncclSuccess) res = gpu::memset(mem, 0, bytes);
   SymWindow* win = nullptr;
   ncclResult_t reg = registerWindow(comm, mem, bytes, NCCL_WIN_DEFAULT, /*internal=*/true, res, &win);
