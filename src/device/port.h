@@ -85,12 +85,22 @@ namespace uniccl::dev {
 
 #if defined(UNICCL_DEV_HIP) && defined(__HIP_DEVICE_COMPILE__)
 // The wavefront of the target this pass compiles for: 64 on GCN/CDNA
-// (gfx9), 32 on RDNA (gfx10, gfx11) builds. hipcc compiles device code once
-// per --offload-arch, so each target's kernels get their own value.
-#if defined(__AMDGCN_WAVEFRONT_SIZE)
+// (gfx9), 32 on RDNA (gfx10, gfx11, gfx12) builds. hipcc compiles device
+// code once per --offload-arch, so each target's kernels get their own
+// value. It must be a constant (array sizes, shifts), so it comes from the
+// target family the compiler names (__GFX9__ .. __GFX12__, defined by every
+// clang uniccl builds with) and RDNA's default wave32: uniccl's build never
+// passes -mwavefrontsize64. __AMDGCN_WAVEFRONT_SIZE, deprecated from ROCm
+// 6.3, serves only a family not listed here (port_check.in checks the two
+// agree where the compiler still defines it).
+#if defined(__GFX9__)
+constexpr int kWarpSize = 64;
+#elif defined(__GFX10__) || defined(__GFX11__) || defined(__GFX12__)
+constexpr int kWarpSize = 32;
+#elif defined(__AMDGCN_WAVEFRONT_SIZE)
 constexpr int kWarpSize = __AMDGCN_WAVEFRONT_SIZE;
 #else
-#error "device/port.h: the compiler does not say the target's wavefront size (__AMDGCN_WAVEFRONT_SIZE)"
+#error "device/port.h: unknown AMD target family: its wavefront size is not known here"
 #endif
 #elif defined(UNICCL_DEV_HIP)
 // hipcc's host pass: no device code runs there, and nothing shared with the
