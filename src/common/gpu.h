@@ -143,11 +143,21 @@ struct VmmInfo {
   bool fdExport;        // handles export as POSIX file descriptors (cross-process windows)
   size_t granularity;   // map/reserve/allocation sizes are multiples of it
   const char* why;      // when !supported (or !fdExport): what is missing, for messages
+  // memCreate(..., polled = true) works: physical memory that peers may
+  // spin on while kernels run (gpu.h's polled-memory rule, as
+  // deviceAllocPolled). CUDA: every allocation. HIP: uncached memory
+  // (hipMemAllocationTypeUncached, ROCm 7.2+); the plain pinned type is
+  // coarse-grained, where a peer's polls may never see stores that sit in
+  // the writer's L2.
+  bool polled = false;
+  const char* polledWhy = nullptr;   // when supported && !polled: what is missing
 };
 ncclResult_t vmmQuery(int dev, VmmInfo* info);
 // `bytes` (a multiple of the granularity) of physical memory on `dev`,
-// exportable as a file descriptor where VmmInfo::fdExport says so.
-ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev);
+// exportable as a file descriptor where VmmInfo::fdExport says so; memory
+// peers may poll when `polled` (only where VmmInfo::polled; else a WARN and
+// ncclInvalidUsage, never ordinary memory instead).
+ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev, bool polled);
 // Drops this reference; the memory goes when no handle and no mapping holds it.
 ncclResult_t memRelease(MemHandle handle);
 // A new file descriptor for the handle (the caller closes it).
@@ -156,8 +166,18 @@ ncclResult_t memExportFd(MemHandle handle, int* fd);
 ncclResult_t memImportFd(int fd, MemHandle* handle);
 // A new reference to the physical allocation mapped at `ptr` (any address
 // inside a VMM mapping), with the mapping's start and size. ncclInvalidArgument
-// without a log when ptr is not inside a VMM mapping (ordinary device memory).
+// without a log when ptr is not inside a VMM mapping (ordinary device memory),
+// but only where memRetainAnyAddress() says so: ask it about any other
+// address only through core/mem_alloc.h's memRetainMapping.
 ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** mapBase, size_t* mapBytes);
+// Whether memRetainFromAddress may be asked about any address. CUDA: yes
+// (cuMemRetainAllocationHandle answers "invalid value" outside a mapping).
+// HIP: no. ROCm 6.2 and later follow a null pointer in
+// hipMemRetainAllocationHandle for an address the runtime knows but did not
+// map with hipMemMap (every hipMalloc address), and no pointer attribute
+// tells a VMM mapping apart; the core then asks only about the mappings it
+// made itself (ncclMemAlloc's).
+bool memRetainAnyAddress();
 // Address space only: `bytes` of it, aligned to `align` (0: the granularity).
 ncclResult_t addressReserve(void** va, size_t bytes, size_t align);
 ncclResult_t addressFree(void* va, size_t bytes);

@@ -509,10 +509,11 @@ ncclResult_t vmmQuery(int dev, VmmInfo* info) {
   *info = VmmInfo{true, fd, granularity,
                   fd ? nullptr : "the driver cannot export this GPU's allocations as POSIX file descriptors "
                                  "(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED is 0)"};
+  info->polled = true;   // ordinary device memory is what peers poll on CUDA
   return ncclSuccess;
 }
 
-ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev) {
+ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev, bool /*polled: any memory on CUDA*/) {
   RelaxedCapture relaxed;
   const Driver* d;
   UCHECK(vmmDriver("memCreate", &d));
@@ -551,6 +552,8 @@ ncclResult_t memImportFd(int fd, MemHandle* handle) {
   *handle = (MemHandle)h;
   return ncclSuccess;
 }
+
+bool memRetainAnyAddress() { return true; }   // see memRetainFromAddress's answers below
 
 // CUDA_ERROR_INVALID_VALUE is the driver's answer for an address outside
 // every VMM mapping (cudaMalloc memory, host memory), NOT_SUPPORTED where the

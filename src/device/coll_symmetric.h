@@ -22,7 +22,10 @@
 // q < nRanks posts the block's new epoch into rank q's inbox[b][me] and
 // polls its own inbox[b][q] until rank q reached it too; the post is a
 // release after the block's barrier, so every thread's stores to peers
-// before it are visible to a peer that saw the epoch. Every poll looks at
+// before it are visible to a peer that saw the epoch. Both sides fence at
+// system scope (port.h, postCounterSystem): on HIP the windows' data is
+// coarse-grained memory that L2s may hold; the barrier words themselves are
+// uncached (core/mem_alloc.h, memAllocPolled). Every poll looks at
 // the abort flag every kAbortCheckSpins spins; a thread that saw it sets
 // the group's flag A to the barrier's number within the item (prims.h's
 // step numbers: a thread still reading barrier k's flag ignores one set at
@@ -51,7 +54,7 @@ UDEV bool symBarrier(const CollCtx& c, const Group& g, int block, uint64_t e, ui
   const uint32_t stride = c.comm->symBarStride4G;
   const size_t inbox = (size_t)kMaxChannels * 8 + (size_t)block * n * 8;
   for (int q = g.tid; q < n; q += g.nthreads) {
-    postCounter(reinterpret_cast<uint64_t*>(symFlat(bar, stride, q, inbox + (size_t)me * 8)), e);
+    postCounterSystem(reinterpret_cast<uint64_t*>(symFlat(bar, stride, q, inbox + (size_t)me * 8)), e);
     const uint64_t* mine = reinterpret_cast<const uint64_t*>(symFlat(bar, stride, me, inbox + (size_t)q * 8));
     int spins = 0;
     bool aborted = false;
@@ -69,7 +72,7 @@ UDEV bool symBarrier(const CollCtx& c, const Group& g, int block, uint64_t e, ui
       *g.abortA = step;
       break;
     }
-    acquireAfterPoll();
+    acquireAfterPollSystem();
   }
   g.sync();
   return !abortedBy(*g.abortA, step);

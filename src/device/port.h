@@ -85,12 +85,22 @@ namespace uniccl::dev {
 
 #if defined(UNICCL_DEV_HIP) && defined(__HIP_DEVICE_COMPILE__)
 // The wavefront of the target this pass compiles for: 64 on GCN/CDNA
-// (gfx9), 32 on RDNA (gfx10, gfx11) builds. hipcc compiles device code once
-// per --offload-arch, so each target's kernels get their own value.
-#if defined(__AMDGCN_WAVEFRONT_SIZE)
+// (gfx9), 32 on RDNA (gfx10, gfx11, gfx12) builds. hipcc compiles device
+// code once per --offload-arch, so each target's kernels get their own
+// value. It must be a constant (array sizes, shifts), so it comes from the
+// target family the compiler names (__GFX9__ .. __GFX12__, defined by every
+// clang uniccl builds with) and RDNA's default wave32: uniccl's build never
+// passes -mwavefrontsize64. __AMDGCN_WAVEFRONT_SIZE, deprecated from ROCm
+// 6.3, serves only a family not listed here (port_check.in checks the two
+// agree where the compiler still defines it).
+#if defined(__GFX9__)
+constexpr int kWarpSize = 64;
+#elif defined(__GFX10__) || defined(__GFX11__) || defined(__GFX12__)
+constexpr int kWarpSize = 32;
+#elif defined(__AMDGCN_WAVEFRONT_SIZE)
 constexpr int kWarpSize = __AMDGCN_WAVEFRONT_SIZE;
 #else
-#error "device/port.h: the compiler does not say the target's wavefront size (__AMDGCN_WAVEFRONT_SIZE)"
+#error "device/port.h: unknown AMD target family: its wavefront size is not known here"
 #endif
 #elif defined(UNICCL_DEV_HIP)
 // hipcc's host pass: no device code runs there, and nothing shared with the
@@ -161,6 +171,29 @@ UDEV void postCounter(uint64_t* p, uint64_t v) {
   asm volatile("fence.acq_rel.sys;\n\tst.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 #else
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#endif
+}
+
+// The same pair for a counter that guards data in memory a peer's GPU may
+// cache: symmetric windows are ordinary VMM memory, coarse-grained on HIP,
+// which gfx90a and gfx94x keep in L2 for remote readers too (the AMDGPU
+// memory model's non-coherent MTYPE). HIP: release and acquire at system
+// scope on every target, whose L2 writeback (release) and invalidate
+// (acquire) make the window data of either side current. CUDA, amd_sync:
+// postCounter / acquireAfterPoll, already at system scope.
+UDEV void postCounterSystem(uint64_t* p, uint64_t v) {
+#if defined(UNICCL_DEV_HIP)
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "");   // system scope
+  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+  postCounter(p, v);
+#endif
+}
+UDEV void acquireAfterPollSystem() {
+#if defined(UNICCL_DEV_HIP)
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "");   // system scope
+#else
+  acquireAfterPoll();
 #endif
 }
 

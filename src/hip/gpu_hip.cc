@@ -17,6 +17,7 @@
 #include "common/gpu.h"
 #include "common/util/debug.h"
 #include "common/util/knobs.h"
+#include "hip/vmm_abi.h"
 
 // First ROCm releases known to ship these calls (HIP_VERSION = major*1e7 + minor*1e5 + patch).
 #define UNICCL_HIP_HAS_USER_OBJECTS (HIP_VERSION >= 50300000)
@@ -30,6 +31,10 @@
 // supports it and the ROCm 5 runtimes answer "no" for every device (bug
 // ROCm/hip#3151, 5.4.2); CLR implements the calls over ROCr's vmem API from 6.0.
 #define UNICCL_HIP_HAS_VMM (HIP_VERSION >= 60000000)
+// Uncached VMM memory (hipMemAllocationTypeUncached): declared and served
+// by hipMemCreate from ROCm 7.2; the runtime loaded must be as new.
+#define UNICCL_HIP_HAS_UNCACHED_VMM (HIP_VERSION >= 70200000)
+#define UNICCL_HIP_UNCACHED_VMM_RUNTIME 70200000
 
 namespace uniccl::gpu {
 
@@ -47,6 +52,21 @@ ncclResult_t fail(const char* call, hipError_t err, ncclResult_t res = ncclUnhan
 
 ncclResult_t failAlloc(const char* call, hipError_t err) {
   return fail(call, err, err == hipErrorOutOfMemory ? ncclSystemError : ncclUnhandledCudaError);
+}
+
+// HIP_VERSION of the runtime loaded (libamdhip64), which may be newer than
+// the headers this was built with; 0 where it cannot say. The virtual-memory
+// calls' behaviour depends on it (hip/vmm_abi.h).
+[[maybe_unused]] int runtimeVersion() {
+  static const int v = [] {
+    int r = 0;
+    if (hipRuntimeGetVersion(&r) != hipSuccess) {
+      (void)hipGetLastError();
+      r = 0;
+    }
+    return r;
+  }();
+  return v;
 }
 
 [[maybe_unused]] ncclResult_t missing(const char* call) {
@@ -417,9 +437,16 @@ ncclResult_t memGetAddressRange(const void* ptr, void** base, size_t* size) {
 static_assert(sizeof(hipMemGenericAllocationHandle_t) <= sizeof(MemHandle), "MemHandle must hold the HIP handle");
 
 namespace {
-hipMemAllocationProp allocationProp(int dev) {
+// `polled`: uncached, for words peers spin on (gpu.h, VmmInfo::polled);
+// the pinned type is coarse-grained device memory.
+hipMemAllocationProp allocationProp(int dev, bool polled = false) {
   hipMemAllocationProp p = {};
+#if UNICCL_HIP_HAS_UNCACHED_VMM
+  p.type = polled ? hipMemAllocationTypeUncached : hipMemAllocationTypePinned;
+#else
+  (void)polled;
   p.type = hipMemAllocationTypePinned;
+#endif
   p.location.type = hipMemLocationTypeDevice;
   p.location.id = dev;
   p.requestedHandleType = hipMemHandleTypePosixFileDescriptor;   // the only kind HIP exports on Linux
@@ -440,12 +467,35 @@ ncclResult_t vmmQuery(int dev, VmmInfo* info) {
   const hipMemAllocationProp prop = allocationProp(dev);
   size_t granularity = 0;
   HIP_TRY(hipMemGetAllocationGranularity(&granularity, &prop, hipMemAllocationGranularityMinimum));
-  *info = VmmInfo{true, true, granularity, nullptr};
+  // ROCm 6.0 and 6.1 implement the calls inside one process only: export
+  // and import answer "not supported".
+  const bool fdExport = runtimeVersion() >= hipabi::kVmmFdExport;
+  *info = VmmInfo{true, fdExport, granularity,
+                  fdExport ? nullptr : "sharing virtual-memory allocations between processes needs ROCm 6.2 or newer"};
+#if UNICCL_HIP_HAS_UNCACHED_VMM
+  if (runtimeVersion() >= UNICCL_HIP_UNCACHED_VMM_RUNTIME) {
+    // One granularity serves both kinds: the larger of the two.
+    const hipMemAllocationProp polledProp = allocationProp(dev, true);
+    size_t g = 0;
+    HIP_TRY(hipMemGetAllocationGranularity(&g, &polledProp, hipMemAllocationGranularityMinimum));
+    if (g > info->granularity) info->granularity = g;
+    info->polled = true;
+  }
+#endif
+  if (!info->polled)
+    info->polledWhy = "uncached virtual memory (hipMemAllocationTypeUncached) needs ROCm 7.2 or newer, to build "
+                      "with and to run on";
   return ncclSuccess;
 }
-ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev) {
+ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev, bool polled) {
   RelaxedCapture relaxed;
-  const hipMemAllocationProp prop = allocationProp(dev);
+#if UNICCL_HIP_HAS_UNCACHED_VMM
+  if (polled && runtimeVersion() < UNICCL_HIP_UNCACHED_VMM_RUNTIME)
+    return missing("hipMemCreate(hipMemAllocationTypeUncached)");
+#else
+  if (polled) return missing("hipMemCreate(hipMemAllocationTypeUncached)");
+#endif
+  const hipMemAllocationProp prop = allocationProp(dev, polled);
   hipMemGenericAllocationHandle_t h = nullptr;
   HIP_TRY(hipMemCreate(&h, bytes, &prop, 0));
   *handle = fromHip(h);
@@ -462,14 +512,25 @@ ncclResult_t memExportFd(MemHandle handle, int* fd) {
   *fd = out;
   return ncclSuccess;
 }
+// The descriptor goes as the loaded runtime reads it (hip/vmm_abi.h): by
+// value from ROCm 7.1, through an int* before.
 ncclResult_t memImportFd(int fd, MemHandle* handle) {
+  const int version = runtimeVersion();
+  if (version < hipabi::kVmmFdExport) return missing("hipMemImportFromShareableHandle (fd import)");
   hipMemGenericAllocationHandle_t h = nullptr;
-  HIP_TRY(hipMemImportFromShareableHandle(&h, (void*)(uintptr_t)fd, hipMemHandleTypePosixFileDescriptor));
+  int value = fd;
+  HIP_TRY(hipMemImportFromShareableHandle(&h, hipabi::shareableFdArgument(version, &value),
+                                          hipMemHandleTypePosixFileDescriptor));
   *handle = fromHip(h);
   return ncclSuccess;
 }
-// hipErrorInvalidValue is the runtime's answer for an address outside every
-// VMM mapping (hipMalloc memory, host memory): not a failure.
+// Never asked about an address outside the mappings uniccl made
+// (memRetainAnyAddress): for an address the runtime knows but did not map
+// with hipMemMap (hipMalloc memory), ROCm 6.2+ follows a null pointer in
+// hipMemRetainAllocationHandle (CLR hip_vm.cpp: the mapping's phys_mem_obj);
+// ROCm 6.0 and 6.1 answer hipErrorInvalidValue there, taken as "not a
+// mapping".
+bool memRetainAnyAddress() { return false; }
 ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** mapBase, size_t* mapBytes) {
   hipMemGenericAllocationHandle_t h = nullptr;
   hipError_t err = hipMemRetainAllocationHandle(&h, const_cast<void*>(ptr));
@@ -545,11 +606,12 @@ ncclResult_t vmmQuery(int, VmmInfo* info) {
   *info = VmmInfo{false, false, 0, kNoVmm};
   return ncclSuccess;
 }
-ncclResult_t memCreate(MemHandle*, size_t, int) { return noVmm("memCreate"); }
+ncclResult_t memCreate(MemHandle*, size_t, int, bool) { return noVmm("memCreate"); }
 ncclResult_t memRelease(MemHandle) { return noVmm("memRelease"); }
 ncclResult_t memExportFd(MemHandle, int*) { return noVmm("memExportFd"); }
 ncclResult_t memImportFd(int, MemHandle*) { return noVmm("memImportFd"); }
 // Nothing is ever mapped here: no address is inside a VMM mapping.
+bool memRetainAnyAddress() { return false; }
 ncclResult_t memRetainFromAddress(const void*, MemHandle*, void**, size_t*) { return ncclInvalidArgument; }
 ncclResult_t addressReserve(void**, size_t, size_t) { return noVmm("addressReserve"); }
 ncclResult_t addressFree(void*, size_t) { return noVmm("addressFree"); }

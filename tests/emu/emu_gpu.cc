@@ -782,10 +782,11 @@ ncclResult_t vmmQuery(int dev, VmmInfo* info) {
   if (info == nullptr || !validDevice(st(), dev))
     return fail(ncclUnhandledCudaError, "vmmQuery(%d) failed: invalid device ordinal or null output", dev);
   *info = VmmInfo{true, true, kVmmGranularity, nullptr};
+  info->polled = true;   // one coherent host memory, as CUDA's device memory
   return ncclSuccess;
 }
 
-ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev) {
+ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev, bool /*polled*/) {
   State& s = st();
   if (handle == nullptr) return fail(ncclUnhandledCudaError, "memCreate failed: invalid argument (null handle)");
   if (!validDevice(s, dev)) return fail(ncclUnhandledCudaError, "memCreate failed: invalid device ordinal %d", dev);
@@ -893,6 +894,9 @@ ncclResult_t memImportFd(int fd, MemHandle* handle) {
   *handle = h;
   return ncclSuccess;
 }
+
+// CUDA's answer: any address may be asked about (fake_gpu.h has ROCm's).
+bool memRetainAnyAddress() { return true; }
 
 ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** mapBase, size_t* mapBytes) {
   if (handle == nullptr || mapBase == nullptr || mapBytes == nullptr)

@@ -12,10 +12,11 @@ namespace uniccl {
 
 namespace {
 
-// The VMM mapping that holds ptr (false: ordinary device memory or unknown).
+// The VMM mapping that holds ptr (false: ordinary device memory, or a
+// mapping the backend cannot be asked about safely: mem_alloc.h).
 bool vmmMapping(const void* ptr, void** base, size_t* bytes) {
   gpu::MemHandle h{};
-  if (gpu::memRetainFromAddress(ptr, &h, base, bytes) != ncclSuccess) return false;
+  if (memRetainMapping(ptr, &h, base, bytes) != ncclSuccess) return false;
   gpu::memRelease(h);
   return true;
 }

@@ -44,8 +44,8 @@ class VmmBuild {
   VmmBuild(const VmmBuild&) = delete;
   VmmBuild& operator=(const VmmBuild&) = delete;
 
-  ncclResult_t build(int dev, size_t align) {
-    UCHECK(gpu::memCreate(&handle_, bytes_, dev));
+  ncclResult_t build(int dev, size_t align, bool polled) {
+    UCHECK(gpu::memCreate(&handle_, bytes_, dev, polled));
     created_ = true;
     UCHECK(gpu::addressReserve(&va_, bytes_, align));
     UCHECK(gpu::memMap(va_, bytes_, handle_, dev));
@@ -87,6 +87,41 @@ void remember(void* ptr, const MemAllocInfo& info) {
 
 }  // namespace
 
+namespace {
+
+ncclResult_t allocVmm(void** ptr, size_t bytes, int dev, const gpu::VmmInfo& vmm, bool polled) {
+  const size_t g = vmm.granularity;
+  if (g == 0 || bytes > SIZE_MAX - g) {
+    WARN("ncclMemAlloc: %zu bytes cannot be rounded up to the allocation granularity (%zu bytes)", bytes, g);
+    return ncclInvalidArgument;
+  }
+  const size_t rounded = (bytes + g - 1) / g * g;
+  VmmBuild b(rounded);
+  UCHECK(b.build(dev, std::max<size_t>(g, NCCL_WIN_REQUIRED_ALIGNMENT), polled));
+  remember(b.va(), MemAllocInfo{b.va(), rounded, true, b.handle(), dev});
+  *ptr = b.va();
+  b.keep();
+  TRACE(kSubsysAlloc, "ncclMemAlloc: %zu bytes (mapped %zu%s) at %p on GPU %d", bytes, rounded,
+        polled ? ", polled" : "", *ptr, dev);
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t memAllocPolled(void** ptr, size_t bytes) {
+  int dev = 0;
+  UCHECK(gpu::getDevice(&dev));
+  gpu::VmmInfo vmm{};
+  UCHECK(gpu::vmmQuery(dev, &vmm));
+  if (!vmm.supported || !vmm.polled) {
+    const char* why = !vmm.supported ? vmm.why : vmm.polledWhy;
+    WARN("GPU %d has no virtual memory that peers may poll (%s): the barriers of symmetric collectives and of the "
+         "Device API need it", dev, why != nullptr ? why : "unsupported");
+    return ncclInvalidUsage;
+  }
+  return allocVmm(ptr, bytes, dev, vmm, /*polled=*/true);
+}
+
 ncclResult_t memAlloc(void** ptr, size_t bytes) {
   int dev = 0;
   UCHECK(gpu::getDevice(&dev));
@@ -103,19 +138,7 @@ ncclResult_t memAlloc(void** ptr, size_t bytes) {
     *ptr = p;
     return ncclSuccess;
   }
-  const size_t g = vmm.granularity;
-  if (g == 0 || bytes > SIZE_MAX - g) {
-    WARN("ncclMemAlloc: %zu bytes cannot be rounded up to the allocation granularity (%zu bytes)", bytes, g);
-    return ncclInvalidArgument;
-  }
-  const size_t rounded = (bytes + g - 1) / g * g;
-  VmmBuild b(rounded);
-  UCHECK(b.build(dev, std::max<size_t>(g, NCCL_WIN_REQUIRED_ALIGNMENT)));
-  remember(b.va(), MemAllocInfo{b.va(), rounded, true, b.handle(), dev});
-  *ptr = b.va();
-  b.keep();
-  TRACE(kSubsysAlloc, "ncclMemAlloc: %zu bytes (mapped %zu) at %p on GPU %d", bytes, rounded, *ptr, dev);
-  return ncclSuccess;
+  return allocVmm(ptr, bytes, dev, vmm, /*polled=*/false);
 }
 
 ncclResult_t memFree(void* ptr) {
@@ -153,6 +176,14 @@ bool memAllocFind(const void* ptr, MemAllocInfo* out) {
   if (it == t.byBase.end()) return false;
   *out = it->second;
   return true;
+}
+
+ncclResult_t memRetainMapping(const void* ptr, gpu::MemHandle* handle, void** mapBase, size_t* mapBytes) {
+  MemAllocInfo mi{};
+  const bool ours = memAllocFind(ptr, &mi);
+  if (ours && !mi.vmm) return ncclInvalidArgument;   // ncclMemAlloc's plain device memory
+  if (!ours && !gpu::memRetainAnyAddress()) return ncclInvalidArgument;
+  return gpu::memRetainFromAddress(ptr, handle, mapBase, mapBytes);
 }
 
 size_t memAllocLive() {

@@ -20,6 +20,7 @@
 #include "common/core/comm.h"
 #include "common/core/device_guard.h"
 #include "common/core/group.h"
+#include "common/core/mem_alloc.h"
 #include "common/core/validate.h"
 #include "common/device_api/gin.h"
 #include "common/device_api/lsa.h"
@@ -86,7 +87,7 @@ ncclResult_t createDevComm(ncclComm* comm, const ncclDevCommRequirements_t* reqs
   UCHECK(agreeOnPlan(comm, plan, gin, plan == ncclSuccess && layout.gin));
 
   void* mem = nullptr;
-  ncclResult_t res = ncclMemAlloc(&mem, layout.bytes);
+  ncclResult_t res = memAllocPolled(&mem, layout.bytes);   // barriers and LL lines: peers poll them
   if (res == ncclSuccess) res = gpu::memset(mem, 0, layout.bytes);   // barriers start at epoch 0
   // The window registration is collective and fails on every rank if one fails.
   SymWindow* win = nullptr;

@@ -9,6 +9,7 @@
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/core/device_guard.h"
+#include "common/core/mem_alloc.h"
 #include "common/device_api/lsa.h"
 #include "common/symmetric/flat_layout.h"
 #include "common/symmetric/handle_exchange.h"
@@ -48,7 +49,7 @@ ncclResult_t probeBuffer(ncclComm* comm, void* buff, size_t bytes, WindowAnnounc
   }
   void* mapBase = nullptr;
   size_t mapBytes = 0;
-  const ncclResult_t retained = gpu::memRetainFromAddress(buff, own, &mapBase, &mapBytes);
+  const ncclResult_t retained = memRetainMapping(buff, own, &mapBase, &mapBytes);
   if (retained == ncclInvalidArgument) {
     WARN("ncclCommWindowRegister: rank %d: buffer %p is not memory that peers can map; allocate window buffers "
          "with ncclMemAlloc", comm->rank, buff);
@@ -218,7 +219,7 @@ namespace {
 void makeCollBarrier(ncclComm* comm) {
   const size_t bytes = dev::symBarrierBytes(comm->nRanks);
   void* mem = nullptr;
-  ncclResult_t res = ncclMemAlloc(&mem, bytes);
+  ncclResult_t res = memAllocPolled(&mem, bytes);   // peers poll it
   if (res == ncclSuccess) res = gpu::memset(mem, 0, bytes);
   SymWindow* win = nullptr;
   ncclResult_t reg = registerWindow(comm, mem, bytes, NCCL_WIN_DEFAULT, /*internal=*/true, res, &win);

@@ -53,6 +53,7 @@ struct Alloc {
 
 constexpr uint64_t kIpcMagic = 0x756e6963636c4950ull;  // "unicclIP"
 constexpr char kMemfdPrefix[] = "uniccl-fake-vmm-dev";   // + the device: an import reads it back
+constexpr char kMemfdPolled[] = "-polled";               // after the device: memCreate(..., polled = true)
 
 // Virtual memory, real in host memory (as the emulator's): a physical
 // allocation is a memfd, a reservation a PROT_NONE mapping, a map a
@@ -65,6 +66,7 @@ struct Phys {
   int maps = 0;   // live mappings
   dev_t inodeDev = 0;
   ino_t inode = 0;
+  bool polled = false;   // memCreate(..., polled = true)
 };
 struct Mapping {
   size_t bytes;
@@ -81,6 +83,7 @@ struct State {
   int workQueues = 8;
   bool processesShare = false;
   bool captureSupported = true;
+  bool rocmVmm = false;   // setRocmVmmSemantics
   int currentDevice = 0;
   std::map<FakeEvent*, std::unique_ptr<FakeEvent>> events;
   std::map<FakeStream*, std::unique_ptr<FakeStream>> streams;
@@ -226,6 +229,7 @@ void reset() {
   s.reservations.clear();
   s.phys.clear();
   s.vmm = gpu::VmmInfo{true, true, size_t(64) << 10, nullptr};
+  s.vmm.polled = true;
   s.events.clear();
   s.streams.clear();
   s.graphs.clear();
@@ -237,6 +241,7 @@ void reset() {
   s.workQueues = 8;
   s.processesShare = false;
   s.captureSupported = true;
+  s.rocmVmm = false;
   s.currentDevice = 0;
   s.serial = 0;
   s.nextGraphId = 1;
@@ -399,7 +404,9 @@ bool isPolledMemory(const void* p) {
   State& s = st();
   std::lock_guard<std::mutex> lk(s.mu);
   const Alloc* a = containing(s, p, nullptr);
-  return a != nullptr && a->polled;
+  if (a != nullptr) return a->polled;
+  const Mapping* m = mappingOf(s, p, nullptr);
+  return m != nullptr && s.phys.at(m->handle).polled;
 }
 
 Live live() {
@@ -419,10 +426,21 @@ Live live() {
   return l;
 }
 
+void setRocmVmmSemantics(bool on) {
+  std::lock_guard<std::mutex> lk(st().mu);
+  st().rocmVmm = on;
+}
+
 void setVmm(bool supported, bool fdExport, size_t granularity) {
   std::lock_guard<std::mutex> lk(st().mu);
   st().vmm = gpu::VmmInfo{supported, fdExport, granularity,
                           supported && fdExport ? nullptr : "virtual memory switched off in the fake (fake::setVmm)"};
+  st().vmm.polled = supported;
+}
+void setVmmPolled(bool available) {
+  std::lock_guard<std::mutex> lk(st().mu);
+  st().vmm.polled = available && st().vmm.supported;
+  st().vmm.polledWhy = available ? nullptr : "polled virtual memory switched off in the fake (fake::setVmmPolled)";
 }
 
 }  // namespace uniccl::fake
@@ -711,13 +729,14 @@ ncclResult_t vmmQuery(int dev, VmmInfo* info) {
   *info = s.vmm;
   return ncclSuccess;
 }
-ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev) {
+ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev, bool polled) {
   FAKE_ENTER("memCreate");
   if (!s.vmm.supported) return bad(s, "virtual memory unsupported");
+  if (polled && !s.vmm.polled) return ncclInvalidUsage;
   if (dev < 0 || dev >= s.deviceCount) return bad(s, "invalid device ordinal");
   if (bytes == 0 || bytes % s.vmm.granularity != 0) return bad(s, "size not a multiple of the granularity");
   char name[64];
-  std::snprintf(name, sizeof(name), "%s%d", kMemfdPrefix, dev);
+  std::snprintf(name, sizeof(name), "%s%d%s", kMemfdPrefix, dev, polled ? kMemfdPolled : "");
   int fd = memfd_create(name, MFD_CLOEXEC);
   struct stat sb {};
   if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0 || fstat(fd, &sb) != 0) {
@@ -725,7 +744,7 @@ ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev) {
     return ncclSystemError;
   }
   const MemHandle h = s.nextHandle++;
-  s.phys[h] = Phys{fd, bytes, dev, 1, 0, sb.st_dev, sb.st_ino};
+  s.phys[h] = Phys{fd, bytes, dev, 1, 0, sb.st_dev, sb.st_ino, polled};
   *handle = h;
   return ncclSuccess;
 }
@@ -767,14 +786,26 @@ ncclResult_t memImportFd(int fd, MemHandle* handle) {
   int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (d < 0) return ncclSystemError;
   const MemHandle h = s.nextHandle++;
-  s.phys[h] = Phys{d, (size_t)sb.st_size, dev, 1, 0, sb.st_dev, sb.st_ino};
+  s.phys[h] = Phys{d, (size_t)sb.st_size, dev, 1, 0, sb.st_dev, sb.st_ino,
+                   std::strstr(target + prefix.size(), kMemfdPolled) != nullptr};
   *handle = h;
   return ncclSuccess;
+}
+bool memRetainAnyAddress() {
+  std::lock_guard<std::mutex> lk(st().mu);
+  return !st().rocmVmm;
 }
 ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** mapBase, size_t* mapBytes) {
   FAKE_ENTER("memRetainFromAddress");
   uintptr_t start = 0;
   const Mapping* m = mappingOf(s, ptr, &start);
+  if (m == nullptr && s.rocmVmm) {
+    // ROCm 6.2+'s hipMemRetainAllocationHandle follows a null pointer here:
+    // the process dies, and so does the test that let it happen.
+    std::fprintf(stderr, "fake gpu (ROCm semantics): memRetainFromAddress(%p) outside every VMM mapping: the "
+                 "runtime would crash here\n", ptr);
+    std::abort();
+  }
   if (m == nullptr) return ncclInvalidArgument;
   ++s.phys.at(m->handle).refs;
   *handle = m->handle;

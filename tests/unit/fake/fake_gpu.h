@@ -104,7 +104,8 @@ uint64_t callCount(const std::string& call);
 
 // ------------------------------------------------------------ memory kinds
 // Whether p lies in memory others may spin on: an allocation of
-// deviceAllocPolled or hostAllocMapped (not deviceAlloc, hostAllocPinned).
+// deviceAllocPolled or hostAllocMapped (not deviceAlloc, hostAllocPinned), or
+// a mapping of memCreate(..., polled = true)'s memory (also a peer's, imported).
 bool isPolledMemory(const void* p);
 
 // ----------------------------------------------------------- virtual memory
@@ -116,6 +117,15 @@ bool isPolledMemory(const void* p);
 // vmmQuery's answer (default: supported, fd export, 64 KiB granularity);
 // memCreate and addressReserve fail while unsupported.
 void setVmm(bool supported, bool fdExport = true, size_t granularity = size_t(64) << 10);
+// ROCm's virtual-memory answers where they differ from CUDA's (default off:
+// CUDA's). On: gpu::memRetainAnyAddress() says no, and memRetainFromAddress
+// on an address outside every mapping aborts the process, as ROCm 6.2+'s
+// hipMemRetainAllocationHandle follows a null pointer for a hipMalloc
+// address. A core path that asks about memory it did not map fails its test.
+void setRocmVmmSemantics(bool on);
+// VmmInfo::polled (default yes, as CUDA): off stands for ROCm before 7.2,
+// which has no uncached VMM memory; memCreate(..., polled = true) then fails.
+void setVmmPolled(bool available);
 
 // ----------------------------------------------------- leak accounting
 struct Live {
