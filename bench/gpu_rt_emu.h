@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "common/gpu.h"
+#include "uniccl.h"
 #include "emu_gpu.h"
 #include "emu_runtime.h"
 
@@ -20,7 +21,7 @@ struct benchDeviceProp_t {
   char name[256];
 };
 using benchError_t = ncclResult_t;
-using benchStream_t = uniccl::gpu::Stream;
+using benchStream_t = uniccl_stream_t;   // what the nccl* calls take
 using benchEvent_t = uniccl::gpu::Event;
 using benchGraph_t = void*;
 using benchGraphExec_t = void*;
@@ -65,17 +66,31 @@ inline benchError_t benchMemcpyToHost(void* dst, const void* src, size_t bytes) 
   return uniccl::gpu::memcpy(dst, src, bytes);
 }
 inline benchError_t benchDeviceSynchronize() { return uniccl::emu::deviceSynchronize(); }
-inline benchError_t benchStreamCreate(benchStream_t* s) { return uniccl::gpu::streamCreate(s); }
+inline benchError_t benchStreamCreate(benchStream_t* s) {
+  uniccl::gpu::Stream created = nullptr;
+  const ncclResult_t r = uniccl::gpu::streamCreate(&created);
+  *s = static_cast<benchStream_t>(created);
+  return r;
+}
 inline benchError_t benchStreamDestroy(benchStream_t s) { return uniccl::gpu::streamDestroy(s); }
-// Whether the stream's work is done: an event recorded now is ready then.
+// Whether the stream's work is done: an event recorded now (on the
+// stream's device) is ready then.
 inline benchError_t benchStreamQuery(benchStream_t s) {
-  uniccl::gpu::Event e = nullptr;
-  ncclResult_t r = uniccl::gpu::eventCreate(&e);
+  int dev = 0, current = 0;
+  ncclResult_t r = uniccl::emu::streamGetDevice(s, &dev);
+  if (r == ncclSuccess) r = uniccl::gpu::getDevice(&current);
+  if (r == ncclSuccess) r = uniccl::gpu::setDevice(dev);
   if (r != ncclSuccess) return r;
-  r = uniccl::gpu::eventRecord(e, s);
-  if (r == ncclSuccess) r = uniccl::gpu::eventQuery(e);
-  const ncclResult_t d = uniccl::gpu::eventDestroy(e);
-  return r != ncclSuccess ? r : d;
+  uniccl::gpu::Event e = nullptr;
+  r = uniccl::gpu::eventCreate(&e);
+  if (r == ncclSuccess) {
+    r = uniccl::gpu::eventRecord(e, s);
+    if (r == ncclSuccess) r = uniccl::gpu::eventQuery(e);
+    const ncclResult_t d = uniccl::gpu::eventDestroy(e);
+    if (r == ncclSuccess || r == ncclInProgress) r = d != ncclSuccess ? d : r;
+  }
+  const ncclResult_t back = uniccl::gpu::setDevice(current);
+  return r != ncclSuccess ? r : back;
 }
 inline benchError_t benchStreamSynchronize(benchStream_t s) { return uniccl::gpu::streamSynchronize(s); }
 inline benchError_t benchEventCreate(benchEvent_t* e) {

@@ -100,8 +100,9 @@ if [[ -z $EMU ]]; then
 fi
 
 # The emulator: the tools built as *_perf_emu (bench/meson.build) with the
-# f32 kernels compiled for the CPU, nothing else of the build; a small size
-# range and few iterations (2 CPU cores run it in about a minute).
+# f32 kernels compiled for the CPU, nothing else of the build; 8 B to 1 MiB
+# and few iterations (each GPU thread is an OS thread: larger sizes take
+# seconds per operation on 2 cores).
 emu_build() {
   if [[ ! -f $BUILD_DIR/build.ninja ]]; then
     PATH=/usr/local/cuda/bin:$PATH meson setup "$BUILD_DIR" "$ROOT" -Dgpu_backend=cuda -Dtests=false -Dbench=true \
@@ -125,16 +126,16 @@ if [[ $EMU == 1 ]]; then
   emu_build
   [[ $BUILD_ONLY == 1 ]] && exit 0
   NGPUS=${NGPUS:-4}
-  # Emulated GPUs (UNICCL_EMU_DEVICES), two channels each: every GPU thread
+  # Emulated GPUs (UNICCL_EMU_DEVICES), one channel each: every GPU thread
   # is an OS thread. float32 data (the kernels built), results checked.
-  export UNICCL_EMU_DEVICES=$NGPUS UNICCL_P2P_NCHANNELS=${UNICCL_P2P_NCHANNELS:-2}
+  export UNICCL_EMU_DEVICES=$NGPUS UNICCL_P2P_NCHANNELS=${UNICCL_P2P_NCHANNELS:-1}
   echo "# bench.sh: $NGPUS emulated GPUs on $(nproc) CPU cores, build $BUILD_DIR"
   echo "# NOTE: these are the CPU emulator's times, not a GPU's: they show that uniccl runs and computes correct"
   echo "# results (every size checked), not how fast it is. On a machine with a GPU this command measures the GPU."
   failed=()
   for tool in "${TOOLS[@]}"; do
     echo "# ---- $tool (CPU emulator)"
-    if ! "$BUILD_DIR/bench/${tool}_emu" -b 8 -e 4M -f 4 -n 3 -w 1 -c 1 -d float -g "$NGPUS" "${EXTRA[@]}"; then
+    if ! "$BUILD_DIR/bench/${tool}_emu" -b 8 -e 1M -f 4 -n 3 -w 1 -c 1 -d float -g "$NGPUS" "${EXTRA[@]}"; then
       failed+=("$tool")
     fi
   done
