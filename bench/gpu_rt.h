@@ -8,6 +8,10 @@
 // out of every other bench file, as the project's layout rule asks.
 #pragma once
 
+#if defined(UNICCL_BENCH_EMU)
+// The *_perf_emu tools: uniccl on its CPU emulator (gpu_rt_emu.h).
+#include "gpu_rt_emu.h"
+#else
 #if defined(UNICCL_GPU_BACKEND_HIP) || defined(__HIP_PLATFORM_AMD__)
 #include <hip/hip_runtime.h>
 #define BENCH_RT(name) hip##name
@@ -77,3 +81,4 @@ inline benchError_t benchGraphLaunch(benchGraphExec_t exec, benchStream_t s) {
 }
 inline benchError_t benchGraphExecDestroy(benchGraphExec_t exec) { return BENCH_RT(GraphExecDestroy)(exec); }
 inline benchError_t benchGraphDestroy(benchGraph_t g) { return BENCH_RT(GraphDestroy)(g); }
+#endif  // UNICCL_BENCH_EMU

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "device/dev_types.h"
+#include "device/kernel_choices.h"
 #include "device/port.h"
 #include "device/prims.h"
 #include "device/reduce.h"
@@ -288,7 +289,10 @@ UDEV bool runCollProto(const Work& w, const CollCtx& c, const Group& g) {
   switch (w.coll) {
     case kCollAllReduce:
       if (w.c.algo == kAlgoTree) return treeAllReduce<Fn, Proto>(w, c, g, fn);
-      return w.c.exchange ? exchangeAllReduce<Fn, Proto>(w, c, g, fn) : ringAllReduce<Fn, Proto>(w, c, g, fn);
+      // Only where the host can plan it (kernel_choices.h, collKernelRuns).
+      if constexpr (collKernelRuns(kCollAllReduce, kAlgoRing, Proto, Fn::kOp, Fn::T::kDtype, /*exchange=*/true))
+        if (w.c.exchange) return exchangeAllReduce<Fn, Proto>(w, c, g, fn);
+      return ringAllReduce<Fn, Proto>(w, c, g, fn);
     case kCollReduce: return ringReduce<Fn, Proto>(w, c, g, fn);
     case kCollReduceScatter: return ringReduceScatter<Fn, Proto>(w, c, g, fn);
     default: return true;
@@ -350,7 +354,11 @@ UDEV bool runCollOp(const Work& w, const CollCtx& c, const Group& g) {
     case kOpMax: return runCollProto<RedFn<Tag, kOpMax>, Proto>(w, c, g);
     case kOpMin: return runCollProto<RedFn<Tag, kOpMin>, Proto>(w, c, g);
     case kOpPreMulSum: return runCollProto<RedFn<Tag, kOpPreMulSum>, Proto>(w, c, g);
-    case kOpSumPostDiv: return runCollProto<RedFn<Tag, kOpSumPostDiv>, Proto>(w, c, g);
+    case kOpSumPostDiv:
+      // ncclAvg over integers only (collKernelRuns): no code for the others.
+      if constexpr (collKernelRuns(kCollAllReduce, kAlgoRing, Proto, kOpSumPostDiv, Tag::kDtype, false))
+        return runCollProto<RedFn<Tag, kOpSumPostDiv>, Proto>(w, c, g);
+      return true;
     default: return true;
   }
 }
@@ -361,13 +369,15 @@ UDEV bool runCollOp(const Work& w, const CollCtx& c, const Group& g) {
 // kernel entry and its first work item than the p2p kernel (globalTimer
 // stamps on H200); out of line, a graph-launched 8-byte AllReduce on 2 GPUs
 // went from 7.8 to 4.8 us (docs/performance-history.md).
-template <typename Tag>
+//
+// One protocol per kernel (device/kernel_coll.in): the host launches an
+// item on the kernel of its datatype and protocol (core/planner.cc), so
+// each kernel, and the source it is compiled from, holds a third of the
+// code and the build spreads over more cores.
+template <typename Tag, int Proto>
 UDEV_NOINLINE bool runColl(const Work& w, const CollCtx& c, const Group& g) {
-  if (w.proto == kProtoLL) return runCollOp<Tag, kProtoLL>(w, c, g);
-  if constexpr (kCollKernelsHaveLL128) {
-    if (w.proto == kProtoLL128) return runCollOp<Tag, kProtoLL128>(w, c, g);
-  }
-  return runCollOp<Tag, kProtoSimple>(w, c, g);
+  static_assert(Proto != kProtoLL128 || kCollKernelsHaveLL128, "no LL128 collective kernels on this target");
+  return runCollOp<Tag, Proto>(w, c, g);
 }
 
 }  // namespace uniccl::dev

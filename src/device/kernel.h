@@ -1,6 +1,7 @@
 // The per-datatype kernel body: one block per channel walks the launch's
 // work items in order and runs those whose channel range holds it.
-// Instantiated per type by the generated kernel_<type> sources.
+// Instantiated per datatype and protocol by the generated kernel sources
+// (device/meson.build).
 #pragma once
 
 #include "device/coll_ring.h"
@@ -133,8 +134,9 @@ enum KernelKind : int {
 };
 
 // Runs the launch's work items in order (item 0 is already in shared
-// memory); returns early when one aborted.
-template <typename Tag, int Kind>
+// memory); returns early when one aborted. Proto: the protocol of every
+// collective item of a kKernelColl launch (its p2p items choose their own).
+template <typename Tag, int Kind, int Proto>
 UDEV void runWorks(const KernelArgs& args, BlockShared& sh) {
   const int tid = threadIdx.x;
   const DevComm* comm = &sh.comm;
@@ -161,7 +163,7 @@ UDEV void runWorks(const KernelArgs& args, BlockShared& sh) {
       } else if (w.coll == kCollP2p) {
         runP2p(w, c, sh);
       } else if constexpr (Kind == kKernelColl) {
-        runColl<Tag>(w, c, makeGroup(sh, comm, 0, tid, kThreadsPerBlock));
+        runColl<Tag, Proto>(w, c, makeGroup(sh, comm, 0, tid, kThreadsPerBlock));
       }
     }
     barrierBlock();
@@ -175,8 +177,8 @@ UDEV void runWorks(const KernelArgs& args, BlockShared& sh) {
 }
 
 // Tag: datatype of collective items (ignored by the p2p-only kernel);
-// Kind: KernelKind.
-template <typename Tag, int Kind>
+// Kind: KernelKind; Proto: the collective items' protocol (kKernelColl).
+template <typename Tag, int Kind, int Proto = kProtoSimple>
 UDEV void runKernel(const KernelArgs& args) {
   BlockShared& sh = blockShared<BlockShared>();
   const int tid = threadIdx.x;
@@ -225,7 +227,7 @@ UDEV void runKernel(const KernelArgs& args) {
       storeVolatileU64(&sh.comm.progress->started, id);
     }
   }
-  runWorks<Tag, Kind>(args, sh);
+  runWorks<Tag, Kind, Proto>(args, sh);
   // ... and this block is done with it (also when it stopped on abort).
   if (tid == kProgressThread) {
     if (gt.words != nullptr) storeVolatileU64(&gt.words->done[block], id);

@@ -1,5 +1,6 @@
-// Host-side entry to the compiled kernels. Kernels are instantiated per
-// datatype (src/device/meson.build generates one source per type from the
+// Host-side entry to the compiled kernels. Collective kernels are
+// instantiated per datatype and protocol, symmetric ones per datatype
+// (src/device/meson.build generates one source per kernel from the
 // kernel_types list, which -Dkernel_filter can shorten for fast CI builds).
 #pragma once
 
@@ -7,10 +8,12 @@
 
 namespace uniccl::dev {
 
-// The __global__ function (taking one KernelArgs by value) that runs any
-// work item whose collective datatype is `type` (and every p2p item), or
-// nullptr when this build filtered that datatype out.
-const void* collectiveKernel(ncclDataType_t type);
+// The __global__ function (taking one KernelArgs by value) that runs the
+// ring and tree collective items of datatype `type` and protocol `proto`
+// (dev::Proto), and every p2p item; nullptr where this build has no such
+// kernel (a datatype filtered out; LL128 on targets whose host never
+// selects it).
+const void* collectiveKernel(ncclDataType_t type, int proto);
 
 // The kernel for the symmetric collectives (kAlgoSymmetric items, nothing
 // else) of datatype `type`, or nullptr where the build filtered it out.

@@ -14,18 +14,19 @@ namespace uniccl::dev {
 // Datatype tags: the kernel template parameter. Storage is what sits in
 // memory; math happens in the native type (ints: unsigned, so sums wrap
 // without UB) or in float for the narrow float formats.
-struct TI8 { using S = int8_t; using U = uint8_t; };
-struct TU8 { using S = uint8_t; using U = uint8_t; };
-struct TI32 { using S = int32_t; using U = uint32_t; };
-struct TU32 { using S = uint32_t; using U = uint32_t; };
-struct TI64 { using S = int64_t; using U = uint64_t; };
-struct TU64 { using S = uint64_t; using U = uint64_t; };
-struct TF32 { using S = float; };
-struct TF64 { using S = double; };
-struct TF16 { using S = uint16_t; };
-struct TBF16 { using S = uint16_t; };
-struct TE4M3 { using S = uint8_t; };
-struct TE5M2 { using S = uint8_t; };
+// kDtype: the ncclDataType_t value (kernel_choices.h, collKernelRuns).
+struct TI8 { using S = int8_t; using U = uint8_t; static constexpr int kDtype = 0; };
+struct TU8 { using S = uint8_t; using U = uint8_t; static constexpr int kDtype = 1; };
+struct TI32 { using S = int32_t; using U = uint32_t; static constexpr int kDtype = 2; };
+struct TU32 { using S = uint32_t; using U = uint32_t; static constexpr int kDtype = 3; };
+struct TI64 { using S = int64_t; using U = uint64_t; static constexpr int kDtype = 4; };
+struct TU64 { using S = uint64_t; using U = uint64_t; static constexpr int kDtype = 5; };
+struct TF32 { using S = float; static constexpr int kDtype = 7; };
+struct TF64 { using S = double; static constexpr int kDtype = 8; };
+struct TF16 { using S = uint16_t; static constexpr int kDtype = 6; };
+struct TBF16 { using S = uint16_t; static constexpr int kDtype = 9; };
+struct TE4M3 { using S = uint8_t; static constexpr int kDtype = 10; };
+struct TE5M2 { using S = uint8_t; static constexpr int kDtype = 11; };
 
 template <typename Tag> struct Math;  // add/mul/max/min/div on storage values
 
@@ -98,6 +99,7 @@ struct RedFn {
     if constexpr (Op == kOpSumPostDiv) return M::div(a, scalar);
     else return a;
   }
+  static constexpr int kOp = Op;
   static constexpr bool kHasPre = Op == kOpPreMulSum;
   static constexpr bool kHasPost = Op == kOpSumPostDiv;
 };

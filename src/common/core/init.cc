@@ -58,7 +58,8 @@ ncclResult_t allocDevice(ncclComm* comm, T** out, size_t count) {
 std::vector<const void*> launchedKernels() {
   std::vector<const void*> ks;
   for (int t = 0; t < ncclNumTypes; t++) {
-    if (const void* k = dev::collectiveKernel((ncclDataType_t)t)) ks.push_back(k);
+    for (int p = 0; p < dev::kNumProtos; p++)
+      if (const void* k = dev::collectiveKernel((ncclDataType_t)t, p)) ks.push_back(k);
     if (const void* k = dev::symmetricKernel((ncclDataType_t)t)) ks.push_back(k);
   }
   ks.push_back(dev::p2pKernel());

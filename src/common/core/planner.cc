@@ -11,6 +11,7 @@
 #include "common/core/one_rank.h"
 #include "common/core/tuning.h"
 #include "common/util/debug.h"
+#include "device/kernel_choices.h"
 #include "device/kernels.h"
 
 namespace uniccl {
@@ -175,13 +176,25 @@ void markProfiledWorks(ncclComm* comm) {
 }  // namespace
 
 // Splits the plan's works into kernel launches: consecutive collectives of
-// one datatype and kind (ring/tree or symmetric: separate kernels,
-// device/kernel.h) share a kernel; p2p items ride along with whatever
-// collective kernel comes last (every one but the symmetric runs them).
+// one datatype, kind (ring/tree or symmetric: separate kernels,
+// device/kernel.h) and, for ring/tree, protocol (a collective kernel per
+// protocol) share a kernel; p2p items ride along with whatever collective
+// kernel comes last (every one but the symmetric runs them).
 ncclResult_t planLaunches(LaunchPlan* plan) {
   const std::vector<dev::Work>& works = plan->works;
   const size_t nColl = plan->nColl;
   auto symmetric = [&](size_t i) { return works[i].c.algo == dev::kAlgoSymmetric; };
+  // The kernels have code only for what the tuner chooses (device/kernel_choices.h,
+  // collKernelRuns): an item outside it is a planner bug, never launched.
+  for (size_t i = 0; i < nColl; i++) {
+    const dev::Work& w = works[i];
+    if (!symmetric(i) && !dev::collKernelRuns(w.coll, w.c.algo, w.proto, w.c.redOp, w.c.dtype, w.c.exchange != 0)) {
+      WARN("Internal error: the kernels have no code for collective %d, algorithm %d, protocol %s, op %d, "
+           "datatype %s%s", (int)w.coll, (int)w.c.algo, protoName(w.proto), (int)w.c.redOp,
+           dataTypeName((ncclDataType_t)w.c.dtype), w.c.exchange ? " (exchange)" : "");
+      return ncclInternalError;
+    }
+  }
   size_t first = 0;
   while (first < works.size()) {
     size_t last = first + 1;
@@ -189,15 +202,22 @@ ncclResult_t planLaunches(LaunchPlan* plan) {
     if (first < nColl) {
       ncclDataType_t dt = (ncclDataType_t)works[first].c.dtype;
       const bool sym = symmetric(first);
-      kernel = sym ? dev::symmetricKernel(dt) : dev::collectiveKernel(dt);
+      const uint8_t proto = works[first].proto;
+      kernel = sym ? dev::symmetricKernel(dt) : dev::collectiveKernel(dt, proto);
       if (kernel == nullptr) {
-        WARN("This uniccl build has no kernels for datatype %s (built with -Dkernel_filter=%s); "
-             "rebuild with -Dkernel_filter=all", dataTypeName(dt), UNICCL_KERNEL_FILTER);
-        return ncclInvalidUsage;
+        if (sym || dev::collectiveKernel(dt, dev::kProtoSimple) == nullptr) {
+          WARN("This uniccl build has no kernels for datatype %s (built with -Dkernel_filter=%s); "
+               "rebuild with -Dkernel_filter=all", dataTypeName(dt), UNICCL_KERNEL_FILTER);
+          return ncclInvalidUsage;
+        }
+        WARN("Internal error: this uniccl build has no %s kernel for datatype %s", protoName(proto), dataTypeName(dt));
+        return ncclInternalError;
       }
-      while (last < works.size() && last - first < kMaxWorksPerLaunch &&
-             (last >= nColl ? !sym : works[last].c.dtype == works[first].c.dtype && symmetric(last) == sym))
-        last++;
+      auto joins = [&](size_t i) {
+        if (i >= nColl) return !sym;
+        return works[i].c.dtype == works[first].c.dtype && symmetric(i) == sym && (sym || works[i].proto == proto);
+      };
+      while (last < works.size() && last - first < kMaxWorksPerLaunch && joins(last)) last++;
     } else {
       kernel = dev::p2pKernel();
       last = std::min(works.size(), first + kMaxWorksPerLaunch);

@@ -38,6 +38,7 @@
 #include "common/gpu.h"
 #include "common/util/debug.h"
 #include "device/dev_types.h"
+#include "device/kernel_choices.h"
 #include "device/kernels.h"
 #include "device/small_float.h"
 
@@ -436,7 +437,7 @@ int main(int argc, char** argv) {
   gpus = std::max(1, std::min(gpus, nDev));
   if (colls.empty()) for (int c = 0; c < kNumColls; c++) colls.push_back(c);
   std::vector<int> typesBuilt;
-  for (int t = 0; t < kNumDataTypes; t++) if (collectiveKernel((ncclDataType_t)t)) typesBuilt.push_back(t);
+  for (int t = 0; t < kNumDataTypes; t++) if (collectiveKernel((ncclDataType_t)t, kProtoSimple)) typesBuilt.push_back(t);
   if (types.empty()) types = typesBuilt;
   printf("kernel harness: seed %llu, gpus %d, ranks", (unsigned long long)seed, gpus);
   for (int r : ranks) printf(" %d", r);
@@ -464,7 +465,8 @@ int main(int argc, char** argv) {
     HCHECK(gpu::setDevice(0));
     std::vector<const void*> ks = {p2pKernel()};
     for (int t : types)
-      if (const void* k = collectiveKernel((ncclDataType_t)t)) ks.push_back(k);
+      for (int p = 0; p < kNumProtos; p++)
+        if (const void* k = collectiveKernel((ncclDataType_t)t, p)) ks.push_back(k);
     for (const void* k : ks) {
       int b = 0;
       HCHECK(gpu::kernelResidentBlocks(k, kThreadsPerBlock, &b));
@@ -506,7 +508,7 @@ int main(int argc, char** argv) {
       char stage[96];
       snprintf(stage, sizeof stage, "R=%d type %s", R, kTypeNames[t]);
       guard.begin(stage, fab.abortHost);
-      const bool haveKernel = collectiveKernel((ncclDataType_t)t) != nullptr;
+      const bool haveKernel = collectiveKernel((ncclDataType_t)t, kProtoSimple) != nullptr;
       const int es = kTypeSize[t];
       // Build the cases of this (R, type).
       std::vector<Case> cases;
@@ -516,7 +518,10 @@ int main(int argc, char** argv) {
         std::vector<int> ops = {kOpSum};
         if (coll == kCollAllReduce || coll == kCollReduce || coll == kCollReduceScatter)
           ops = {kOpSum, kOpProd, kOpMax, kOpMin, kOpPreMulSum, kOpPreMulSum + 100, kOpSumPostDiv};
+        // The ops the host plans for this type only (kernel_choices.h, collKernelRuns).
+        if (coll != kCollP2p && !isIntegerDataType(t)) ops.erase(std::remove(ops.begin(), ops.end(), kOpSumPostDiv), ops.end());
         for (int proto : protos)
+          if (coll == kCollP2p || collectiveKernel((ncclDataType_t)t, proto) != nullptr)
           for (int nch = 1; nch <= kGrid; nch++)
             for (int opx : ops)
               for (int ip = 0; ip < 2; ip++) {
@@ -639,7 +644,9 @@ int main(int argc, char** argv) {
       // Launch in chunks of 1..16 items, cycling the three work storages:
       // inline arguments, a device array, a host-mapped FIFO ring that wraps.
       const bool allP2p = std::all_of(cases.begin(), cases.end(), [](const Case& c) { return c.coll == kCollP2p; });
-      const void* kernel = (allP2p || !haveKernel) ? p2pKernel() : collectiveKernel((ncclDataType_t)t);
+      // One collective kernel per protocol: a launch's collective items share
+      // one (p2p items ride along with any).
+      const void* kernel = (allP2p || !haveKernel) ? p2pKernel() : collectiveKernel((ncclDataType_t)t, kProtoSimple);
       bool pdl = false;   // programmatic launches possible (every GPU of the fabric is alike)
       HCHECK(gpu::programmaticLaunchSupported(kernel, &pdl));
       const size_t nItems = cases.size();
@@ -662,6 +669,14 @@ int main(int argc, char** argv) {
         size_t k = std::min(nItems - at, (size_t)(1 + rng.range(16)));
         mode = (mode + 1) % 3;
         if (mode == 0) k = std::min(k, (size_t)kMaxInlineWorks);
+        int chunkProto = -1;
+        for (size_t i = 0; i < k; i++) {
+          const Case& c = cases[at + i];
+          if (c.coll == kCollP2p) continue;
+          if (chunkProto < 0) chunkProto = c.proto;
+          else if (c.proto != chunkProto) { k = i; break; }
+        }
+        const void* chunkKernel = chunkProto < 0 ? kernel : collectiveKernel((ncclDataType_t)t, chunkProto);
         for (int r = 0; r < R; r++) {
           KernelArgs a;
           memset(&a, 0, sizeof(a));
@@ -688,7 +703,7 @@ int main(int argc, char** argv) {
           a.releaseEarly = (uint32_t)rng.range(2);
           // Only the last launch records the event waitAll() polls (an event
           // record between two kernels may keep the second from starting early).
-          HCHECK(gpu::launchKernel(kernel, cfg, args, at + k == nItems ? fab.events[r] : nullptr));
+          HCHECK(gpu::launchKernel(chunkKernel, cfg, args, at + k == nItems ? fab.events[r] : nullptr));
         }
         at += k;
       }

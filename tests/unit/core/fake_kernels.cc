@@ -5,12 +5,12 @@
 
 namespace uniccl::dev {
 namespace {
-char gCollKernels[ncclNumTypes];
+char gCollKernels[ncclNumTypes][3];   // [type][protocol]
 char gSymKernels[ncclNumTypes];
 char gP2pKernel;
 }  // namespace
-const void* collectiveKernel(ncclDataType_t type) {
-  return (int)type >= 0 && (int)type < ncclNumTypes ? &gCollKernels[type] : nullptr;
+const void* collectiveKernel(ncclDataType_t type, int proto) {
+  return (int)type >= 0 && (int)type < ncclNumTypes && proto >= 0 && proto < 3 ? &gCollKernels[type][proto] : nullptr;
 }
 const void* symmetricKernel(ncclDataType_t type) {
   return (int)type >= 0 && (int)type < ncclNumTypes ? &gSymKernels[type] : nullptr;

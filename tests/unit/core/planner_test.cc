@@ -102,13 +102,15 @@ TEST_F(Planner, GroupsWorksIntoLaunchesByDatatype) {
   ASSERT_EQ(p.launches.size(), 3u);
   EXPECT_EQ(p.launches[0].firstWork, 0u);
   EXPECT_EQ(p.launches[0].nWorks, 2u);
-  EXPECT_EQ(p.launches[0].kernel, dev::collectiveKernel(ncclFloat32));
+  // Small collectives: all on LL, one kernel per datatype and protocol.
+  for (size_t i = 0; i < 4; i++) EXPECT_EQ(p.works[i].proto, dev::kProtoLL) << "work " << i;
+  EXPECT_EQ(p.launches[0].kernel, dev::collectiveKernel(ncclFloat32, dev::kProtoLL));
   EXPECT_EQ(p.launches[1].firstWork, 2u);
   EXPECT_EQ(p.launches[1].nWorks, 1u);
-  EXPECT_EQ(p.launches[1].kernel, dev::collectiveKernel(ncclBfloat16));
+  EXPECT_EQ(p.launches[1].kernel, dev::collectiveKernel(ncclBfloat16, dev::kProtoLL));
   EXPECT_EQ(p.launches[2].firstWork, 3u);
   EXPECT_EQ(p.launches[2].nWorks, 2u);   // the last AllReduce and the p2p item
-  EXPECT_EQ(p.launches[2].kernel, dev::collectiveKernel(ncclFloat32));
+  EXPECT_EQ(p.launches[2].kernel, dev::collectiveKernel(ncclFloat32, dev::kProtoLL));
   for (const KernelLaunch& L : p.launches) {
     unsigned grid = 0;
     for (uint32_t i = L.firstWork; i < L.firstWork + L.nWorks; i++)
@@ -580,15 +582,15 @@ TEST(PlanLaunches, SymmetricWorksGetTheirOwnKernels) {
   ASSERT_EQ(planLaunches(&plan), ncclSuccess);
   ASSERT_EQ(plan.launches.size(), 4u);
   const struct { uint32_t first, n; const void* kernel; unsigned grid; } want[] = {
-      {0, 1, dev::collectiveKernel(ncclFloat32), 2}, {1, 2, dev::symmetricKernel(ncclFloat32), 4},
-      {3, 1, dev::symmetricKernel(ncclBfloat16), 4}, {4, 2, dev::collectiveKernel(ncclFloat32), 2}};
+      {0, 1, dev::collectiveKernel(ncclFloat32, dev::kProtoLL), 2}, {1, 2, dev::symmetricKernel(ncclFloat32), 4},
+      {3, 1, dev::symmetricKernel(ncclBfloat16), 4}, {4, 2, dev::collectiveKernel(ncclFloat32, dev::kProtoLL), 2}};
   for (size_t i = 0; i < 4; i++) {
     EXPECT_EQ(plan.launches[i].firstWork, want[i].first) << i;
     EXPECT_EQ(plan.launches[i].nWorks, want[i].n) << i;
     EXPECT_EQ(plan.launches[i].kernel, want[i].kernel) << i;
     EXPECT_EQ(plan.launches[i].grid, want[i].grid) << i;
   }
-  EXPECT_NE(dev::symmetricKernel(ncclFloat32), dev::collectiveKernel(ncclFloat32));
+  EXPECT_NE(dev::symmetricKernel(ncclFloat32), dev::collectiveKernel(ncclFloat32, dev::kProtoLL));
 
   // A symmetric collective last: the p2p items go to the p2p kernel.
   LaunchPlan tail;
@@ -601,6 +603,57 @@ TEST(PlanLaunches, SymmetricWorksGetTheirOwnKernels) {
   EXPECT_EQ(tail.launches[1].kernel, dev::p2pKernel());
   EXPECT_EQ(tail.launches[1].firstWork, 1u);
   EXPECT_EQ(tail.launches[1].nWorks, 2u);
+}
+
+// One collective kernel per datatype and protocol (device/kernel_coll.in):
+// a protocol change starts a launch on the other protocol's kernel, and p2p
+// items ride with the last one.
+TEST(PlanLaunches, EachProtocolRunsOnItsOwnKernel) {
+  auto coll = [](uint8_t proto) {
+    dev::Work w{};
+    w.coll = dev::kCollAllReduce;
+    w.c.dtype = (uint8_t)ncclFloat32;
+    w.c.algo = dev::kAlgoRing;
+    w.proto = proto;
+    return w;
+  };
+  dev::Work p2p{};
+  p2p.coll = dev::kCollP2p;
+  LaunchPlan plan;
+  plan.works = {coll(dev::kProtoLL), coll(dev::kProtoLL), coll(dev::kProtoSimple), coll(dev::kProtoLL128), p2p};
+  plan.nColl = 4;
+  ASSERT_EQ(planLaunches(&plan), ncclSuccess);
+  ASSERT_EQ(plan.launches.size(), 3u);
+  const struct { uint32_t first, n; int proto; } want[] = {
+      {0, 2, dev::kProtoLL}, {2, 1, dev::kProtoSimple}, {3, 2, dev::kProtoLL128}};
+  for (size_t i = 0; i < 3; i++) {
+    EXPECT_EQ(plan.launches[i].firstWork, want[i].first) << i;
+    EXPECT_EQ(plan.launches[i].nWorks, want[i].n) << i;
+    EXPECT_EQ(plan.launches[i].kernel, dev::collectiveKernel(ncclFloat32, want[i].proto)) << i;
+  }
+}
+
+// The kernels carry code only for what the tuner chooses (dev_types.h,
+// collKernelRuns): an item outside that set is refused, never launched.
+TEST(PlanLaunches, RefusesItemsTheKernelsHaveNoCodeFor) {
+  dev::Work w{};
+  w.coll = dev::kCollAllReduce;
+  w.c.dtype = (uint8_t)ncclFloat32;
+  w.c.algo = dev::kAlgoRing;
+  w.proto = dev::kProtoSimple;
+  w.c.exchange = 1;   // the exchange AllReduce runs on LL only
+  LaunchPlan plan;
+  plan.works = {w};
+  plan.nColl = 1;
+  EXPECT_EQ(planLaunches(&plan), ncclInternalError);
+  EXPECT_TRUE(plan.launches.empty());
+  w.c.exchange = 0;
+  w.c.redOp = dev::kOpSumPostDiv;   // ncclAvg over floats is a PreMulSum
+  plan.works = {w};
+  EXPECT_EQ(planLaunches(&plan), ncclInternalError);
+  w.c.dtype = (uint8_t)ncclInt32;
+  plan.works = {w};
+  EXPECT_EQ(planLaunches(&plan), ncclSuccess);
 }
 
 

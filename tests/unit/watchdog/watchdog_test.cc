@@ -491,8 +491,11 @@ TEST_F(WatchdogThread, TimeoutAbortsTheComm) {
   ASSERT_EQ(watchdogRegister(comm.get(), 60), ncclSuccess);
   EXPECT_TRUE(watchdogStatsForTesting().threadRunning);
   ASSERT_EQ(launch(42), ncclSuccess);
-  kernelStarts(lastId);                             // it starts, never ends
+  // Read before the kernel starts: the watchdog times the launch from a
+  // poll that saw it running, which a preempted test thread could
+  // otherwise read the clock after (then less than the timeout measures).
   auto started = std::chrono::steady_clock::now();
+  kernelStarts(lastId);                             // it starts, never ends
   ASSERT_TRUE(waitFor([&] { return comm->asyncError.load() != ncclSuccess; }, 5000));
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   EXPECT_GE(ms, 55.0);                              // not before the timeout

@@ -1,0 +1,31 @@
+// What the collective kernels carry code for, shared by the kernels (which
+// instantiate nothing else) and the planner (which plans nothing else).
+#pragma once
+
+#include "device/dev_types.h"
+
+namespace uniccl::dev {
+
+// Datatypes 0..5 (ncclInt8 .. ncclUint64) are integers: ncclAvg over them
+// is a sum then a division (kOpSumPostDiv); over the others a PreMulSum.
+constexpr bool isIntegerDataType(int dtype) { return dtype >= 0 && dtype <= 5; }
+
+// Which ring/tree collective items the collective kernels carry code for
+// (one kernel per datatype and protocol: device/kernel_coll.in). The host
+// plans only items for which this holds (core/planner.cc checks every one),
+// and the kernels instantiate nothing else, so no compile time goes to
+// combinations the host can never choose:
+//  - the 2-rank exchange AllReduce runs on LL only (tuning.cc: exchange
+//    needs LL);
+//  - kOpSumPostDiv is ncclAvg over integers only (core/redop.cc);
+//  - the tree is AllReduce's alone.
+constexpr bool collKernelRuns(int coll, int algo, int proto, int op, int dtype, bool exchange) {
+  if (coll == kCollP2p || algo == kAlgoSymmetric || proto < 0 || proto >= kNumProtos) return false;
+  if (coll != kCollAllReduce && (algo != kAlgoRing || exchange)) return false;
+  if (exchange && (proto != kProtoLL || algo != kAlgoRing)) return false;
+  const bool reducing = coll == kCollAllReduce || coll == kCollReduce || coll == kCollReduceScatter;
+  if (reducing && op == kOpSumPostDiv && !isIntegerDataType(dtype)) return false;
+  return !reducing || (op >= kOpSum && op <= kOpSumPostDiv);
+}
+
+}  // namespace uniccl::dev
