@@ -157,7 +157,7 @@ ncclResult_t vmmQuery(int dev, VmmInfo* info);
 // exportable as a file descriptor where VmmInfo::fdExport says so; memory
 // peers may poll when `polled` (only where VmmInfo::polled; else a WARN and
 // ncclInvalidUsage, never ordinary memory instead).
-ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev, bool polled);
+ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev, bool polled = false);
 // Drops this reference; the memory goes when no handle and no mapping holds it.
 ncclResult_t memRelease(MemHandle handle);
 // A new file descriptor for the handle (the caller closes it).
