@@ -125,19 +125,24 @@ TEST_F(StaleHandle, AfterDestroyOnAnotherThread) {
   int n = 0;
   ncclResult_t before = ncclInternalError, after = ncclInternalError;
   std::string afterText;
-  bool destroyed = false;
+  bool used = false, destroyed = false;
   std::mutex m;
   std::condition_variable cv;
   std::thread user([&] {
-    before = ncclCommCount(dead, &n);
+    ncclResult_t first = ncclCommCount(dead, &n);
     std::unique_lock<std::mutex> lock(m);
+    before = first;
+    used = true;
+    cv.notify_all();
     cv.wait(lock, [&] { return destroyed; });
     after = ncclCommCount(dead, &n);
     afterText = ncclGetLastError(nullptr);
   });
-  // Destroy once the thread has used the comm (its first call is done when
-  // it waits on the condition variable).
-  for (int i = 0; i < 10000 && before == ncclInternalError; i++) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Destroy once the thread has used the comm.
+  {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return used; });
+  }
   ASSERT_EQ(ncclCommDestroy(dead), ncclSuccess);
   comms[0] = nullptr;
   {
