@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Prints the ninja targets one meson test suite needs, one per line.
 
-  suite_targets.py BUILD_DIR SUITE
+  suite_targets.py BUILD_DIR SUITE [--exclude OTHER_SUITE ...]
 
 A build directory that only runs a suite (the sanitizer tiers of
 ci/test.sh) builds these instead of everything: the tests' executables,
@@ -23,7 +23,14 @@ def introspect(build, what):
 
 def main():
     build, suite = os.path.realpath(sys.argv[1]), sys.argv[2]
-    tests = [t for t in introspect(build, "--tests") if any(s.split(":")[-1] == suite for s in t["suite"])]
+    rest = sys.argv[3:]
+    excluded = {rest[i + 1] for i in range(len(rest) - 1) if rest[i] == "--exclude"}
+
+    def in_suite(t, name):
+        return any(s.split(":")[-1] == name for s in t["suite"])
+
+    tests = [t for t in introspect(build, "--tests")
+             if in_suite(t, suite) and not any(in_suite(t, x) for x in excluded)]
     by_id = {t["id"]: t["filename"] for t in introspect(build, "--targets")}
     known = set()
     for line in subprocess.run(["ninja", "-C", build, "-t", "targets", "all"], check=True, capture_output=True,
