@@ -24,6 +24,10 @@ default_filter=f32,bf16
 nvidia-smi -L >/dev/null 2>&1 && default_filter=all
 filter=${UNICCL_KERNEL_FILTER:-$default_filter}
 jobs=${UNICCL_JOBS:-$(nproc)}
+# The per-test ThreadSanitizer builds (*-tsan) only where the TSan tier below
+# does not run: it runs the same tests on a wholly instrumented build.
+tsan_tests=false
+[ "${UNICCL_SKIP_SANITIZERS:-0}" = 1 ] && tsan_tests=true
 build=${UNICCL_BUILD_DIR:-$root/build}
 summary=()
 
@@ -72,7 +76,7 @@ else
 fi
 
 echo "=== cuda build (kernels: $filter) ==="
-if configure "$build/cuda" -Dgpu_backend=cuda -Dkernel_filter="$filter" -Dnccl_home="$nccl_home" \
+if configure "$build/cuda" -Dgpu_backend=cuda -Dkernel_filter="$filter" -Dnccl_home="$nccl_home" -Dtsan_tests=$tsan_tests \
    && ninja -C "$build/cuda" -j "$jobs"; then
   run_suite cuda-unit "$build/cuda" unit || status=1
   if nvidia-smi -L >/dev/null 2>&1; then run_suite cuda-gpu "$build/cuda" gpu || status=1; fi
@@ -141,7 +145,7 @@ elif [ "${UNICCL_SKIP_HIP:-0}" != 1 ]; then
   # port layer's code for all four. Every link line names the targets
   # (meson.build), so hipcc never asks for this machine's GPUs. The HIP build
   # also proves the benchmarks build without MPI.
-  if CXX=hipcc configure "$build/hip" -Dgpu_backend=hip -Dkernel_filter="$filter" -Dmpi=disabled \
+  if CXX=hipcc configure "$build/hip" -Dgpu_backend=hip -Dkernel_filter="$filter" -Dmpi=disabled -Dtsan_tests=$tsan_tests \
      -Dgpu_archs=gfx90a -Dgpu_check_archs=gfx940,gfx1030,gfx1100 \
      && ninja -C "$build/hip" -j "$jobs"; then
     # The emulator's runs are the CUDA tier's (the same single-source code).

@@ -39,4 +39,9 @@ ncclResult_t runOnLaunchHelpers(int n, HelperJob job, void* ctx);
 // Jobs that ran on a helper thread so far in this process (tests, benchmarks).
 uint64_t launchHelperJobs();
 
+// How often a helper went to sleep, and woke from it, so far in this process
+// (tests wait for these states instead of assuming how fast threads run).
+uint64_t launchHelperSleeps();
+uint64_t launchHelperWakeups();
+
 }  // namespace uniccl

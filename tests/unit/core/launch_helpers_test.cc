@@ -23,11 +23,28 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How long a test waits for another thread to get somewhere: a minute, far
+// past what any machine needs (a thread runs within milliseconds), so that
+// no verdict depends on the machine's speed or load.
+constexpr std::chrono::milliseconds kPatience(60000);
+
 // Waits until `flag` is set, at most `limit`; true if it was.
 bool waitFor(const std::atomic<bool>& flag, std::chrono::milliseconds limit) {
   const auto end = Clock::now() + limit;
-  while (!flag.load(std::memory_order_acquire))
+  while (!flag.load(std::memory_order_acquire)) {
     if (Clock::now() > end) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// Waits until `count()` reaches `target`, at most kPatience.
+bool waitForCount(uint64_t (*count)(), uint64_t target) {
+  const auto end = Clock::now() + kPatience;
+  while (count() < target) {
+    if (Clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return true;
 }
 
@@ -62,18 +79,18 @@ struct OverlapJobs {
     if (i == 0) {
       o->helperStarted.store(true, std::memory_order_release);
     } else {
-      o->overlapped = waitFor(o->helperStarted, std::chrono::milliseconds(5000));
+      o->overlapped = waitFor(o->helperStarted, kPatience);
     }
     return ncclSuccess;
   }
 };
 
+// The tests below but the sleeping one run with a helper spin window of ten
+// minutes (tests/unit/core/meson.build): a helper never falls asleep between
+// two groups however slowly the machine runs them.
 TEST(LaunchHelpers, PostedJobRunsOnAnotherThreadAtTheSameTime) {
-  // The helper may have gone to sleep since the previous test (its spin
-  // window is 1 ms; sanitizer builds are slow): a first group wakes it, the
-  // next one finds it free.
-  CountingJobs wake(2);
-  ASSERT_EQ(runOnLaunchHelpers(2, CountingJobs::run, &wake), ncclSuccess);
+  CountingJobs first(2);   // starts the helper
+  ASSERT_EQ(runOnLaunchHelpers(2, CountingJobs::run, &first), ncclSuccess);
   OverlapJobs o;
   const uint64_t before = launchHelperJobs();
   ASSERT_EQ(runOnLaunchHelpers(2, OverlapJobs::run, &o), ncclSuccess);
@@ -83,11 +100,14 @@ TEST(LaunchHelpers, PostedJobRunsOnAnotherThreadAtTheSameTime) {
   EXPECT_EQ(launchHelperJobs(), before + 1);
 }
 
-TEST(LaunchHelpers, SleepingHelperLeavesTheJobToTheCallerAndWakesForTheNextGroup) {
+// Run on its own with the default 1 ms spin window (meson.build): it waits
+// until the helper is asleep and until it woke, instead of assuming how long
+// either takes.
+TEST(LaunchHelpersAsleep, SleepingHelperLeavesTheJobToTheCallerAndWakesAfterTheGroup) {
+  const uint64_t sleeps = launchHelperSleeps(), wakeups = launchHelperWakeups();
   CountingJobs warm(2);
   ASSERT_EQ(runOnLaunchHelpers(2, CountingJobs::run, &warm), ncclSuccess);
-  // Well past UNICCL_LAUNCH_HELPER_SPIN_US (1000 us by default): asleep.
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(waitForCount(launchHelperSleeps, sleeps + 1)) << "the helper never went to sleep";
   struct Where {
     std::thread::id ranOn[2];
     static ncclResult_t run(void* ctx, int i) {
@@ -97,11 +117,8 @@ TEST(LaunchHelpers, SleepingHelperLeavesTheJobToTheCallerAndWakesForTheNextGroup
   } where;
   ASSERT_EQ(runOnLaunchHelpers(2, Where::run, &where), ncclSuccess);
   EXPECT_EQ(where.ranOn[0], std::this_thread::get_id()) << "a sleeping helper must not be waited for";
-  // The caller woke it after the group: the next group's job 0 goes to it.
-  OverlapJobs o;
-  ASSERT_EQ(runOnLaunchHelpers(2, OverlapJobs::run, &o), ncclSuccess);
-  EXPECT_TRUE(o.overlapped);
-  EXPECT_NE(o.ranOn[0], std::this_thread::get_id());
+  EXPECT_EQ(where.ranOn[1], std::this_thread::get_id());
+  EXPECT_TRUE(waitForCount(launchHelperWakeups, wakeups + 1)) << "the caller did not wake the helper after the group";
 }
 
 struct FailingJobs {
@@ -138,7 +155,7 @@ struct ThrowingJobs {
   static ncclResult_t run(void* ctx, int i) {
     auto* t = static_cast<ThrowingJobs*>(ctx);
     if (i == 1) {   // the caller's: holds the group until the helper took job 0
-      waitFor(t->helperStarted, std::chrono::milliseconds(5000));
+      waitFor(t->helperStarted, kPatience);
       return ncclSuccess;
     }
     t->onHelper = std::this_thread::get_id() != t->caller;
@@ -150,7 +167,7 @@ struct ThrowingJobs {
 
 TEST(LaunchHelpers, ThrowingJobOnAHelperFailsTheGroup) {
   for (int rep = 0; rep < 5; rep++) {
-    CountingJobs wake(2);   // the helper may be asleep: the first group wakes it
+    CountingJobs wake(2);   // a group before: the helper is started and free
     ASSERT_EQ(runOnLaunchHelpers(2, CountingJobs::run, &wake), ncclSuccess);
     ThrowingJobs t;
     clearLastError();

@@ -99,17 +99,40 @@ TEST(WindowExchange, SquatterOnPredictableNamesChangesNothing) {
       snprintf(name, sizeof(name), "uniccl-win-%016" PRIx64 "-%d-%d", kHash, rank, seq);
       ASSERT_EQ(squatters[rank * 2 + seq].listen(name), ncclSuccess);
     }
-  ncclUniqueId id;
-  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  for (uint64_t seq = 0; seq < 2; seq++) {
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) _exit(exchangeAsRank(id, 1, seq));
-    EXPECT_EQ(exchangeAsRank(id, 0, seq), 0) << "registration " << seq;
+  // Both rank-1 processes are forked before this process starts any thread
+  // (the bootstrap root is one): a child forked from a multi-threaded parent
+  // may inherit a lock another thread held (a sanitizer's allocator lock,
+  // for one) and hang in its first allocation. Each child reads its round's
+  // id from a pipe.
+  constexpr int kRounds = 2;
+  pid_t pids[kRounds];
+  int idPipes[kRounds][2];
+  for (int seq = 0; seq < kRounds; seq++) {
+    ASSERT_EQ(pipe(idPipes[seq]), 0);
+    pids[seq] = fork();
+    ASSERT_GE(pids[seq], 0);
+    if (pids[seq] == 0) {
+      for (int k = 0; k <= seq; k++) close(idPipes[k][1]);   // EOF, not a hang, if the parent fails
+      ncclUniqueId id;
+      size_t have = 0;
+      while (have < sizeof(id)) {
+        const ssize_t n = read(idPipes[seq][0], reinterpret_cast<char*>(&id) + have, sizeof(id) - have);
+        if (n <= 0) _exit(10);
+        have += (size_t)n;
+      }
+      _exit(exchangeAsRank(id, 1, (uint64_t)seq));
+    }
+    close(idPipes[seq][0]);
+  }
+  for (int seq = 0; seq < kRounds; seq++) {
+    ncclUniqueId id;   // a fresh bootstrap root for each round
+    ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+    ASSERT_EQ(write(idPipes[seq][1], &id, sizeof(id)), (ssize_t)sizeof(id));
+    close(idPipes[seq][1]);
+    EXPECT_EQ(exchangeAsRank(id, 0, (uint64_t)seq), 0) << "registration " << seq;
     int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_EQ(waitpid(pids[seq], &status, 0), pids[seq]);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank 1, registration " << seq << ": " << status;
-    ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);   // a fresh bootstrap root for the next round
   }
   fake::reset();
 }
