@@ -25,7 +25,7 @@ constexpr int kSteps = 8;               // slots per connection (NCCL_STEPS)
 #if defined(UNICCL_DEV_CPU) && defined(UNICCL_EMU_WAVE) && UNICCL_EMU_WAVE == 64
 constexpr int kThreadsPerBlock = 128;   // the emulator's wave64 build: half a block is one wavefront
 #elif defined(UNICCL_DEV_CPU)
-constexpr int kThreadsPerBlock = 64;    // the CPU emulator: each thread is an OS thread
+constexpr int kThreadsPerBlock = 64;    // the CPU emulator: each thread is a fiber (tests/emu/emu_fiber.h)
 #else
 constexpr int kThreadsPerBlock = 512;   // every collective block runs this many
 #endif

@@ -7,7 +7,7 @@
 // Included by host-only code too (the test harness reuses the float
 // conversions): without a device compiler only UNICCL_HD is defined.
 // With -DUNICCL_DEV_CPU and no device compiler, port_cpu.h provides the
-// same functions for the CPU emulator (each GPU thread an OS thread).
+// same functions for the CPU emulator (each GPU thread a fiber, each block an OS thread).
 #pragma once
 
 #include <cstdint>

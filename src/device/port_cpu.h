@@ -1,5 +1,8 @@
 // The CPU port of port.h: the kernels compiled as plain C++ (-DUNICCL_DEV_CPU)
-// where every GPU thread of a block is an OS thread. The emulator in
+// where every GPU thread of a block is a fiber, a user-level thread that
+// runs until it waits (a barrier, a polling load) and then lets the next
+// one of its block run; each block runs on an OS thread of its own, so
+// blocks, ranks and host threads run at once as on a GPU. The emulator in
 // tests/emu runs them under an emulated GPU backend, so the whole library
 // (bootstrap, transports, proxy and network, planner, kernels) is tested end
 // to end on machines without a GPU. It proves the algorithms' logic (step
@@ -138,9 +141,10 @@ UDEV Pack16 loadLLLine(const Pack16* p) { return loadVolatile16(p); }
 
 // LL128 (device/port.h says what the GPU guarantees: a warp's 128-byte
 // line store lands as one unit, and a reader that sees a line's flag sees
-// its data). The emulated lanes are OS threads, so the line is made whole
-// by ordering instead: the 8 lanes of the line store their words, meet
-// (emuLaneSync: a mutex, so their stores happen before what follows), and
+// its data). The emulated lanes run one after another, switching where
+// they wait, so the line is made whole by ordering instead: the 8 lanes
+// of the line store their words, meet (emuLaneSync: their stores happen
+// before what follows), and
 // the flag lane then stores the flag with release. Every lane reads its
 // line's flag itself, with acquire, and only then its own words: a lane
 // that sees the flag sees the whole line, never a line torn between two
@@ -200,7 +204,7 @@ UDEV void barrierSub(int /*id*/, int nthreads, SubBarrierState* st) { barrierSub
 UDEV void waitPriorGrids() {}
 UDEV void releaseDependentGrids() {}
 
-UDEV void sleepBrief() { sched_yield(); }
+UDEV void sleepBrief() { emuPoll(); }   // the next emulated thread runs
 UDEV void spinPause() {}   // the polling loads yield already (emuPoll)
 
 UDEV uint64_t globalTimer() {

@@ -32,7 +32,7 @@ struct SubBarrierState {
 // wavefront: without it a lane still before the barrier (its stores not yet
 // made) counts as arrived. On AMD hardware the lanes are one instruction
 // stream, so it costs nothing there (a compiler barrier); where lanes run
-// on their own (the emulator's OS threads) it is the wavefront's real
+// on their own (the emulator's fibers) it is the wavefront's real
 // meeting point.
 UDEV void barrierSubWaves(int nthreads, SubBarrierState* st) {
   static_assert(kWarpSize == 32 || kWarpSize == 64, "wavefronts are 32 or 64 lanes");

@@ -1,21 +1,23 @@
-// Kernel runner of the CPU emulator: one OS thread per GPU thread, a block's
-// shared memory and barriers in a context all its threads point to.
+// Kernel runner of the CPU emulator: each block on an OS thread of its own,
+// its emulated GPU threads fibers on it (emu_fiber.h) that switch where a
+// GPU thread would wait: at barriers and in polling loops. A block's shared
+// memory, barriers and votes live in a context its fibers point to; as they
+// all run on one OS thread, none of it needs a lock.
 #include "emu_runtime.h"
 
 #include <sched.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "device/dev_types.h"
 #include "device/port.h"
+#include "emu_fiber.h"
 #include "emu_gpu.h"
 
 namespace uniccl::dev {
@@ -26,35 +28,39 @@ thread_local EmuDim3 blockDim{0, 0, 0};
 
 namespace {
 
-// A reusable barrier for `n` threads (generation counting, blocking).
+using KernelFn = void (*)(KernelArgs);
+
+// A barrier of `n` fibers of one block (generation counting).
 struct Barrier {
-  std::mutex mu;
-  std::condition_variable cv;
   int arrived = 0;
   uint64_t generation = 0;
-  void wait(int n) {
-    std::unique_lock<std::mutex> lk(mu);
-    const uint64_t gen = generation;
-    if (++arrived == n) {
-      arrived = 0;
-      generation++;
-      cv.notify_all();
-      return;
-    }
-    cv.wait(lk, [&] { return generation != gen; });
-  }
 };
 
 constexpr size_t kSharedBytes = 16 << 10;   // BlockShared is well under this
 // Blocks of the sizes launches ask for (runSizedCpuKernel: kernels of Device
-// API tests): whole wavefronts, at most this many OS threads.
+// API tests): whole wavefronts, at most this many emulated threads.
 constexpr unsigned kMaxBlockThreads = 1024;
+
+struct BlockContext;
+
+// One emulated GPU thread.
+struct EmuThread {
+  BlockContext* block = nullptr;
+  std::unique_ptr<emu::Fiber> fiber;
+  unsigned votes = 0;   // emuLaneAny calls of this thread (its lanes make as many)
+  // Blocked in a barrier until *waitWord != waitValue (null: runnable).
+  const uint64_t* waitWord = nullptr;
+  uint64_t waitValue = 0;
+  bool polled = false;   // it gave way in a polling loop (no progress of its own)
+  bool done = false;
+};
 
 struct BlockContext {
   explicit BlockContext(unsigned nthreads)
       : waves(new Barrier[nthreads / kWarpSize]), lanes(new Barrier[nthreads]),
-        votes(new std::atomic<unsigned>[3 * (size_t)nthreads]) {
+        votes(new std::atomic<unsigned>[3 * (size_t)nthreads]), threads(nthreads) {
     for (unsigned i = 0; i < 3 * nthreads; i++) votes[i].store(0, std::memory_order_relaxed);
+    memset(shared, 0, sizeof(shared));
   }
   alignas(64) unsigned char shared[kSharedBytes];
   Barrier barriers[16];   // bar.sync ids 0..15
@@ -62,24 +68,88 @@ struct BlockContext {
   // Aligned groups of 2, 4, ... kWarpSize / 2 lanes (emuLaneSync): the groups
   // of 2^k lanes from index nthreads - 2 * nthreads / 2^k (fewer than nthreads in all).
   std::unique_ptr<Barrier[]> lanes;
-  // emuLaneAny's vote words, three per lane group (indexed as `lanes`).
+  // emuLaneAny's vote words, three per lane group (indexed as `lanes`). Atomic
+  // although one OS thread runs the block: the kernels' code is compiled
+  // as for threads that run at once.
   std::unique_ptr<std::atomic<unsigned>[]> votes;
+  std::vector<EmuThread> threads;
+  emu::Fiber* scheduler = nullptr;   // the OS thread's own context
+  KernelFn fn = nullptr;
+  KernelArgs args;
 };
 
 thread_local BlockContext* tBlock = nullptr;
-thread_local unsigned tPolls = 0;
-thread_local unsigned tVotes = 0;   // emuLaneAny calls of this thread (its lanes make as many)
+thread_local EmuThread* tThread = nullptr;
+
+// Back to the block's scheduler; it resumes this fiber when its turn (and,
+// when blocked, its barrier) comes.
+void giveWay() { emu::Fiber::switchTo(tThread->fiber.get(), tBlock->scheduler); }
+
+void barrierWait(Barrier& b, int n) {
+  const uint64_t gen = b.generation;
+  if (++b.arrived == n) {
+    b.arrived = 0;
+    b.generation++;
+    return;
+  }
+  tThread->waitWord = &b.generation;
+  tThread->waitValue = gen;
+  giveWay();
+}
+
+void threadMain(void* p) {
+  EmuThread* t = static_cast<EmuThread*>(p);
+  t->block->fn(t->block->args);
+  t->done = true;
+  emu::Fiber::finishTo(t->fiber.get(), t->block->scheduler);
+}
+
+// Runs every thread of `b` round-robin on the calling OS thread until all
+// ended. A round in which every runnable fiber only polled hands the CPU
+// to other OS threads (other blocks, other ranks, proxies, stream workers),
+// which are what the pollers wait for.
+void runBlock(BlockContext* b, unsigned blockIndex, unsigned nthreads) {
+  tBlock = b;
+  blockIdx = {blockIndex, 0, 0};
+  blockDim = {nthreads, 1, 1};
+  b->scheduler = emu::Fiber::forThisThread();
+  for (EmuThread& t : b->threads) {
+    t.block = b;
+    t.fiber = std::make_unique<emu::Fiber>(&threadMain, &t);
+  }
+  unsigned alive = nthreads;
+  while (alive > 0) {
+    bool progress = false;
+    for (unsigned i = 0; i < nthreads; i++) {
+      EmuThread& t = b->threads[i];
+      if (t.done) continue;
+      if (t.waitWord) {
+        if (*t.waitWord == t.waitValue) continue;
+        t.waitWord = nullptr;
+      }
+      tThread = &t;
+      threadIdx = {i, 0, 0};
+      t.polled = false;
+      emu::Fiber::switchTo(b->scheduler, t.fiber.get());
+      if (t.done) alive--;
+      if (!t.polled) progress = true;
+    }
+    if (!progress) sched_yield();
+  }
+  tThread = nullptr;
+  tBlock = nullptr;
+  for (EmuThread& t : b->threads) t.fiber.reset();
+}
 
 }  // namespace
 
 void* emuBlockShared() { return tBlock->shared; }
 
-void emuBarrier(int id, int nthreads) {
-  // Memory effects before the barrier are visible after it: the mutex orders them.
-  tBlock->barriers[id & 15].wait(nthreads);
-}
+// Memory effects before the barrier are visible after it: the block's
+// fibers run on one OS thread, and a switch is an opaque call.
+void emuBarrier(int id, int nthreads) { barrierWait(tBlock->barriers[id & 15], nthreads); }
 
-void emuWaveSync() { tBlock->waves[threadIdx.x / kWarpSize].wait(kWarpSize); }
+void emuWaveSync() { barrierWait(tBlock->waves[threadIdx.x / kWarpSize], kWarpSize); }
 
 // The aligned group of n lanes (a power of two up to the wavefront) that
 // holds this thread meets, as the lanes of a GPU's tile do in lockstep.
@@ -88,7 +158,7 @@ void emuLaneSync(int n) {
   if (n >= kWarpSize) return emuWaveSync();
   const unsigned nthreads = blockDim.x;
   const unsigned base = nthreads - 2 * nthreads / (unsigned)n;
-  tBlock->lanes[base + threadIdx.x / (unsigned)n].wait(n);
+  barrierWait(tBlock->lanes[base + threadIdx.x / (unsigned)n], n);
 }
 
 // Any of the aligned group of n lanes (a power of two below the wavefront)
@@ -100,19 +170,24 @@ bool emuLaneAny(int n, bool b) {
   const unsigned nthreads = blockDim.x;
   const unsigned base = nthreads - 2 * nthreads / (unsigned)n;
   const unsigned g = base + threadIdx.x / (unsigned)n;
-  const unsigned k = tVotes++ % 3;
+  const unsigned k = tThread->votes++ % 3;
   std::atomic<unsigned>* w = &tBlock->votes[3 * (size_t)g];
   if (b) w[k].fetch_or(1, std::memory_order_relaxed);
-  tBlock->lanes[g].wait(n);
+  barrierWait(tBlock->lanes[g], n);
   const bool any = w[k].load(std::memory_order_relaxed) != 0;
   if (threadIdx.x % (unsigned)n == 0) w[(k + 2) % 3].store(0, std::memory_order_relaxed);
   return any;
 }
 
+// A polling loop's pause: the next fiber of the block runs (the producer
+// may be one of them); outside a kernel, the OS thread gives way.
 void emuPoll() {
-  // Polling threads give the CPU to the threads they wait for (2 cores run
-  // hundreds of emulated threads).
-  if ((++tPolls & 3) == 0) sched_yield();
+  if (tThread == nullptr) {
+    sched_yield();
+    return;
+  }
+  tThread->polled = true;
+  giveWay();
 }
 
 }  // namespace uniccl::dev
@@ -134,29 +209,18 @@ namespace uniccl::emu {
 namespace {
 
 void runBlocks(const void* kernel, unsigned gridX, unsigned nthreads, const void* argBytes) {
-  using KernelFn = void (*)(dev::KernelArgs);
-  const KernelFn fn = reinterpret_cast<KernelFn>(const_cast<void*>(kernel));
-  dev::KernelArgs args;
-  memcpy(&args, argBytes, sizeof(args));
   std::vector<std::unique_ptr<dev::BlockContext>> blocks(gridX);
   for (auto& b : blocks) {
     b = std::make_unique<dev::BlockContext>(nthreads);
-    memset(b->shared, 0, sizeof(b->shared));
+    b->fn = reinterpret_cast<dev::KernelFn>(const_cast<void*>(kernel));
+    memcpy(&b->args, argBytes, sizeof(b->args));
   }
+  // Block 0 on the calling thread (the stream's worker), the others on threads of their own.
   std::vector<std::thread> threads;
-  threads.reserve((size_t)gridX * nthreads);
-  for (unsigned b = 0; b < gridX; b++) {
-    for (unsigned t = 0; t < nthreads; t++) {
-      dev::BlockContext* ctx = blocks[b].get();
-      threads.emplace_back([=] {
-        dev::threadIdx = {t, 0, 0};
-        dev::blockIdx = {b, 0, 0};
-        dev::blockDim = {nthreads, 1, 1};
-        dev::tBlock = ctx;
-        fn(args);
-      });
-    }
-  }
+  threads.reserve(gridX);
+  for (unsigned b = 1; b < gridX; b++)
+    threads.emplace_back([&blocks, b, nthreads] { dev::runBlock(blocks[b].get(), b, nthreads); });
+  if (gridX > 0) dev::runBlock(blocks[0].get(), 0, nthreads);
   for (std::thread& th : threads) th.join();
 }
 
