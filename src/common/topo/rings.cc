@@ -24,8 +24,7 @@ bool oneRankPerGpu(const System& sys, int h, const std::vector<int>& local) {
 
 // The order in which channel c visits host h's ranks; `rotate`: start at
 // the host's (c mod G)-th rank (several hosts), otherwise where the cycle starts.
-std::vector<int> hostSequence(const System& sys, int h, int c, bool rotate) {
-  const std::vector<int> local = sys.hostRanks(h);
+std::vector<int> hostSequence(const System& sys, int h, const std::vector<int>& local, int c, bool rotate) {
   const int g = (int)local.size();
   std::vector<int> cycle(g);
   for (int i = 0; i < g; i++) cycle[i] = i;
@@ -87,8 +86,9 @@ std::vector<int> buildRing(const System& sys, int channel) {
     return ring;
   }
   const bool rotate = sys.nHosts() > 1;
+  const std::vector<std::vector<int>> byHost = sys.ranksByHost();
   for (int h : hostOrder(sys))
-    for (int r : hostSequence(sys, h, channel, rotate)) ring.push_back(r);
+    for (int r : hostSequence(sys, h, byHost[h], channel, rotate)) ring.push_back(r);
   return ring;
 }
 

@@ -40,6 +40,14 @@ std::vector<int> System::hostRanks(int h) const {
   return out;
 }
 
+std::vector<std::vector<int>> System::ranksByHost() const {
+  std::vector<std::vector<int>> out(hosts.size());
+  for (int r = 0; r < nRanks(); r++) out[ranks[r].host].push_back(r);
+  for (std::vector<int>& v : out)
+    std::stable_sort(v.begin(), v.end(), [&](int a, int b) { return ranks[a].gpu < ranks[b].gpu; });
+  return out;
+}
+
 std::string System::check() const {
   if (ranks.empty()) return "no rank";
   for (int h = 0; h < nHosts(); h++) {

@@ -66,6 +66,8 @@ struct System {
   // The ranks of host h in the order the channels start from: by GPU index,
   // then by rank (several ranks on one GPU).
   std::vector<int> hostRanks(int h) const;
+  // hostRanks of every host at once (one pass over the ranks).
+  std::vector<std::vector<int>> ranksByHost() const;
   // Empty when the value is consistent; otherwise what is wrong (every rank
   // placed on an existing host and GPU, link and distance tables sized).
   std::string check() const;

@@ -26,8 +26,9 @@ std::vector<TreeNode> buildTree(const System& sys, int channel) {
   const std::vector<int> hosts = hostOrder(sys);
   const int nh = (int)hosts.size();
   std::vector<std::vector<int>> chains(nh);
+  const std::vector<std::vector<int>> byHost = sys.ranksByHost();
   for (int i = 0; i < nh; i++) {
-    const std::vector<int> local = sys.hostRanks(hosts[i]);
+    const std::vector<int>& local = byHost[hosts[i]];
     const int g = (int)local.size();
     const int start = (channel / 2) % g;
     for (int k = 0; k < g; k++) chains[i].push_back(local[(start + k) % g]);
