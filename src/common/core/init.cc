@@ -108,6 +108,12 @@ ncclResult_t setupDevice(ncclComm* comm) {
   order.reserve((size_t)n * comm->nChannels);
   for (const std::vector<int>& ring : rings) order.insert(order.end(), ring.begin(), ring.end());
   UCHECK(gpu::memcpy(ringRanks, order.data(), order.size() * sizeof(int)));
+  // As NCCL logs its rings: rank 0 says each channel's order (the first 32 ranks).
+  for (int c = 0; c < comm->nChannels && comm->rank == 0 && n > 1; c++) {
+    std::string line;
+    for (int i = 0; i < n && i < 32; i++) line += " " + std::to_string(rings[c][i]);
+    INFO(kSubsysInit, "Channel %02d/%02d :%s%s", c, comm->nChannels, line.c_str(), n > 32 ? " ..." : "");
+  }
 
   UCHECK(allocDevice(comm, &comm->channelsDev, dev::kMaxChannels));
   for (int c = 0; c < comm->nChannels; c++) {
