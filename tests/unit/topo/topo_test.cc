@@ -3,6 +3,9 @@
 // trees (one parent each, spanning, a chain per host, logarithmic across
 // hosts), the NIC per channel, and the text format's round trip and errors.
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +17,7 @@
 
 #include "common/topo/nics.h"
 #include "common/topo/rings.h"
+#include "common/topo/sysfs_nics.h"
 #include "common/topo/system.h"
 #include "common/topo/topo_file.h"
 #include "common/topo/trees.h"
@@ -442,4 +446,44 @@ TEST(TopoFile, ErrorsSayWhichLine) {
   }
   EXPECT_TRUE(looksLikeXml("  \n<system version=\"1\">"));
   EXPECT_FALSE(looksLikeXml("uniccl-topology 1\n"));
+}
+
+TEST(TopoSysfs, PciDistance) {
+  const std::string sw = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0";
+  EXPECT_EQ(pciDistance(sw + "/0000:02:00.0/0000:03:00.0", sw + "/0000:02:01.0/0000:04:00.0"), 4);
+  EXPECT_EQ(pciDistance(sw + "/0000:02:00.0", sw + "/0000:02:00.0"), 0);
+  EXPECT_EQ(pciDistance("/sys/devices/pci0000:00/0000:00:01.0", "/sys/devices/pci0000:80/0000:80:01.0"), 4);
+}
+
+// A fake /sys: a GPU and an InfiniBand NIC under one switch, an Ethernet NIC
+// under another root complex, and lo (virtual: skipped).
+TEST(TopoSysfs, LocalNicsFromAFakeSysfs) {
+  char tmpl[] = "/tmp/topo_sysfs_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  auto mk = [](const std::string& d) { ASSERT_EQ(system(("mkdir -p '" + d + "'").c_str()), 0); };
+  const std::string sw = root + "/devices/pci0000:00/0000:00:01.0/0000:01:00.0";
+  mk(sw + "/0000:02:00.0/0000:03:00.0");   // GPU
+  mk(sw + "/0000:02:01.0/0000:04:00.0");   // mlx5_0
+  mk(root + "/devices/pci0000:80/0000:80:01.0/0000:81:00.0");   // eth0
+  mk(root + "/devices/virtual/net/lo");
+  mk(root + "/bus/pci/devices");
+  mk(root + "/class/infiniband/mlx5_0");
+  mk(root + "/class/net/eth0");
+  mk(root + "/class/net/lo");
+  ASSERT_EQ(symlink((sw + "/0000:02:00.0/0000:03:00.0").c_str(), (root + "/bus/pci/devices/0000:03:00.0").c_str()), 0);
+  ASSERT_EQ(symlink((sw + "/0000:02:01.0/0000:04:00.0").c_str(), (root + "/class/infiniband/mlx5_0/device").c_str()), 0);
+  ASSERT_EQ(symlink((root + "/devices/pci0000:80/0000:80:01.0/0000:81:00.0").c_str(),
+                    (root + "/class/net/eth0/device").c_str()), 0);
+  const std::vector<LocalNic> nics = localNics("0000:03:00.0", 8, root);
+  ASSERT_EQ(nics.size(), 2u);
+  EXPECT_EQ(nics[0].name, "mlx5_0");
+  EXPECT_EQ(nics[0].distance, 4);
+  EXPECT_EQ(nics[1].name, "eth0");
+  EXPECT_EQ(nics[1].distance, 8);   // 5 levels up from the GPU, 3 down to the NIC
+  EXPECT_EQ(localNics("0000:03:00.0", 1, root).size(), 1u);
+  const std::vector<LocalNic> unknownGpu = localNics("0000:99:00.0", 8, root);
+  ASSERT_EQ(unknownGpu.size(), 2u);
+  EXPECT_EQ(unknownGpu[0].distance, -1);
+  EXPECT_EQ(system(("rm -rf '" + root + "'").c_str()), 0);
 }
