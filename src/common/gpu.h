@@ -57,6 +57,13 @@ ncclResult_t canAccessPeer(int dev, int peer, bool* can);
 // atomics, i.e. NVLink (PCIe P2P has none, and NCCL keeps LL128 to NVLink);
 // HIP: never (docs/amd.md).
 ncclResult_t p2pLinkKeepsLines(int dev, int peer, bool* whole);
+// The kind of the path between two GPUs of this process, for the topology
+// (common/topo/system.h, LinkClass): kPeerLinkNone (no peer access),
+// kPeerLinkPcie, kPeerLinkDirect (a point-to-point GPU link: xGMI on HIP),
+// kPeerLinkSwitch (a GPU fabric: NVLink on CUDA, which cannot tell NVSwitch
+// from a direct NVLink without NVML), and *count links (0: not known).
+enum PeerLinkKind : int { kPeerLinkNone = 0, kPeerLinkPcie = 1, kPeerLinkDirect = 2, kPeerLinkSwitch = 3 };
+ncclResult_t peerLinkKind(int dev, int peer, int* kind, int* count);
 // Enables access from the current device to `peer`; already-enabled is success.
 ncclResult_t enablePeerAccess(int peer);
 

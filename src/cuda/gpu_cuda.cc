@@ -150,6 +150,15 @@ ncclResult_t p2pLinkKeepsLines(int dev, int peer, bool* whole) {
   return ncclSuccess;
 }
 
+ncclResult_t peerLinkKind(int dev, int peer, int* kind, int* count) {
+  int can = 0, atomics = 0;
+  CUDA_TRY(cudaDeviceCanAccessPeer(&can, dev, peer));
+  if (can != 0) CUDA_TRY(cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, dev, peer));
+  *kind = can == 0 ? kPeerLinkNone : atomics != 0 ? kPeerLinkSwitch : kPeerLinkPcie;
+  *count = 0;   // NVLink lanes need NVML
+  return ncclSuccess;
+}
+
 ncclResult_t enablePeerAccess(int peer) {
   RelaxedCapture relaxed;
   cudaError_t err = cudaDeviceEnablePeerAccess(peer, 0);

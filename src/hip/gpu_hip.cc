@@ -207,6 +207,29 @@ ncclResult_t canAccessPeer(int dev, int peer, bool* can) {
   return ncclSuccess;
 }
 
+// One XGMI hop: the two GPUs share a link of their mesh; several hops or
+// PCIe: the path crosses the host.
+ncclResult_t peerLinkKind(int dev, int peer, int* kind, int* count) {
+  int can = 0;
+  HIP_TRY(hipDeviceCanAccessPeer(&can, dev, peer));
+  *kind = kPeerLinkNone;
+  *count = 0;
+  if (can == 0) return ncclSuccess;
+  uint32_t type = 0, hops = 0;
+  if (hipExtGetLinkTypeAndHopCount(dev, peer, &type, &hops) != hipSuccess) {
+    (void)hipGetLastError();
+    *kind = kPeerLinkPcie;
+    return ncclSuccess;
+  }
+  if (type == HSA_AMD_LINK_INFO_TYPE_XGMI && hops == 1) {
+    *kind = kPeerLinkDirect;
+    *count = 1;
+  } else {
+    *kind = kPeerLinkPcie;
+  }
+  return ncclSuccess;
+}
+
 ncclResult_t enablePeerAccess(int peer) {
   RelaxedCapture relaxed;
   hipError_t err = hipDeviceEnablePeerAccess(peer, 0);

@@ -410,6 +410,15 @@ ncclResult_t p2pLinkKeepsLines(int dev, int peer, bool* whole) {
   return ncclSuccess;
 }
 
+// One shared memory behind every emulated GPU: a switch-like fabric.
+ncclResult_t peerLinkKind(int dev, int peer, int* kind, int* count) {
+  if (!validDevice(st(), dev) || !validDevice(st(), peer) || kind == nullptr || count == nullptr)
+    return fail(ncclUnhandledCudaError, "peerLinkKind(%d, %d) failed: invalid device ordinal", dev, peer);
+  *kind = dev != peer ? kPeerLinkSwitch : kPeerLinkNone;
+  *count = 0;
+  return ncclSuccess;
+}
+
 ncclResult_t enablePeerAccess(int peer) {
   State& s = st();
   if (!validDevice(s, peer) || peer == tDevice)

@@ -27,6 +27,7 @@
 #include "common/liveness/comm_liveness.h"
 #include "common/profiler/kernel_ch.h"
 #include "common/profiler/profiler.h"
+#include "common/topo/system.h"
 #include "common/transport/transport.h"
 #include "common/watchdog/comm_watch.h"
 #include "device/dev_types.h"
@@ -68,6 +69,7 @@ struct ncclComm {
 
   std::unique_ptr<uniccl::Bootstrap> bootstrap;
   std::vector<uniccl::PeerInfo> peers;           // [nRanks], from the bootstrap allgather
+  uniccl::topo::System topology;                 // hosts, GPUs, links, NICs, rank places (common/topo): rings and trees come from it
 
   // Abort: the host side (bootstrap waits) and a host-mapped flag every
   // device spin loop polls; ncclCommAbort sets both.

@@ -20,12 +20,14 @@
 #include "common/core/inplace_stage.h"
 #include "common/core/graph_buffers.h"
 #include "common/core/launch.h"
-#include "common/core/tree_topo.h"
 #include "common/core/tuning.h"
 #include "common/core/validate.h"
 #include "common/profiler/comm_hooks.h"
 #include "common/profiler/kernel_ch_poller.h"
 #include "common/symmetric/symmetric.h"
+#include "common/topo/comm_topology.h"
+#include "common/topo/rings.h"
+#include "common/topo/trees.h"
 #include "common/util/debug.h"
 #include "common/util/guarded.h"
 #include "common/util/knobs.h"
@@ -78,9 +80,10 @@ ncclResult_t preloadKernels(int dev) {
   return ncclSuccess;
 }
 
-// Device-side communicator: DevComm, channels with identity-order rings and
-// the double binary tree (channel c: tree c % 2), per-channel peer tables
-// (wired by the transports: ring and tree peers at init, p2p peers lazily).
+// Device-side communicator: DevComm, channels with their rings and trees
+// from the topology (common/topo: rank order and the double binary tree on
+// one host without a GPU mesh), per-channel peer tables (wired by the
+// transports: ring and tree peers at init, p2p peers lazily).
 ncclResult_t setupDevice(ncclComm* comm) {
   void* abortDev = nullptr;
   void* abortHost = nullptr;
@@ -96,20 +99,32 @@ ncclResult_t setupDevice(ncclComm* comm) {
   UCHECK(chooseChannelCount(comm, &comm->nChannels));
   comm->p2pChannels = comm->nChannels;
 
+  // Every channel's ring: the kernels index ringRanks by ring position
+  // (device/coll_ring.h), so each channel has its own array.
+  const std::vector<std::vector<int>> rings = topo::buildRings(comm->topology, comm->nChannels);
   int* ringRanks = nullptr;
-  UCHECK(allocDevice(comm, &ringRanks, n));
-  std::vector<int> order(n);
-  for (int i = 0; i < n; i++) order[i] = i;
-  UCHECK(gpu::memcpy(ringRanks, order.data(), n * sizeof(int)));
+  UCHECK(allocDevice(comm, &ringRanks, (size_t)n * comm->nChannels));
+  std::vector<int> order;
+  order.reserve((size_t)n * comm->nChannels);
+  for (const std::vector<int>& ring : rings) order.insert(order.end(), ring.begin(), ring.end());
+  UCHECK(gpu::memcpy(ringRanks, order.data(), order.size() * sizeof(int)));
+  // As NCCL logs its rings: rank 0 says each channel's order (the first 32 ranks).
+  for (int c = 0; c < comm->nChannels && comm->rank == 0 && n > 1; c++) {
+    std::string line;
+    for (int i = 0; i < n && i < 32; i++) line += " " + std::to_string(rings[c][i]);
+    INFO(kSubsysInit, "Channel %02d/%02d :%s%s", c, comm->nChannels, line.c_str(), n > 32 ? " ..." : "");
+  }
 
   UCHECK(allocDevice(comm, &comm->channelsDev, dev::kMaxChannels));
   for (int c = 0; c < comm->nChannels; c++) {
     dev::Channel& ch = comm->channelsHost[c];
-    ch.ringIndex = comm->rank;
-    ch.ringPrev = (comm->rank - 1 + n) % n;
-    ch.ringNext = (comm->rank + 1) % n;
-    ch.ringRanks = ringRanks;
-    const TreeNode tree = doubleBinaryTree(n, comm->rank, c % 2);
+    const std::vector<int>& ring = rings[c];
+    const int idx = (int)(std::find(ring.begin(), ring.end(), comm->rank) - ring.begin());
+    ch.ringIndex = idx;
+    ch.ringPrev = ring[(idx - 1 + n) % n];
+    ch.ringNext = ring[(idx + 1) % n];
+    ch.ringRanks = ringRanks + (size_t)c * n;
+    const TreeNode tree = topo::buildTree(comm->topology, c)[comm->rank];
     ch.treeUp = tree.parent;
     ch.treeDown[0] = tree.children[0];
     ch.treeDown[1] = tree.children[1];
@@ -141,13 +156,27 @@ ncclResult_t setupDevice(ncclComm* comm) {
   return ncclSuccess;
 }
 
-// Appends this rank's tree neighbours (parents and children in both trees,
-// for the channels that exist) that `peers` does not hold yet.
+void addPeer(int p, std::vector<int>* peers) {
+  if (p >= 0 && std::find(peers->begin(), peers->end(), p) == peers->end()) peers->push_back(p);
+}
+
+// This rank's ring neighbours over every channel (successor first, as
+// channel 0's), each once: a connection serves every channel of its pair.
+std::vector<int> ringNeighbours(const ncclComm* comm) {
+  std::vector<int> peers;
+  for (int c = 0; c < comm->nChannels; c++) {
+    addPeer(comm->channelsHost[c].ringNext, &peers);
+    addPeer(comm->channelsHost[c].ringPrev, &peers);
+  }
+  return peers;
+}
+
+// Appends this rank's tree neighbours (parent and children in every
+// channel's tree) that `peers` does not hold yet.
 void addTreePeers(const ncclComm* comm, std::vector<int>* peers) {
-  for (int which = 0; which < 2 && which < comm->nChannels; which++) {
-    const TreeNode t = doubleBinaryTree(comm->nRanks, comm->rank, which);
-    for (int p : {t.parent, t.children[0], t.children[1]})
-      if (p >= 0 && std::find(peers->begin(), peers->end(), p) == peers->end()) peers->push_back(p);
+  for (int c = 0; c < comm->nChannels; c++) {
+    const dev::Channel& ch = comm->channelsHost[c];
+    for (int p : {ch.treeUp, ch.treeDown[0], ch.treeDown[1]}) addPeer(p, peers);
   }
 }
 
@@ -190,6 +219,7 @@ ncclResult_t initRankSteps(ncclComm* comm, int nranks, const std::vector<ncclUni
   UCHECK_GOTO(fillLocalPeerInfo(gpuDev, &info), res, fail);
   UCHECK_GOTO(fillSharingInfo(launchedKernels(), dev::kThreadsPerBlock, comm->virtualId, &info), res, fail);
   UCHECK_GOTO(commLivenessListen(comm, &info.livenessListen), res, fail);
+  UCHECK_GOTO(topo::placeFromFile(rank, nranks, &info, &comm->topology), res, fail);
   UCHECK_GOTO(Bootstrap::init(ids.data(), (int)ids.size(), rank, nranks, &info, sizeof(info), &comm->bootstrap,
                                   &comm->hostAbort), res, fail);
   comm->peers.resize(nranks);
@@ -197,6 +227,7 @@ ncclResult_t initRankSteps(ncclComm* comm, int nranks, const std::vector<ncclUni
   // From here on a rank that dies is reported at once (its link closes), not
   // after the bootstrap timeout: the waits below end through hostAbort.
   UCHECK_GOTO(commLivenessLink(comm), res, fail);
+  UCHECK_GOTO(topo::buildTopology(comm, &comm->topology), res, fail);
   {
     GpuSharing sharing;
     UCHECK_GOTO(checkGpuSharing(comm->peers, rank, &sharing), res, fail);
@@ -208,9 +239,8 @@ ncclResult_t initRankSteps(ncclComm* comm, int nranks, const std::vector<ncclUni
   UCHECK_GOTO(setupDevice(comm), res, fail);
   UCHECK_GOTO(setupKernelCh(comm), res, fail);
   if (nranks > 1) {
-    ringPeers.push_back((rank + 1) % nranks);
-    if ((rank - 1 + nranks) % nranks != ringPeers[0]) ringPeers.push_back((rank - 1 + nranks) % nranks);
-    // The tree algorithm's parents and children too (both trees) when the
+    ringPeers = ringNeighbours(comm);
+    // The tree algorithm's parents and children too (every channel's tree) when the
     // settings let AllReduce use it: the relation is symmetric and the
     // settings are the same everywhere, so both ends of a pair connect.
     connectPeers = ringPeers;

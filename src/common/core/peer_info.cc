@@ -23,10 +23,17 @@ uint64_t fnv1a(const char* s, size_t n, uint64_t h = 1469598103934665603ULL) {
   return h;
 }
 
+// The host identity set by the user, if any: UNICCL_HOSTID, then NCCL's name.
+const char* hostIdKnob() {
+  if (const char* id = knobValue(Knob::UNICCL_HOSTID)) return id;
+  return knobValue(Knob::NCCL_HOSTID);
+}
+
 // Hostname plus boot id: two containers with the same hostname on different
-// machines still differ; UNICCL_HOSTID overrides it for unusual setups.
+// machines still differ; UNICCL_HOSTID / NCCL_HOSTID override it (unusual
+// setups, several "hosts" on one machine).
 uint64_t hostHash() {
-  if (const char* id = knobValue(Knob::UNICCL_HOSTID)) return fnv1a(id, strlen(id));
+  if (const char* id = hostIdKnob()) return fnv1a(id, strlen(id));
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   std::string key(host);
@@ -46,6 +53,11 @@ ncclResult_t fillLocalPeerInfo(int gpuDev, PeerInfo* info) {
   info->pid = (int32_t)getpid();
   uint64_t pid = (uint64_t)info->pid;
   info->processHash = fnv1a(reinterpret_cast<const char*>(&pid), sizeof(pid), info->hostHash);
+  if (const char* id = hostIdKnob()) {
+    snprintf(info->hostName, sizeof(info->hostName), "%s", id);
+  } else if (gethostname(info->hostName, sizeof(info->hostName) - 1) != 0) {
+    snprintf(info->hostName, sizeof(info->hostName), "unknown");
+  }
   info->gpuDev = gpuDev;
   gpu::DeviceProps props;
   UCHECK(gpu::getDeviceProps(gpuDev, &props));
@@ -56,6 +68,13 @@ ncclResult_t fillLocalPeerInfo(int gpuDev, PeerInfo* info) {
   info->warpSize = (uint8_t)(props.warpSize > 0 && props.warpSize <= 64 ? props.warpSize : 32);
   info->lineStoreAtomic128 = props.lineStoreAtomic128 != 0 ? 1 : 0;
   return ncclSuccess;
+}
+
+void setPeerHost(const char* name, PeerInfo* info) {
+  info->hostHash = fnv1a(name, strlen(name));
+  uint64_t pid = (uint64_t)info->pid;
+  info->processHash = fnv1a(reinterpret_cast<const char*>(&pid), sizeof(pid), info->hostHash);
+  snprintf(info->hostName, sizeof(info->hostName), "%s", name);
 }
 
 }  // namespace uniccl

@@ -16,6 +16,7 @@ struct PeerInfo {
   int32_t gpuDev;        // device index in that rank's own process
   int64_t busIdNum;       // PCI bus id as a number (dup-GPU detection)
   char busId[32];         // "0000:3b:00.0"
+  char hostName[64];      // the host identity as text (hostname, or NCCL_HOSTID / UNICCL_HOSTID, or a topology file's host)
   uint64_t memCapacity;   // device memory, for diagnostics
   int32_t smCount;        // multiprocessors: the default channel count needs one per channel on every GPU
   // Several ranks on one GPU (core/gpu_sharing.h): what each rank's process
@@ -33,5 +34,9 @@ struct PeerInfo {
 
 // Fills the caller's own entry.
 ncclResult_t fillLocalPeerInfo(int gpuDev, PeerInfo* info);
+
+// Makes `name` the host identity of `info` (hostHash, processHash,
+// hostName), as UNICCL_HOSTID=name would (a topology file's host).
+void setPeerHost(const char* name, PeerInfo* info);
 
 }  // namespace uniccl

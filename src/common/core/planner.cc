@@ -49,7 +49,13 @@ void offerCollectiveOutput(ncclComm* comm, const Task& t, dev::Work* w) {
   if (t.kind == TaskKind::Broadcast && t.root == comm->rank) return;   // the root receives nothing
   const size_t out = t.count * dataTypeSize(t.dtype) * (t.kind == TaskKind::AllGather ? (size_t)comm->nRanks : 1);
   if (!dev::p2pExchanges(w->proto, out, comm->devCommHost.p2pDirectMinBytes)) return;
-  const uintptr_t to = directRecvTarget(comm, (comm->rank - 1 + comm->nRanks) % comm->nRanks, t.recvbuff, out);
+  // One view per item: it is for the ring predecessor, which must then be
+  // the same on every channel of the item (rings differ per channel across
+  // hosts and on GPU meshes: common/topo/rings.h).
+  const int prev = comm->channelsHost[w->channelLo].ringPrev;
+  for (int c = w->channelLo + 1; c <= w->channelHi; c++)
+    if (comm->channelsHost[c].ringPrev != prev) return;
+  const uintptr_t to = directRecvTarget(comm, prev, t.recvbuff, out);
   if (setRecvView(to, w, &w->c.recvViewHi)) comm->collDirectRecvs++;
 }
 

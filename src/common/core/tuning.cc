@@ -9,7 +9,7 @@
 
 #include "common/core/comm.h"
 #include "common/core/redop.h"
-#include "common/core/tree_topo.h"
+#include "common/topo/trees.h"
 #include "common/device_api/lsa.h"
 #include "common/symmetric/symmetric.h"
 #include "common/util/debug.h"
@@ -121,17 +121,18 @@ void noteProtoFallback() {
 // nRanks is small.
 bool treeEdgeUsesNet(const ncclComm* comm) {
   const int n = comm->nRanks;
-  for (int which = 0; which < 2 && which < comm->nChannels; which++) {
+  for (int c = 0; c < comm->nChannels; c++) {
+    const std::vector<TreeNode> tree = topo::buildTree(comm->topology, c);
     for (int r = 0; r < n; r++) {
-      const int p = doubleBinaryTree(n, r, which).parent;
+      const int p = tree[r].parent;
       if (p >= 0 && comm->transports.kindBetween(comm, r, p) == TransportKind::Net) return true;
     }
   }
   return false;
 }
 
-// Whether a tree edge of the first two channels' trees (channel c runs
-// tree c % 2) crosses the network. Fixed once the communicator is wired:
+// Whether an edge of some channel's tree (common/topo/trees.h) crosses the
+// network. Fixed once the communicator is wired:
 // walked once (every rank's parent), then cached in the communicator.
 bool treeUsesNet(const ncclComm* comm) {
   int8_t known = comm->treeUsesNetCache.load(std::memory_order_relaxed);

@@ -22,6 +22,14 @@ inline ncclComm* makeFakeComm(int rank, int nRanks, uint64_t hash = 0x5eed) {
   c->p2pChannels = 1;
   c->asyncError.store(ncclSuccess);
   c->state.store(CommState::Ready);
+  // One host, a GPU per rank, all behind one switch: what init finds on one machine.
+  topo::Host host;
+  host.name = "fake";
+  host.gpus.resize(nRanks);
+  host.links.assign((size_t)nRanks * nRanks, topo::Link{topo::LinkClass::Switch, 0});
+  for (int g = 0; g < nRanks; g++) host.setLink(g, g, topo::Link{topo::LinkClass::Self, 0});
+  c->topology.hosts.push_back(host);
+  for (int r = 0; r < nRanks; r++) c->topology.ranks.push_back(topo::RankPlace{0, r});
   return c;
 }
 

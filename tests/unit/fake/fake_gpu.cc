@@ -493,6 +493,13 @@ ncclResult_t p2pLinkKeepsLines(int dev, int peer, bool* whole) {
   *whole = false;   // the fake GPUs report no LL128 (DeviceProps::lineStoreAtomic128 = 0)
   return ncclSuccess;
 }
+ncclResult_t peerLinkKind(int dev, int peer, int* kind, int* count) {
+  FAKE_ENTER("peerLinkKind");
+  if (dev < 0 || dev >= s.deviceCount || peer < 0 || peer >= s.deviceCount) return bad(s, "invalid device ordinal");
+  *kind = dev != peer && s.peerAccess ? kPeerLinkSwitch : kPeerLinkNone;
+  *count = 0;
+  return ncclSuccess;
+}
 ncclResult_t enablePeerAccess(int peer) {
   FAKE_ENTER("enablePeerAccess");
   return peer >= 0 && peer < s.deviceCount && s.peerAccess ? ncclSuccess : bad(s, "peer access unsupported");

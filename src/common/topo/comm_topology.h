@@ -1,0 +1,27 @@
+// The communicator's topology at init: from NCCL_TOPO_FILE, or discovered
+// (host identity from the peer exchange, GPU links from the backend, NICs
+// from sysfs, exchanged once through the bootstrap), and written to
+// NCCL_TOPO_DUMP_FILE on request.
+#pragma once
+
+#include "common/core/peer_info.h"
+#include "common/topo/system.h"
+#include "uniccl.h"
+
+struct ncclComm;
+
+namespace uniccl::topo {
+
+// Before the peer exchange: when NCCL_TOPO_FILE places exactly nRanks ranks,
+// *fromFile is that topology and this rank's host identity in `info` becomes
+// the file's host for it (so that transports treat the file's hosts as
+// machines). Otherwise *fromFile stays empty. A file that cannot be read or
+// parsed fails the init; NCCL's XML format is ignored with a WARN.
+ncclResult_t placeFromFile(int rank, int nRanks, PeerInfo* info, System* fromFile);
+
+// After the peer exchange: `sys` is kept when it places every rank (from the
+// file), otherwise it is discovered (one bootstrap allgather). Rank 0 writes
+// it to NCCL_TOPO_DUMP_FILE when that is set.
+ncclResult_t buildTopology(ncclComm* comm, System* sys);
+
+}  // namespace uniccl::topo
