@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Several "hosts" on one machine: H hosts x G GPUs, every host a group of G
-# processes (one per GPU) with its own host identity (NCCL_HOSTID, which
+# Several "hosts" on one machine: H hosts x G GPUs, every host a group of
+# processes (one per GPU; --gpus-per-proc K: G/K processes of K GPUs) with
+# its own host identity (NCCL_HOSTID, which
 # uniccl and NCCL both read), so that ranks on different hosts talk through
 # the network transport as across machines. Runs uniccl's benchmarks and the
 # same benchmarks built against NCCL (*_perf_nccl) side by side, every
@@ -22,7 +23,8 @@
 #
 # Without a visible GPU (or UNICCL_BENCH_EMU=1) it runs uniccl's CPU emulator
 # benchmarks (*_perf_emu, docs/emulator.md): every result checked, the times
-# the emulator's, no NCCL column (NCCL needs a GPU).
+# the emulator's, no NCCL column (NCCL needs a GPU), one process per host
+# (the emulator maps GPU memory between the ranks of one process only).
 #
 # Options:
 #   -b SIZE / -e SIZE   size range (default 8 .. 1G; emulator 8 .. 64K)
@@ -36,6 +38,7 @@
 #   --rate RATE / --delay DELAY   tc shaping (tbf rate, netem delay)
 #   --out DIR           logs and tables (default ./multihost-out)
 #   --timeout S         per benchmark run (default 1200)
+#   --gpus-per-proc K   GPUs per process (-g K; default 1, emulator G)
 # Environment: BUILD_DIR (default build-bench; build-bench-emu on the
 # emulator), the libraries' own knobs (passed through to every process).
 # Exit code: non-zero when a run failed or reported wrong results.
@@ -49,7 +52,7 @@ H=$1 G=$2
 shift 2
 MINB="" MAXB="" FACTOR="" ITERS="" WARMUP="" GRAPH_LAUNCHES=${GRAPH_LAUNCHES:-5}
 COLLS="all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv"
-MODES="eager graph" NCCL=1 LOOPBACK=0 RATE=200gbit DELAY=2us OUT=./multihost-out TIMEOUT=1200
+PER_PROC="" MODES="eager graph" NCCL=1 LOOPBACK=0 RATE=200gbit DELAY=2us OUT=./multihost-out TIMEOUT=1200
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -b) MINB=$2; shift ;;
@@ -65,6 +68,7 @@ while [[ $# -gt 0 ]]; do
     --delay) DELAY=$2; shift ;;
     --out) OUT=$2; shift ;;
     --timeout) TIMEOUT=$2; shift ;;
+    --gpus-per-proc) PER_PROC=$2; shift ;;
     *) echo "multihost.sh: unknown option '$1' (--help)" >&2; exit 2 ;;
   esac
   shift
@@ -81,19 +85,27 @@ if [[ $EMU == 1 ]]; then
   BUILD_DIR=${BUILD_DIR:-$ROOT/build-bench-emu}
   MINB=${MINB:-8} MAXB=${MAXB:-64K} FACTOR=${FACTOR:-8} ITERS=${ITERS:-2} WARMUP=${WARMUP:-1}
   SUFFIX=_emu
+  PER_PROC=${PER_PROC:-$G}
   if [[ $NCCL == 1 ]]; then echo "# multihost.sh: CPU emulator: uniccl only (NCCL needs a GPU)"; NCCL=0; fi
+  if [[ " $MODES " == *" graph "* ]]; then
+    echo "# multihost.sh: CPU emulator: eager only (the emulator has no graph capture)"
+    MODES=${MODES//graph/}
+  fi
   echo "# multihost.sh: no GPU: uniccl's CPU emulator, $G emulated GPUs per host process group;" \
        "times are the emulator's, results are checked"
 else
   BUILD_DIR=${BUILD_DIR:-$ROOT/build-bench}
   MINB=${MINB:-8} MAXB=${MAXB:-1G} FACTOR=${FACTOR:-2} ITERS=${ITERS:-10} WARMUP=${WARMUP:-5}
   SUFFIX=""
+  PER_PROC=${PER_PROC:-1}
   IFS=, read -ra GPUS <<< "${CUDA_VISIBLE_DEVICES:-$(nvidia-smi -L | awk '/^GPU/ {sub(":", "", $2); printf "%s%s", s, $2; s=","}')}"
   if [[ ${#GPUS[@]} -lt $NRANKS ]]; then
     echo "multihost.sh: $H hosts x $G GPUs need $NRANKS GPUs, ${#GPUS[@]} visible" >&2
     exit 2
   fi
 fi
+[[ $PER_PROC =~ ^[1-9][0-9]*$ && $((G % PER_PROC)) == 0 ]] || { echo "multihost.sh: --gpus-per-proc must divide G" >&2; exit 2; }
+PROCS=$((G / PER_PROC))   # processes per host
 LIBS=(uniccl)
 [[ $NCCL == 1 ]] && LIBS+=(nccl)
 for coll in $COLLS; do
@@ -197,7 +209,7 @@ fi
 mkdir -p "$OUT" || exit 2
 OUT=$(cd "$OUT" && pwd)
 rm -f "$OUT"/bench_*.log
-echo "# multihost.sh: $H hosts x $G GPUs ($NRANKS ranks), sizes $MINB..$MAXB (x$FACTOR), iters $ITERS," \
+echo "# multihost.sh: $H hosts x $G GPUs ($NRANKS ranks, $PROCS process(es) of $PER_PROC GPU(s) per host), sizes $MINB..$MAXB (x$FACTOR), iters $ITERS," \
      "warmup $WARMUP, modes: $MODES, build $BUILD_DIR, output $OUT"
 
 # Runs one benchmark on every rank; rank 0's output is the log.
@@ -208,10 +220,10 @@ run_one() {
   if [[ $NETNS == 1 ]]; then addr=${SUBNET}1; else addr=127.0.0.1; fi
   for ((h = 0; h < H; h++)); do
     if [[ $NETNS == 1 ]]; then ifname=uccl-p$$-$h; else ifname=lo; fi
-    for ((l = 0; l < G; l++)); do
-      rank=$((h * G + l))
-      local envs=(NCCL_HOSTID="multihost-$h" NCCL_COMM_ID="$addr:$port" RANK=$rank WORLD_SIZE=$NRANKS
-                  LOCAL_RANK=$l LOCAL_WORLD_SIZE=$G NCCL_SOCKET_IFNAME="$ifname" NCCL_IB_DISABLE=1 NCCL_NVLS_ENABLE=0)
+    for ((l = 0; l < PROCS; l++)); do
+      rank=$((h * PROCS + l))   # process rank; its GPUs are ranks rank*PER_PROC ..
+      local envs=(NCCL_HOSTID="multihost-$h" NCCL_COMM_ID="$addr:$port" RANK=$rank WORLD_SIZE=$((H * PROCS))
+                  LOCAL_RANK=$l LOCAL_WORLD_SIZE=$PROCS NCCL_SOCKET_IFNAME="$ifname" NCCL_IB_DISABLE=1 NCCL_NVLS_ENABLE=0)
       if [[ $EMU == 1 ]]; then
         envs+=(UNICCL_EMU_DEVICES=$G UNICCL_P2P_NCHANNELS=${UNICCL_P2P_NCHANNELS:-1})
       else
@@ -238,7 +250,7 @@ for coll in $COLLS; do
     for lib in "${LIBS[@]}"; do
       exe=$BUILD_DIR/bench/${coll}_perf$SUFFIX
       [[ $lib == nccl ]] && exe=$BUILD_DIR/bench/${coll}_perf_nccl
-      args=(-b "$MINB" -e "$MAXB" -f "$FACTOR" -g 1 -n "$ITERS" -w "$WARMUP" -c 1)
+      args=(-b "$MINB" -e "$MAXB" -f "$FACTOR" -g "$PER_PROC" -n "$ITERS" -w "$WARMUP" -c 1)
       [[ $EMU == 1 ]] && args+=(-d float)
       [[ $mode == graph ]] && args+=(-G "$GRAPH_LAUNCHES")
       log=$OUT/bench_${coll}_${mode}_${lib}.log
