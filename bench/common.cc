@@ -302,19 +302,34 @@ Values combine(Thread& th, const Values& mine) {
     // the first rank of each process contributes its process's values, the
     // others the identity, and every rank joins the three reductions.
     const Values identity;
-    double host[3 * kSlots];
+#if defined(UNICCL_BENCH_EMU)
+    // The emulator's builds carry float kernels only (-Dkernel_filter=f32):
+    // float keeps times to 7 digits and counts exact up to 2^24.
+    using Wire = float;
+    const ncclDataType_t wireType = ncclFloat32;
+#else
+    using Wire = double;
+    const ncclDataType_t wireType = ncclFloat64;
+#endif
+    Wire host[3 * kSlots];
+    auto pack = [&](const Values& v) {
+      for (int i = 0; i < kSlots; i++) {
+        host[i] = (Wire)v.sum[i];
+        host[kSlots + i] = (Wire)v.min[i];
+        host[2 * kSlots + i] = (Wire)v.max[i];
+      }
+    };
+    Wire* base = nullptr;
     NCCLCHECK(ncclGroupStart());
     for (size_t g = 0; g < th.gpus.size(); g++) {
       Gpu& gpu = th.gpus[g];
-      const Values& v = (th.index == 0 && g == 0) ? out : identity;
-      memcpy(host, v.sum.data(), sizeof v.sum);
-      memcpy(host + kSlots, v.min.data(), sizeof v.min);
-      memcpy(host + 2 * kSlots, v.max.data(), sizeof v.max);
+      pack((th.index == 0 && g == 0) ? out : identity);
+      base = reinterpret_cast<Wire*>(gpu.scratch);
       RTCHECK(benchSetDevice(gpu.dev));
-      RTCHECK(benchMemcpyToDevice(gpu.scratch, host, sizeof host));
-      NCCLCHECK(ncclAllReduce(gpu.scratch, gpu.scratch, kSlots, ncclFloat64, ncclSum, gpu.comm, gpu.stream));
-      NCCLCHECK(ncclAllReduce(gpu.scratch + kSlots, gpu.scratch + kSlots, kSlots, ncclFloat64, ncclMin, gpu.comm, gpu.stream));
-      NCCLCHECK(ncclAllReduce(gpu.scratch + 2 * kSlots, gpu.scratch + 2 * kSlots, kSlots, ncclFloat64, ncclMax, gpu.comm, gpu.stream));
+      RTCHECK(benchMemcpyToDevice(base, host, sizeof host));
+      NCCLCHECK(ncclAllReduce(base, base, kSlots, wireType, ncclSum, gpu.comm, gpu.stream));
+      NCCLCHECK(ncclAllReduce(base + kSlots, base + kSlots, kSlots, wireType, ncclMin, gpu.comm, gpu.stream));
+      NCCLCHECK(ncclAllReduce(base + 2 * kSlots, base + 2 * kSlots, kSlots, wireType, ncclMax, gpu.comm, gpu.stream));
     }
     NCCLCHECK(ncclGroupEnd());
     for (Gpu& gpu : th.gpus) {
@@ -323,9 +338,11 @@ Values combine(Thread& th, const Values& mine) {
     }
     RTCHECK(benchSetDevice(th.gpus[0].dev));
     RTCHECK(benchMemcpyToHost(host, th.gpus[0].scratch, sizeof host));
-    memcpy(out.sum.data(), host, sizeof out.sum);
-    memcpy(out.min.data(), host + kSlots, sizeof out.min);
-    memcpy(out.max.data(), host + 2 * kSlots, sizeof out.max);
+    for (int i = 0; i < kSlots; i++) {
+      out.sum[i] = host[i];
+      out.min[i] = host[kSlots + i];
+      out.max[i] = host[2 * kSlots + i];
+    }
   }
   return out;
 }

@@ -117,6 +117,8 @@ struct SendConn {
   uint64_t headSeen;          // persistent: a value `head` had (it only grows), so most steps need not load it
   uint64_t* ptrExchange;      // P2P only (else nullptr): our own two words [address, tag] where the receiver
                               // offers a direct message's destination (p2pExchanges)
+  uint64_t bytesSent;         // persistent: payload bytes sent so far (traffic accounting, transport/traffic.h);
+                              // one writer (the sending group's poller, once per Prims), read by the host when idle
 };
 
 // Receiver side of a connection from one peer.

@@ -491,7 +491,10 @@ class Prims {
       }
       recvStep_ = rs + 1;
     }
-    if constexpr (Send) sendStep_ = ss + 1;
+    if constexpr (Send) {
+      sendStep_ = ss + 1;
+      sentBytes_ += n * (int64_t)sizeof(S);
+    }
     return true;
   }
 
@@ -575,6 +578,7 @@ class Prims {
       postCounter(sendRemoteTail_, ss + 1);
     }
     sendStep_ = ss + 1;
+    sentBytes_ += n * (int64_t)sizeof(S);
   }
 
   // One look at the offer words: the address offered for tag, 1 when the
@@ -597,8 +601,16 @@ class Prims {
       if (rc_) *reinterpret_cast<volatile uint64_t*>(&rc_->step) = recvStep_;
       if (sc_) *reinterpret_cast<volatile uint64_t*>(&sc_->step) = sendStep_;
     }
-    // The poller holds the freshest head it read.
-    if (sc_ && g_.tid == sendPoller_) *reinterpret_cast<volatile uint64_t*>(&sc_->headSeen) = sendHeadSeen_;
+    // The poller holds the freshest head it read. It also adds this Prims'
+    // payload to the connection's byte count: one load and store per Prims,
+    // not per step (traffic accounting costs nothing on the step path).
+    if (sc_ && g_.tid == sendPoller_) {
+      *reinterpret_cast<volatile uint64_t*>(&sc_->headSeen) = sendHeadSeen_;
+      if (sentBytes_ != 0) {
+        volatile uint64_t* b = &sc_->bytesSent;
+        *b = *b + (uint64_t)sentBytes_;
+      }
+    }
   }
 
  private:
@@ -648,6 +660,7 @@ class Prims {
   uint64_t* sendHead_ = nullptr;
   uint64_t sendStep_ = 0;
   uint64_t sendHeadSeen_ = 0;     // sender poller only: the last head value read
+  int64_t sentBytes_ = 0;         // every thread alike: payload bytes this Prims sent (finish() adds them up)
   uint64_t headStart_ = 0;        // every thread: conn->headSeen when this Prims began
   bool headStartValid_ = true;    // every thread alike: no step has needed a fresher head yet
   bool synced_ = false;           // every thread alike: a step passed a group barrier

@@ -29,6 +29,10 @@
 //                 ranks per GPU: ncclCommInitAll with UNICCL_RANKS_PER_GPU=K,
 //                 or ncclCommInitRankMulti with --group-init)
 //                 [--small]: counts 0, 1, 7 and 1000 only
+//                 [--traffic=ring|tree]: at the end, AllReduces whose bytes
+//                 per link class, NIC, channel and peer must be the
+//                 algorithm's minimum on the topology (traffic_check.h;
+//                 run with NCCL_ALGO naming the same algorithm)
 //                 [--revoke-shrink]: only ncclCommRevoke with work in flight,
 //                 then ncclCommShrink (around rank 1 from 3 ranks on)
 //                 [--mem-alloc]: the send and receive buffers come from
@@ -63,6 +67,7 @@
 #include "common/core/tuning.h"
 #include "common/gpu.h"
 #include "emu_runtime.h"
+#include "traffic_check.h"
 #include "nccl.h"
 #include "rccl/rccl.h"   // ncclCommInitRankMulti
 
@@ -852,6 +857,7 @@ int main(int argc, char** argv) {
   bool ceOnly = false;      // --copy-engine: AlltoAll, Broadcast, send/recv and the task-order cases
   bool expectCe = false;    // --expect-ce: the order cases' large transfers must go by copy engine
   int ranksPerGpu = 1;      // --ranks-per-gpu=K: rank r on device r / K
+  std::string trafficAlgo;  // --traffic=ring|tree: AllReduces whose bytes per link class and NIC are checked
   bool smallCounts = false; // --small: counts up to 1000 only (many ranks: CI time)
   bool revokeShrink = false; // --revoke-shrink: only runRevokeShrink
   bool hangAllReduce = false; // --hang-allreduce: only runHangAllReduce
@@ -882,6 +888,7 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--expect-ce")) expectCe = true;
     if (!strncmp(argv[i], "--ranks-per-gpu=", 16)) ranksPerGpu = atoi(argv[i] + 16);
     if (!strcmp(argv[i], "--small")) smallCounts = true;
+    if (!strncmp(argv[i], "--traffic=", 10)) trafficAlgo = argv[i] + 10;
     if (!strcmp(argv[i], "--revoke-shrink")) revokeShrink = true;
     if (!strcmp(argv[i], "--hang-allreduce")) hangAllReduce = true;
     if (!strcmp(argv[i], "--mem-alloc")) memAllocBuffers = true;
@@ -1045,6 +1052,12 @@ int main(int argc, char** argv) {
         for (int r = 0; r < nranks; r++) want[it * kCount + i] += value(r, it, i);
     for (int r = 0; r < nranks; r++)
       check("repeat/rank" + std::to_string(r), download(ranks[r], ranks[r].recv, kCount * kIters), want);
+  }
+
+  if (!trafficAlgo.empty()) {
+    std::vector<emu::TrafficRank> tr;
+    for (Rank& R : ranks) tr.push_back(emu::TrafficRank{R.dev, R.comm, R.stream, R.send, R.recv, R.cap});
+    emu::checkAllReduceTraffic(tr, trafficAlgo, &gChecks, &gFailures);
   }
 
   for (Rank& R : ranks) {

@@ -26,6 +26,7 @@
 #include "common/profiler/kernel_ch_poller.h"
 #include "common/symmetric/symmetric.h"
 #include "common/topo/comm_topology.h"
+#include "common/topo/nics.h"
 #include "common/topo/rings.h"
 #include "common/topo/trees.h"
 #include "common/util/debug.h"
@@ -114,6 +115,10 @@ ncclResult_t setupDevice(ncclComm* comm) {
     for (int i = 0; i < n && i < 32; i++) line += " " + std::to_string(rings[c][i]);
     INFO(kSubsysInit, "Channel %02d/%02d :%s%s", c, comm->nChannels, line.c_str(), n > 32 ? " ..." : "");
   }
+
+  // Each channel's NIC on this rank's host: the network links open the channel there.
+  comm->transports.setChannelNics(
+      topo::channelNicsOfRank(comm->topology, topo::assignNics(comm->topology, rings), comm->rank));
 
   UCHECK(allocDevice(comm, &comm->channelsDev, dev::kMaxChannels));
   for (int c = 0; c < comm->nChannels; c++) {

@@ -41,3 +41,20 @@ std::vector<std::vector<int>> assignNics(const System& sys, const std::vector<st
 }
 
 }  // namespace uniccl::topo
+
+namespace uniccl::topo {
+
+std::vector<ChannelNic> channelNicsOfRank(const System& sys, const std::vector<std::vector<int>>& nics, int rank) {
+  std::vector<ChannelNic> out(nics.size());
+  if (rank < 0 || rank >= sys.nRanks()) return out;
+  const int h = sys.ranks[rank].host;
+  for (size_t c = 0; c < nics.size(); c++) {
+    const int k = h < (int)nics[c].size() ? nics[c][h] : -1;
+    if (k < 0 || k >= (int)sys.hosts[h].nics.size()) continue;
+    out[c].index = k;
+    out[c].name = sys.hosts[h].nics[k].name;
+  }
+  return out;
+}
+
+}  // namespace uniccl::topo

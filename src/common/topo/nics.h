@@ -10,6 +10,7 @@
 // the NICs near each GPU when they are known.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "common/topo/system.h"
@@ -24,5 +25,19 @@ int entryRank(const System& sys, const std::vector<int>& ring, int h, int channe
 // nic[c][h]: index into sys.hosts[h].nics of the NIC channel c uses on host
 // h; -1 where the host has no NIC.
 std::vector<std::vector<int>> assignNics(const System& sys, const std::vector<std::vector<int>>& rings);
+
+}  // namespace uniccl::topo
+
+namespace uniccl::topo {
+
+// The NIC one rank's channel uses: an index into its host's nics and the
+// NIC's name; index -1 (name empty) where the host has no NIC.
+struct ChannelNic {
+  int index = -1;
+  std::string name;
+};
+
+// assignNics' answer for the host of `rank`, one entry per channel.
+std::vector<ChannelNic> channelNicsOfRank(const System& sys, const std::vector<std::vector<int>>& nics, int rank);
 
 }  // namespace uniccl::topo

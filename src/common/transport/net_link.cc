@@ -13,6 +13,7 @@
 #include "common/core/comm.h"
 #include "common/gpu.h"
 #include "common/proxy/conn_fifo.h"
+#include "common/transport/net_devices.h"
 #include "common/util/debug.h"
 #include "common/util/param.h"
 
@@ -94,7 +95,8 @@ struct NetLink::Channel {
 NetLink::NetLink() = default;
 NetLink::~NetLink() { stop(); }
 
-ncclResult_t NetLink::listen(ncclComm* comm, int peer, int nChannels, size_t stepBytes, std::vector<char>* handles) {
+ncclResult_t NetLink::listen(ncclComm* comm, int peer, int nChannels, size_t stepBytes, std::vector<char>* handles,
+                             const std::vector<topo::ChannelNic>* nics) {
   peer_ = peer;
   rank_ = comm->rank;
   nChannels_ = nChannels;
@@ -107,19 +109,33 @@ ncclResult_t NetLink::listen(ncclComm* comm, int peer, int nChannels, size_t ste
          comm->rank, net_->name, peer);
     return ncclSystemError;
   }
-  netDev_ = comm->gpuDev >= 0 ? comm->gpuDev % ndev : 0;
-  ncclNetProperties_v8_t props;
-  memset(&props, 0, sizeof(props));
-  UCHECK(net_->getProperties(netDev_, &props));
-  if ((props.ptrSupport & NCCL_PTR_HOST) == 0) {
-    WARN("Rank %d: network %s device %d (%s) cannot move host memory; uniccl stages network traffic in host memory",
-         comm->rank, net_->name, netDev_, props.name ? props.name : "?");
-    return ncclInvalidUsage;
+  std::vector<ncclNetProperties_v8_t> props(ndev);
+  std::vector<std::string> devNames(ndev);
+  for (int d = 0; d < ndev; d++) {
+    memset(&props[d], 0, sizeof(props[d]));
+    UCHECK(net_->getProperties(d, &props[d]));
+    devNames[d] = props[d].name != nullptr ? props[d].name : "";
+  }
+  std::vector<topo::ChannelNic> chNics(nChannels);
+  for (int c = 0; nics != nullptr && c < nChannels && c < (int)nics->size(); c++) chNics[c] = (*nics)[c];
+  devs_ = channelNetDevices(chNics, devNames, comm->gpuDev);
+  nicNames_.resize(nChannels);
+  std::vector<bool> checked(ndev, false);
+  for (int c = 0; c < nChannels; c++) {
+    const int d = devs_[c];
+    nicNames_[c] = !chNics[c].name.empty() ? chNics[c].name : devNames[d];
+    if (checked[d]) continue;
+    checked[d] = true;
+    if ((props[d].ptrSupport & NCCL_PTR_HOST) == 0) {
+      WARN("Rank %d: network %s device %d (%s) cannot move host memory; uniccl stages network traffic in host memory",
+           comm->rank, net_->name, d, devNames[d].c_str());
+      return ncclInvalidUsage;
+    }
   }
   channels_ = std::make_unique<Channel[]>(nChannels);
   handles->assign((size_t)nChannels * kHandleBytes, 0);
   for (int c = 0; c < nChannels; c++) {
-    UCHECK(net_->listen(netDev_, handles->data() + (size_t)c * kHandleBytes, &channels_[c].listenComm));
+    UCHECK(net_->listen(devs_[c], handles->data() + (size_t)c * kHandleBytes, &channels_[c].listenComm));
   }
   UCHECK(sendStaging_.allocate((size_t)nChannels * kConnSteps * stepBytes));
   UCHECK(recvStaging_.allocate((size_t)nChannels * kConnSteps * stepBytes));
@@ -128,8 +144,11 @@ ncclResult_t NetLink::listen(ncclComm* comm, int peer, int nChannels, size_t ste
     UCHECK(channels_[c].recv.fifo.allocateMapped());
   }
   UCHECK(ProxyRef::acquire(&proxy_));
-  INFO(kSubsysNet | kSubsysInit, "Rank %d: listening for rank %d on %s device %d (%s), %d channels", comm->rank, peer,
-       net_->name, netDev_, props.name ? props.name : "?", nChannels);
+  std::string where;   // "dev(nic)" per channel, as NCCL logs its channels' NICs
+  for (int c = 0; c < nChannels && c < 16; c++)
+    where += " " + std::to_string(devs_[c]) + "(" + nicNames_[c] + ")";
+  INFO(kSubsysNet | kSubsysInit, "Rank %d: listening for rank %d on %s, %d channels, devices per channel:%s%s",
+       comm->rank, peer, net_->name, nChannels, where.c_str(), nChannels > 16 ? " ..." : "");
   return ncclSuccess;
 }
 
@@ -144,7 +163,7 @@ ncclResult_t NetLink::connect(ncclComm* comm, const std::vector<char>& handles) 
     Direction& d = channels_[c].send;
     char* handle = h.data() + (size_t)c * kHandleBytes;
     UCHECK(pollUntil(comm, "connect", peer_,
-                     [&] { return net_->connect(netDev_, handle, &d.comm, nullptr); }, &d.comm));
+                     [&] { return net_->connect(devs_[c], handle, &d.comm, nullptr); }, &d.comm));
   }
   return ncclSuccess;
 }

@@ -20,9 +20,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/proxy/proxy.h"
+#include "common/topo/nics.h"
 #include "device/dev_types.h"
 #include "net/net.h"
 #include "uniccl.h"
@@ -57,8 +59,11 @@ class NetLink {
   static constexpr size_t kHandleBytes = NCCL_NET_HANDLE_MAXSIZE;
 
   // Phase 1: picks the net (comm->config.netName or NCCL_NET), listens once
-  // per channel, and returns the handles the peer connects to.
-  ncclResult_t listen(ncclComm* comm, int peer, int nChannels, size_t stepBytes, std::vector<char>* handles);
+  // per channel, and returns the handles the peer connects to. nics: the
+  // topology's NIC per channel for this rank's host (net_devices.h picks the
+  // transport's device from it); nullptr or short: GPU index mod devices.
+  ncclResult_t listen(ncclComm* comm, int peer, int nChannels, size_t stepBytes, std::vector<char>* handles,
+                      const std::vector<topo::ChannelNic>* nics = nullptr);
   // Phase 2: connects our send side of every channel to the peer's handles.
   ncclResult_t connect(ncclComm* comm, const std::vector<char>& handles);
   // Phase 3: accepts the peer's connections, registers staging memory and
@@ -84,6 +89,12 @@ class NetLink {
   bool peerGone() const { return peerGone_.load(std::memory_order_acquire); }
   int peer() const { return peer_; }
   const char* netName() const { return net_ != nullptr ? net_->name : "?"; }
+  int nChannels() const { return nChannels_; }
+  // The transport's device channel c's connections use (both directions).
+  int netDevice(int c) const { return c >= 0 && c < (int)devs_.size() ? devs_[c] : -1; }
+  // Channel c's NIC as traffic accounting names it: the topology's NIC when
+  // it has one, else the transport's device name.
+  const std::string& nicName(int c) const { return nicNames_[c]; }
 
   // Ends the proxy ops (waits for them), then closes comms and frees memory.
   // Idempotent.
@@ -96,7 +107,8 @@ class NetLink {
   static void onOpFinished(void* arg, ncclResult_t result);
 
   const NetApi* net_ = nullptr;
-  int netDev_ = 0;
+  std::vector<int> devs_;              // per channel: the net device
+  std::vector<std::string> nicNames_;  // per channel: nicName()
   int peer_ = -1;
   int rank_ = -1;
   int nChannels_ = 0;

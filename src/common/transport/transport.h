@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "common/gpu.h"
+#include "common/topo/nics.h"
 #include "common/transport/net_link.h"
+#include "common/transport/traffic.h"
 #include "uniccl.h"
 
 struct ncclComm;
@@ -156,6 +158,14 @@ class Transports {
     return netLinks_ > 0 && peer >= 0 && peer < (int)links_.size() && links_[peer].net && links_[peer].net->peerGone();
   }
 
+  // The topology's NIC per channel for this rank's host (topo/nics.h), set
+  // at init before any connection: network links open each channel on it.
+  void setChannelNics(std::vector<topo::ChannelNic> nics) { channelNics_ = std::move(nics); }
+  const std::vector<topo::ChannelNic>& channelNics() const { return channelNics_; }
+  // Bytes this rank sent so far, by link class, NIC and channel (traffic.h).
+  // Read when no kernel of the communicator runs (after a stream sync).
+  ncclResult_t readTraffic(const ncclComm* comm, Traffic* out) const;
+
   // Frees every resource (safe after errors, idempotent).
   void release();
   const ChannelLayout& layout() const { return layout_; }
@@ -177,6 +187,7 @@ class Transports {
   bool shmDisabled_ = false;
   bool ringUsesNet_ = false;
   int netLinks_ = 0;           // links of kind NET (wakeNetProxy walks them only when nonzero)
+  std::vector<topo::ChannelNic> channelNics_;
 };
 
 }  // namespace uniccl

@@ -308,7 +308,7 @@ ncclResult_t Transports::acceptShm(ncclComm* comm, int peer, PeerLink& link, con
 ncclResult_t Transports::offerNet(ncclComm* comm, int peer, PeerLink& link) {
   link.net = std::make_unique<NetLink>();
   std::vector<char> handles;
-  UCHECK(link.net->listen(comm, peer, comm->nChannels, layout_.simpleBytes / dev::kSteps, &handles));
+  UCHECK(link.net->listen(comm, peer, comm->nChannels, layout_.simpleBytes / dev::kSteps, &handles, &channelNics_));
   return comm->bootstrap->send(peer, kTagNetHandles, handles.data(), handles.size());
 }
 
