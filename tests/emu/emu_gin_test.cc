@@ -20,7 +20,11 @@
 //   for different GIN resources, a put outside its window (the communicator
 //   is aborted with ncclInvalidUsage).
 //
-//   emu_gin_test --ranks=N [gtest flags]     (UNICCL_EMU_DEVICES >= N)
+// - Many puts in flight: hundreds of puts and putValues per destination
+//   back to back, a watcher checking each signal against the data below it.
+//
+//   emu_gin_test --ranks=N [--bench] [gtest flags]     (UNICCL_EMU_DEVICES >= N)
+//   --bench also runs GinBench.AllToAll: GIN all-to-all against ncclAlltoAll, timed.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -354,6 +358,255 @@ TEST(Gin, PutSignalCounterFlush) {
   }
 }
 
+// ====================================================== puts in flight
+// Many puts to every rank (itself included) posted back to back by one
+// thread, more than a queue holds (256), sizes from 1 byte to several
+// staging slots with putValues in between, each with SignalInc on the
+// source's signal: the proxy has many of them in flight at once (staged,
+// copied and sent in pieces). Another thread of the same kernel watches
+// each source's signal while they arrive and, whenever it has grown to v,
+// checks that puts 0..v-1 of that source have landed: a signal that
+// overtook any earlier put's data (or its own) is seen. Then every byte.
+constexpr int kFlightPuts = 296;
+
+size_t flightBytes(int i) {
+  static const size_t sizes[] = {1, 100, 4096, 8, 777, 3000, 65473, 12345};
+  return sizes[i % 8];
+}
+bool flightIsValue(int i) { return i % 8 == 3; }   // the 8-byte entries go as putValue
+size_t flightDstOff(int i) {   // put i's place in a source's destination area
+  size_t off = 0;
+  for (int x = 0; x < i; x++) off += (flightBytes(x) + 7) / 8 * 8;
+  return off;
+}
+size_t flightSrcOff(int i) { return (size_t)(i * 4093) % 8192; }
+unsigned char flightPattern(int s, size_t j) { return (unsigned char)(s * 29 + j * 13 + 1); }
+uint64_t flightValue(int s, int d, int i) { return 0x5100000000000000ull | ((uint64_t)s << 40) | ((uint64_t)d << 24) | (uint64_t)i; }
+constexpr size_t kFlightSrcBytes = 8192 + 65536 + 64;
+
+struct FlightArgs {
+  ncclDevComm comm;
+  ncclWindow_t win;
+  int nRanks, rank;
+  unsigned char* local;
+  size_t srcBase, dstBase, areaBytes;   // source s's puts land at dstBase + s * areaBytes
+  Errors* errors;
+};
+
+// Whether put i from s (to me) is all there; *bad counts the wrong bytes seen.
+bool flightLanded(const FlightArgs& a, int s, int i, size_t from, size_t step, long* bad) {
+  const unsigned char* got = a.local + a.dstBase + (size_t)s * a.areaBytes + flightDstOff(i);
+  if (flightIsValue(i)) {
+    if (from > 0) return true;
+    uint64_t v;
+    memcpy(&v, got, 8);
+    if (v != flightValue(s, a.rank, i)) (*bad)++;
+    return v == flightValue(s, a.rank, i);
+  }
+  long before = *bad;
+  for (size_t j = from; j < flightBytes(i); j += step)
+    if (got[j] != flightPattern(s, flightSrcOff(i) + j)) (*bad)++;
+  return *bad == before;
+}
+
+void flightKernel(uniccl::dev::KernelArgs ka) {
+  FlightArgs& a = *argsOf<FlightArgs>(ka);
+  ncclCoopCta cta;
+  ncclGin gin(a.comm, 0);
+  ncclTeam world = ncclTeamWorld(a.comm);
+  const int n = a.nRanks, me = a.rank, tid = cta.thread_rank(), nt = cta.size();
+  Errors& e = *a.errors;
+  for (size_t j = tid; j < kFlightSrcBytes; j += nt) a.local[a.srcBase + j] = flightPattern(me, j);
+  cta.sync();
+  if (tid == 0) {
+    // Every destination's i-th put before anyone's (i+1)-th: all queues busy at once.
+    for (int i = 0; i < kFlightPuts; i++)
+      for (int k = 0; k < n; k++) {
+        const int d = (me + k) % n;
+        const size_t dst = a.dstBase + (size_t)me * a.areaBytes + flightDstOff(i);
+        if (flightIsValue(i))
+          gin.putValue(world, d, a.win, dst, flightValue(me, d, i), ncclGin_SignalInc{(ncclGinSignal_t)me},
+                       ncclCoopThread());
+        else
+          gin.put(world, d, a.win, dst, a.win, a.srcBase + flightSrcOff(i), flightBytes(i),
+                  ncclGin_SignalInc{(ncclGinSignal_t)me}, ncclGin_CounterInc{0}, ncclCoopThread());
+      }
+    gin.flush(ncclCoopThread());
+    int puts = 0;
+    for (int i = 0; i < kFlightPuts; i++) puts += !flightIsValue(i);
+    const uint64_t c = gin.readCounter(0);
+    if (!e.check(c == (uint64_t)puts * n))
+      e.add("rank %d: counter %llu after flush, want %d", me, (unsigned long long)c, puts * n);
+  } else if (tid == nt / 2) {
+    // The watcher: as each source's signal grows, everything below it must be there.
+    int checked[8] = {};
+    int done = 0;
+    for (long polls = 0; done < n && polls < 20000000; polls++) {
+      for (int s = 0; s < n; s++) {
+        if (checked[s] == kFlightPuts) continue;
+        const int v = (int)gin.readSignal((ncclGinSignal_t)s);
+        for (; checked[s] < v && checked[s] < kFlightPuts; checked[s]++) {
+          const int i = checked[s];
+          long bad = 0;
+          // The first byte and the last 64 (the put's last slot).
+          flightLanded(a, s, i, 0, flightBytes(i), &bad);
+          flightLanded(a, s, i, flightBytes(i) > 64 ? flightBytes(i) - 64 : 0, 1, &bad);
+          if (!e.check(bad == 0))
+            e.add("rank %d: signal from rank %d was %d, but its put %d (%zu bytes) had not landed (%ld bytes wrong)",
+                  me, s, v, i, flightBytes(i), bad);
+        }
+        if (checked[s] == kFlightPuts) done++;
+      }
+      uniccl::devapi::pollPause();
+    }
+  }
+  cta.sync();
+  for (int s = 0; s < n; s++) {
+    gin.waitSignal(cta, (ncclGinSignal_t)s, kFlightPuts);
+    long bad = 0;
+    for (int i = 0; i < kFlightPuts; i++) flightLanded(a, s, i, tid, nt, &bad);
+    if (!e.check(bad == 0)) e.add("rank %d: %ld bytes from rank %d wrong after all its signals", me, bad, s);
+  }
+  cta.sync();
+  if (tid == 0)
+    for (int s = 0; s < n; s++)
+      if (!e.check(gin.readSignal((ncclGinSignal_t)s) == (uint64_t)kFlightPuts))
+        e.add("rank %d: signal %d is %llu, want %d", me, s, (unsigned long long)gin.readSignal((ncclGinSignal_t)s),
+              kFlightPuts);
+}
+
+TEST(Gin, ManyPutsInFlightSignalsInOrder) {
+  const int n = gRanks;
+  World w;
+  const size_t area = (flightDstOff(kFlightPuts) + 4095) / 4096 * 4096;
+  const size_t srcBytes = (kFlightSrcBytes + 4095) / 4096 * 4096;
+  w.init(n, srcBytes + (size_t)n * area);
+  std::vector<ncclDevCommRequirements> reqs(n, ginReqs(n, 1));
+  for (ncclResult_t r : w.createDev(reqs)) ASSERT_EQ(r, ncclSuccess);
+  Errors e;
+  std::vector<FlightArgs> args(n);
+  for (int r = 0; r < n; r++)
+    args[r] = FlightArgs{w.dev[r], w.win[r], n, r, static_cast<unsigned char*>(w.mem[r]), 0, srcBytes, area, &e};
+  auto streams = launchAll(flightKernel, 64, args);
+  waitAll(streams);
+  e.expectNone();
+  for (int r = 0; r < n; r++) {
+    int err = ncclSuccess;
+    EXPECT_EQ(ncclCommGetAsyncError(w.comms[r], (ncclResult_t*)&err), ncclSuccess);
+    EXPECT_EQ(err, ncclSuccess) << "rank " << r;
+  }
+}
+
+// ============================================================ benchmark
+// emu_gin_test --ranks=N --bench: an all-to-all through GIN (each rank puts
+// its block for every rank, itself included, with SignalInc, flushes and
+// waits for every source's signal; nccl-tests' `alltoall -D 3` pattern)
+// against ncclAlltoAll over the same communicators and transport, per size.
+// It prints times (not asserted: the emulator's speed is the CPU's) and
+// checks the data of the last iteration.
+bool gBench = false;
+
+struct A2aArgs {
+  ncclDevComm comm;
+  ncclWindow_t win;
+  int nRanks, rank, iters;
+  size_t block, recvBase;
+};
+
+void ginA2aKernel(uniccl::dev::KernelArgs ka) {
+  A2aArgs& a = *argsOf<A2aArgs>(ka);
+  ncclCoopCta cta;
+  ncclGin gin(a.comm, 0);
+  ncclTeam world = ncclTeamWorld(a.comm);
+  const int n = a.nRanks, me = a.rank;
+  for (int it = 0; it < a.iters; it++) {
+    for (int k = 0; k < n; k++) {
+      const int d = (me + k) % n;
+      gin.put(world, d, a.win, a.recvBase + (size_t)me * a.block, a.win, (size_t)d * a.block, a.block,
+              ncclGin_SignalInc{0}, ncclGin_None{}, cta);
+    }
+    gin.flush(cta);
+    gin.waitSignal(cta, 0, (uint64_t)(it + 1) * n);
+    // The next iteration overwrites the same places: nobody may start it
+    // before every rank has its data (the world's barrier, as nccl-tests).
+    ncclBarrierSession<ncclCoopCta> bar(cta, ncclTeamTagWorld(), gin, 0);
+    bar.sync(cta, cuda::memory_order_acq_rel, ncclGinFenceLevel::Relaxed);
+  }
+  if (cta.thread_rank() == 0) gin.resetSignal(0);
+  cta.sync();
+}
+
+unsigned char a2aPattern(int s, int d, size_t j) { return (unsigned char)(s * 7 + d * 11 + j * 3 + 5); }
+
+TEST(GinBench, AllToAll) {
+  if (!gBench) GTEST_SKIP() << "a measurement: run with --bench";
+  const int n = gRanks;
+  const size_t maxBlock = size_t(4) << 20;
+  World w;
+  w.init(n, 2 * (size_t)n * maxBlock);
+  std::vector<ncclDevCommRequirements> reqs(n, ginReqs(1, 0));
+  for (auto& r : reqs) r.barrierCount = 1;
+  for (ncclResult_t r : w.createDev(reqs)) ASSERT_EQ(r, ncclSuccess);
+  using Clock = std::chrono::steady_clock;
+  // ncclAlltoAll's streams live as long as the communicators' use of them.
+  std::vector<uniccl::gpu::Stream> ss(n);
+  for (int r = 0; r < n; r++) {
+    mustSucceed(uniccl::gpu::setDevice(r), "setDevice");
+    mustSucceed(uniccl::gpu::streamCreate(&ss[r]), "streamCreate");
+  }
+  printf("  %10s %6s %14s %14s %10s\n", "bytes/peer", "iters", "GIN us/iter", "A2A us/iter", "GIN/A2A");
+  for (size_t block : {size_t(1) << 10, size_t(64) << 10, size_t(1) << 20, maxBlock}) {
+    const int iters = block >= (size_t(1) << 20) ? 5 : 20;
+    const size_t recvBase = (size_t)n * block;
+    for (int r = 0; r < n; r++) {
+      unsigned char* m = static_cast<unsigned char*>(w.mem[r]);
+      for (int d = 0; d < n; d++)
+        for (size_t j = 0; j < block; j++) m[(size_t)d * block + j] = a2aPattern(r, d, j);
+      memset(m + recvBase, 0, (size_t)n * block);
+    }
+    auto check = [&](const char* what) {
+      long bad = 0;
+      for (int r = 0; r < n; r++)
+        for (int s = 0; s < n; s++)
+          for (size_t j = 0; j < block; j++)
+            bad += static_cast<unsigned char*>(w.mem[r])[recvBase + (size_t)s * block + j] != a2aPattern(s, r, j);
+      EXPECT_EQ(bad, 0) << what << " at " << block << " bytes per peer";
+    };
+    std::vector<A2aArgs> args(n);
+    for (int r = 0; r < n; r++) args[r] = A2aArgs{w.dev[r], w.win[r], n, r, 1, block, recvBase};
+    auto warm = launchAll(ginA2aKernel, 64, args);
+    waitAll(warm);
+    for (auto& x : args) x.iters = iters;
+    auto t0 = Clock::now();
+    auto streams = launchAll(ginA2aKernel, 64, args);
+    waitAll(streams);
+    const double ginUs = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters;
+    check("GIN all-to-all");
+    for (int r = 0; r < n; r++) memset(static_cast<char*>(w.mem[r]) + recvBase, 0, (size_t)n * block);
+    // One thread per rank, as separate processes would call it.
+    auto runA2a = [&](int times) {
+      std::vector<std::thread> t;
+      for (int r = 0; r < n; r++)
+        t.emplace_back([&, r] {
+          mustSucceed(uniccl::gpu::setDevice(r), "setDevice");
+          for (int k = 0; k < times; k++)
+            mustSucceed(ncclAlltoAll(w.mem[r], static_cast<char*>(w.mem[r]) + recvBase, block, ncclUint8, w.comms[r],
+                                     static_cast<uniccl_stream_t>(ss[r])),
+                        "ncclAlltoAll");
+          mustSucceed(uniccl::gpu::streamSynchronize(ss[r]), "streamSynchronize");
+        });
+      for (auto& x : t) x.join();
+    };
+    runA2a(1);
+    t0 = Clock::now();
+    runA2a(iters);
+    const double a2aUs = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters;
+    check("ncclAlltoAll");
+    printf("  %10zu %6d %14.1f %14.1f %10.2f\n", block, iters, ginUs, a2aUs, a2aUs / ginUs);
+  }
+  waitAll(ss);
+}
+
 // ================================================================ barriers
 constexpr int kBarRounds = 16;
 
@@ -564,6 +817,7 @@ int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
   for (int i = 1; i < argc; i++)
     if (strncmp(argv[i], "--ranks=", 8) == 0) gRanks = atoi(argv[i] + 8);
+    else if (strcmp(argv[i], "--bench") == 0) gBench = true;
   int devices = 0;
   if (gRanks < 1 || gRanks > 8 || uniccl::gpu::getDeviceCount(&devices) != ncclSuccess || devices < gRanks) {
     fprintf(stderr, "--ranks 1..8 and at least that many emulated GPUs (UNICCL_EMU_DEVICES)\n");

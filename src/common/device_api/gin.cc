@@ -1,21 +1,38 @@
-// GIN through the proxy thread (gin.h). The proxy thread's poller:
+// GIN through the proxy thread (gin.h). The proxy thread's poller moves
+// every put through a pipeline per peer; nothing on it waits for a copy:
 //
 //  send side, per context and peer queue, in queue order: a descriptor is
 //  whole when bit 0 of its eight words is set (NCCL 2.28.9's proxy GIN
-//  format, include/nccl_device/gin.h). Its payload is copied from the source
-//  window into the peer link's send staging slots (a 64-byte GinWire header,
-//  then up to stepBytes - 64 payload bytes per slot; a put larger than that
-//  takes several slots, the signal rides on the last). When the last slot is
-//  filled the source is consumed: the local counter (CounterInc) is
-//  incremented, the descriptor zeroed and the consumer index advanced
-//  (flush waits for it). A put to this rank itself is copied directly.
-//  The link's persistent proxy send op (NetLink) carries the slots in order.
+//  format, include/nccl_device/gin.h). Its payload is cut into pieces of one
+//  staging slot of the peer's link each (a 64-byte GinWire header, then up
+//  to stepBytes - 64 payload bytes; the signal rides on the last piece).
+//  For each piece the header is written and the payload copy from the
+//  source window is started on the poller's outbound copy stream, with an
+//  event after it; the piece joins the peer's ordered list of pieces in
+//  flight, and the next piece (of this put or the next) is started at once,
+//  while earlier ones are still being copied or sent. Up to kConnSteps
+//  slots per peer are in flight between copy and network.
+//  A piece is published to the link (its persistent proxy send op puts it
+//  on the wire) when its copy's event has completed, strictly in list
+//  order; when a put's last piece is published its source is consumed: the
+//  local counter (CounterInc) is incremented and the consumer index
+//  advanced (flush waits for it).
+//  A put to this rank itself is one device copy on the same stream; its
+//  signal is added when the copy completed, in the same list order.
+//  A put to a rank of this rank's LSA team (its window mapped here) is one
+//  device copy straight into the peer's window, on the same stream; when it
+//  completed, a header-only slot carries the signal over the link, behind
+//  every earlier piece to that peer (UNICCL_GIN_LSA_DIRECT=0: as for any
+//  peer).
 //
-//  receive side, per peer link: each arrived slot's payload is copied into
-//  the destination window (gpu::memcpy: synchronous, so it has landed), and
-//  then, on the operation's last slot, the signal is added (release) into
-//  the context's signal array. One link per peer, slots in order: a signal
-//  is never visible before the payloads of the earlier puts to that peer.
+//  receive side, per peer link, in slot order: each arrived slot's payload
+//  copy into the destination window is started on the inbound copy stream
+//  with an event after it; when the event completed (in slot order) the
+//  signal of an operation's last slot is added (release) into the
+//  context's signal array and the slot handed back to the link. One link
+//  per peer, slots in order, signals applied only behind completed copies:
+//  a signal is never visible before the payloads of the earlier puts to
+//  that peer, nor before its own.
 //
 // A descriptor naming an unknown window, bytes outside it, or a signal or
 // counter out of range is a program error: WARN, the communicator is aborted
@@ -23,7 +40,9 @@
 #include "common/device_api/gin.h"
 
 #include <chrono>
+#include <cstddef>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -31,6 +50,7 @@
 #include "common/core/async_error.h"
 #include "common/core/comm.h"
 #include "common/core/device_guard.h"
+#include "common/device_api/lsa.h"
 #include "common/gpu.h"
 #include "common/proxy/proxy.h"
 #include "common/symmetric/symmetric.h"
@@ -43,11 +63,13 @@ namespace uniccl {
 namespace {
 
 constexpr uint32_t kQueueSize = 256;            // descriptors per peer queue (a power of two)
-constexpr size_t kGinStepBytes = 64 * 1024;     // staging slot: header + payload
+constexpr int kMaxSelfInFlight = 64;           // copies of puts to this rank not yet completed
 constexpr uint32_t kWireMagic = 0x47494e31;     // "GIN1"
 constexpr int kMaxPerPass = 32;                 // descriptors / slots per queue per pass (fairness)
 
-enum WireFlags : uint32_t { kWireInline = 1, kWireLast = 2, kWireSignal = 4 };
+// kWireDirect: the payload was copied into the destination window through
+// the LSA mapping before this header was sent; the slot carries none.
+enum WireFlags : uint32_t { kWireInline = 1, kWireLast = 2, kWireSignal = 4, kWireDirect = 8 };
 
 // What precedes a slot's payload on the wire.
 struct GinWire {
@@ -94,7 +116,31 @@ struct GinContextMem {
   uint32_t* cis = nullptr;
   uint64_t* counters = nullptr;
   uint64_t* signals = nullptr;
-  std::vector<uint64_t> sent;   // per peer: payload bytes of the head descriptor already in slots
+  std::vector<uint64_t> sent;   // per peer: payload bytes of the head descriptor already started
+  std::vector<uint32_t> next;   // per peer: the next descriptor to read (cis trails it until its copies end)
+};
+
+// A piece of a peer's send pipeline, completed in list order.
+struct SendPiece {
+  gpu::Event ev = nullptr;   // the copy it waits for (nullptr: none)
+  int64_t step = -1;         // the link step to publish then (-1: a put to this rank, nothing to send)
+  int64_t slotBytes = 0;
+  int ctx = -1;              // >= 0: a descriptor's last piece: its source is consumed then,
+  uint32_t ci = 0;           //   cis[peer] of context ctx becomes ci + 1
+  int counter = -1;          //   and this counter is incremented
+  bool signal = false;       // a put to this rank: its signal, added then
+  uint32_t signalId = 0;
+  uint64_t signalValue = 0;
+  uint64_t inlineValue = 0;  // a putValue to this rank copies from here (deque elements do not move)
+};
+
+// An arrived slot whose payload is being copied into its window.
+struct RecvPiece {
+  gpu::Event ev = nullptr;
+  uint64_t step = 0;
+  bool signal = false;
+  uint32_t context = 0, signalId = 0;
+  uint64_t signalValue = 0;
 };
 
 class GinState {
@@ -103,7 +149,14 @@ class GinState {
   GinConfig cfg;
   std::vector<GinContextMem> ctx;
   std::vector<std::unique_ptr<NetLink>> links;   // [nRanks], none for self
-  std::vector<uint64_t> sendStep, recvStep;
+  std::vector<uint64_t> sendStep, recvStep;   // next link step to start / to take
+  std::vector<std::deque<SendPiece>> sending;  // [peer] pieces in flight, in order
+  std::vector<std::deque<RecvPiece>> landing;  // [peer] arrived slots being copied, in order
+  std::vector<int> lsaIndex;                   // [peer] its place in this rank's LSA team; -1: not mapped
+  gpu::Stream copyOut = nullptr;               // sources into staging, to this rank, to LSA peers
+  gpu::Stream copyIn = nullptr;                // staging into windows
+  std::vector<gpu::Event> events, freeEvents;
+  size_t stepBytes = 0;
   // UNICCL_GIN_RECV_PACE_US (tests): one slot per peer at most this often.
   std::chrono::microseconds pace{0};
   std::vector<std::chrono::steady_clock::time_point> lastApplied;
@@ -116,8 +169,11 @@ class GinState {
   static bool pollThunk(void* arg) { return static_cast<GinState*>(arg)->poll(); }
   static void failThunk(void* arg, ncclResult_t why) { static_cast<GinState*>(arg)->fail(why); }
   bool poll();
-  bool drainQueue(int c, int peer, bool* stalled);
+  bool drainQueue(int c, int peer);
+  bool completeSends(int peer);
   bool receive(int peer);
+  bool takeEvent(gpu::Event* e);
+  bool copyAsync(void* dst, const void* src, size_t bytes, gpu::Stream s, gpu::Event* ev);
   void fail(ncclResult_t why);
   bool windowSpan(uint64_t win, uint64_t off, uint64_t bytes, char** out, const char* what);
   void addSignal(int c, uint32_t id, uint64_t v);
@@ -149,64 +205,140 @@ void GinState::addSignal(int c, uint32_t id, uint64_t v) {
   __atomic_fetch_add(&ctx[c].signals[id], v, __ATOMIC_RELEASE);
 }
 
-// Applies the slots peer sent (in order). True when one was applied.
+bool GinState::takeEvent(gpu::Event* e) {
+  if (freeEvents.empty()) {
+    gpu::Event x = nullptr;
+    if (gpu::eventCreate(&x, gpu::kEventDisableTiming) != ncclSuccess) return false;
+    events.push_back(x);
+    freeEvents.push_back(x);
+  }
+  *e = freeEvents.back();
+  freeEvents.pop_back();
+  return true;
+}
+
+// Starts a copy on s and an event after it (*ev). False (communicator
+// failed) when the runtime refused.
+bool GinState::copyAsync(void* dst, const void* src, size_t bytes, gpu::Stream s, gpu::Event* ev) {
+  if (!takeEvent(ev) || gpu::memcpyAsync(dst, src, bytes, s) != ncclSuccess || gpu::eventRecord(*ev, s) != ncclSuccess) {
+    fail(ncclUnhandledCudaError);
+    return false;
+  }
+  return true;
+}
+
+// Takes the slots peer sent (in order): starts their copies into the
+// windows, and completes those whose copies ended (signal, slot back to the
+// link). True when something moved.
 bool GinState::receive(int peer) {
   NetLink::HostChannel h = links[peer]->hostChannel(0);
+  std::deque<RecvPiece>& q = landing[peer];
   bool moved = false;
   for (int n = 0; n < kMaxPerPass && !failed && connFifoReady(h.recvFifo, recvStep[peer]); n++) {
     if (pace.count() > 0) {
       const auto now = std::chrono::steady_clock::now();
-      if (n > 0 || now - lastApplied[peer] < pace) return moved;
+      if (n > 0 || now - lastApplied[peer] < pace) break;
       lastApplied[peer] = now;
     }
     const uint64_t step = recvStep[peer];
     const int64_t size = connLoadSize(h.recvFifo->slots[step % kConnSteps]);
-    const char* slot = h.recvStaging + (step % kConnSteps) * h.stepBytes;
+    char* slot = h.recvStaging + (step % kConnSteps) * h.stepBytes;
     GinWire w;
     memcpy(&w, slot, sizeof(w));
+    const bool direct = (w.flags & kWireDirect) != 0;
     if (size < (int64_t)sizeof(w) || w.magic != kWireMagic || w.context >= (uint32_t)cfg.contexts ||
-        ((w.flags & kWireInline) ? w.bytes > 8 : (uint64_t)size != sizeof(w) + w.bytes)) {
+        ((w.flags & kWireInline) ? w.bytes > 8 || direct
+                                 : (uint64_t)size != sizeof(w) + (direct ? 0 : w.bytes))) {
       WARN("Rank %d: malformed GIN message from rank %d (%ld bytes); aborting the communicator", comm->rank, peer,
            (long)size);
       fail(ncclInternalError);
       return moved;
     }
+    if ((w.flags & kWireLast) && (w.flags & kWireSignal) && w.signalId >= (uint32_t)cfg.signals) {
+      WARN("Rank %d: GIN signal %u from rank %d: this device communicator has %d signals; aborting the "
+           "communicator", comm->rank, w.signalId, peer, cfg.signals);
+      fail(ncclInvalidUsage);
+      return moved;
+    }
+    RecvPiece piece;
+    piece.step = step;
+    piece.signal = (w.flags & kWireLast) && (w.flags & kWireSignal);
+    piece.context = w.context;
+    piece.signalId = w.signalId;
+    piece.signalValue = w.signalValue;
     if (w.bytes > 0) {
+      // A direct put already wrote the window through the peer's mapping:
+      // its span is still checked here, where the window's size is known.
       char* dst = nullptr;
-      if (!windowSpan(w.dstWin, w.dstOff, w.bytes, &dst, "put from a peer")) {
+      if (!windowSpan(w.dstWin, w.dstOff, w.bytes, &dst, direct ? "put from an LSA peer" : "put from a peer")) {
         fail(ncclInvalidUsage);
         return moved;
       }
-      const void* src = (w.flags & kWireInline) ? static_cast<const void*>(&w.inlineValue) : slot + sizeof(w);
-      if (gpu::memcpy(dst, src, w.bytes) != ncclSuccess) {
+      const char* src = (w.flags & kWireInline) ? slot + offsetof(GinWire, inlineValue) : slot + sizeof(w);
+      if (!direct && !copyAsync(dst, src, w.bytes, copyIn, &piece.ev)) return moved;
+    }
+    q.push_back(piece);
+    recvStep[peer] = step + 1;
+    moved = true;
+  }
+  while (!q.empty() && !failed) {
+    RecvPiece& piece = q.front();
+    if (piece.ev != nullptr) {
+      const ncclResult_t r = gpu::eventQuery(piece.ev);
+      if (r == ncclInProgress) break;
+      if (r != ncclSuccess) {
         fail(ncclUnhandledCudaError);
         return moved;
       }
+      freeEvents.push_back(piece.ev);
     }
-    if ((w.flags & kWireLast) && (w.flags & kWireSignal)) {
-      if (w.signalId >= (uint32_t)cfg.signals) {
-        WARN("Rank %d: GIN signal %u from rank %d: this device communicator has %d signals; aborting the "
-             "communicator", comm->rank, w.signalId, peer, cfg.signals);
-        fail(ncclInvalidUsage);
-        return moved;
-      }
-      addSignal((int)w.context, w.signalId, w.signalValue);
-    }
-    connFifoFree(h.recvFifo, step);
-    recvStep[peer] = step + 1;
+    if (piece.signal) addSignal((int)piece.context, piece.signalId, piece.signalValue);
+    connFifoFree(h.recvFifo, piece.step);
+    q.pop_front();
     moved = true;
   }
   return moved;
 }
 
-// Moves context c's descriptors for peer into slots (or applies them, for
-// this rank). True when one moved; *stalled when the link had no free slot.
-bool GinState::drainQueue(int c, int peer, bool* stalled) {
+// Publishes the peer's pieces whose copies ended, in order, and consumes
+// their descriptors' sources. True when one completed.
+bool GinState::completeSends(int peer) {
+  std::deque<SendPiece>& q = sending[peer];
+  bool moved = false;
+  while (!q.empty() && !failed) {
+    SendPiece& p = q.front();
+    if (p.ev != nullptr) {
+      const ncclResult_t r = gpu::eventQuery(p.ev);
+      if (r == ncclInProgress) break;
+      if (r != ncclSuccess) {
+        fail(ncclUnhandledCudaError);
+        return moved;
+      }
+      freeEvents.push_back(p.ev);
+    }
+    if (p.step >= 0) connFifoPublish(links[peer]->hostChannel(0).sendFifo, (uint64_t)p.step, p.slotBytes);
+    if (p.signal) addSignal(p.ctx, p.signalId, p.signalValue);
+    if (p.ctx >= 0) {
+      GinContextMem& m = ctx[p.ctx];
+      if (p.counter >= 0) __atomic_fetch_add(&m.counters[p.counter], 1, __ATOMIC_RELEASE);
+      __atomic_store_n(&m.cis[peer], p.ci + 1, __ATOMIC_RELEASE);
+    }
+    q.pop_front();
+    moved = true;
+  }
+  return moved;
+}
+
+// Starts context c's descriptors for peer (reads them, starts their copies,
+// queues their pieces). True when one started; stops where the link has no
+// free slot or too many copies to this rank are in flight.
+bool GinState::drainQueue(int c, int peer) {
   GinContextMem& m = ctx[c];
+  std::deque<SendPiece>& pieces = sending[peer];
   bool moved = false;
   for (int n = 0; n < kMaxPerPass && !failed; n++) {
-    const uint32_t ci = __atomic_load_n(&m.cis[peer], __ATOMIC_RELAXED);
-    uint64_t* q = m.queues + ((size_t)peer * kQueueSize + (ci & (kQueueSize - 1))) * 8;
+    const uint32_t idx = m.next[peer];
+    uint64_t* q = m.queues + ((size_t)peer * kQueueSize + (idx & (kQueueSize - 1))) * 8;
     for (int i = 0; i < 8; i++)
       if ((__atomic_load_n(&q[i], __ATOMIC_RELAXED) & 1) == 0) return moved;   // not (whole) yet
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -230,60 +362,73 @@ bool GinState::drainQueue(int c, int peer, bool* stalled) {
       fail(ncclInvalidUsage);
       return moved;
     }
+    const uint64_t signalValue = (d.op & UNICCL_GIN_OP_SIGNAL_INC) ? 1 : d.signalValue;
+    // The piece that completes the descriptor carries its consumption.
+    auto finish = [&](SendPiece& p) {
+      p.ctx = c;
+      p.ci = idx;
+      p.counter = hasCounter ? (int)d.counterId : -1;
+    };
+    char* peerDst = nullptr;
+    size_t peerBytes = 0;
+    const bool direct = peer != comm->rank && !isInline && d.size > 0 && lsaIndex[peer] >= 0 &&
+                        ginWindowPeerMemory(comm, d.dstWin, lsaIndex[peer], &peerDst, &peerBytes) &&
+                        d.dstOff <= peerBytes && d.size <= peerBytes - d.dstOff;
     if (peer == comm->rank) {
-      // To this rank: copy and signal here, in queue order.
-      if (d.size > 0) {
-        char* dst = nullptr;
-        if (!windowSpan(d.dstWin, d.dstOff, d.size, &dst, "put to this rank")) {
-          fail(ncclInvalidUsage);
-          return moved;
-        }
-        if (gpu::memcpy(dst, isInline ? static_cast<const void*>(&d.inlineValue) : src, d.size) != ncclSuccess) {
-          fail(ncclUnhandledCudaError);
-          return moved;
-        }
+      // To this rank: one copy; the signal is added when it ended, in order.
+      if (pieces.size() >= (size_t)kMaxSelfInFlight) return moved;
+      char* dst = nullptr;
+      if (d.size > 0 && !windowSpan(d.dstWin, d.dstOff, d.size, &dst, "put to this rank")) {
+        fail(ncclInvalidUsage);
+        return moved;
       }
-      if (hasSignal) addSignal(c, d.signalId, (d.op & UNICCL_GIN_OP_SIGNAL_INC) ? 1 : d.signalValue);
+      SendPiece& p = pieces.emplace_back();
+      finish(p);
+      p.signal = hasSignal;
+      p.signalId = d.signalId;
+      p.signalValue = signalValue;
+      p.inlineValue = d.inlineValue;
+      if (d.size > 0 && !copyAsync(dst, isInline ? static_cast<const void*>(&p.inlineValue) : src, d.size, copyOut, &p.ev))
+        return moved;
     } else {
       NetLink::HostChannel h = links[peer]->hostChannel(0);
       const uint64_t payloadMax = h.stepBytes - sizeof(GinWire);
       uint64_t& sent = m.sent[peer];
       do {
-        if (!connFifoCanFill(h.sendFifo, sendStep[peer])) {
-          *stalled = true;
-          return moved;
-        }
+        if (!connFifoCanFill(h.sendFifo, sendStep[peer])) return moved;   // the link's slots are all in flight
         const uint64_t step = sendStep[peer];
         char* slot = h.sendStaging + (step % kConnSteps) * h.stepBytes;
-        const uint64_t chunk = isInline ? 0 : (d.size - sent < payloadMax ? d.size - sent : payloadMax);
+        const uint64_t chunk = isInline || direct ? 0 : (d.size - sent < payloadMax ? d.size - sent : payloadMax);
+        const bool last = isInline || direct || sent + chunk == d.size;
         GinWire w;
         memset(&w, 0, sizeof(w));
         w.magic = kWireMagic;
         w.context = (uint32_t)c;
         w.dstWin = d.dstWin;
         w.dstOff = d.dstOff + sent;
-        w.bytes = isInline ? d.size : chunk;
+        w.bytes = isInline || direct ? d.size : chunk;
         w.inlineValue = d.inlineValue;
-        w.flags = (isInline ? kWireInline : 0u) | (sent + chunk == d.size || isInline ? kWireLast : 0u) |
+        w.flags = (isInline ? kWireInline : 0u) | (direct ? kWireDirect : 0u) | (last ? kWireLast : 0u) |
                   (hasSignal ? kWireSignal : 0u);
         w.signalId = d.signalId;
-        w.signalValue = (d.op & UNICCL_GIN_OP_SIGNAL_INC) ? 1 : d.signalValue;
+        w.signalValue = signalValue;
         memcpy(slot, &w, sizeof(w));
-        if (chunk > 0 && gpu::memcpy(slot + sizeof(w), src + sent, chunk) != ncclSuccess) {
-          fail(ncclUnhandledCudaError);
-          return moved;
-        }
-        connFifoPublish(h.sendFifo, step, (int64_t)(sizeof(w) + chunk));
+        SendPiece& p = pieces.emplace_back();
+        p.step = (int64_t)step;
+        p.slotBytes = (int64_t)(sizeof(w) + chunk);
+        if (last) finish(p);
         sendStep[peer] = step + 1;
+        if (direct && !copyAsync(peerDst + d.dstOff, src, d.size, copyOut, &p.ev)) return moved;
+        if (chunk > 0 && !copyAsync(slot + sizeof(w), src + sent, chunk, copyOut, &p.ev)) return moved;
         sent += chunk;
         moved = true;
-      } while (!isInline && sent < d.size);
+      } while (!isInline && !direct && sent < d.size);
       sent = 0;
     }
-    // The source is consumed: counter, then the descriptor's slot back to the kernel.
-    if (hasCounter) __atomic_fetch_add(&m.counters[d.counterId], 1, __ATOMIC_RELEASE);
+    // Every piece started: the words are ours (the kernel reuses the slot
+    // only once cis passed it, after the copies), the next descriptor is read.
     for (int i = 0; i < 8; i++) __atomic_store_n(&q[i], 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&m.cis[peer], ci + 1, __ATOMIC_RELEASE);
+    m.next[peer] = idx + 1;
     moved = true;
   }
   return moved;
@@ -296,12 +441,14 @@ bool GinState::poll() {
   bool moved = false;
   for (int p = 0; p < comm->nRanks; p++)
     if (links[p] && receive(p)) moved = true;
-  for (int c = 0; c < cfg.contexts; c++) {
-    for (int p = 0; p < comm->nRanks; p++) {
-      bool stalled = false;
-      if (drainQueue(c, p, &stalled)) moved = true;
-    }
-  }
+  for (int c = 0; c < cfg.contexts; c++)
+    for (int p = 0; p < comm->nRanks; p++)
+      if (drainQueue(c, p)) moved = true;
+  // Copies in flight are not counted as movement: they end within tens of
+  // microseconds, well inside the proxy thread's polling back-off (spin,
+  // then yield for a millisecond), and counting them would keep a core busy.
+  for (int p = 0; p < comm->nRanks; p++)
+    if (completeSends(p)) moved = true;
   return moved;
 }
 
@@ -314,6 +461,21 @@ ncclResult_t ginCreate(ncclComm* comm, const GinConfig& cfg, ncclDevComm_t* d, G
   g->links.resize(n);
   g->sendStep.assign(n, 0);
   g->recvStep.assign(n, 0);
+  g->sending.resize(n);
+  g->landing.resize(n);
+  g->lsaIndex.assign(n, -1);
+  if (knobInt(Knob::UNICCL_GIN_LSA_DIRECT) != 0) {
+    const LsaPlace lsa = lsaPlace(comm);
+    for (int p = 0; p < n && lsa.size > 1; p++)
+      if (p != comm->rank && p / lsa.size == comm->rank / lsa.size) g->lsaIndex[p] = p % lsa.size;
+  }
+  const int64_t stepKnob = knobInt(Knob::UNICCL_GIN_STEP_BYTES);
+  if (stepKnob < 4096 || stepKnob > (int64_t(64) << 20)) {
+    WARN("ncclDevCommCreate: UNICCL_GIN_STEP_BYTES=%lld is outside 4096..67108864; using 524288", (long long)stepKnob);
+    g->stepBytes = 512 << 10;
+  } else {
+    g->stepBytes = (size_t)stepKnob / 64 * 64;
+  }
   g->pace = std::chrono::microseconds(knobInt(Knob::UNICCL_GIN_RECV_PACE_US));
   g->lastApplied.assign(n, std::chrono::steady_clock::time_point{});
   ncclResult_t res = ncclSuccess;
@@ -323,7 +485,7 @@ ncclResult_t ginCreate(ncclComm* comm, const GinConfig& cfg, ncclDevComm_t* d, G
     if (p == comm->rank) continue;
     g->links[p] = std::make_unique<NetLink>();
     std::vector<char> h;
-    res = g->links[p]->listen(comm, p, 1, kGinStepBytes, &h);
+    res = g->links[p]->listen(comm, p, 1, g->stepBytes, &h);
     if (res == ncclSuccess)
       memcpy(handles.data() + ((size_t)comm->rank * n + p) * NetLink::kHandleBytes, h.data(), NetLink::kHandleBytes);
   }
@@ -382,6 +544,7 @@ ncclResult_t ginCreate(ncclComm* comm, const GinConfig& cfg, ncclDevComm_t* d, G
     m.counters = reinterpret_cast<uint64_t*>(hcn);
     m.signals = reinterpret_cast<uint64_t*>(hsg);
     m.sent.assign(n, 0);
+    m.next.assign(n, 0);
     m.ctxHost->nranks = n;
     m.ctxHost->queueSize = kQueueSize;
     m.ctxHost->queues = reinterpret_cast<ncclGinProxyGfd_t*>(dq);
@@ -394,6 +557,10 @@ ncclResult_t ginCreate(ncclComm* comm, const GinConfig& cfg, ncclDevComm_t* d, G
   const size_t shadowBytes = (size_t)cfg.contexts * (cfg.signals > 0 ? cfg.signals : 1) * sizeof(uint64_t);
   if (res == ncclSuccess) res = gpu::deviceAlloc(reinterpret_cast<void**>(&g->shadowsDev), shadowBytes);
   if (res == ncclSuccess) res = gpu::memset(g->shadowsDev, 0, shadowBytes);
+  DeviceGuard device;   // the copy streams belong to the communicator's device
+  if (res == ncclSuccess) res = device.use(comm->gpuDev);
+  if (res == ncclSuccess) res = gpu::streamCreate(&g->copyOut);
+  if (res == ncclSuccess) res = gpu::streamCreate(&g->copyIn);
   if (res == ncclSuccess) res = ProxyRef::acquire(&g->proxy);
   if (res == ncclSuccess) {
     g->poller.poll = &GinState::pollThunk;
@@ -416,8 +583,11 @@ ncclResult_t ginCreate(ncclComm* comm, const GinConfig& cfg, ncclDevComm_t* d, G
   d->ginCounterBase = 0;
   d->ginCounterCount = cfg.counters;
   d->ginSignalShadows = g->shadowsDev;
-  INFO(kSubsysInit | kSubsysNet, "Rank %d: GIN over the proxy: %d contexts, %d signals, %d counters, %d peers via NET",
-       comm->rank, cfg.contexts, cfg.signals, cfg.counters, n - 1);
+  int direct = 0;
+  for (int p = 0; p < n; p++) direct += g->lsaIndex[p] >= 0;
+  INFO(kSubsysInit | kSubsysNet, "Rank %d: GIN over the proxy: %d contexts, %d signals, %d counters, %d peers via NET "
+       "(%zu-byte slots), %d of them LSA peers written through their mapped windows", comm->rank, cfg.contexts,
+       cfg.signals, cfg.counters, n - 1, g->stepBytes, direct);
   *out = g.release();
   return ncclSuccess;
 }
@@ -425,12 +595,18 @@ ncclResult_t ginCreate(ncclComm* comm, const GinConfig& cfg, ncclDevComm_t* d, G
 void ginDestroy(GinState* g) {
   if (g == nullptr) return;
   if (g->polling) g->proxy.removePoller(&g->poller);   // the proxy thread no longer reads anything below
+  // Copies still in flight read and write the links' staging: they end first.
+  if (g->copyOut != nullptr) gpu::streamSynchronize(g->copyOut);
+  if (g->copyIn != nullptr) gpu::streamSynchronize(g->copyIn);
   for (auto& l : g->links)
     if (l) l->stop();
   g->links.clear();
   const bool aborted = g->comm->abortFlagHost != nullptr && *g->comm->abortFlagHost != 0;
   // After an abort a kernel may still be in a wait on this memory (it leaves
   // at its next abort check): leave it allocated rather than free it under it.
+  for (gpu::Event e : g->events) gpu::eventDestroy(e);
+  if (g->copyOut != nullptr) gpu::streamDestroy(g->copyOut);
+  if (g->copyIn != nullptr) gpu::streamDestroy(g->copyIn);
   if (!aborted) {
     for (GinContextMem& m : g->ctx)
       if (m.host != nullptr) gpu::hostFree(m.host);

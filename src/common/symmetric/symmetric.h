@@ -101,6 +101,11 @@ SymWindow* findWindow(ncclComm* comm, ncclWindow_t handle);
 // GIN: the local memory of the window whose GIN handle is ginId; false when
 // none is registered (any more).
 bool ginWindowMemory(ncclComm* comm, uint64_t ginId, char** base, size_t* bytes);
+// GIN: the same window's view of LSA peer lsaPeer's buffer through this
+// rank's mapping of it, and the bytes mapped from there on (the rest of the
+// peer's allocation: the peer's own window size is checked by the peer);
+// false when none is registered or the peer is not mapped.
+bool ginWindowPeerMemory(ncclComm* comm, uint64_t ginId, int lsaPeer, char** base, size_t* bytes);
 // The comm's device window table (ncclDevComm::windowTable), created on first use.
 ncclResult_t windowTableHead(ncclComm* comm, ncclDevCommWindowTable** head);
 // Device communicators' resources, by their resource window.

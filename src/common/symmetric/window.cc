@@ -316,6 +316,23 @@ bool ginWindowMemory(ncclComm* comm, uint64_t ginId, char** base, size_t* bytes)
   return false;
 }
 
+bool ginWindowPeerMemory(ncclComm* comm, uint64_t ginId, int lsaPeer, char** base, size_t* bytes) {
+  if (comm->symmetric == nullptr || ginId == 0 || lsaPeer < 0) return false;
+  std::lock_guard<std::mutex> lk(comm->symmetric->mu);
+  for (auto& w : comm->symmetric->windows) {
+    if (w->ginId != ginId) continue;
+    if (w->host.lsaFlatBase == nullptr || (size_t)lsaPeer >= w->mappings.size()) return false;
+    char* b = w->host.lsaFlatBase + (size_t)lsaPeer * ((size_t)w->host.stride4G << 32);
+    const SymWindow::Mapping& m = w->mappings[lsaPeer];
+    char* end = static_cast<char*>(m.va) + m.bytes;
+    if (b < static_cast<char*>(m.va) || b >= end) return false;
+    *base = b;
+    *bytes = (size_t)(end - b);   // what is mapped from the peer's buffer on (its allocation's rest)
+    return true;
+  }
+  return false;
+}
+
 ncclResult_t windowTableHead(ncclComm* comm, ncclDevCommWindowTable** head) {
   SymmetricState* s = state(comm);
   std::lock_guard<std::mutex> lk(s->mu);
