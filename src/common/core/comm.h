@@ -137,6 +137,9 @@ struct ncclComm {
   // Whether a tree edge crosses the network (core/tuning.cc): -1 not known
   // yet; fixed once the transports are wired, asked per tree collective.
   mutable std::atomic<int8_t> treeUsesNetCache{-1};
+  // Across hosts, the largest AllReduce on the tree (core/tuning.cc, from
+  // the topology's cost model): -1 not computed yet.
+  mutable std::atomic<int64_t> treeMaxBytesCache{-1};
 
   std::thread initThread;                     // non-blocking init runs here
   // A failed init's last error text: a non-blocking init fails on

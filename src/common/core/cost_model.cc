@@ -6,6 +6,7 @@
 #include "common/core/planner.h"
 #include "common/core/redop.h"
 #include "common/core/tuning.h"
+#include "common/topo/cost.h"
 
 namespace uniccl {
 
@@ -50,10 +51,28 @@ double transferUs(const LinkModel& link, uint8_t proto, int nChannels, double ho
   return hops * (proto == dev::kProtoSimple ? link.hopUsSimple : link.hopUsLL) + busBytes / (gbs * 1e3);
 }
 
-int ceilLog2(int n) {
-  int d = 0;
-  while ((1 << d) < n) d++;
-  return d;
+// The figures of a link class (topo/cost.h): LL's flags save Simple's
+// counter handshake, about half its hop (NVLink: 0.7 against 1.5 us).
+LinkModel modelOf(const topo::ClassCost& c, double links = 1) {
+  return LinkModel{c.hopUs * 0.5, c.hopUs, c.channelGBs, c.gbs * links};
+}
+
+// P2P inside one host: the NVLink figures above on a switch, the link
+// class's figures (topo/cost.h) on PCIe or a direct-link mesh.
+LinkModel p2pModel(const topo::Shape& s) {
+  if (s.intra == topo::LinkClass::Pcie) return modelOf(linkCosts().pcie);
+  if (s.intra == topo::LinkClass::Direct) return modelOf(linkCosts().direct, s.meshLinks);
+  return kP2p;
+}
+
+topo::Coll collOf(TaskKind kind) {
+  switch (kind) {
+    case TaskKind::AllGather: return topo::Coll::AllGather;
+    case TaskKind::ReduceScatter: return topo::Coll::ReduceScatter;
+    case TaskKind::Broadcast: return topo::Coll::Broadcast;
+    case TaskKind::Reduce: return topo::Coll::Reduce;
+    default: return topo::Coll::AllReduce;
+  }
 }
 
 double copyUs(size_t bytes) { return (double)bytes / (kCopyGBs * 1e3); }
@@ -64,19 +83,27 @@ double estimateCollectiveUs(const ncclComm* comm, TaskKind kind, size_t bytes) {
   const int n = comm->nRanks;
   if (n == 1) return copyUs(bytes);
   const CollTuning t = tuneCollective(comm, kind, bytes);
+  const topo::Shape shape = topo::shapeOf(comm->topology);
+  // Across hosts: the topology's model (the network's hops and NICs, the
+  // hosts' chains and tree levels).
+  if (shape.nHosts > 1) {
+    const topo::Algo algo = t.algo == dev::kAlgoTree ? topo::Algo::Tree : topo::Algo::Ring;
+    return topo::estimate(shape, linkCosts(), algo, collOf(kind), (double)bytes, t.nChannels).us();
+  }
   const TransportKind transport = comm->transports.ringUsesNet() ? TransportKind::Net
                                   : comm->allP2p                ? TransportKind::P2p
                                                                 : TransportKind::Shm;
   double hops = n - 1, bus = (double)bytes;
   if (t.algo == dev::kAlgoTree) {
-    hops = 2.0 * ceilLog2(n);
+    hops = 2.0 * topo::ceilLog2(n);
   } else if (kind == TaskKind::AllReduce) {
     hops = t.exchange ? 1 : 2.0 * (n - 1);
     bus = t.exchange ? (double)bytes : 2.0 * (n - 1) / n * (double)bytes;
   } else if (kind == TaskKind::AllGather || kind == TaskKind::ReduceScatter) {
     bus = (double)(n - 1) / n * (double)bytes;
   }
-  return transferUs(linkOf(transport), t.proto, t.nChannels, hops, bus);
+  const LinkModel link = transport == TransportKind::P2p ? p2pModel(shape) : linkOf(transport);
+  return transferUs(link, t.proto, t.nChannels, hops, bus);
 }
 
 double estimateP2pUs(const ncclComm* comm, int peer, size_t bytes) {
@@ -84,8 +111,13 @@ double estimateP2pUs(const ncclComm* comm, int peer, size_t bytes) {
   // Hand-built test communicators have no reach matrix: taken as P2P, Simple.
   if (!comm->transports.reachKnown()) return transferUs(kP2p, dev::kProtoSimple, comm->p2pChannels, 1, (double)bytes);
   const TransportKind transport = comm->transports.kindBetween(comm, comm->rank, peer);
-  return transferUs(linkOf(transport), p2pProto(comm, peer, bytes), comm->p2pChannels, 1,
-                    (double)bytes);
+  // Between hosts: one NIC's figures (topo/cost.h).
+  const bool otherHost = comm->topology.nHosts() > 1 && peer >= 0 && peer < comm->topology.nRanks() &&
+                         comm->topology.ranks[peer].host != comm->topology.ranks[comm->rank].host;
+  const LinkModel link = transport == TransportKind::Net && otherHost ? modelOf(linkCosts().net)
+                         : transport == TransportKind::P2p           ? p2pModel(topo::shapeOf(comm->topology))
+                                                                     : linkOf(transport);
+  return transferUs(link, p2pProto(comm, peer, bytes), comm->p2pChannels, 1, (double)bytes);
 }
 
 double estimateGroupUs(const std::vector<ncclComm*>& comms) {

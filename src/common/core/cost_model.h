@@ -11,7 +11,12 @@
 // point-to-point messages in parallel (the slowest peer); communicators of
 // one group run at the same time, so the group takes its slowest one.
 //
-// The constants are figures measured on H200s (docs/performance-history.md: NVLink
+// The topology (topo/cost.h) decides the figures: across hosts the whole
+// estimate is its model (network hops and NICs per host, each host's chain
+// and the tree's levels); inside one host, P2P over PCIe or a direct-link
+// mesh takes its link class's figures (UNICCL_LINK_COSTS).
+//
+// The other constants are figures measured on H200s (docs/performance-history.md: NVLink
 // P2P, SHM, sockets over loopback); other machines differ, which is why the
 // result is an estimate, as NCCL's is.
 #pragma once

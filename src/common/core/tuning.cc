@@ -9,6 +9,7 @@
 
 #include "common/core/comm.h"
 #include "common/core/redop.h"
+#include "common/topo/cost.h"
 #include "common/topo/trees.h"
 #include "common/device_api/lsa.h"
 #include "common/symmetric/symmetric.h"
@@ -42,6 +43,10 @@ struct TuningEnv {
   // ring in graphs up to 128 KiB; 8 ranks are not measured.
   int treeMinRanks = 8;
   size_t treeMaxBytes = 0;
+  // UNICCL_TREE_MAX_BYTES was set: it places the switch to the ring across
+  // hosts too, where the cost model places it otherwise.
+  bool treeMaxBytesSet = false;
+  topo::LinkCosts linkCosts = topo::defaultLinkCosts();   // UNICCL_LINK_COSTS
   bool allreduceExchange = true;   // UNICCL_ALLREDUCE_EXCHANGE
   bool symmetric = false;          // UNICCL_SYMMETRIC (opt-in: docs/device_api.md, "Measured")
   size_t symmetricMaxBytes = 0;    // UNICCL_SYMMETRIC_MAX_BYTES
@@ -82,6 +87,13 @@ TuningEnv readEnv() {
   if (const char* a = knobValue(Knob::NCCL_ALGO)) e.algos = parseAlgoList(a);
   e.treeMinRanks = (int)std::max<int64_t>(2, knobInt(Knob::UNICCL_TREE_MIN_RANKS));
   e.treeMaxBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_TREE_MAX_BYTES));
+  e.treeMaxBytesSet = knobValue(Knob::UNICCL_TREE_MAX_BYTES) != nullptr;
+  if (const char* lc = knobValue(Knob::UNICCL_LINK_COSTS)) {
+    std::string err;
+    if (!topo::applyLinkCosts(lc, &e.linkCosts, &err))
+      WARN("UNICCL_LINK_COSTS=%s: %s; using the default link costs (docs/topology.md, \"Cost model\")", lc,
+           err.c_str());
+  }
   e.allreduceExchange = knobInt(Knob::UNICCL_ALLREDUCE_EXCHANGE) != 0;
   e.symmetric = knobInt(Knob::UNICCL_SYMMETRIC) != 0;
   e.symmetricMaxBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_SYMMETRIC_MAX_BYTES));
@@ -142,6 +154,44 @@ bool treeUsesNet(const ncclComm* comm) {
   return net;
 }
 
+// The channels a Simple collective of `bytes` gets (tuneCollective's rule).
+int simpleChannels(const ncclComm* comm, const TuningEnv& env, size_t bytes) {
+  return (int)std::clamp<size_t>(divUp(std::max<size_t>(bytes, 1), env.simpleChannelBytes), 1,
+                                 (size_t)std::max(comm->nChannels, 1));
+}
+
+// Across hosts, the largest AllReduce the tree runs: up to where the
+// topology's cost model (topo/cost.h) has the ring catch up. The same on
+// every rank (same topology, channels and knobs); computed once per
+// communicator (a search over sizes), then cached in it.
+size_t treeMaxBytesAcrossHosts(const ncclComm* comm, const TuningEnv& env) {
+  const int64_t known = comm->treeMaxBytesCache.load(std::memory_order_relaxed);
+  if (known >= 0) return (size_t)known;
+  const topo::Shape shape = topo::shapeOf(comm->topology);
+  auto treeWins = [&](size_t b) {
+    const int c = simpleChannels(comm, env, b);
+    const double tree = topo::estimate(shape, env.linkCosts, topo::Algo::Tree, topo::Coll::AllReduce, (double)b, c).us();
+    const double ring = topo::estimate(shape, env.linkCosts, topo::Algo::Ring, topo::Coll::AllReduce, (double)b, c).us();
+    return tree <= ring;
+  };
+  // The first power of two the ring wins, then the exact size below it.
+  size_t lo = 0, hi = 0;
+  for (int k = 0; k <= 40 && hi == 0; k++) {
+    if (treeWins((size_t)1 << k)) lo = (size_t)1 << k;
+    else hi = (size_t)1 << k;
+  }
+  if (hi != 0 && lo != 0) {
+    while (hi - lo > 1) {
+      const size_t mid = lo + (hi - lo) / 2;
+      (treeWins(mid) ? lo : hi) = mid;
+    }
+  }
+  comm->treeMaxBytesCache.store((int64_t)lo, std::memory_order_relaxed);
+  INFO(kSubsysTune, "Rank %d: AllReduce across %d hosts uses the tree up to %zu bytes (cost model)", comm->rank,
+       shape.nHosts, lo);
+  return lo;
+}
+
 uint8_t chooseAlgo(const ncclComm* comm, const TuningEnv& env, TaskKind kind, size_t bytes) {
   if (kind != TaskKind::AllReduce) {
     if (!env.algos.ring) {
@@ -157,7 +207,10 @@ uint8_t chooseAlgo(const ncclComm* comm, const TuningEnv& env, TaskKind kind, si
   // Init connected the tree peers exactly when this holds.
   if (!treeAlgoPossible(comm->nRanks)) return dev::kAlgoRing;
   if (!env.algos.ring) return dev::kAlgoTree;
-  return comm->nRanks >= env.treeMinRanks && bytes <= env.treeMaxBytes ? dev::kAlgoTree : dev::kAlgoRing;
+  if (comm->nRanks < env.treeMinRanks) return dev::kAlgoRing;
+  if (comm->topology.nHosts() > 1 && !env.treeMaxBytesSet)
+    return bytes <= treeMaxBytesAcrossHosts(comm, env) ? dev::kAlgoTree : dev::kAlgoRing;
+  return bytes <= env.treeMaxBytes ? dev::kAlgoTree : dev::kAlgoRing;
 }
 
 }  // namespace
@@ -220,6 +273,8 @@ uint64_t tuningProtoDecisions(int proto) {
 }
 
 void loadTuningEnv() { (void)tuningEnv(); }
+
+const topo::LinkCosts& linkCosts() { return tuningEnv().linkCosts; }
 
 // Channels over P2P links: 128 where every GPU of the communicator has a
 // multiprocessor for each (H100/H200: 132), else 64. On two H200s 128 blocks

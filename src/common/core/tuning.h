@@ -1,6 +1,8 @@
 // Choices the planner makes per collective: algorithm, protocol, channels,
 // slice size. Defaults follow measurements on NVLink-connected GPUs (the
-// tree's size/rank rule is provisional: not yet measured); NCCL_ALGO,
+// tree's size/rank rule is provisional: not yet measured); across hosts the
+// topology's cost model (topo/cost.h) says up to which size AllReduce takes
+// the tree. NCCL_ALGO,
 // NCCL_PROTO, NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS override them.
 #pragma once
 
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "common/core/tasks.h"
+#include "common/topo/cost.h"
 #include "uniccl.h"
 
 struct ncclComm;
@@ -26,6 +29,11 @@ struct CollTuning {
 // Reads NCCL_PROTO / NCCL_ALGO / UNICCL_TREE_* once per process and warns
 // about values this build does not implement.
 void loadTuningEnv();
+
+// The cost model's figures per link class (topo/cost.h): the defaults with
+// UNICCL_LINK_COSTS applied, read once per process (bad text warns and
+// keeps the defaults).
+const topo::LinkCosts& linkCosts();
 
 // Which algorithms an NCCL_ALGO value allows (NCCL's syntax: a comma list,
 // case-insensitive, a leading '^' excludes). Names NCCL knows but uniccl does
