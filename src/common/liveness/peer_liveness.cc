@@ -33,6 +33,29 @@ ncclResult_t waitReady(int fd, short events, Deadline deadline, const std::atomi
   }
 }
 
+// Waits until the accepted connection `in` has bytes (or closed): true.
+// False when it stayed silent for kStrangerMs while another connection waits
+// in the listener's backlog (perhaps the real predecessor, queued behind a
+// stranger): the caller drops `in` for it. A silent connection with nobody
+// behind it is kept: with thousands of ranks on few cores a predecessor may
+// lag its successor by seconds, and dropping it would fail its init.
+ncclResult_t waitForResponse(const Socket& in, const Socket& listener, Deadline deadline,
+                             const std::atomic<uint32_t>* abortFlag, bool* arrived) {
+  const Deadline strangerBy = std::min(deadline, deadlineAfterMs(kStrangerMs));
+  for (;;) {
+    if (abortFlag != nullptr && abortFlag->load(std::memory_order_acquire) != 0) return ncclInternalError;
+    const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return ncclRemoteError;
+    pollfd p[2] = {{in.fd(), POLLIN, 0}, {listener.fd(), POLLIN, 0}};
+    const bool rivalCounts = Clock::now() >= strangerBy;
+    int rc = poll(p, rivalCounts ? 2 : 1, (int)std::min<int64_t>(left, 50));
+    if (rc < 0 && errno != EINTR) return ncclSystemError;
+    if (rc <= 0) continue;
+    *arrived = p[0].revents != 0;
+    if (*arrived || (rivalCounts && p[1].revents != 0)) return ncclSuccess;
+  }
+}
+
 // One connection attempt: the successor's listener was open before the
 // bootstrap finished, so a refusal means its process is gone (Socket::connect
 // would retry until the deadline, as for a peer that is still starting).
@@ -135,9 +158,13 @@ ncclResult_t PeerLiveness::link(int rank, int nranks, const SocketAddress& succe
   // Acceptor side: the predecessor must prove the secret; anything else is
   // dropped and the next connection accepted.
   for (;;) {
-    Deadline strangerBy = std::min(deadline, deadlineAfterMs(kStrangerMs));
-    res = in.sock.recvAll(&response, sizeof(response), strangerBy, abortFlag);
-    if (res == ncclSuccess && checkResponse(secret, kAuthContext, challenge, response)) break;
+    bool arrived = false;
+    res = waitForResponse(in.sock, listener_, deadline, abortFlag, &arrived);
+    if (res != ncclSuccess) return failed(res, "waiting for the liveness link from", prev);
+    // A real rank sends its response at once: one that trickles is a stranger.
+    if (arrived)
+      res = in.sock.recvAll(&response, sizeof(response), std::min(deadline, deadlineAfterMs(kStrangerMs)), abortFlag);
+    if (arrived && res == ncclSuccess && checkResponse(secret, kAuthContext, challenge, response)) break;
     if (abortFlag != nullptr && abortFlag->load(std::memory_order_acquire) != 0) return ncclInternalError;
     if (Clock::now() >= deadline) return failed(ncclRemoteError, "waiting for the liveness link from", prev);
     INFO(kSubsysInit | kSubsysBootstrap, "Liveness: rank %d: dropping a connection from %s that is not rank %d", rank,

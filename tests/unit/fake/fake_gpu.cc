@@ -49,7 +49,16 @@ struct Alloc {
   gpu::MemoryKind kind;
   int device;
   bool polled;   // deviceAllocPolled or hostAllocMapped: memory others may spin on
+  bool mapped;   // its own anonymous mapping (large allocations), not the heap
 };
+
+// Allocations from this size on get their own anonymous mapping, so that
+// memset(0) can drop their pages instead of writing them (fakeMemset):
+// "GPU memory" nobody writes then costs no host memory, and init of
+// thousands of ranks in one process measures what the library really
+// touches.
+constexpr size_t kMapFromBytes = size_t(256) << 10;
+constexpr size_t kPage = 4096;
 
 constexpr uint64_t kIpcMagic = 0x756e6963636c4950ull;  // "unicclIP"
 constexpr char kMemfdPrefix[] = "uniccl-fake-vmm-dev";   // + the device: an import reads it back
@@ -172,9 +181,15 @@ const Alloc* containing(State& s, const void* p, uintptr_t* start) {
 ncclResult_t allocate(State& s, void** p, size_t bytes, gpu::MemoryKind kind, bool polled = false) {
   // Page-aligned like the real allocators (conn FIFOs check 64-byte alignment).
   void* m = nullptr;
-  if (posix_memalign(&m, 4096, bytes == 0 ? 1 : bytes) != 0) return ncclSystemError;
+  const bool mapped = bytes >= kMapFromBytes;
+  if (mapped) {
+    m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return ncclSystemError;
+  } else if (posix_memalign(&m, kPage, bytes == 0 ? 1 : bytes) != 0) {
+    return ncclSystemError;
+  }
   s.allocs[reinterpret_cast<uintptr_t>(m)] =
-      Alloc{bytes, kind, kind == gpu::MemoryKind::Device ? s.currentDevice : -1, polled};
+      Alloc{bytes, kind, kind == gpu::MemoryKind::Device ? s.currentDevice : -1, polled, mapped};
   *p = m;
   return ncclSuccess;
 }
@@ -184,9 +199,33 @@ ncclResult_t release(State& s, void* p, bool device) {
   auto it = s.allocs.find(reinterpret_cast<uintptr_t>(p));
   if (it == s.allocs.end() || (it->second.kind == gpu::MemoryKind::Device) != device)
     return bad(s, "free of a pointer this allocator did not return");
+  if (it->second.mapped) {
+    munmap(p, it->second.bytes);
+  } else {
+    std::free(p);
+  }
   s.allocs.erase(it);
-  std::free(p);
   return ncclSuccess;
+}
+
+// memset: zeros over whole pages of a mapped allocation drop those pages
+// (MADV_DONTNEED on private anonymous memory: the next read sees zeros), so
+// the bytes read the same and nothing becomes resident. Lock held.
+void fakeMemset(State& s, void* dst, int value, size_t bytes) {
+  uintptr_t start = 0;
+  const Alloc* a = containing(s, dst, &start);
+  uintptr_t lo = reinterpret_cast<uintptr_t>(dst), hi = lo + bytes;
+  if (value != 0 || a == nullptr || !a->mapped || hi > start + a->bytes) {
+    std::memset(dst, value, bytes);
+    return;
+  }
+  uintptr_t pageLo = (lo + kPage - 1) & ~(kPage - 1), pageHi = hi & ~(kPage - 1);
+  if (pageLo >= pageHi || madvise(reinterpret_cast<void*>(pageLo), pageHi - pageLo, MADV_DONTNEED) != 0) {
+    std::memset(dst, 0, bytes);
+    return;
+  }
+  std::memset(dst, 0, pageLo - lo);
+  std::memset(reinterpret_cast<void*>(pageHi), 0, hi - pageHi);
 }
 
 // The mapping that contains p. Lock held.
@@ -220,7 +259,13 @@ void logLaunchAndHook(std::unique_lock<std::mutex>& lk, State& s, Launch l) {
 void reset() {
   State& s = st();
   std::lock_guard<std::mutex> lk(s.mu);
-  for (auto& a : s.allocs) std::free(reinterpret_cast<void*>(a.first));
+  for (auto& a : s.allocs) {
+    if (a.second.mapped) {
+      munmap(reinterpret_cast<void*>(a.first), a.second.bytes);
+    } else {
+      std::free(reinterpret_cast<void*>(a.first));
+    }
+  }
   s.allocs.clear();
   for (auto& m : s.mappings) munmap(reinterpret_cast<void*>(m.first), m.second.bytes);
   for (auto& r : s.reservations) munmap(reinterpret_cast<void*>(r.first), r.second);
@@ -424,6 +469,15 @@ Live live() {
   l.mappings = s.mappings.size();
   l.reservations = s.reservations.size();
   return l;
+}
+
+Bytes liveBytes() {
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  Bytes b{};
+  for (auto& a : s.allocs) (a.second.kind == gpu::MemoryKind::Device ? b.device : b.host) += a.second.bytes;
+  for (auto& p : s.phys) b.device += p.second.bytes;
+  return b;
 }
 
 void setRocmVmmSemantics(bool on) {
@@ -694,7 +748,7 @@ ncclResult_t memcpy(void* dst, const void* src, size_t bytes) {
 }
 ncclResult_t memset(void* dst, int value, size_t bytes) {
   FAKE_ENTER("memset");
-  std::memset(dst, value, bytes);
+  fakeMemset(s, dst, value, bytes);
   return ncclSuccess;
 }
 ncclResult_t pointerGetInfo(const void* ptr, PointerInfo* info) {

@@ -136,4 +136,15 @@ struct Live {
 };
 Live live();
 
+// Bytes of the live allocations: device (deviceAlloc, deviceAllocPolled and
+// memCreate'd physical memory) and host (hostAllocPinned, hostAllocMapped),
+// as the library asked for them (what a GPU would hold), whether or not the
+// fake backed them with host pages. Allocations of 256 KiB and more are
+// anonymous mappings whose memset(0) drops the pages, so memory nobody
+// writes stays out of the process's RSS.
+struct Bytes {
+  size_t device, host;
+};
+Bytes liveBytes();
+
 }  // namespace uniccl::fake
