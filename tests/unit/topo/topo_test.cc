@@ -325,7 +325,7 @@ TEST(TopoTrees, ChannelPairsRotateTheHead) {
   for (int c = 0; c < 8; c++) {
     const std::vector<TreeNode> t = buildTree(sys, c);
     for (int r : sys.hostRanks(1))
-      if (sys.ranks[t[r].parent].host != 1) heads.insert(r);
+      if (t[r].parent < 0 || sys.ranks[t[r].parent].host != 1) heads.insert(r);   // the root heads its host too
   }
   EXPECT_EQ(heads.size(), 4u);
 }
