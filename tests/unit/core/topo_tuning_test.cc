@@ -120,6 +120,14 @@ TEST(TopoTuning, PatForAllGatherAcrossHostsOfOneGpu) {
   EXPECT_FALSE(allGatherUsesPat(two.c, allGather(1)));
   EXPECT_FALSE(allGatherUsesPat(sixteenBoxes.c, allGather(1)));
   EXPECT_EQ(sixteenBoxes.c->patMaxBytesCache.load(), 0);
+  // ncclGroupSimulateEnd's estimate follows: 64 hosts, 6 rounds (5 extra
+  // launches) instead of the ring's 63 network hops.
+  single.c->tasks.colls.push_back(allGather(2));
+  const double pat = estimateGroupUs({single.c});
+  const double ring = estimateCollectiveUs(single.c, TaskKind::AllGather, 2 * 4 * 64);
+  EXPECT_GT(pat, 0);
+  EXPECT_LT(pat, ring);
+  single.c->tasks.clear();
 }
 
 TEST(TopoTuning, EstimatesGrowWithHosts) {
