@@ -13,6 +13,10 @@
 //                 [--group-init]: ncclCommInitRank per device in a group
 //                 [--expect-algo=ring|tree|mixed]: at the end, check which
 //                 AllReduce algorithms the tuning chose (NCCL_ALGO runs)
+//                 [--expect-algo=pat]: every AllGather ran as PAT rounds
+//                 (core/allgather_pat.h), none on the ring or tree
+//                 [--pat-group]: also one group of PAT AllGathers with an
+//                 AllReduce and messages (run with NCCL_ALGO=PAT)
 //                 [--copy-engine]: only what copy engines may carry
 //                 (core/side_stream.h): AlltoAll, Broadcast, send/recv,
 //                 the task-order cases and AllReduce
@@ -183,6 +187,59 @@ float reduce(ncclRedOp_t op, float a, float b) {
 const char* opName(ncclRedOp_t op) {
   static const char* n[] = {"sum", "prod", "max", "min", "avg"};
   return n[(int)op];
+}
+
+// One group per rank mixing PAT AllGathers (NCCL_ALGO=PAT: core/allgather_pat.h)
+// with other work: an out-of-place AllGather at an odd element offset, a
+// send to the next rank and a receive from the previous, an AllReduce, and
+// an in-place AllGather. The collective kernel, the messages and each PAT
+// round's launch must all match across ranks; every result is checked.
+void runPatGroup(std::vector<Rank>& ranks) {
+  const int n = (int)ranks.size();
+  const size_t agA = 7, msg = 29, ar = 1000, agB = 33;
+  // Element offsets: send buffer: A's block at 1, the message at 64;
+  // receive buffer: A's output at 1, the message, the AllReduce, B's output.
+  const size_t sA = 1, sMsg = 64, rA = 1, rMsg = rA + agA * n + 3, rAr = rMsg + msg + 5, rB = rAr + ar + 1;
+  std::vector<std::vector<float>> inA(n), inMsg(n), inAr(n), inB(n);
+  for (int r = 0; r < n; r++) {
+    inA[r] = randomData(agA);
+    inMsg[r] = randomData(msg);
+    inAr[r] = randomData(ar);
+    inB[r] = randomData(agB);
+    Rank& R = ranks[r];
+    upload(R, R.recv, randomData(rB + agB * n));   // junk everywhere first
+    upload(R, R.send + sA * gElem, inA[r]);
+    upload(R, R.send + sMsg * gElem, inMsg[r]);
+    upload(R, R.recv + rAr * gElem, inAr[r]);
+    upload(R, R.recv + (rB + r * agB) * gElem, inB[r]);
+  }
+  EXPECT_OK(ncclGroupStart());
+  for (int r = 0; r < n; r++) {
+    Rank& R = ranks[r];
+    EXPECT_OK(ncclAllGather(R.send + sA * gElem, R.recv + rA * gElem, agA, gType, R.comm, R.stream));
+    EXPECT_OK(ncclSend(R.send + sMsg * gElem, msg, gType, (r + 1) % n, R.comm, R.stream));
+    EXPECT_OK(ncclRecv(R.recv + rMsg * gElem, msg, gType, (r - 1 + n) % n, R.comm, R.stream));
+    char* arBuf = R.recv + rAr * gElem;
+    EXPECT_OK(ncclAllReduce(arBuf, arBuf, ar, gType, ncclSum, R.comm, R.stream));
+    char* outB = R.recv + rB * gElem;
+    EXPECT_OK(ncclAllGather(outB + r * agB * gElem, outB, agB, gType, R.comm, R.stream));
+  }
+  EXPECT_OK(ncclGroupEnd());
+  syncAll(ranks);
+  std::vector<float> wantA, wantB, wantAr(ar, 0.0f);
+  for (int k = 0; k < n; k++) {
+    wantA.insert(wantA.end(), inA[k].begin(), inA[k].end());
+    wantB.insert(wantB.end(), inB[k].begin(), inB[k].end());
+    for (size_t i = 0; i < ar; i++) wantAr[i] += inAr[k][i];
+  }
+  for (int r = 0; r < n; r++) {
+    const std::string who = "/rank" + std::to_string(r);
+    Rank& R = ranks[r];
+    check("PatGroup/AllGather-odd-offset" + who, download(R, R.recv + rA * gElem, agA * n), wantA);
+    check("PatGroup/SendRecv" + who, download(R, R.recv + rMsg * gElem, msg), inMsg[(r - 1 + n) % n]);
+    check("PatGroup/AllReduce" + who, download(R, R.recv + rAr * gElem, ar), wantAr);
+    check("PatGroup/AllGather-inplace" + who, download(R, R.recv + rB * gElem, agB * n), wantB);
+  }
 }
 
 // sendbuff of rank r: `count` (x nranks for ReduceScatter/AlltoAll/Scatter) elements.
@@ -859,6 +916,7 @@ int main(int argc, char** argv) {
   int ranksPerGpu = 1;      // --ranks-per-gpu=K: rank r on device r / K
   std::string trafficAlgo;  // --traffic=ring|tree: AllReduces whose bytes per link class and NIC are checked
   bool smallCounts = false; // --small: counts up to 1000 only (many ranks: CI time)
+  bool patGroup = false;    // --pat-group: runPatGroup
   bool revokeShrink = false; // --revoke-shrink: only runRevokeShrink
   bool hangAllReduce = false; // --hang-allreduce: only runHangAllReduce
   bool memAllocBuffers = false;  // --mem-alloc: buffers from ncclMemAlloc
@@ -888,6 +946,7 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--expect-ce")) expectCe = true;
     if (!strncmp(argv[i], "--ranks-per-gpu=", 16)) ranksPerGpu = atoi(argv[i] + 16);
     if (!strcmp(argv[i], "--small")) smallCounts = true;
+    if (!strcmp(argv[i], "--pat-group")) patGroup = true;
     if (!strncmp(argv[i], "--traffic=", 10)) trafficAlgo = argv[i] + 10;
     if (!strcmp(argv[i], "--revoke-shrink")) revokeShrink = true;
     if (!strcmp(argv[i], "--hang-allreduce")) hangAllReduce = true;
@@ -984,6 +1043,7 @@ int main(int argc, char** argv) {
     return gFailures == 0 ? 0 : 1;
   }
   if (mixedGroup) runMixedGroup(ranks, 3);
+  if (patGroup) runPatGroup(ranks);
   if (profile) {
     runCase(ranks, "AllReduce", 4099, false, ncclSum, 0);
     runSendRecv(ranks, 1000);
@@ -1083,7 +1143,11 @@ int main(int argc, char** argv) {
          (unsigned long long)arTree);
   if (!expectAlgo.empty()) {
     gChecks++;
-    const bool ok = otherTree == 0 && (expectAlgo == "ring"    ? arTree == 0 && arRing > 0
+    const uint64_t agRing = tuningDecisions(TaskKind::AllGather, dev::kAlgoRing), pat = patDecisions();
+    printf("emu_coll_test: AllGather ran %llu times as PAT rounds, %llu times on the ring\n", (unsigned long long)pat,
+           (unsigned long long)agRing);
+    const bool ok = otherTree == 0 && (expectAlgo == "ring"    ? arTree == 0 && arRing > 0 && pat == 0
+                                       : expectAlgo == "pat"   ? arTree == 0 && pat > 0 && agRing == 0
                                        : expectAlgo == "tree"  ? arRing == 0 && arTree > 0
                                        : expectAlgo == "mixed" ? arRing > 0 && arTree > 0
                                                                : false);

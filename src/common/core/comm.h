@@ -140,6 +140,9 @@ struct ncclComm {
   // Across hosts, the largest AllReduce on the tree (core/tuning.cc, from
   // the topology's cost model): -1 not computed yet.
   mutable std::atomic<int64_t> treeMaxBytesCache{-1};
+  // One rank per host: the largest AllGather run as PAT rounds by default
+  // (core/tuning.cc, from the cost model): -1 not computed yet.
+  mutable std::atomic<int64_t> patMaxBytesCache{-1};
 
   std::thread initThread;                     // non-blocking init runs here
   // A failed init's last error text: a non-blocking init fails on

@@ -273,10 +273,9 @@ ncclResult_t enqueueTask(ncclComm* comm, const Task& task) {
   countPostedTasks(comm);
   if (comm->gpuShared) UCHECK_GOTO(checkSharedGpuStreams(&comm, 1), res, fail);
   UCHECK_GOTO(device.use(comm->gpuDev), res, fail);
-  if (!list.p2p.empty()) {
-    peersToConnect(comm, &g.peerScratch);
-    if (!g.peerScratch.empty()) UCHECK_GOTO(comm->transports.connect(comm, g.peerScratch), res, fail);
-  }
+  // Messages, and PAT AllGathers (core/allgather_pat.h), may need new connections.
+  peersToConnect(comm, &g.peerScratch);
+  if (!g.peerScratch.empty()) UCHECK_GOTO(comm->transports.connect(comm, g.peerScratch), res, fail);
   return launchTasksProfiled(comm);  // [profiler] Group + Coll/P2p events around launchTasks
 fail:
   disableCopyEngine(comm);  // counted, never launched

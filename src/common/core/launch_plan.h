@@ -140,6 +140,9 @@ struct LaunchPlan {
   std::vector<uint64_t> workSeq;
   std::vector<int> workTask;
   size_t nColl = 0;                 // works[0, nColl) are collectives
+  // Works that must begin a new kernel launch (ascending): each round of a
+  // PAT AllGather (core/allgather_pat.h) after the first.
+  std::vector<uint32_t> launchStarts;
   std::vector<KernelLaunch> launches;
   std::vector<int> p2pRounds;       // the planner's scratch: rounds that carry messages
 
@@ -161,6 +164,7 @@ struct LaunchPlan {
     workSeq.clear();
     workTask.clear();
     nColl = 0;
+    launchStarts.clear();
     launches.clear();
     captureKnown = false;
     capture = gpu::CaptureInfo{};

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/check.h"
+#include "common/core/allgather_pat.h"
 #include "common/core/allreduce_ce_split.h"
 #include "common/core/comm.h"
 #include "common/core/direct_recv.h"
@@ -190,6 +191,8 @@ ncclResult_t planLaunches(LaunchPlan* plan) {
   const std::vector<dev::Work>& works = plan->works;
   const size_t nColl = plan->nColl;
   auto symmetric = [&](size_t i) { return works[i].c.algo == dev::kAlgoSymmetric; };
+  const std::vector<uint32_t>& starts = plan->launchStarts;
+  auto startsLaunch = [&](size_t i) { return std::binary_search(starts.begin(), starts.end(), (uint32_t)i); };
   // The kernels have code only for what the tuner chooses (device/kernel_choices.h,
   // collKernelRuns): an item outside it is a planner bug, never launched.
   for (size_t i = 0; i < nColl; i++) {
@@ -223,10 +226,10 @@ ncclResult_t planLaunches(LaunchPlan* plan) {
         if (i >= nColl) return !sym;
         return works[i].c.dtype == works[first].c.dtype && symmetric(i) == sym && (sym || works[i].proto == proto);
       };
-      while (last < works.size() && last - first < kMaxWorksPerLaunch && joins(last)) last++;
+      while (last < works.size() && last - first < kMaxWorksPerLaunch && joins(last) && !startsLaunch(last)) last++;
     } else {
       kernel = dev::p2pKernel();
-      last = std::min(works.size(), first + kMaxWorksPerLaunch);
+      while (last < works.size() && last - first < kMaxWorksPerLaunch && !startsLaunch(last)) last++;
     }
     KernelLaunch L;
     L.firstWork = (uint32_t)first;
@@ -245,11 +248,17 @@ ncclResult_t planWorks(ncclComm* comm) {
   plan.workSeq.clear();
   plan.workTask.clear();
   plan.launches.clear();
+  plan.launchStarts.clear();
   const std::vector<Task>& colls = comm->tasks.colls;
+  bool anyPat = false;
   for (size_t i = 0; i < colls.size(); i++) {
     // The side plan (tuning's planSideStreams) may take a collective off
     // the kernels, or leave them the ReduceScatter of a split AllReduce.
     const TaskPath path = plan.side.collPathOf(i);
+    if (path == TaskPath::Kernels && allGatherUsesPat(comm, colls[i])) {
+      anyPat = true;   // p2p rounds after every other item (below)
+      continue;
+    }
     if (path == TaskPath::Kernels) plan.works.push_back(collWork(comm, colls[i]));
     else if (path == TaskPath::ReduceScatterThenCopy)
       plan.works.push_back(collWork(comm, reduceScatterHalf(comm, colls[i])));
@@ -265,6 +274,18 @@ ncclResult_t planWorks(ncclComm* comm) {
       plan.workSeq.push_back(comm->tasks.p2p[(size_t)t].seq);
       plan.workTask[i] = (int)colls.size() + t;
     }
+  }
+  // PAT AllGathers: their rounds after the group's other items, each round
+  // a launch of its own, in task order (the same on every rank).
+  for (size_t i = 0; anyPat && i < colls.size(); i++) {
+    if (plan.side.collPathOf(i) != TaskPath::Kernels || !allGatherUsesPat(comm, colls[i])) continue;
+    const size_t first = plan.works.size();
+    patAllGatherWorks(comm, colls[i], &plan.works, &plan.launchStarts);
+    plan.workSeq.resize(plan.works.size(), colls[i].seq);
+    plan.workTask.resize(plan.works.size(), (int)i);
+    countPatDecision();
+    TRACE(kSubsysColl, "rank %d: AllGather of %zu elements as PAT rounds (%zu items)", comm->rank, colls[i].count,
+          plan.works.size() - first);
   }
   return planLaunches(&plan);
 }
@@ -284,6 +305,16 @@ void peersToConnect(ncclComm* comm, std::vector<int>* peers) {
     if (comm->plan.side.p2pPathOf(i) != TaskPath::Kernels) continue;
     if (t.peer() == comm->rank || comm->transports.connected(t.peer())) continue;
     if (std::find(peers->begin(), peers->end(), t.peer()) == peers->end()) peers->push_back(t.peer());
+  }
+  // PAT AllGathers talk to ranks at distances 2^k (core/allgather_pat.h).
+  for (const Task& t : comm->tasks.colls) {
+    if (!allGatherUsesPat(comm, t)) continue;
+    const size_t before = peers->size();
+    patAllGatherPeers(comm, peers);
+    peers->erase(std::remove_if(peers->begin() + (long)before, peers->end(),
+                                [&](int p) { return comm->transports.connected(p); }),
+                 peers->end());
+    break;   // the same peers for every PAT AllGather of the communicator
   }
 }
 

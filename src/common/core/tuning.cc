@@ -58,6 +58,7 @@ struct TuningEnv {
 std::atomic<bool> gCountDecisions{false};
 std::atomic<uint64_t> gDecisions[kNumTaskKinds][dev::kNumAlgos];
 std::atomic<uint64_t> gProtoDecisions[dev::kNumProtos];   // collectives (tuneCollective) per protocol
+std::atomic<uint64_t> gPatDecisions{0};   // AllGathers planned as PAT rounds
 
 TuningEnv readEnv() {
   TuningEnv e;
@@ -229,28 +230,31 @@ AlgoMask parseAlgoList(const char* value) {
   const NameList list = parseNameList(value, syntax);
   const bool exclude = list.exclude;
   // Names of NCCL's other algorithms: accepted and ignored (INFO).
-  static const char* const kOthers[] = {"CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
-  bool ring = false, tree = false, unknown = false, other = false;
+  static const char* const kOthers[] = {"CollNetDirect", "CollNetChain", "NVLS", "NVLSTree"};
+  bool ring = false, tree = false, pat = false, unknown = false, other = false;
   for (const std::string& item : list.items) {
     if (strcasecmp(item.c_str(), "Ring") == 0) ring = true;
     else if (strcasecmp(item.c_str(), "Tree") == 0) tree = true;
+    else if (strcasecmp(item.c_str(), "PAT") == 0) pat = true;
     else if (std::any_of(std::begin(kOthers), std::end(kOthers), [&](const char* o) { return strcasecmp(item.c_str(), o) == 0; }))
       other = true;
     else unknown = true;
   }
   if (unknown) {
-    WARN("NCCL_ALGO=%s: unknown algorithm name (uniccl implements Ring and Tree); using the default selection", value);
+    WARN("NCCL_ALGO=%s: unknown algorithm name (uniccl implements Ring, Tree and PAT); using the default selection",
+         value);
     return AlgoMask{};
   }
   m.ring = exclude ? !ring : ring;
   m.tree = exclude ? !tree : tree;
-  if (!m.ring && !m.tree) {
-    WARN("NCCL_ALGO=%s leaves no algorithm uniccl implements (Ring, Tree); using the default selection", value);
+  m.pat = exclude ? !pat : pat;
+  if (!m.ring && !m.tree && !m.pat) {
+    WARN("NCCL_ALGO=%s leaves no algorithm uniccl implements (Ring, Tree, PAT); using the default selection", value);
     return AlgoMask{};
   }
   if (other && !exclude)
-    INFO(kSubsysTune | kSubsysEnv, "NCCL_ALGO=%s: only Ring and Tree are implemented by uniccl; ignoring the others",
-         value);
+    INFO(kSubsysTune | kSubsysEnv,
+         "NCCL_ALGO=%s: only Ring, Tree and PAT are implemented by uniccl; ignoring the others", value);
   return m;
 }
 
@@ -265,6 +269,60 @@ void countTuningDecisions() { gCountDecisions.store(true, std::memory_order_rela
 uint64_t tuningDecisions(TaskKind kind, int algo) {
   if ((int)kind >= kNumTaskKinds || algo < 0 || algo >= dev::kNumAlgos) return 0;
   return gDecisions[(int)kind][algo].load(std::memory_order_relaxed);
+}
+
+uint64_t patDecisions() { return gPatDecisions.load(std::memory_order_relaxed); }
+
+void countPatDecision() {
+  if (gCountDecisions.load(std::memory_order_relaxed)) gPatDecisions.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Across one rank per host, the largest AllGather PAT runs by default: up
+// to where the cost model has the ring catch up (its rounds' p2p channels
+// against the ring's), 0 where it never leads. Computed once per
+// communicator (a search over sizes), then cached in it.
+static size_t patMaxBytes(const ncclComm* comm, const TuningEnv& env) {
+  const int64_t known = comm->patMaxBytesCache.load(std::memory_order_relaxed);
+  if (known >= 0) return (size_t)known;
+  const topo::Shape shape = topo::shapeOf(comm->topology);
+  auto patWins = [&](size_t b) {
+    const double pat = topo::estimate(shape, env.linkCosts, topo::Algo::Pat, topo::Coll::AllGather, (double)b,
+                                      std::max(comm->p2pChannels, 1)).us();
+    const double ring = topo::estimate(shape, env.linkCosts, topo::Algo::Ring, topo::Coll::AllGather, (double)b,
+                                       simpleChannels(comm, env, b)).us();
+    return pat < ring;
+  };
+  size_t lo = 0;
+  if (shape.ranksPerHost == 1 && shape.nHosts > 2) {
+    size_t hi = 0;
+    for (int k = 0; k <= 40 && hi == 0; k++) {
+      if (patWins((size_t)1 << k)) lo = (size_t)1 << k;
+      else hi = (size_t)1 << k;
+    }
+    if (hi != 0 && lo != 0) {
+      while (hi - lo > 1) {
+        const size_t mid = lo + (hi - lo) / 2;
+        (patWins(mid) ? lo : hi) = mid;
+      }
+    }
+    if (hi == 0) lo = SIZE_MAX;   // ahead at every size the search tried
+  }
+  comm->patMaxBytesCache.store((int64_t)std::min<size_t>(lo, INT64_MAX), std::memory_order_relaxed);
+  if (lo == SIZE_MAX)
+    INFO(kSubsysTune, "Rank %d: AllGather over %d hosts of one rank uses PAT at every size (cost model)", comm->rank,
+         shape.nHosts);
+  else
+    INFO(kSubsysTune, "Rank %d: AllGather over %d hosts of %d rank(s) uses PAT up to %zu bytes (cost model)",
+         comm->rank, shape.nHosts, shape.ranksPerHost, lo);
+  return lo;
+}
+
+bool allGatherUsesPat(const ncclComm* comm, const Task& t) {
+  const TuningEnv& env = tuningEnv();
+  if (t.kind != TaskKind::AllGather || comm->nRanks < 2 || !env.algos.pat || t.count == 0) return false;
+  if (!env.algos.ring) return true;
+  // The whole gathered buffer, as planner.cc's tuningBytes counts an AllGather.
+  return t.count * dataTypeSize(t.dtype) * (size_t)comm->nRanks <= patMaxBytes(comm, env);
 }
 
 uint64_t tuningProtoDecisions(int proto) {

@@ -38,10 +38,11 @@ const topo::LinkCosts& linkCosts();
 // Which algorithms an NCCL_ALGO value allows (NCCL's syntax: a comma list,
 // case-insensitive, a leading '^' excludes). Names NCCL knows but uniccl does
 // not implement are ignored (INFO); unknown names, per-collective lists and
-// values that leave no implemented algorithm warn and allow both.
+// values that leave no implemented algorithm warn and allow all.
 struct AlgoMask {
   bool ring = true;
   bool tree = true;
+  bool pat = true;   // AllGather by log-depth rounds (core/allgather_pat.h)
 };
 AlgoMask parseAlgoList(const char* value);
 
@@ -90,6 +91,16 @@ bool treeAlgoPossible(int nRanks);
 // estimates count too). Off by default: nothing is counted.
 void countTuningDecisions();
 uint64_t tuningDecisions(TaskKind kind, int algo);
+// AllGathers the planner ran as PAT rounds (counted as tuningDecisions are).
+uint64_t patDecisions();
+void countPatDecision();
+
+// Whether the AllGather `t` runs as PAT rounds (core/allgather_pat.h):
+// NCCL_ALGO allows PAT and, unless it allows PAT without Ring (forced,
+// any communicator of 2+ ranks), the communicator has one rank per host on
+// more than 2 hosts and the cost model (topo/cost.h) puts PAT below the
+// ring at this size. The same answer on every rank.
+bool allGatherUsesPat(const ncclComm* comm, const Task& t);
 // The same per protocol (dev::Proto) of the collectives (not p2p messages).
 uint64_t tuningProtoDecisions(int proto);
 // Number of channels a communicator wires at init: the transport's default

@@ -92,6 +92,44 @@ TEST(TopoTuning, AcrossHostsTreeForSmallRingForLarge) {
   EXPECT_EQ(tuneCollective(sixteenBoxes.c, TaskKind::AllGather, 8).algo, dev::kAlgoRing);
 }
 
+Task allGather(size_t count, TaskKind kind = TaskKind::AllGather) {
+  Task t{};
+  t.kind = kind;
+  t.dtype = ncclFloat32;
+  t.count = count;
+  return t;
+}
+
+// AllGather by PAT rounds (core/allgather_pat.h) by default only with one
+// rank per host on more than 2 hosts, where the cost model has it ahead
+// of the ring; never for other collectives or hosts of several GPUs.
+TEST(TopoTuning, PatForAllGatherAcrossHostsOfOneGpu) {
+  TopoComm single(64, 1, topo::LinkClass::Switch, 1, 2);
+  TopoComm eight(8, 1, topo::LinkClass::Switch, 1, 2);
+  TopoComm two(2, 1, topo::LinkClass::Switch, 1, 2);
+  TopoComm sixteenBoxes(16, 8, topo::LinkClass::Switch, 8, 16);
+  for (TopoComm* t : {&single, &eight}) {
+    SCOPED_TRACE(t->c->topology.nHosts());
+    EXPECT_TRUE(allGatherUsesPat(t->c, allGather(1)));
+    EXPECT_TRUE(allGatherUsesPat(t->c, allGather(1000)));
+    EXPECT_GT(t->c->patMaxBytesCache.load(), 0);
+    EXPECT_FALSE(allGatherUsesPat(t->c, allGather(0)));
+    EXPECT_FALSE(allGatherUsesPat(t->c, allGather(1000, TaskKind::ReduceScatter)));
+    EXPECT_FALSE(allGatherUsesPat(t->c, allGather(1000, TaskKind::AllReduce)));
+  }
+  EXPECT_FALSE(allGatherUsesPat(two.c, allGather(1)));
+  EXPECT_FALSE(allGatherUsesPat(sixteenBoxes.c, allGather(1)));
+  EXPECT_EQ(sixteenBoxes.c->patMaxBytesCache.load(), 0);
+  // ncclGroupSimulateEnd's estimate follows: 64 hosts, 6 rounds (5 extra
+  // launches) instead of the ring's 63 network hops.
+  single.c->tasks.colls.push_back(allGather(2));
+  const double pat = estimateGroupUs({single.c});
+  const double ring = estimateCollectiveUs(single.c, TaskKind::AllGather, 2 * 4 * 64);
+  EXPECT_GT(pat, 0);
+  EXPECT_LT(pat, ring);
+  single.c->tasks.clear();
+}
+
 TEST(TopoTuning, EstimatesGrowWithHosts) {
   for (size_t bytes : {(size_t)8, 64 * kKiB, 16 * kMiB, kGiB}) {
     double last = 0;
