@@ -302,15 +302,11 @@ Values combine(Thread& th, const Values& mine) {
     // the first rank of each process contributes its process's values, the
     // others the identity, and every rank joins the three reductions.
     const Values identity;
-#if defined(UNICCL_BENCH_EMU)
-    // The emulator's builds carry float kernels only (-Dkernel_filter=f32):
-    // float keeps times to 7 digits and counts exact up to 2^24.
+    // float, whatever datatypes the build has kernels for (a
+    // -Dkernel_filter=f32 build has no double ones): times keep 7 digits,
+    // counts are exact up to 2^24.
     using Wire = float;
     const ncclDataType_t wireType = ncclFloat32;
-#else
-    using Wire = double;
-    const ncclDataType_t wireType = ncclFloat64;
-#endif
     Wire host[3 * kSlots];
     auto pack = [&](const Values& v) {
       for (int i = 0; i < kSlots; i++) {
