@@ -12,17 +12,19 @@
 #
 #   bash ci/test.sh            # everything
 #   UNICCL_SKIP_HIP=1 UNICCL_SKIP_SANITIZERS=1 bash ci/test.sh
-#   UNICCL_KERNEL_FILTER=all bash ci/test.sh   # CI builds only f32/bf16 kernels
+#   UNICCL_KERNEL_FILTER=all bash ci/test.sh   # CI builds f32 GPU kernels, f32/bf16 emulated and HIP ones
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 source ci/setup.sh   # never ends this script, leaves its options alone
 
-# CI (no GPU) builds two datatypes' kernels; where a GPU runs the GPU suite,
-# every datatype (coll_test checks them all).
-default_filter=f32,bf16
-nvidia-smi -L >/dev/null 2>&1 && default_filter=all
+# CI (no GPU) builds the f32 GPU kernels (a compile check: nothing runs
+# them there) and f32 and bf16 emulated ones (the emulator tests run both);
+# where a GPU runs the GPU suite, every datatype (coll_test checks them all).
+default_filter=f32 default_emu_filter=f32,bf16
+nvidia-smi -L >/dev/null 2>&1 && default_filter=all default_emu_filter=all
 filter=${UNICCL_KERNEL_FILTER:-$default_filter}
+emu_filter=${UNICCL_KERNEL_FILTER:-$default_emu_filter}
 jobs=${UNICCL_JOBS:-$(nproc)}
 # The per-test ThreadSanitizer builds (*-tsan) only where the TSan tier below
 # does not run: it runs the same tests on a wholly instrumented build.
@@ -75,8 +77,8 @@ else
   echo "nccl-home 0 1" >>"$root/.test-counts"; status=1; nccl_home=""
 fi
 
-echo "=== cuda build (kernels: $filter) ==="
-if configure "$build/cuda" -Dgpu_backend=cuda -Dkernel_filter="$filter" -Dnccl_home="$nccl_home" -Dtsan_tests=$tsan_tests \
+echo "=== cuda build (kernels: $filter; emulated: $emu_filter) ==="
+if configure "$build/cuda" -Dgpu_backend=cuda -Dkernel_filter="$filter" -Demu_kernel_filter="$emu_filter" -Dnccl_home="$nccl_home" -Dtsan_tests=$tsan_tests \
    && ninja -C "$build/cuda" -j "$jobs"; then
   run_suite cuda-unit "$build/cuda" unit || status=1
   if nvidia-smi -L >/dev/null 2>&1; then run_suite cuda-gpu "$build/cuda" gpu || status=1; fi
@@ -138,7 +140,10 @@ if [ "${UNICCL_SKIP_HIP:-0}" != 1 ] && ! command -v hipcc >/dev/null; then
   echo "=== hip build SKIPPED: hipcc not found and ci/setup.sh could not install it (no network or no apt-get) ==="
   echo "hip-build 0 0 1" >>"$root/.test-counts"
 elif [ "${UNICCL_SKIP_HIP:-0}" != 1 ]; then
-  echo "=== hip build (kernels: $filter) ==="
+  # f32 and bf16 at least: CI is the only place the HIP kernels are
+  # compiled, and bf16's conversions are code of their own there.
+  hip_filter=${UNICCL_KERNEL_FILTER:-$emu_filter}
+  echo "=== hip build (kernels: $hip_filter) ==="
   # Kernels for gfx90a; the p2p kernel (all protocol code) also for gfx940,
   # gfx1030 and gfx1100 where the compiler has its device libraries (the
   # summary names the ones left out), and the port-check-amd test reads the
@@ -149,7 +154,7 @@ elif [ "${UNICCL_SKIP_HIP:-0}" != 1 ]; then
   # same code for both backends; this tier runs the tests that depend on the
   # backend and its compiler (headers, exports, device code checks, the
   # benchmark self-test).
-  if CXX=hipcc configure "$build/hip" -Dgpu_backend=hip -Dkernel_filter="$filter" -Dmpi=disabled -Dtsan_tests=false -Dhost_tests=false \
+  if CXX=hipcc configure "$build/hip" -Dgpu_backend=hip -Dkernel_filter="$hip_filter" -Dmpi=disabled -Dtsan_tests=false -Dhost_tests=false \
      -Dgpu_archs=gfx90a -Dgpu_check_archs=gfx940,gfx1030,gfx1100 \
      && ninja -C "$build/hip" -j "$jobs"; then
     # The emulator's runs are the CUDA tier's (the same single-source code).
