@@ -125,11 +125,13 @@ if [ "${UNICCL_SKIP_SANITIZERS:-0}" != 1 ]; then
   done
 fi
 
-# Fuzz the bootstrap and config parsers (clang + libFuzzer, ASan+UBSan), 20 s per target.
+# Fuzz the bootstrap and config parsers (clang + libFuzzer, ASan+UBSan), 10 s
+# per target here (UNICCL_FUZZ_SECONDS; tests/fuzz/run.sh alone: 20 s) over
+# the seed corpus: a smoke run on every change, longer runs by hand.
 if [ "${UNICCL_SKIP_FUZZ:-0}" != 1 ]; then
   echo "=== fuzz ==="
   mkdir -p "$build"
-  UNICCL_FUZZ_JOBS=$jobs bash tests/fuzz/run.sh >"$build/fuzz.log" 2>&1 || status=1
+  UNICCL_FUZZ_SECONDS=${UNICCL_FUZZ_SECONDS:-10} UNICCL_FUZZ_JOBS=$jobs bash tests/fuzz/run.sh >"$build/fuzz.log" 2>&1 || status=1
   tail -n 12 "$build/fuzz.log"
   if grep -q '^fuzz: SKIPPED' "$build/fuzz.log"; then echo "fuzz 0 0 1" >>"$root/.test-counts"
   else sed -n 's/^fuzz: [0-9]* targets, \([0-9]*\) passed, \([0-9]*\) failed$/fuzz \1 \2 0/p' "$build/fuzz.log" >>"$root/.test-counts"; fi
