@@ -5,6 +5,7 @@
 
 #include "common/core/comm.h"
 #include "common/core/direct_recv.h"
+#include "common/core/planner.h"
 #include "common/core/redop.h"
 #include "common/core/tuning.h"
 
@@ -26,18 +27,6 @@ int splitWrapped(int first, int count, int n, Range out[2]) {
   return 2;
 }
 
-dev::Work p2pItem(const ncclComm* comm) {
-  dev::Work w;
-  memset(&w, 0, sizeof(w));
-  w.coll = dev::kCollP2p;
-  w.proto = dev::kProtoSimple;
-  w.channelLo = 0;
-  w.channelHi = (uint8_t)(comm->p2pChannels - 1);
-  w.p.sliceBytes = p2pSliceBytes(comm);
-  w.p.sendPeer = -1;
-  w.p.recvPeer = -1;
-  return w;
-}
 
 }  // namespace
 
@@ -51,7 +40,7 @@ void patAllGatherWorks(ncclComm* comm, const Task& t, std::vector<dev::Work>* ou
   if (own != recv + (size_t)me * block) {
     // Out of place: the own block into place, beside round 0 (which reads
     // the send buffer, not this copy's destination).
-    dev::Work w = p2pItem(comm);
+    dev::Work w = emptyP2pWork(comm, p2pSliceBytes(comm));
     w.p.sendPeer = me;
     w.p.recvPeer = me;
     w.p.sendBuff = own;
@@ -68,7 +57,7 @@ void patAllGatherWorks(ncclComm* comm, const Task& t, std::vector<dev::Work>* ou
     const int nSends = splitWrapped(me, blocks, n, sends);
     const int nRecvs = splitWrapped(from, blocks, n, recvs);
     for (int j = 0; j < std::max(nSends, nRecvs); j++) {
-      dev::Work w = p2pItem(comm);
+      dev::Work w = emptyP2pWork(comm, p2pSliceBytes(comm));
       if (j < nSends) {
         w.p.sendPeer = to;
         // Round 0 sends the own block (the only one held) from the send buffer.

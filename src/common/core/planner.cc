@@ -120,15 +120,7 @@ ncclResult_t p2pWorks(ncclComm* comm, std::vector<dev::Work>* out, std::vector<i
         ri++;
       bool haveSend = si < tasks.size(), haveRecv = ri < tasks.size();
       if (!haveSend && !haveRecv) break;
-      dev::Work w;
-      memset(&w, 0, sizeof(w));
-      w.coll = dev::kCollP2p;
-      w.proto = dev::kProtoSimple;
-      w.channelLo = 0;
-      w.channelHi = (uint8_t)(comm->p2pChannels - 1);
-      w.p.sliceBytes = slice;
-      w.p.sendPeer = -1;
-      w.p.recvPeer = -1;
+      dev::Work w = emptyP2pWork(comm, slice);
       if (r == 0) {
         // Self: a local copy needs both halves, of the same size.
         if (haveSend != haveRecv ||
@@ -288,6 +280,19 @@ ncclResult_t planWorks(ncclComm* comm) {
           plan.works.size() - first);
   }
   return planLaunches(&plan);
+}
+
+dev::Work emptyP2pWork(const ncclComm* comm, uint32_t sliceBytes) {
+  dev::Work w;
+  memset(&w, 0, sizeof(w));
+  w.coll = dev::kCollP2p;
+  w.proto = dev::kProtoSimple;
+  w.channelLo = 0;
+  w.channelHi = (uint8_t)(comm->p2pChannels - 1);
+  w.p.sliceBytes = sliceBytes;
+  w.p.sendPeer = -1;
+  w.p.recvPeer = -1;
+  return w;
 }
 
 size_t tuningBytes(const ncclComm* comm, const Task& t) {

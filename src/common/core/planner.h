@@ -7,6 +7,7 @@
 
 #include "common/core/tasks.h"
 #include "common/gpu.h"
+#include "device/dev_types.h"
 #include "uniccl.h"
 
 struct ncclComm;
@@ -16,6 +17,10 @@ namespace uniccl {
 // Bytes the tuning looks at for a collective task: the whole buffer a rank
 // ends up with (AllGather / ReduceScatter: nRanks times the per-rank count).
 size_t tuningBytes(const ncclComm* comm, const Task& t);
+
+// A p2p work item with no send and no receive yet, over every p2p channel,
+// Simple protocol, messages cut in sliceBytes (grouped send/recv, PAT rounds).
+dev::Work emptyP2pWork(const ncclComm* comm, uint32_t sliceBytes);
 
 // Peers that comm's p2p tasks need and that are not connected yet.
 void peersToConnect(ncclComm* comm, std::vector<int>* peers);

@@ -161,6 +161,26 @@ int simpleChannels(const ncclComm* comm, const TuningEnv& env, size_t bytes) {
                                  (size_t)std::max(comm->nChannels, 1));
 }
 
+// The largest size a model still wins at: powers of two up to 2^40 until
+// it loses, then bisection below that one. *lastWin is 0 when it never
+// wins; returns false when it won at every size tried (*lastWin = 2^40).
+template <typename Wins>
+bool largestWinningSize(Wins wins, size_t* lastWin) {
+  size_t lo = 0, hi = 0;
+  for (int k = 0; k <= 40 && hi == 0; k++) {
+    if (wins((size_t)1 << k)) lo = (size_t)1 << k;
+    else hi = (size_t)1 << k;
+  }
+  if (hi != 0 && lo != 0) {
+    while (hi - lo > 1) {
+      const size_t mid = lo + (hi - lo) / 2;
+      (wins(mid) ? lo : hi) = mid;
+    }
+  }
+  *lastWin = lo;
+  return hi != 0;
+}
+
 // Across hosts, the largest AllReduce the tree runs: up to where the
 // topology's cost model (topo/cost.h) has the ring catch up. The same on
 // every rank (same topology, channels and knobs); computed once per
@@ -175,18 +195,8 @@ size_t treeMaxBytesAcrossHosts(const ncclComm* comm, const TuningEnv& env) {
     const double ring = topo::estimate(shape, env.linkCosts, topo::Algo::Ring, topo::Coll::AllReduce, (double)b, c).us();
     return tree <= ring;
   };
-  // The first power of two the ring wins, then the exact size below it.
-  size_t lo = 0, hi = 0;
-  for (int k = 0; k <= 40 && hi == 0; k++) {
-    if (treeWins((size_t)1 << k)) lo = (size_t)1 << k;
-    else hi = (size_t)1 << k;
-  }
-  if (hi != 0 && lo != 0) {
-    while (hi - lo > 1) {
-      const size_t mid = lo + (hi - lo) / 2;
-      (treeWins(mid) ? lo : hi) = mid;
-    }
-  }
+  size_t lo = 0;
+  largestWinningSize(treeWins, &lo);
   comm->treeMaxBytesCache.store((int64_t)lo, std::memory_order_relaxed);
   INFO(kSubsysTune, "Rank %d: AllReduce across %d hosts uses the tree up to %zu bytes (cost model)", comm->rank,
        shape.nHosts, lo);
@@ -294,18 +304,7 @@ static size_t patMaxBytes(const ncclComm* comm, const TuningEnv& env) {
   };
   size_t lo = 0;
   if (shape.ranksPerHost == 1 && shape.nHosts > 2) {
-    size_t hi = 0;
-    for (int k = 0; k <= 40 && hi == 0; k++) {
-      if (patWins((size_t)1 << k)) lo = (size_t)1 << k;
-      else hi = (size_t)1 << k;
-    }
-    if (hi != 0 && lo != 0) {
-      while (hi - lo > 1) {
-        const size_t mid = lo + (hi - lo) / 2;
-        (patWins(mid) ? lo : hi) = mid;
-      }
-    }
-    if (hi == 0) lo = SIZE_MAX;   // ahead at every size the search tried
+    if (!largestWinningSize(patWins, &lo)) lo = SIZE_MAX;   // ahead at every size the search tried
   }
   comm->patMaxBytesCache.store((int64_t)std::min<size_t>(lo, INT64_MAX), std::memory_order_relaxed);
   if (lo == SIZE_MAX)
