@@ -324,14 +324,19 @@ TEST(Hostile, FloodOfTenThousandConnectionsAtTheRoot) {
   ASSERT_TRUE(quiet.ok()) << describe(quiet);
   ASSERT_TRUE(waitForRoots(5000));
 
-  ncclUniqueId id = newId();
-  SocketAddress root = contentsOf(id).root;
-  int started[2], done[2];
+  // The attacker is forked before the id's root thread starts and reads the
+  // root's address from a pipe: a child forked from a multi-threaded process
+  // may inherit a lock (the sanitizers' allocator's) a parent thread held.
+  int started[2], done[2], addr[2];
   ASSERT_EQ(pipe(started), 0);
   ASSERT_EQ(pipe(done), 0);
+  ASSERT_EQ(pipe(addr), 0);
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {  // the attacker: raw syscalls only
+    SocketAddress root;
+    close(addr[1]);
+    if (read(addr[0], &root, sizeof(root)) != (ssize_t)sizeof(root)) _exit(4);
     rlimit rl;
     getrlimit(RLIMIT_NOFILE, &rl);
     rl.rlim_cur = rl.rlim_max;
@@ -377,6 +382,11 @@ TEST(Hostile, FloodOfTenThousandConnectionsAtTheRoot) {
   }
   close(started[1]);
   close(done[0]);
+  close(addr[0]);
+  ncclUniqueId id = newId();
+  const SocketAddress root = contentsOf(id).root;
+  ASSERT_EQ(write(addr[1], &root, sizeof(root)), (ssize_t)sizeof(root));
+  close(addr[1]);
   char go = 0;
   ASSERT_EQ(read(started[0], &go, 1), 1);
   JobResult flooded = runJob(id, 3, 15);

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/bootstrap/root.h"
 #include "common/bootstrap/bootstrap.h"
 #include "common/liveness/peer_liveness.h"
 #include "nccl.h"
@@ -273,8 +274,12 @@ bool readFull(int fd, void* p, size_t n) {
 }
 
 // Starts nranks rank processes and waits until every one is linked.
+// The ranks are forked before ncclGetUniqueId starts the bootstrap root's
+// thread and read the id from their pipe: a child forked from a
+// multi-threaded process may inherit a lock (the sanitizers' allocator's)
+// that a thread of the parent held, and hang.
 void startRanks(Procs* ps, int nranks, int64_t timeoutMs, int forker) {
-  ncclUniqueId id = newId();
+  ASSERT_TRUE(waitForRoots(5000)) << "an earlier test's bootstrap root is still running";
   fflush(stdout);
   fflush(stderr);
   ps->pid.assign(nranks, -1);
@@ -289,6 +294,8 @@ void startRanks(Procs* ps, int nranks, int64_t timeoutMs, int forker) {
     if (pid == 0) {
       close(up[0]);
       close(down[1]);
+      ncclUniqueId id;
+      if (!readFull(down[0], &id, sizeof(id))) _exit(1);
       _exit(rankMain(id, r, nranks, timeoutMs, up[1], down[0], forker));
     }
     close(up[1]);
@@ -297,6 +304,8 @@ void startRanks(Procs* ps, int nranks, int64_t timeoutMs, int forker) {
     ps->from[r] = up[0];
     ps->to[r] = down[1];
   }
+  const ncclUniqueId id = newId();
+  for (int r = 0; r < nranks; r++) ASSERT_EQ(write(ps->to[r], &id, sizeof(id)), (ssize_t)sizeof(id));
   for (int r = 0; r < nranks; r++) {
     char ready = 0;
     pid_t sleeper = -1;

@@ -91,24 +91,35 @@ TEST(ShmCleanup, KilledPeerLeavesNothingInDevShm) {
   fake::reset();
   fake::setDeviceCount(2);
   fake::setAutoComplete(true);
-  ncclUniqueId id;
-  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
-  int ready[2];
+  // The child is forked before ncclGetUniqueId starts the bootstrap root's
+  // thread: a child forked from a multi-threaded process may inherit a lock
+  // (the sanitizers' allocator's) that a thread of the parent held, and hang.
+  // It reads the id from a pipe instead.
+  int idPipe[2], ready[2];
+  ASSERT_EQ(pipe(idPipe), 0);
   ASSERT_EQ(pipe(ready), 0);
   ChildGuard child;
   child.pid = fork();
   ASSERT_GE(child.pid, 0);
   if (child.pid == 0) {
+    close(idPipe[1]);
     close(ready[0]);
+    ncclUniqueId childId;
+    if (read(idPipe[0], &childId, sizeof(childId)) != (ssize_t)sizeof(childId)) _exit(1);
     ncclComm_t comm = nullptr;
-    char ok = gpu::setDevice(1) == ncclSuccess && ncclCommInitRank(&comm, 2, id, 1) == ncclSuccess &&
+    char ok = gpu::setDevice(1) == ncclSuccess && ncclCommInitRank(&comm, 2, childId, 1) == ncclSuccess &&
                       comm->transports.kind(0) == TransportKind::Shm
                   ? 1
                   : 0;
     if (write(ready[1], &ok, 1) != 1) _exit(1);
     for (;;) pause();   // set up; the parent kills this process
   }
+  close(idPipe[0]);
   close(ready[1]);
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(write(idPipe[1], &id, sizeof(id)), (ssize_t)sizeof(id));
+  close(idPipe[1]);
   ASSERT_EQ(gpu::setDevice(0), ncclSuccess);
   ncclComm_t comm = nullptr;
   ASSERT_EQ(ncclCommInitRank(&comm, 2, id, 0), ncclSuccess) << ncclGetLastError(nullptr);
