@@ -30,30 +30,6 @@ using Clock = std::chrono::steady_clock;
 // handed to the proxy to leave (the peer is still receiving them).
 constexpr auto kDrainTimeout = std::chrono::seconds(5);
 
-// Polls a non-blocking connect/accept until it yields a comm, fails, the
-// communicator is aborted, or the setup timeout passes.
-template <typename Step>
-ncclResult_t pollUntil(ncclComm* comm, const char* what, int peer, Step step, void** out) {
-  const auto deadline = Clock::now() + std::chrono::milliseconds(netConnectTimeoutMs());
-  int spins = 0;
-  while (*out == nullptr) {
-    UCHECK(step());
-    if (*out != nullptr) break;
-    if (comm->hostAbort.load(std::memory_order_acquire) != 0) {
-      WARN("Rank %d: network %s with rank %d stopped: the communicator was aborted", comm->rank, what, peer);
-      return ncclRemoteError;
-    }
-    if (Clock::now() > deadline) {
-      WARN("Rank %d: network %s with rank %d did not complete within %lld ms (is rank %d alive and "
-           "reachable on the network interface? UNICCL_NET_CONNECT_TIMEOUT_MS sets the limit)",
-           comm->rank, what, peer, (long long)netConnectTimeoutMs(), peer);
-      return ncclRemoteError;
-    }
-    if (++spins < 1000) sched_yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  return ncclSuccess;
-}
 }  // namespace
 
 MappedBuffer::~MappedBuffer() {
@@ -98,6 +74,7 @@ NetLink::~NetLink() { stop(); }
 ncclResult_t NetLink::listen(ncclComm* comm, int peer, int nChannels, size_t stepBytes, std::vector<char>* handles,
                              const std::vector<topo::ChannelNic>* nics) {
   peer_ = peer;
+  owner_ = comm;
   rank_ = comm->rank;
   nChannels_ = nChannels;
   stepBytes_ = stepBytes;
@@ -152,29 +129,76 @@ ncclResult_t NetLink::listen(ncclComm* comm, int peer, int nChannels, size_t ste
   return ncclSuccess;
 }
 
-ncclResult_t NetLink::connect(ncclComm* comm, const std::vector<char>& handles) {
+ncclResult_t NetLink::setPeerHandles(const std::vector<char>& handles) {
   if (handles.size() != (size_t)nChannels_ * kHandleBytes) {
-    WARN("Rank %d: rank %d sent %zu bytes of network handles, expected %zu", comm->rank, peer_, handles.size(),
+    WARN("Rank %d: rank %d sent %zu bytes of network handles, expected %zu", rank_, peer_, handles.size(),
          (size_t)nChannels_ * kHandleBytes);
     return ncclInternalError;
   }
-  std::vector<char> h(handles);   // connect() may keep state in its handle between calls
-  for (int c = 0; c < nChannels_; c++) {
-    Direction& d = channels_[c].send;
-    char* handle = h.data() + (size_t)c * kHandleBytes;
-    UCHECK(pollUntil(comm, "connect", peer_,
-                     [&] { return net_->connect(devs_[c], handle, &d.comm, nullptr); }, &d.comm));
-  }
+  peerHandles_ = handles;
   return ncclSuccess;
 }
 
-ncclResult_t NetLink::accept(ncclComm* comm) {
+bool NetLink::handshakeDone() const {
+  for (int c = 0; c < nChannels_; c++)
+    if (channels_[c].send.comm == nullptr || channels_[c].recv.comm == nullptr) return false;
+  return nChannels_ > 0;
+}
+
+ncclResult_t NetLink::progressHandshake(bool* done) {
   for (int c = 0; c < nChannels_; c++) {
     Channel& ch = channels_[c];
-    UCHECK(pollUntil(comm, "accept", peer_, [&] { return net_->accept(ch.listenComm, &ch.recv.comm, nullptr); },
-                     &ch.recv.comm));
-    UCHECK(net_->closeListen(ch.listenComm));
-    ch.listenComm = nullptr;
+    if (ch.send.comm == nullptr)
+      UCHECK(net_->connect(devs_[c], peerHandles_.data() + (size_t)c * kHandleBytes, &ch.send.comm, nullptr));
+    if (ch.recv.comm == nullptr) {
+      UCHECK(net_->accept(ch.listenComm, &ch.recv.comm, nullptr));
+      if (ch.recv.comm != nullptr) {
+        UCHECK(net_->closeListen(ch.listenComm));
+        ch.listenComm = nullptr;
+      }
+    }
+  }
+  *done = handshakeDone();
+  return ncclSuccess;
+}
+
+ncclResult_t NetLink::connectAll(const std::vector<NetLink*>& links) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(netConnectTimeoutMs());
+  int spins = 0;
+  for (;;) {
+    const NetLink* waiting = nullptr;
+    for (NetLink* l : links) {
+      if (l->handshakeDone()) continue;
+      if (l->peerHandles_.empty()) {
+        WARN("Rank %d: connecting to rank %d over the network before its handles arrived", l->rank_, l->peer_);
+        return ncclInternalError;
+      }
+      bool done = false;
+      UCHECK(l->progressHandshake(&done));
+      if (!done && waiting == nullptr) waiting = l;
+    }
+    if (waiting == nullptr) return ncclSuccess;
+    for (NetLink* l : links) {
+      if (l->owner_->hostAbort.load(std::memory_order_acquire) == 0) continue;
+      WARN("Rank %d: network connection setup with rank %d stopped: the communicator was aborted", l->rank_,
+           l->peer_);
+      return ncclRemoteError;
+    }
+    if (Clock::now() > deadline) {
+      WARN("Rank %d: network connection setup with rank %d did not complete within %lld ms (is rank %d alive and "
+           "reachable on the network interface? UNICCL_NET_CONNECT_TIMEOUT_MS sets the limit)",
+           waiting->rank_, waiting->peer_, (long long)netConnectTimeoutMs(), waiting->peer_);
+      return ncclRemoteError;
+    }
+    if (++spins < 1000) sched_yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+ncclResult_t NetLink::start(ncclComm* comm) {
+  if (!handshakeDone()) {
+    WARN("Rank %d: starting the network link to rank %d before its connections exist", comm->rank, peer_);
+    return ncclInternalError;
   }
   const size_t chBytes = kConnSteps * stepBytes_;
   for (int c = 0; c < nChannels_; c++) {
