@@ -82,10 +82,23 @@ std::string commLivenessLoss(ncclComm* comm) {
   return cl->loss;
 }
 
+void commLivenessTransportLoss(ncclComm* comm, int peer, const std::string& text) {
+  CommLiveness* cl = comm->liveness.get();
+  if (cl == nullptr) return;
+  std::lock_guard<std::mutex> lock(cl->mu);
+  if (cl->loss.empty()) cl->loss = text;
+  if (cl->unreachable < 0) cl->unreachable = peer;
+}
+
 void commLivenessStop(ncclComm* comm, bool orderly) {
   CommLiveness* cl = comm->liveness.get();
   if (cl == nullptr) return;
-  cl->links->stop(orderly);   // from here on peerLost is not called
+  int unreachable;
+  {
+    std::lock_guard<std::mutex> lock(cl->mu);
+    unreachable = cl->unreachable;
+  }
+  cl->links->stop(orderly, orderly ? -1 : unreachable);   // from here on peerLost is not called
 }
 
 }  // namespace uniccl

@@ -33,6 +33,7 @@ struct CommLiveness final : PeerLossSink {
   std::mutex mu;
   bool ready = false;   // the init finished
   std::string loss;     // the first lost peer's report
+  int unreachable = -1;  // the first rank a transport could not reach
 };
 
 // UNICCL_PEER_TIMEOUT in milliseconds (0: only closed links count).
@@ -48,6 +49,11 @@ ncclResult_t commLivenessLink(ncclComm* comm);
 void commLivenessReady(ncclComm* comm);
 // The first lost peer's report; "" when none.
 std::string commLivenessLoss(ncclComm* comm);
+// A transport could not reach rank `peer` (a send to it failed; the caller
+// raised the async error): `text`, which names it, is the loss until the
+// links report theirs (with its pid and host), and this rank's abort tells
+// the others that rank is lost before it says it aborted.
+void commLivenessTransportLoss(ncclComm* comm, int peer, const std::string& text);
 // Destroy (orderly) or abort: the neighbours hear which; the links close.
 void commLivenessStop(ncclComm* comm, bool orderly);
 

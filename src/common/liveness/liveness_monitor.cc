@@ -159,10 +159,14 @@ class LivenessLoop {
   // stop(): the last words (leaving / aborted), sent while the link is still
   // the caller's alone; bounded (the socket buffer takes 16 bytes unless the
   // peer stopped reading long ago).
-  static void sayGoodbye(PeerLiveness* p, bool orderly) {
+  static void sayGoodbye(PeerLiveness* p, bool orderly, int unreachable) {
     const Msg msg = liveness::makeMsg(orderly ? liveness::kLeaving : liveness::kAborted, p->rank_);
+    const bool cause = !orderly && unreachable >= 0 && unreachable < p->nranks_ && unreachable != p->rank_ &&
+                       (p->gone_.empty() || !p->gone_[unreachable]);
+    const Msg notice = liveness::makeMsg(liveness::kLost, unreachable, liveness::kUnreachable);
     for (Link& l : p->links_) {
       if (!l.sock.isOpen()) continue;
+      if (cause && l.peer != unreachable) l.sock.sendAll(&notice, sizeof(notice), deadlineAfterMs(100));
       l.sock.sendAll(&msg, sizeof(msg), deadlineAfterMs(100));
       l.sock.close();
       l.out.clear();
@@ -252,6 +256,7 @@ class LivenessLoop {
               " s (UNICCL_PEER_TIMEOUT: a hung process or host, or a broken network)";
         break;
       case liveness::kAbortedIt: why = " aborted its communicator (ncclCommAbort, or its init failed)"; break;
+      case liveness::kUnreachable: why = " is unreachable: a network transfer to it failed"; break;
       default: why = " is gone"; break;
     }
     std::string text = who + why;
@@ -429,7 +434,7 @@ ncclResult_t PeerLiveness::start(PeerLossSink* sink, int64_t timeoutMs, std::vec
   return ncclSuccess;
 }
 
-void PeerLiveness::stop(bool orderly) {
+void PeerLiveness::stop(bool orderly, int unreachable) {
   std::thread* last = nullptr;
   if (monitored_) {
     Monitor& m = mon();
@@ -441,14 +446,14 @@ void PeerLiveness::stop(bool orderly) {
       wake(m);
       // Said here, with the lock: the thread is not between reading and
       // closing one of these links, and a forked child's fds are not ours.
-      LivenessLoop::sayGoodbye(this, orderly);
+      LivenessLoop::sayGoodbye(this, orderly, unreachable);
       if (m.sets.empty()) last = detachLocked(m);
     }
     monitored_ = false;
   } else if (!orderly) {
     // Never monitored (init failed after link()): the neighbours still
     // learn at once that this rank is out.
-    LivenessLoop::sayGoodbye(this, false);
+    LivenessLoop::sayGoodbye(this, false, unreachable);
   }
   for (Link& l : links_) l.sock.close();
   listener_.close();

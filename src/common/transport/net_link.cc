@@ -6,12 +6,14 @@
 #include <sched.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/gpu.h"
+#include "common/liveness/comm_liveness.h"
 #include "common/proxy/conn_fifo.h"
 #include "common/transport/net_devices.h"
 #include "common/util/debug.h"
@@ -271,8 +273,11 @@ void NetLink::onOpFinished(void* arg, ncclResult_t result) {
     link->peerGone_.store(true, std::memory_order_release);
   } else if (__atomic_load_n(&link->stopFlag_, __ATOMIC_ACQUIRE) == 0) {
     ncclComm* comm = d->owner;
-    WARN("Rank %d: the network %s connection %s rank %d (channel %d) failed (%s); aborting the communicator",
-         link->rank_, link->net_->name, d->send ? "to" : "from", link->peer_, d->channel, ncclGetErrorString(result));
+    char text[256];
+    snprintf(text, sizeof(text), "the network %s connection to rank %d (channel %d) failed: %s", link->net_->name,
+             link->peer_, d->channel, ncclGetErrorString(result));
+    WARN("Rank %d: %s; aborting the communicator", link->rank_, text);
+    commLivenessTransportLoss(comm, link->peer_, text);   // ncclCommGetAsyncError's last error names the peer
     int expected = ncclSuccess;
     comm->asyncError.compare_exchange_strong(expected, result == ncclSuccess ? ncclRemoteError : result,
                                              std::memory_order_acq_rel);
