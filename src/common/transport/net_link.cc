@@ -358,6 +358,7 @@ void NetLink::stop() {
       d->mhandle = nullptr;
     }
     if (ch.send.comm != nullptr) net_->closeSend(ch.send.comm);
+    else if (!peerHandles_.empty()) netAbandonConnect(net_, peerHandles_.data() + (size_t)c * kHandleBytes);
     if (ch.recv.comm != nullptr) net_->closeRecv(ch.recv.comm);
     if (ch.listenComm != nullptr) net_->closeListen(ch.listenComm);
     ch.send.comm = ch.recv.comm = ch.listenComm = nullptr;
