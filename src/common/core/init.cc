@@ -487,7 +487,11 @@ ncclResult_t initRankOnCurrentGpu(const char* fn, ncclComm_t* newcomm, int nrank
   res = startInit(comm, nranks, commIds, rank, dev);
   if (res != ncclSuccess && res != ncclInProgress) {
     *newcomm = nullptr;
+    // Why the init failed stays the last error: the teardown may log too
+    // (a goodbye to a peer that is gone).
+    const std::string cause = lastErrorMessage();
     commFree(comm, true);
+    setLastErrorMessage(cause.c_str());
   }
   return res;
 }

@@ -166,10 +166,26 @@ class LivenessLoop {
     const Msg notice = liveness::makeMsg(liveness::kLost, unreachable, liveness::kUnreachable);
     for (Link& l : p->links_) {
       if (!l.sock.isOpen()) continue;
-      if (cause && l.peer != unreachable) l.sock.sendAll(&notice, sizeof(notice), deadlineAfterMs(100));
-      l.sock.sendAll(&msg, sizeof(msg), deadlineAfterMs(100));
+      if (cause && l.peer != unreachable) lastWords(l, notice);
+      lastWords(l, msg);
       l.sock.close();
       l.out.clear();
+    }
+  }
+
+  // One message on a link about to close, without a WARN when the peer is
+  // already gone (its loss is reported anyway, and a WARN here would become
+  // the aborting caller's last error).
+  static void lastWords(Link& l, const Msg& msg) {
+    const char* p = reinterpret_cast<const char*>(&msg);
+    size_t done = 0;
+    const Deadline deadline = deadlineAfterMs(100);
+    while (done < sizeof(msg) && Clock::now() < deadline) {
+      int err = 0;
+      const ssize_t n = l.sock.trySend(p + done, sizeof(msg) - done, &err);
+      if (n < 0) return;
+      done += (size_t)n;
+      if (done < sizeof(msg)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
 

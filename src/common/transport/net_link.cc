@@ -176,7 +176,16 @@ ncclResult_t NetLink::connectAll(const std::vector<NetLink*>& links) {
         return ncclInternalError;
       }
       bool done = false;
-      UCHECK(l->progressHandshake(&done));
+      const ncclResult_t res = l->progressHandshake(&done);
+      if (res != ncclSuccess) {
+        // The transport's WARN says what; the caller's last error must say with whom.
+        char text[256];
+        snprintf(text, sizeof(text), "the network %s connection setup with rank %d failed: %s", l->net_->name,
+                 l->peer_, ncclGetErrorString(res));
+        WARN("Rank %d: %s", l->rank_, text);
+        if (res == ncclRemoteError) commLivenessTransportLoss(l->owner_, l->peer_, text);
+        return res;
+      }
       if (!done && waiting == nullptr) waiting = l;
     }
     if (waiting == nullptr) return ncclSuccess;

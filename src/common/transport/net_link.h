@@ -121,7 +121,7 @@ class NetLink {
   static void onOpFinished(void* arg, ncclResult_t result);
 
   const NetApi* net_ = nullptr;
-  const ncclComm* owner_ = nullptr;    // whose abort ends the handshake
+  ncclComm* owner_ = nullptr;          // whose abort ends the handshake, whose loss a failed one is
   std::vector<char> peerHandles_;      // connect() may keep state in them between calls
   std::vector<int> devs_;              // per channel: the net device
   std::vector<std::string> nicNames_;  // per channel: nicName()
