@@ -253,7 +253,7 @@ class LivenessLoop {
     const bool first = !p->reported_;
     p->reported_ = true;
     std::string text = describe(p, rank, reason, via);
-    if (p->sink_ != nullptr) p->sink_->peerLost(rank, text, first);
+    if (p->sink_ != nullptr) p->sink_->peerLost(rank, text, first, reason == liveness::kAbortedIt);
     reports_.push_back(Report{"Liveness: rank " + std::to_string(p->rank_) + " of " + std::to_string(p->nranks_) +
                                   ": " + text,
                               first});

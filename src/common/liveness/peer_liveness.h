@@ -42,8 +42,10 @@ namespace uniccl {
 class PeerLossSink {
  public:
   virtual ~PeerLossSink() = default;
-  // `rank` is gone; `first` is true for the first loss this link set reports.
-  virtual void peerLost(int rank, const std::string& text, bool first) = 0;
+  // `rank` is gone; `first` is true for the first loss this link set reports;
+  // `aborted`: it said it aborted (often because of another rank's loss,
+  // which may be reported next).
+  virtual void peerLost(int rank, const std::string& text, bool first, bool aborted) = 0;
 };
 
 class PeerLiveness {

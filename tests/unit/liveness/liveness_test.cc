@@ -55,7 +55,7 @@ int countThreads() { return countEntries("/proc/self/task"); }
 // Records what the monitor reports.
 class RecordingSink : public PeerLossSink {
  public:
-  void peerLost(int rank, const std::string& text, bool first) override {
+  void peerLost(int rank, const std::string& text, bool first, bool) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (first) firstNs_ = nowNs();
     ranks_.push_back(rank);
