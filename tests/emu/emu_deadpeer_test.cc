@@ -195,6 +195,7 @@ void recordEnd(Report* rep) {
 struct Side {
   gpu::Stream stream = nullptr;
   gpu::Event probe = nullptr;   // recorded to ask "is the stream idle?" without blocking
+  bool probing = false;         // probe recorded, not yet seen complete
   std::vector<float*> bufs;
   bool init(int dev, std::vector<size_t> floats) {
     GPU_OK(gpu::setDevice(dev));
@@ -208,10 +209,18 @@ struct Side {
     return true;
   }
   uniccl_stream_t api() const { return static_cast<uniccl_stream_t>(stream); }
-  // 1: idle, 0: busy, -1: failed.
+  // 1: idle (what was enqueued before the probe has run), 0: busy, -1: failed.
+  // The probe is recorded once and queried until it completes: recording it
+  // again on every poll would ask the stream a new question each time, and
+  // a poll right after its record would find it pending however idle the
+  // stream is.
   int state() {
-    if (gpu::eventRecord(probe, stream) != ncclSuccess) return -1;
+    if (!probing) {
+      if (gpu::eventRecord(probe, stream) != ncclSuccess) return -1;
+      probing = true;
+    }
     ncclResult_t r = gpu::eventQuery(probe);
+    if (r == ncclSuccess) probing = false;
     return r == ncclSuccess ? 1 : r == ncclInProgress ? 0 : -1;
   }
   void release() {
