@@ -365,9 +365,10 @@ TEST(FakeFabricAcrossProcesses, WritesWithImmediateSendsAndReads) {
 }
 
 // InfiniBand LIDs this time. Side 1 is killed with a write of side 0's in
-// flight (side 1 never polled it): that write and a later send complete with
-// retry-exceeded and the QP is in error; side 0's posted receives stay until
-// it moves the QP to the error state (flushed), and its connections close.
+// flight (side 1 never polled it): that write completes with retry-exceeded
+// once the QP's retry timer ran out, a later send at once, and the QP is in
+// error; side 0's posted receives stay until it moves the QP to the error
+// state (flushed).
 TEST(FakeFabricAcrossProcesses, KilledPeerEndsSendsWithRetryExceeded) {
   const std::string token = jobToken("kill");
   Pair pair;
@@ -386,9 +387,13 @@ TEST(FakeFabricAcrossProcesses, KilledPeerEndsSendsWithRetryExceeded) {
     if (!h.poll(1, 0.1).empty()) die("a completion before the target polled");
     childSay(toParent, 'p');
     childHear(fromParent, 'k');  // side 1 is dead
+    const auto killed = Clock::now();
     std::vector<Wc> got = h.poll(1, 5);
     if (got.size() != 1 || got[0].wrId != 1 || got[0].status != kWcRetryExcErr)
       die("the write in flight to the dead peer did not end in retry-exceeded");
+    // Not before the retry timer: RTS timeout 14 (67 ms per attempt) x 8 attempts = 0.54 s.
+    const double waited = std::chrono::duration<double>(Clock::now() - killed).count();
+    if (waited < 0.5) die("retry-exceeded %.3f s after the kill, before the QP's retry timer ran out", waited);
     h.post(2, WrOpcode::kSend, 0, 16, 0);
     got = h.poll(1, 5);
     if (got.size() != 1 || got[0].wrId != 2 || got[0].status != kWcRetryExcErr)

@@ -239,6 +239,11 @@ void FakeVerbs::failModifyTo(QpState state, int err) {
   s_->failModify[(int)state] = err;
 }
 
+void FakeVerbs::onCreateQp(std::function<void(int)> hook) {
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  s_->createQpHook = std::move(hook);
+}
+
 void FakeVerbs::failNextCompletion(int status) {
   std::lock_guard<std::mutex> lock(s_->mutex);
   s_->failNextStatus = status;
@@ -457,6 +462,8 @@ int FakeVerbs::createQp(Pd* pd, const QpInitAttr& attr, Qp** qp, uint32_t* qpn) 
   s_->qps[q->qpn] = q;
   *qp = as<Qp>(q);
   *qpn = q->qpn;
+  s_->createdQps++;
+  if (s_->createQpHook) s_->createQpHook(s_->createdQps);
   return 0;
 }
 
@@ -524,6 +531,8 @@ int FakeVerbs::modifyQp(Qp* qp, const QpAttr& a, int mask) {
     if (!need(kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpSqPsn | kQpMaxQpRdAtomic, "RTS")) return EINVAL;
     if (a.retryCnt > 7 || a.rnrRetry > 7 || a.timeout > 31) return s_->violate(qn + ": RTS attribute out of range");
     q->sqPsn = a.sqPsn;
+    q->timeout = a.timeout;
+    q->retryCnt = a.retryCnt;
   } else if (a.state == QpState::kErr) {
     s_->flushQueues(q);
   } else if (a.state != QpState::kReset) {
@@ -553,13 +562,12 @@ int FakeVerbs::postSend(Qp* qp, const SendWr& wr) {
   Locked lock(s_.get());
   FQp* q = as<FQp>(qp);
   std::string qn = "QP " + std::to_string(q->qpn);
-  if (q->peerGone) {  // what the HCA reports once its retries towards a dead peer run out
+  if (q->retriesOut) {  // what the HCA reports once its retries towards a dead peer ran out
     Wc wc;
     wc.wrId = wr.wrId;
     wc.status = kWcRetryExcErr;
     wc.opcode = senderOpcode(wr.opcode);
     s_->complete(q->scq, wc);
-    q->state = QpState::kErr;
     return 0;
   }
   if (q->state == QpState::kErr) {  // flushed, as real verbs do

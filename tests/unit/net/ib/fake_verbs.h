@@ -30,6 +30,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -81,6 +82,10 @@ class FakeVerbs final : public Verbs {
   // Fault injection.
   void failModifyTo(QpState state, int err);     // every later transition to `state` fails with err
   void failNextCompletion(int status);           // the next data completion gets this status
+  // Called with the number of QPs created so far after each createQp, under
+  // the fake's lock (it must not call the fake): e.g. a process that dies
+  // while its connections are being set up.
+  void onCreateQp(std::function<void(int created)> hook);
   void setHasDmabuf(bool v) { hasDmabuf_ = v; }
 
   // Cross-process mode for job `jobToken` (see the top). Once, after

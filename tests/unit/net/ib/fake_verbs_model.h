@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -86,7 +88,13 @@ struct FQp {
   std::string remote;
   std::string self;
   int conn = -1;
-  bool peerGone = false;  // the peer's process died: sends end in retry-exceeded
+  // The peer's process is gone: what awaits an answer, and what is posted
+  // later, ends in retry-exceeded once the retry timer (RTS's timeout and
+  // retry count) runs out after that.
+  bool peerGone = false;
+  bool retriesOut = false;
+  std::chrono::steady_clock::time_point goneAt;
+  uint8_t timeout = 0, retryCnt = 0;  // from RTS
   uint64_t nextOpId = 1;
   std::deque<AwaitedWr> awaiting;
 };
@@ -117,6 +125,8 @@ struct FakeVerbs::State {
   int failNextStatus = 0;
   std::map<int, int> transitions;
   long long postedSends = 0;
+  int createdQps = 0;
+  std::function<void(int)> createQpHook;
   std::unique_ptr<FabricWire> wire;  // cross-process mode only
   std::set<std::string> ownAddresses;
 
@@ -159,6 +169,10 @@ struct FakeVerbs::State {
   // `qp` is being destroyed: operations waiting at it are answered as a
   // missing QP would be; the last QP closes the connections.
   void forgetRemote(FQp* qp);
+  // `qp`'s peer process is gone (its connection closed, or nobody serves its address).
+  void peerGone(FQp* qp);
+  // Ends in retry-exceeded what waits on QPs whose retry timer ran out.
+  void expireRetries();
 };
 
 }  // namespace fake

@@ -79,7 +79,39 @@ void FakeVerbs::State::connectRemote(FQp* qp, const std::string& remote, const s
   qp->conn = wire->connect(remote, &error);
   if (qp->conn >= 0) return;
   if (!error.empty()) violate("QP " + std::to_string(qp->qpn) + ": " + error);
-  qp->peerGone = true;  // nobody serves that address: every send will run out of retries
+  peerGone(qp);  // nobody serves that address: every send will run out of retries
+}
+
+void FakeVerbs::State::peerGone(FQp* qp) {
+  if (qp->peerGone) return;
+  qp->peerGone = true;
+  qp->conn = -1;
+  qp->goneAt = std::chrono::steady_clock::now();
+}
+
+void FakeVerbs::State::expireRetries() {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& kv : qps) {
+    FQp* q = kv.second;
+    // timeout 0 is "wait forever" in verbs; RTS not reached: nothing was sent yet.
+    if (!q->peerGone || q->retriesOut || q->timeout == 0) continue;
+    // 4.096 us x 2^timeout per attempt, 1 + retryCnt attempts.
+    const double sec = 4.096e-6 * (double)(1ull << q->timeout) * (1 + q->retryCnt);
+    if (now - q->goneAt < std::chrono::duration<double>(sec)) continue;
+    q->retriesOut = true;
+    q->state = QpState::kErr;
+    for (const AwaitedWr& w : q->awaiting) {
+      Wc wc;
+      wc.wrId = w.wr.wrId;
+      wc.status = kWcRetryExcErr;
+      wc.opcode = senderOpcode(w.wr.opcode);
+      wc.byteLen = w.wr.length;
+      wc.vendorErr = 0x81;
+      complete(q->scq, wc);
+      q->outstanding--;
+    }
+    q->awaiting.clear();
+  }
 }
 
 void FakeVerbs::State::postRemote(FQp* qp, const SendWr& wr) {
@@ -182,24 +214,8 @@ void onAnswer(FakeVerbs::State& s, const Header& h, const char* body, size_t bod
 // The peer process behind `conn` is gone: what it had not answered, and
 // every later send, runs out of retries.
 void onClosed(FakeVerbs::State& s, int conn) {
-  for (auto& kv : s.qps) {
-    FQp* q = kv.second;
-    if (q->conn != conn) continue;
-    q->conn = -1;
-    q->peerGone = true;
-    q->state = QpState::kErr;
-    for (const AwaitedWr& w : q->awaiting) {
-      Wc wc;
-      wc.wrId = w.wr.wrId;
-      wc.status = kWcRetryExcErr;
-      wc.opcode = senderOpcode(w.wr.opcode);
-      wc.byteLen = w.wr.length;
-      wc.vendorErr = 0x81;
-      s.complete(q->scq, wc);
-      q->outstanding--;
-    }
-    q->awaiting.clear();
-  }
+  for (auto& kv : s.qps)
+    if (kv.second->conn == conn) s.peerGone(kv.second);
 }
 
 }  // namespace
@@ -229,6 +245,7 @@ void FakeVerbs::State::pump() {
     }
   }
   for (int conn : closed) onClosed(*this, conn);
+  expireRetries();
   // No QP left here: nobody may send to us, so answer what came and hang up.
   if (qps.empty() && wire->connections() > 0) wire->closeConnections();
 }
