@@ -106,7 +106,9 @@ T* as(U* p) {
 
 // The opcode of the sender's completion for a WR.
 inline WcOpcode senderOpcode(WrOpcode op) {
-  return op == WrOpcode::kRdmaRead ? WcOpcode::kRdmaRead : op == WrOpcode::kSend ? WcOpcode::kSend : WcOpcode::kRdmaWrite;
+  return op == WrOpcode::kRdmaRead ? WcOpcode::kRdmaRead
+         : op == WrOpcode::kSend   ? WcOpcode::kSend
+                                   : WcOpcode::kRdmaWrite;
 }
 
 // "gid-<32 hex digits>" / "lid-<n>": a port's address on the fabric.
