@@ -27,6 +27,12 @@ ncclResult_t netSelectByName(const char* name, const NetApi** out);
 // transports' connect/accept and the NET transport's link setup.
 int64_t netConnectTimeoutMs();
 
+// Frees what a connect() still in progress keeps in `handle`, when its
+// caller gives up (the link is torn down during setup: an abort, a peer that
+// died). For the built-in transports; NCCL's net API has no such call, so an
+// external plugin keeps its state (as under NCCL).
+void netAbandonConnect(const NetApi* net, void* handle);
+
 // Forgets the choice and unloads the plugin so the next netSelect reads the
 // environment again. Tests only: no comm of the old table may be alive.
 void netUnloadForTesting();

@@ -1041,4 +1041,10 @@ const ncclNet_v8_t kSocketNet = {
 
 const NetApi* socketNetApi() { return &kSocketNet; }
 
+void socketAbandonConnect(void* handle) {
+  Handle* h = static_cast<Handle*>(handle);
+  delete static_cast<ConnectStage*>(h->stage);
+  h->stage = nullptr;
+}
+
 }  // namespace uniccl

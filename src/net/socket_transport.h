@@ -14,5 +14,7 @@
 namespace uniccl {
 
 const NetApi* socketNetApi();
+// netAbandonConnect for the Socket table's handles.
+void socketAbandonConnect(void* handle);
 
 }  // namespace uniccl

@@ -135,7 +135,15 @@ ncclResult_t launchGroup(GroupState& g) {
     UCHECK_GOTO(device.use(c->gpuDev), res, fail);
     for (int p : g.peerScratch) UCHECK_GOTO(c->transports.accept(c, p), res, fail);
   }
-  for (ncclComm* c : g.comms) {   // network links: accept the peers' connections
+  {   // network links: every handshake of the group together (one thread may drive both ends)
+    std::vector<NetLink*> net;
+    for (ncclComm* c : g.comms) {
+      peersToConnect(c, &g.peerScratch);
+      c->transports.netLinksToConnect(g.peerScratch, &net);
+    }
+    UCHECK_GOTO(NetLink::connectAll(net), res, fail);
+  }
+  for (ncclComm* c : g.comms) {   // network links: start the proxy ops
     peersToConnect(c, &g.peerScratch);
     if (g.peerScratch.empty()) continue;
     UCHECK_GOTO(device.use(c->gpuDev), res, fail);

@@ -40,6 +40,11 @@ namespace uniccl {
 
 namespace {
 
+// How long a failed init waits for the liveness links to name a rank that is
+// gone when only a transport's failure or another rank's abort is known (the
+// links see a death at once; only an overloaded machine makes this wait long).
+constexpr int64_t kLossSettleMs = 2000;
+
 uint64_t hashBytes(const void* p, size_t n) {
   const unsigned char* s = static_cast<const unsigned char*>(p);
   uint64_t h = 1469598103934665603ULL;
@@ -266,8 +271,9 @@ ncclResult_t initRankSteps(ncclComm* comm, int nranks, const std::vector<ncclUni
   return ncclSuccess;
 fail:
   {
-    // A lost peer is why the waits ended: say which.
-    const std::string loss = commLivenessLoss(comm);
+    // A lost peer is why the waits ended: say which (a rank that is gone,
+    // when a failed handshake or a peer's abort was only the first sign).
+    const std::string loss = commLivenessLoss(comm, kLossSettleMs);
     if (!loss.empty()) {
       res = ncclRemoteError;
       WARN("Rank %d/%d: %s", rank, nranks, loss.c_str());
@@ -487,7 +493,11 @@ ncclResult_t initRankOnCurrentGpu(const char* fn, ncclComm_t* newcomm, int nrank
   res = startInit(comm, nranks, commIds, rank, dev);
   if (res != ncclSuccess && res != ncclInProgress) {
     *newcomm = nullptr;
+    // Why the init failed stays the last error: the teardown may log too
+    // (a goodbye to a peer that is gone).
+    const std::string cause = lastErrorMessage();
     commFree(comm, true);
+    setLastErrorMessage(cause.c_str());
   }
   return res;
 }

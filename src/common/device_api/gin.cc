@@ -501,14 +501,17 @@ ncclResult_t ginCreate(ncclComm* comm, const GinConfig& cfg, ncclDevComm_t* d, G
     return ncclInvalidUsage;
   }
   UCHECK(comm->bootstrap->allGather(handles.data(), (size_t)n * NetLink::kHandleBytes));
+  std::vector<NetLink*> handshakes;
   for (int p = 0; p < n && res == ncclSuccess; p++) {
     if (p == comm->rank) continue;
     std::vector<char> h(handles.data() + ((size_t)p * n + comm->rank) * NetLink::kHandleBytes,
                         handles.data() + ((size_t)p * n + comm->rank + 1) * NetLink::kHandleBytes);
-    res = g->links[p]->connect(comm, h);
+    res = g->links[p]->setPeerHandles(h);
+    handshakes.push_back(g->links[p].get());
   }
+  if (res == ncclSuccess) res = NetLink::connectAll(handshakes);
   for (int p = 0; p < n && res == ncclSuccess; p++)
-    if (p != comm->rank) res = g->links[p]->accept(comm);
+    if (p != comm->rank) res = g->links[p]->start(comm);
 
   // Context memory: [ctx struct | queues | pis | cis | counters | signals].
   const size_t ctxBytes = 128;

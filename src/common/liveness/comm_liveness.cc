@@ -10,11 +10,15 @@
 
 namespace uniccl {
 
-void CommLiveness::peerLost(int rank, const std::string& text, bool first) {
+void CommLiveness::peerLost(int rank, const std::string& text, bool first, bool aborted) {
   (void)rank;
-  if (!first) return;   // the first loss already stopped the communicator
   std::lock_guard<std::mutex> lock(mu);
-  loss = text;
+  if (first || (!aborted && !goneReported)) loss = text;
+  goneReported = goneReported || !aborted;
+  reported.notify_all();
+  if (!first) return;   // the first loss already stopped the communicator
+  linksReported = true;
+  unreachable = -1;   // the links tell the others themselves
   comm->hostAbort.store(1, std::memory_order_release);
   if (ready) applyLocked();
 }
@@ -75,17 +79,33 @@ void commLivenessReady(ncclComm* comm) {
   if (!cl->loss.empty()) cl->applyLocked();
 }
 
-std::string commLivenessLoss(ncclComm* comm) {
+std::string commLivenessLoss(ncclComm* comm, int64_t settleMs) {
   CommLiveness* cl = comm->liveness.get();
   if (cl == nullptr) return std::string();
-  std::lock_guard<std::mutex> lock(cl->mu);
+  std::unique_lock<std::mutex> lock(cl->mu);
+  if (settleMs > 0 && !cl->loss.empty())
+    cl->reported.wait_for(lock, std::chrono::milliseconds(settleMs), [cl] { return cl->goneReported; });
   return cl->loss;
+}
+
+void commLivenessTransportLoss(ncclComm* comm, int peer, const std::string& text) {
+  CommLiveness* cl = comm->liveness.get();
+  if (cl == nullptr) return;
+  std::lock_guard<std::mutex> lock(cl->mu);
+  if (cl->linksReported) return;
+  if (cl->loss.empty()) cl->loss = text;
+  if (cl->unreachable < 0) cl->unreachable = peer;
 }
 
 void commLivenessStop(ncclComm* comm, bool orderly) {
   CommLiveness* cl = comm->liveness.get();
   if (cl == nullptr) return;
-  cl->links->stop(orderly);   // from here on peerLost is not called
+  int unreachable;
+  {
+    std::lock_guard<std::mutex> lock(cl->mu);
+    unreachable = cl->unreachable;
+  }
+  cl->links->stop(orderly, orderly ? -1 : unreachable);   // from here on peerLost is not called
 }
 
 }  // namespace uniccl

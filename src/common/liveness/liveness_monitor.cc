@@ -159,13 +159,33 @@ class LivenessLoop {
   // stop(): the last words (leaving / aborted), sent while the link is still
   // the caller's alone; bounded (the socket buffer takes 16 bytes unless the
   // peer stopped reading long ago).
-  static void sayGoodbye(PeerLiveness* p, bool orderly) {
+  static void sayGoodbye(PeerLiveness* p, bool orderly, int unreachable) {
     const Msg msg = liveness::makeMsg(orderly ? liveness::kLeaving : liveness::kAborted, p->rank_);
+    const bool cause = !orderly && unreachable >= 0 && unreachable < p->nranks_ && unreachable != p->rank_ &&
+                       (p->gone_.empty() || !p->gone_[unreachable]);
+    const Msg notice = liveness::makeMsg(liveness::kLost, unreachable, liveness::kUnreachable);
     for (Link& l : p->links_) {
       if (!l.sock.isOpen()) continue;
-      l.sock.sendAll(&msg, sizeof(msg), deadlineAfterMs(100));
+      if (cause && l.peer != unreachable) lastWords(l, notice);
+      lastWords(l, msg);
       l.sock.close();
       l.out.clear();
+    }
+  }
+
+  // One message on a link about to close, without a WARN when the peer is
+  // already gone (its loss is reported anyway, and a WARN here would become
+  // the aborting caller's last error).
+  static void lastWords(Link& l, const Msg& msg) {
+    const char* p = reinterpret_cast<const char*>(&msg);
+    size_t done = 0;
+    const Deadline deadline = deadlineAfterMs(100);
+    while (done < sizeof(msg) && Clock::now() < deadline) {
+      int err = 0;
+      const ssize_t n = l.sock.trySend(p + done, sizeof(msg) - done, &err);
+      if (n < 0) return;
+      done += (size_t)n;
+      if (done < sizeof(msg)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
 
@@ -233,7 +253,7 @@ class LivenessLoop {
     const bool first = !p->reported_;
     p->reported_ = true;
     std::string text = describe(p, rank, reason, via);
-    if (p->sink_ != nullptr) p->sink_->peerLost(rank, text, first);
+    if (p->sink_ != nullptr) p->sink_->peerLost(rank, text, first, reason == liveness::kAbortedIt);
     reports_.push_back(Report{"Liveness: rank " + std::to_string(p->rank_) + " of " + std::to_string(p->nranks_) +
                                   ": " + text,
                               first});
@@ -252,6 +272,7 @@ class LivenessLoop {
               " s (UNICCL_PEER_TIMEOUT: a hung process or host, or a broken network)";
         break;
       case liveness::kAbortedIt: why = " aborted its communicator (ncclCommAbort, or its init failed)"; break;
+      case liveness::kUnreachable: why = " is unreachable: a network transfer to it failed"; break;
       default: why = " is gone"; break;
     }
     std::string text = who + why;
@@ -429,7 +450,7 @@ ncclResult_t PeerLiveness::start(PeerLossSink* sink, int64_t timeoutMs, std::vec
   return ncclSuccess;
 }
 
-void PeerLiveness::stop(bool orderly) {
+void PeerLiveness::stop(bool orderly, int unreachable) {
   std::thread* last = nullptr;
   if (monitored_) {
     Monitor& m = mon();
@@ -441,14 +462,14 @@ void PeerLiveness::stop(bool orderly) {
       wake(m);
       // Said here, with the lock: the thread is not between reading and
       // closing one of these links, and a forked child's fds are not ours.
-      LivenessLoop::sayGoodbye(this, orderly);
+      LivenessLoop::sayGoodbye(this, orderly, unreachable);
       if (m.sets.empty()) last = detachLocked(m);
     }
     monitored_ = false;
   } else if (!orderly) {
     // Never monitored (init failed after link()): the neighbours still
     // learn at once that this rank is out.
-    LivenessLoop::sayGoodbye(this, false);
+    LivenessLoop::sayGoodbye(this, false, unreachable);
   }
   for (Link& l : links_) l.sock.close();
   listener_.close();

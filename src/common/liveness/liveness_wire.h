@@ -22,6 +22,7 @@ enum Reason : uint32_t {
   kClosed = 1,    // its link closed or reset: the process ended
   kSilent = 2,    // no heartbeat for the peer timeout
   kAbortedIt = 3, // it said it aborted
+  kUnreachable = 4,  // a transport of the reporting rank could not reach it (said before aborting)
 };
 
 struct Msg {

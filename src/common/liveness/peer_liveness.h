@@ -14,7 +14,8 @@
 //
 // Orderly ends are not losses: stop(true) (ncclCommDestroy) says "leaving"
 // before it closes; stop(false) (ncclCommAbort, a failed init) says
-// "aborted", which the peers report as that rank gone.
+// "aborted", which the peers report as that rank gone (preceded by a notice
+// of the rank its transport could not reach, when that was why).
 //
 // The links are made at init: the listener exists before the bootstrap (its
 // address travels in the peer info), so a successor that refuses the
@@ -41,8 +42,10 @@ namespace uniccl {
 class PeerLossSink {
  public:
   virtual ~PeerLossSink() = default;
-  // `rank` is gone; `first` is true for the first loss this link set reports.
-  virtual void peerLost(int rank, const std::string& text, bool first) = 0;
+  // `rank` is gone; `first` is true for the first loss this link set reports;
+  // `aborted`: it said it aborted (often because of another rank's loss,
+  // which may be reported next).
+  virtual void peerLost(int rank, const std::string& text, bool first, bool aborted) = 0;
 };
 
 class PeerLiveness {
@@ -70,8 +73,11 @@ class PeerLiveness {
 
   // Takes the links from the monitor (on return the sink is no longer called),
   // says "leaving" (orderly) or "aborted" to both neighbours, closes them.
-  // Joins the thread when this was the last monitored set. Idempotent.
-  void stop(bool orderly);
+  // An abort because a transport could not reach rank `unreachable` (-1:
+  // none) first says that rank is lost, so that the others learn the cause,
+  // not only this rank's abort. Joins the thread when this was the last
+  // monitored set. Idempotent.
+  void stop(bool orderly, int unreachable = -1);
 
  private:
   friend class LivenessLoop;

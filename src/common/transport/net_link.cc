@@ -6,12 +6,14 @@
 #include <sched.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/gpu.h"
+#include "common/liveness/comm_liveness.h"
 #include "common/proxy/conn_fifo.h"
 #include "common/transport/net_devices.h"
 #include "common/util/debug.h"
@@ -30,30 +32,6 @@ using Clock = std::chrono::steady_clock;
 // handed to the proxy to leave (the peer is still receiving them).
 constexpr auto kDrainTimeout = std::chrono::seconds(5);
 
-// Polls a non-blocking connect/accept until it yields a comm, fails, the
-// communicator is aborted, or the setup timeout passes.
-template <typename Step>
-ncclResult_t pollUntil(ncclComm* comm, const char* what, int peer, Step step, void** out) {
-  const auto deadline = Clock::now() + std::chrono::milliseconds(netConnectTimeoutMs());
-  int spins = 0;
-  while (*out == nullptr) {
-    UCHECK(step());
-    if (*out != nullptr) break;
-    if (comm->hostAbort.load(std::memory_order_acquire) != 0) {
-      WARN("Rank %d: network %s with rank %d stopped: the communicator was aborted", comm->rank, what, peer);
-      return ncclRemoteError;
-    }
-    if (Clock::now() > deadline) {
-      WARN("Rank %d: network %s with rank %d did not complete within %lld ms (is rank %d alive and "
-           "reachable on the network interface? UNICCL_NET_CONNECT_TIMEOUT_MS sets the limit)",
-           comm->rank, what, peer, (long long)netConnectTimeoutMs(), peer);
-      return ncclRemoteError;
-    }
-    if (++spins < 1000) sched_yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  return ncclSuccess;
-}
 }  // namespace
 
 MappedBuffer::~MappedBuffer() {
@@ -98,6 +76,7 @@ NetLink::~NetLink() { stop(); }
 ncclResult_t NetLink::listen(ncclComm* comm, int peer, int nChannels, size_t stepBytes, std::vector<char>* handles,
                              const std::vector<topo::ChannelNic>* nics) {
   peer_ = peer;
+  owner_ = comm;
   rank_ = comm->rank;
   nChannels_ = nChannels;
   stepBytes_ = stepBytes;
@@ -152,29 +131,85 @@ ncclResult_t NetLink::listen(ncclComm* comm, int peer, int nChannels, size_t ste
   return ncclSuccess;
 }
 
-ncclResult_t NetLink::connect(ncclComm* comm, const std::vector<char>& handles) {
+ncclResult_t NetLink::setPeerHandles(const std::vector<char>& handles) {
   if (handles.size() != (size_t)nChannels_ * kHandleBytes) {
-    WARN("Rank %d: rank %d sent %zu bytes of network handles, expected %zu", comm->rank, peer_, handles.size(),
+    WARN("Rank %d: rank %d sent %zu bytes of network handles, expected %zu", rank_, peer_, handles.size(),
          (size_t)nChannels_ * kHandleBytes);
     return ncclInternalError;
   }
-  std::vector<char> h(handles);   // connect() may keep state in its handle between calls
-  for (int c = 0; c < nChannels_; c++) {
-    Direction& d = channels_[c].send;
-    char* handle = h.data() + (size_t)c * kHandleBytes;
-    UCHECK(pollUntil(comm, "connect", peer_,
-                     [&] { return net_->connect(devs_[c], handle, &d.comm, nullptr); }, &d.comm));
-  }
+  peerHandles_ = handles;
   return ncclSuccess;
 }
 
-ncclResult_t NetLink::accept(ncclComm* comm) {
+bool NetLink::handshakeDone() const {
+  for (int c = 0; c < nChannels_; c++)
+    if (channels_[c].send.comm == nullptr || channels_[c].recv.comm == nullptr) return false;
+  return nChannels_ > 0;
+}
+
+ncclResult_t NetLink::progressHandshake(bool* done) {
   for (int c = 0; c < nChannels_; c++) {
     Channel& ch = channels_[c];
-    UCHECK(pollUntil(comm, "accept", peer_, [&] { return net_->accept(ch.listenComm, &ch.recv.comm, nullptr); },
-                     &ch.recv.comm));
-    UCHECK(net_->closeListen(ch.listenComm));
-    ch.listenComm = nullptr;
+    if (ch.send.comm == nullptr)
+      UCHECK(net_->connect(devs_[c], peerHandles_.data() + (size_t)c * kHandleBytes, &ch.send.comm, nullptr));
+    if (ch.recv.comm == nullptr) {
+      UCHECK(net_->accept(ch.listenComm, &ch.recv.comm, nullptr));
+      if (ch.recv.comm != nullptr) {
+        UCHECK(net_->closeListen(ch.listenComm));
+        ch.listenComm = nullptr;
+      }
+    }
+  }
+  *done = handshakeDone();
+  return ncclSuccess;
+}
+
+ncclResult_t NetLink::connectAll(const std::vector<NetLink*>& links) {
+  const auto deadline = Clock::now() + std::chrono::milliseconds(netConnectTimeoutMs());
+  int spins = 0;
+  for (;;) {
+    const NetLink* waiting = nullptr;
+    for (NetLink* l : links) {
+      if (l->handshakeDone()) continue;
+      if (l->peerHandles_.empty()) {
+        WARN("Rank %d: connecting to rank %d over the network before its handles arrived", l->rank_, l->peer_);
+        return ncclInternalError;
+      }
+      bool done = false;
+      const ncclResult_t res = l->progressHandshake(&done);
+      if (res != ncclSuccess) {
+        // The transport's WARN says what; the caller's last error must say with whom.
+        char text[256];
+        snprintf(text, sizeof(text), "the network %s connection setup with rank %d failed: %s", l->net_->name,
+                 l->peer_, ncclGetErrorString(res));
+        WARN("Rank %d: %s", l->rank_, text);
+        if (res == ncclRemoteError) commLivenessTransportLoss(l->owner_, l->peer_, text);
+        return res;
+      }
+      if (!done && waiting == nullptr) waiting = l;
+    }
+    if (waiting == nullptr) return ncclSuccess;
+    for (NetLink* l : links) {
+      if (l->owner_->hostAbort.load(std::memory_order_acquire) == 0) continue;
+      WARN("Rank %d: network connection setup with rank %d stopped: the communicator was aborted", l->rank_,
+           l->peer_);
+      return ncclRemoteError;
+    }
+    if (Clock::now() > deadline) {
+      WARN("Rank %d: network connection setup with rank %d did not complete within %lld ms (is rank %d alive and "
+           "reachable on the network interface? UNICCL_NET_CONNECT_TIMEOUT_MS sets the limit)",
+           waiting->rank_, waiting->peer_, (long long)netConnectTimeoutMs(), waiting->peer_);
+      return ncclRemoteError;
+    }
+    if (++spins < 1000) sched_yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+ncclResult_t NetLink::start(ncclComm* comm) {
+  if (!handshakeDone()) {
+    WARN("Rank %d: starting the network link to rank %d before its connections exist", comm->rank, peer_);
+    return ncclInternalError;
   }
   const size_t chBytes = kConnSteps * stepBytes_;
   for (int c = 0; c < nChannels_; c++) {
@@ -247,8 +282,11 @@ void NetLink::onOpFinished(void* arg, ncclResult_t result) {
     link->peerGone_.store(true, std::memory_order_release);
   } else if (__atomic_load_n(&link->stopFlag_, __ATOMIC_ACQUIRE) == 0) {
     ncclComm* comm = d->owner;
-    WARN("Rank %d: the network %s connection %s rank %d (channel %d) failed (%s); aborting the communicator",
-         link->rank_, link->net_->name, d->send ? "to" : "from", link->peer_, d->channel, ncclGetErrorString(result));
+    char text[256];
+    snprintf(text, sizeof(text), "the network %s connection to rank %d (channel %d) failed: %s", link->net_->name,
+             link->peer_, d->channel, ncclGetErrorString(result));
+    WARN("Rank %d: %s; aborting the communicator", link->rank_, text);
+    commLivenessTransportLoss(comm, link->peer_, text);   // ncclCommGetAsyncError's last error names the peer
     int expected = ncclSuccess;
     comm->asyncError.compare_exchange_strong(expected, result == ncclSuccess ? ncclRemoteError : result,
                                              std::memory_order_acq_rel);
@@ -329,6 +367,7 @@ void NetLink::stop() {
       d->mhandle = nullptr;
     }
     if (ch.send.comm != nullptr) net_->closeSend(ch.send.comm);
+    else if (!peerHandles_.empty()) netAbandonConnect(net_, peerHandles_.data() + (size_t)c * kHandleBytes);
     if (ch.recv.comm != nullptr) net_->closeRecv(ch.recv.comm);
     if (ch.listenComm != nullptr) net_->closeListen(ch.listenComm);
     ch.send.comm = ch.recv.comm = ch.listenComm = nullptr;

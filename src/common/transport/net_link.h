@@ -13,8 +13,9 @@
 //
 // Setup is three phases so that one thread can connect several
 // communicators of a group (each phase only waits on earlier phases of
-// the peer): listen() (offer), connect() (accept: our send side; TCP
-// completes in the peer's backlog), accept() (complete: our receive side).
+// the peer): listen() (offer); setPeerHandles(), then connectAll() over
+// every link the thread sets up (accept: connects and accepts together);
+// start() (complete: staging registered, proxy ops running).
 #pragma once
 
 #include <atomic>
@@ -64,11 +65,22 @@ class NetLink {
   // transport's device from it); nullptr or short: GPU index mod devices.
   ncclResult_t listen(ncclComm* comm, int peer, int nChannels, size_t stepBytes, std::vector<char>* handles,
                       const std::vector<topo::ChannelNic>* nics = nullptr);
-  // Phase 2: connects our send side of every channel to the peer's handles.
-  ncclResult_t connect(ncclComm* comm, const std::vector<char>& handles);
-  // Phase 3: accepts the peer's connections, registers staging memory and
-  // starts the persistent proxy ops. After this, fillPeer() may wire channels.
-  ncclResult_t accept(ncclComm* comm);
+  // Phase 2: the handles the peer's listen() returned.
+  ncclResult_t setPeerHandles(const std::vector<char>& handles);
+  // Phase 2, for every link a thread sets up at once (each after
+  // setPeerHandles): connects our send side of every channel to the peer's
+  // listeners and accepts the peer's connections on ours, all progressing
+  // together until every link has both. A transport may finish a connect
+  // only once the peer's accept answered it (IB exchanges the QPs so; NCCL's
+  // net API allows it), while the peer, or this very thread for another
+  // communicator of a group, waits the same way on our accept. Ends with an
+  // error when a link's communicator is aborted or after
+  // UNICCL_NET_CONNECT_TIMEOUT_MS.
+  static ncclResult_t connectAll(const std::vector<NetLink*>& links);
+  bool handshakeDone() const;  // both directions of every channel exist
+  // Phase 3: registers staging memory and starts the persistent proxy ops.
+  // After this, fillPeer() may wire channels.
+  ncclResult_t start(ncclComm* comm);
   bool connected() const { return started_; }
   // The device-side connection structs of channel c.
   void fillPeer(int c, dev::Peer* p) const;
@@ -104,9 +116,13 @@ class NetLink {
   struct Direction;
   struct Channel;
   ncclResult_t startOps(ncclComm* comm);
+  // One round of non-blocking connect and accept calls.
+  ncclResult_t progressHandshake(bool* done);
   static void onOpFinished(void* arg, ncclResult_t result);
 
   const NetApi* net_ = nullptr;
+  ncclComm* owner_ = nullptr;          // whose abort ends the handshake, whose loss a failed one is
+  std::vector<char> peerHandles_;      // connect() may keep state in them between calls
   std::vector<int> devs_;              // per channel: the net device
   std::vector<std::string> nicNames_;  // per channel: nicName()
   int peer_ = -1;

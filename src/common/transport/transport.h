@@ -91,7 +91,7 @@ struct PeerLink {
   std::unique_ptr<ShmSegment> peerSegment;  // the peer's block
   // NET
   std::unique_ptr<NetLink> net;
-  bool netConnected = false;   // phase 2 (our send side) done; complete() finishes
+  bool netHandles = false;     // the peer's handles are in: connectAll() may progress it
 };
 
 class Transports {
@@ -123,12 +123,14 @@ class Transports {
   // Connection in phases so that one thread can connect several
   // communicators of a group without deadlock (each phase waits only on
   // earlier phases of the peer): offer() allocates our side and sends its
-  // description; accept() receives the peer's and wires channels (NET:
-  // connects our send side only); complete() finishes NET links (accepts
-  // the peer's connections, starts the proxy ops, wires). Call complete()
-  // for every peer after accept() for every peer.
+  // description; accept() receives the peer's and wires channels (NET: only
+  // receives the peer's handles); then NetLink::connectAll() over the
+  // netLinksToConnect() of every communicator the thread sets up (the
+  // network handshakes, all together); complete() finishes NET links
+  // (starts the proxy ops, wires). Each phase for every peer before the next.
   ncclResult_t offer(ncclComm* comm, int peer);
   ncclResult_t accept(ncclComm* comm, int peer);
+  void netLinksToConnect(const std::vector<int>& peers, std::vector<NetLink*>* out);
   ncclResult_t complete(ncclComm* comm, int peer);
   // All phases, for a set of peers of one communicator.
   ncclResult_t connect(ncclComm* comm, const std::vector<int>& peers);

@@ -181,7 +181,7 @@ ncclResult_t Transports::offer(ncclComm* comm, int peer) {
 
 ncclResult_t Transports::accept(ncclComm* comm, int peer) {
   PeerLink& link = links_[peer];
-  if (link.connected || link.netConnected) return ncclSuccess;
+  if (link.connected || link.netHandles) return ncclSuccess;
   ConnectOffer msg;
   UCHECK(comm->bootstrap->recv(peer, kTagConnect, &msg, sizeof(msg)));
   if (msg.magic != kOfferMagic || msg.kind != (uint8_t)link.kind || msg.nChannels != comm->nChannels ||
@@ -207,11 +207,7 @@ ncclResult_t Transports::accept(ncclComm* comm, int peer) {
 ncclResult_t Transports::complete(ncclComm* comm, int peer) {
   PeerLink& link = links_[peer];
   if (link.connected || link.kind != TransportKind::Net) return ncclSuccess;
-  if (!link.netConnected) {
-    WARN("Rank %d: completing the network connection to rank %d before it was accepted", comm->rank, peer);
-    return ncclInternalError;
-  }
-  UCHECK(link.net->accept(comm));
+  UCHECK(link.net->start(comm));
   for (int c = 0; c < comm->nChannels; c++) {
     dev::Peer p;
     link.net->fillPeer(c, &p);
@@ -222,9 +218,20 @@ ncclResult_t Transports::complete(ncclComm* comm, int peer) {
   return ncclSuccess;
 }
 
+void Transports::netLinksToConnect(const std::vector<int>& peers, std::vector<NetLink*>* out) {
+  for (int p : peers) {
+    PeerLink& link = links_[p];
+    if (!link.connected && link.kind == TransportKind::Net && link.netHandles && !link.net->handshakeDone())
+      out->push_back(link.net.get());
+  }
+}
+
 ncclResult_t Transports::connect(ncclComm* comm, const std::vector<int>& peers) {
   for (int p : peers) UCHECK(offer(comm, p));
   for (int p : peers) UCHECK(accept(comm, p));
+  std::vector<NetLink*> net;
+  netLinksToConnect(peers, &net);
+  UCHECK(NetLink::connectAll(net));
   for (int p : peers) UCHECK(complete(comm, p));
   return ncclSuccess;
 }
@@ -313,11 +320,11 @@ ncclResult_t Transports::offerNet(ncclComm* comm, int peer, PeerLink& link) {
 }
 
 ncclResult_t Transports::acceptNet(ncclComm* comm, int peer, PeerLink& link) {
-  if (link.netConnected) return ncclSuccess;
+  if (link.netHandles) return ncclSuccess;
   std::vector<char> handles((size_t)comm->nChannels * NetLink::kHandleBytes);
   UCHECK(comm->bootstrap->recv(peer, kTagNetHandles, handles.data(), handles.size()));
-  UCHECK(link.net->connect(comm, handles));
-  link.netConnected = true;
+  UCHECK(link.net->setPeerHandles(handles));
+  link.netHandles = true;
   return ncclSuccess;
 }
 

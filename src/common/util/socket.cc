@@ -144,6 +144,15 @@ ncclResult_t Socket::accept(Socket* out, Deadline deadline, const std::atomic<ui
 }
 
 ncclResult_t Socket::connect(const SocketAddress& addr, Deadline deadline, const std::atomic<uint32_t>* abortFlag) {
+  return connectImpl(addr, deadline, abortFlag, false);
+}
+
+ncclResult_t Socket::connectToExisting(const SocketAddress& addr, Deadline deadline) {
+  return connectImpl(addr, deadline, nullptr, true);
+}
+
+ncclResult_t Socket::connectImpl(const SocketAddress& addr, Deadline deadline, const std::atomic<uint32_t>* abortFlag,
+                                 bool listenerExists) {
   close();
   if (!addr.valid()) {
     WARN("Socket::connect: invalid address %s", addr.toString().c_str());
@@ -177,6 +186,11 @@ ncclResult_t Socket::connect(const SocketAddress& addr, Deadline deadline, const
       return ncclSuccess;
     }
     ::close(fd);
+    if (listenerExists && (err == ECONNREFUSED || err == ECONNRESET)) {
+      WARN("connect to %s failed: %s (the peer's listener is gone: did the peer fail? see its log)",
+           addr.toString().c_str(), strerror(err));
+      return ncclRemoteError;
+    }
     if (!retryableConnectError(err)) {
       WARN("connect to %s failed: %s", addr.toString().c_str(), strerror(err));
       return ncclSystemError;

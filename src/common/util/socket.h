@@ -53,6 +53,10 @@ class Socket {
   // Connects, retrying refused/unreachable attempts until the deadline (the
   // peer may not be listening yet).
   ncclResult_t connect(const SocketAddress& addr, Deadline deadline, const std::atomic<uint32_t>* abortFlag = nullptr);
+  // Connects to a listener known to exist (its address came from it): a
+  // refused or reset attempt means its process is gone and fails at once
+  // (ncclRemoteError); other failures are retried as connect() does.
+  ncclResult_t connectToExisting(const SocketAddress& addr, Deadline deadline);
 
   ncclResult_t sendAll(const void* data, size_t bytes, Deadline deadline,
                        const std::atomic<uint32_t>* abortFlag = nullptr);
@@ -66,6 +70,8 @@ class Socket {
   void close();
 
  private:
+  ncclResult_t connectImpl(const SocketAddress& addr, Deadline deadline, const std::atomic<uint32_t>* abortFlag,
+                           bool listenerExists);
   int fd_ = -1;
   SocketAddress addr_ = emptySocketAddress();
 };

@@ -341,7 +341,9 @@ ncclResult_t connectStart(int dev, IbHandle* h, ConnectStage* st) {
   if (!getDevice(dev, &d, nullptr, &qpp)) return badDevice(dev);
   st->secret = h->secret;
   st->deadline = deadlineAfterMs(netConnectTimeoutMs());
-  UCHECK(st->sock.connect(h->addr, st->deadline));  // the listener exists: the kernel completes this at once
+  // The listener exists (the handle came from it): the kernel completes this
+  // at once, or refuses it at once when the listener's process is gone.
+  UCHECK(st->sock.connectToExisting(h->addr, st->deadline));
   auto comm = newComm(true, d, h->addr.toString());
   UCHECK(createCq(d, &comm->cq));
   uint32_t qpn = 0;
@@ -858,6 +860,12 @@ bool verbsInstalled() {
 }
 
 const NetApi* ibNetTable() { return &kIbNet; }
+
+void abandonConnect(void* handle) {
+  IbHandle* h = static_cast<IbHandle*>(handle);
+  delete static_cast<ConnectStage*>(h->stage);
+  h->stage = nullptr;
+}
 
 void resetForTesting() {
   Global& g = global();

@@ -35,6 +35,9 @@ bool verbsInstalled();
 
 // The table (name "IB") over the installed verbs.
 const NetApi* ibNetTable();
+// netAbandonConnect for the IB table's handles: the QP, CQ, FIFO
+// registration and handshake socket of a connect in progress go.
+void abandonConnect(void* handle);
 
 // Forgets init (devices, knobs) and the installed verbs. Tests only: comms and
 // registrations made before keep their devices alive until closed.

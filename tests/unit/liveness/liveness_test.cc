@@ -56,7 +56,7 @@ int countThreads() { return countEntries("/proc/self/task"); }
 // Records what the monitor reports.
 class RecordingSink : public PeerLossSink {
  public:
-  void peerLost(int rank, const std::string& text, bool first) override {
+  void peerLost(int rank, const std::string& text, bool first, bool) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (first) firstNs_ = nowNs();
     ranks_.push_back(rank);
@@ -188,6 +188,34 @@ TEST(Liveness, AbortIsReportedToEveryRank) {
     ranks[r].live->stop(false);
     EXPECT_EQ(ranks[r].sink.firsts(), r == 2 ? 0 : 1) << "rank " << r;
   }
+}
+
+// Rank 2 aborts because its transport could not reach rank 0: every other
+// rank's first report is rank 0 (unreachable, reported by a neighbour of
+// rank 2), not rank 2's abort; rank 0 itself, alive, hears of rank 2's
+// abort (nobody tells a rank it is lost).
+TEST(Liveness, AbortNamesTheRankItsTransportCouldNotReachFirst) {
+  const int nranks = 4;
+  ncclUniqueId id = newId();
+  std::vector<Rank> ranks(nranks);
+  std::vector<ncclResult_t> res(nranks, ncclInternalError);
+  {
+    std::vector<std::thread> ts;
+    for (int r = 0; r < nranks; r++) ts.emplace_back([&, r] { res[r] = setUp(id, r, nranks, 0, &ranks[r]); });
+    for (auto& t : ts) t.join();
+  }
+  for (int r = 0; r < nranks; r++) ASSERT_EQ(res[r], ncclSuccess) << "rank " << r;
+  ranks[2].live->stop(false, 0);
+  for (int r : {1, 3}) {
+    ASSERT_TRUE(ranks[r].sink.waitFor(2, kReportBoundSec)) << "rank " << r << " heard less than two losses";
+    EXPECT_EQ(ranks[r].sink.ranks()[0], 0) << ranks[r].sink.text(0);
+    EXPECT_NE(ranks[r].sink.text(0).find("rank 0 (test) is unreachable"), std::string::npos) << ranks[r].sink.text(0);
+    EXPECT_NE(ranks[r].sink.text(0).find("(reported by rank 2)"), std::string::npos) << ranks[r].sink.text(0);
+    EXPECT_EQ(ranks[r].sink.ranks()[1], 2) << ranks[r].sink.text(1);
+  }
+  ASSERT_TRUE(ranks[0].sink.waitFor(1, kReportBoundSec));
+  EXPECT_EQ(ranks[0].sink.ranks()[0], 2) << ranks[0].sink.text(0);
+  for (int r = 0; r < nranks; r++) ranks[r].live->stop(false);
 }
 
 // ---- ranks as forked processes

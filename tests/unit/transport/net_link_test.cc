@@ -17,6 +17,8 @@
 #include "common/core/comm.h"
 #include "common/transport/net_link.h"
 #include "fake_gpu.h"
+#include "fake_verbs.h"
+#include "net/ib/ib_transport.h"
 
 namespace uniccl {
 namespace {
@@ -112,10 +114,11 @@ class NetLinkTest : public ::testing::Test {
     std::vector<char> ha, hb;
     ASSERT_EQ(la.listen(a.comm, 1, kChannels, kStepBytes, &ha), ncclSuccess);
     ASSERT_EQ(lb.listen(b.comm, 0, kChannels, kStepBytes, &hb), ncclSuccess);
-    ASSERT_EQ(la.connect(a.comm, hb), ncclSuccess);
-    ASSERT_EQ(lb.connect(b.comm, ha), ncclSuccess);
-    ASSERT_EQ(la.accept(a.comm), ncclSuccess);
-    ASSERT_EQ(lb.accept(b.comm), ncclSuccess);
+    ASSERT_EQ(la.setPeerHandles(hb), ncclSuccess);
+    ASSERT_EQ(lb.setPeerHandles(ha), ncclSuccess);
+    ASSERT_EQ(NetLink::connectAll({&la, &lb}), ncclSuccess);
+    ASSERT_EQ(la.start(a.comm), ncclSuccess);
+    ASSERT_EQ(lb.start(b.comm), ncclSuccess);
     ASSERT_TRUE(la.connected());
     ASSERT_TRUE(lb.connected());
   }
@@ -205,10 +208,10 @@ TEST_F(NetLinkTest, APeerThatNeverConnectsFailsWithinTheTimeout) {
   std::vector<char> ha, hb;
   ASSERT_EQ(la.listen(a.comm, 1, kChannels, kStepBytes, &ha), ncclSuccess);
   ASSERT_EQ(lb.listen(b.comm, 0, kChannels, kStepBytes, &hb), ncclSuccess);
-  ASSERT_EQ(la.connect(a.comm, hb), ncclSuccess);
+  ASSERT_EQ(la.setPeerHandles(hb), ncclSuccess);
   // b never connects to a.
   const auto t0 = Clock::now();
-  EXPECT_EQ(la.accept(a.comm), ncclRemoteError);
+  EXPECT_EQ(NetLink::connectAll({&la}), ncclRemoteError);
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
   EXPECT_LT(s, 5.0);
   EXPECT_FALSE(la.connected());
@@ -221,13 +224,13 @@ TEST_F(NetLinkTest, AbortEndsAWaitingSetupPromptly) {
   std::vector<char> ha, hb;
   ASSERT_EQ(la.listen(a.comm, 1, kChannels, kStepBytes, &ha), ncclSuccess);
   ASSERT_EQ(lb.listen(b.comm, 0, kChannels, kStepBytes, &hb), ncclSuccess);
-  ASSERT_EQ(la.connect(a.comm, hb), ncclSuccess);
+  ASSERT_EQ(la.setPeerHandles(hb), ncclSuccess);
   std::thread aborter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     a.comm->hostAbort.store(1);
   });
   const auto t0 = Clock::now();
-  EXPECT_EQ(la.accept(a.comm), ncclRemoteError);
+  EXPECT_EQ(NetLink::connectAll({&la}), ncclRemoteError);
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 5.0);
   aborter.join();
 }
@@ -238,7 +241,46 @@ TEST_F(NetLinkTest, MismatchedHandlesAreRefused) {
   std::vector<char> ha;
   ASSERT_EQ(la.listen(a.comm, 1, kChannels, kStepBytes, &ha), ncclSuccess);
   std::vector<char> wrong(NetLink::kHandleBytes);   // one channel's worth for two channels
-  EXPECT_EQ(la.connect(a.comm, wrong), ncclInternalError);
+  EXPECT_EQ(la.setPeerHandles(wrong), ncclInternalError);
+}
+
+// A transport whose connect completes only once the peer's accept has
+// answered it (IB: the QP numbers travel in the handshake), both ends driven
+// by this one thread: connectAll progresses connects and accepts together
+// (connecting every link before accepting any would wait forever). IB on the
+// in-process fake fabric.
+TEST_F(NetLinkTest, HandshakesThatWaitForThePeersAcceptCompleteFromOneThread) {
+  ib::fake::FakeVerbs fv;   // outlives the links, which close their verbs objects
+  fv.addDevice(ib::fake::FakeVerbs::roceDevice("mlx5_0"));
+  ib::resetForTesting();
+  ib::installVerbs(&fv);
+  setenv("NCCL_IB_DISABLE", "0", 1);
+  TestComm a(0), b(1);
+  a.comm->config.netName = b.comm->config.netName = "IB";
+  {
+    NetLink la, lb;
+    std::vector<char> ha, hb;
+    const ncclResult_t listened = la.listen(a.comm, 1, kChannels, kStepBytes, &ha);
+    if (listened == ncclInvalidArgument) GTEST_SKIP() << "built without the IB transport (libibverbs headers)";
+    ASSERT_EQ(listened, ncclSuccess);
+    ASSERT_EQ(lb.listen(b.comm, 0, kChannels, kStepBytes, &hb), ncclSuccess);
+    ASSERT_EQ(la.setPeerHandles(hb), ncclSuccess);
+    ASSERT_EQ(lb.setPeerHandles(ha), ncclSuccess);
+    ASSERT_EQ(NetLink::connectAll({&la, &lb}), ncclSuccess);
+    ASSERT_EQ(la.start(a.comm), ncclSuccess);
+    ASSERT_EQ(lb.start(b.comm), ncclSuccess);
+    for (int c = 0; c < kChannels; c++) {
+      dev::Peer pa, pb;
+      la.fillPeer(c, &pa);
+      lb.fillPeer(c, &pb);
+      std::thread sender([&] { EXPECT_TRUE(playSender(pa, 7 + c, 40, &a.abortWord)); });
+      EXPECT_EQ(playReceiver(pb, 7 + c, 40, &b.abortWord), 0) << "channel " << c;
+      sender.join();
+    }
+  }
+  ib::resetForTesting();
+  EXPECT_EQ(fv.liveObjects(), 0);
+  EXPECT_TRUE(fv.violations().empty());
 }
 
 TEST_F(NetLinkTest, AnUnknownNetIsAClearError) {

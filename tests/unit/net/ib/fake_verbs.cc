@@ -2,7 +2,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <set>
+
+#include "fake_verbs_model.h"
 
 namespace uniccl {
 namespace ib {
@@ -11,173 +12,149 @@ namespace fake {
 
 namespace {
 
-struct FList {
-  int count = 0;
+// Every seam call: the lock, then whatever the wire brought (cross-process mode).
+struct Locked {
+  std::lock_guard<std::mutex> lock;
+  explicit Locked(FakeVerbs::State* s) : lock(s->mutex) { s->pump(); }
 };
-
-struct FCtx {
-  int dev = 0;
-};
-struct FPd {
-  FCtx* ctx = nullptr;
-};
-struct FMr {
-  FPd* pd = nullptr;
-  uintptr_t addr = 0;
-  size_t len = 0;
-  int access = 0;
-  uint32_t lkey = 0, rkey = 0;
-};
-struct FCq {
-  FCtx* ctx = nullptr;
-  int cqe = 0;
-  std::deque<Wc> q;
-};
-struct FQp;
-struct Inbound {
-  FQp* src;
-  SendWr wr;
-};
-struct FQp {
-  FPd* pd = nullptr;
-  FCq* scq = nullptr;
-  FCq* rcq = nullptr;
-  QpState state = QpState::kReset;
-  uint32_t qpn = 0;
-  int port = 0;
-  int access = 0;
-  uint32_t destQpn = 0;
-  int pathMtu = 0;
-  uint32_t rqPsn = 0, sqPsn = 0;
-  uint32_t maxSendWr = 0, maxRecvWr = 0;
-  int outstanding = 0;
-  std::deque<RecvWr> rq;
-  std::deque<Inbound> inbound;  // operations whose target is this QP
-};
-
-template <typename T, typename U>
-T* as(U* p) {
-  return reinterpret_cast<T*>(p);
-}
 
 }  // namespace
 
-struct FakeVerbs::State {
-  std::mutex mutex;
-  std::vector<FakeDevice> devices;
-  std::set<void*> ctxs, pds, mrs, cqs;
-  std::map<uint32_t, FQp*> qps;
-  uint32_t nextKey = 0x100;
-  uint32_t nextQpn = 0x40;
-  std::vector<std::string> violations;
-  std::map<int, int> failModify;  // state -> errno
-  int failNextStatus = 0;
-  std::map<int, int> transitions;
+FMr* FakeVerbs::State::findMr(FPd* pd, uint32_t key, bool remote, uintptr_t addr, size_t len, int access) {
+  for (void* p : mrs) {
+    FMr* m = static_cast<FMr*>(p);
+    if (m->pd != pd || (remote ? m->rkey : m->lkey) != key) continue;
+    if ((m->access & access) != access) return nullptr;
+    if (addr < m->addr || len > m->len || addr - m->addr > m->len - len) return nullptr;
+    return m;
+  }
+  return nullptr;
+}
 
-  int violate(const std::string& what, int err = EINVAL) {
-    violations.push_back(what);
-    return err;
+int FakeVerbs::State::apply(FQp* target, const SendWr& wr, uint32_t srcQpn, uint32_t srcPsn, const void* payload,
+                            void* readOut) {
+  bool data = wr.opcode == WrOpcode::kRdmaWriteWithImm || wr.opcode == WrOpcode::kSend;
+  if (data && failNextStatus != 0) {
+    int status = failNextStatus;
+    failNextStatus = 0;
+    return status;
   }
-  const FakePort* port(FQp* qp) {
-    const FakeDevice& d = devices[qp->pd->ctx->dev];
-    if (qp->port < 1 || qp->port > (int)d.ports.size()) return nullptr;
-    return &d.ports[qp->port - 1];
+  if (target->state != QpState::kRtr && target->state != QpState::kRts) {
+    violate("operation landed on QP " + std::to_string(target->qpn) + " that is not in RTR/RTS");
+    return kWcRetryExcErr;
   }
-  FMr* findMr(FPd* pd, uint32_t key, bool remote, uintptr_t addr, size_t len, int access) {
-    for (void* p : mrs) {
-      FMr* m = static_cast<FMr*>(p);
-      if (m->pd != pd || (remote ? m->rkey : m->lkey) != key) continue;
-      if ((m->access & access) != access) return nullptr;
-      if (addr < m->addr || len > m->len || addr - m->addr > m->len - len) return nullptr;
-      return m;
+  if (target->rqPsn != srcPsn) {
+    violate("PSN mismatch between QP " + std::to_string(srcQpn) + " and " + std::to_string(target->qpn));
+    return kWcRetryExcErr;
+  }
+  if (wr.opcode == WrOpcode::kRdmaWrite || wr.opcode == WrOpcode::kRdmaWriteWithImm) {
+    bool needRecv = wr.opcode == WrOpcode::kRdmaWriteWithImm;
+    FMr* m = wr.length == 0 ? nullptr : findMr(target->pd, wr.rkey, true, wr.remoteAddr, wr.length, kAccessRemoteWrite);
+    if ((wr.length > 0 && m == nullptr) || (target->access & kAccessRemoteWrite) == 0) return kWcRemAccessErr;
+    if (needRecv && target->rq.empty()) {
+      violate("RDMA write with immediate reached QP " + std::to_string(target->qpn) + " with no receive posted");
+      return kWcRnrRetryExcErr;
     }
-    return nullptr;
-  }
-  void complete(FCq* cq, const Wc& wc) { cq->q.push_back(wc); }
-
-  // Lands one operation at its target QP (the caller holds the lock).
-  void land(FQp* target, const Inbound& in) {
-    FQp* src = in.src;
-    const SendWr& wr = in.wr;
-    src->outstanding--;
-    int status = kWcSuccess;
-    WcOpcode sopc = wr.opcode == WrOpcode::kRdmaRead ? WcOpcode::kRdmaRead
-                    : wr.opcode == WrOpcode::kSend   ? WcOpcode::kSend
-                                                     : WcOpcode::kRdmaWrite;
-    bool data = wr.opcode == WrOpcode::kRdmaWriteWithImm || wr.opcode == WrOpcode::kSend;
-    if (data && failNextStatus != 0) {
-      status = failNextStatus;
-      failNextStatus = 0;
-    } else if (target->state != QpState::kRtr && target->state != QpState::kRts) {
-      violate("operation landed on QP " + std::to_string(target->qpn) + " that is not in RTR/RTS");
-      status = kWcRetryExcErr;
-    } else if (target->rqPsn != src->sqPsn) {
-      violate("PSN mismatch between QP " + std::to_string(src->qpn) + " and " + std::to_string(target->qpn));
-      status = kWcRetryExcErr;
-    } else if (wr.opcode == WrOpcode::kRdmaWrite || wr.opcode == WrOpcode::kRdmaWriteWithImm) {
-      bool needRecv = wr.opcode == WrOpcode::kRdmaWriteWithImm;
-      FMr* m = wr.length == 0 ? nullptr
-                              : findMr(target->pd, wr.rkey, true, wr.remoteAddr, wr.length, kAccessRemoteWrite);
-      if ((wr.length > 0 && m == nullptr) || (target->access & kAccessRemoteWrite) == 0) {
-        status = kWcRemAccessErr;
-      } else if (needRecv && target->rq.empty()) {
-        violate("RDMA write with immediate reached QP " + std::to_string(target->qpn) + " with no receive posted");
-        status = kWcRnrRetryExcErr;
-      } else {
-        if (wr.length > 0) memcpy((void*)(uintptr_t)wr.remoteAddr, (const void*)(uintptr_t)wr.localAddr, wr.length);
-        if (needRecv) {
-          RecvWr r = target->rq.front();
-          target->rq.pop_front();
-          Wc wc;
-          wc.wrId = r.wrId;
-          wc.opcode = WcOpcode::kRecvRdmaWithImm;
-          wc.byteLen = wr.length;
-          wc.immData = wr.immData;
-          wc.hasImm = true;
-          complete(target->rcq, wc);
-        }
-      }
-    } else if (wr.opcode == WrOpcode::kRdmaRead) {
-      FMr* m = findMr(target->pd, wr.rkey, true, wr.remoteAddr, wr.length, kAccessRemoteRead);
-      if (m == nullptr || (target->access & kAccessRemoteRead) == 0) {
-        status = kWcRemAccessErr;
-      } else if (wr.length > 0) {
-        memcpy((void*)(uintptr_t)wr.localAddr, (const void*)(uintptr_t)wr.remoteAddr, wr.length);
-      }
-    } else if (wr.opcode == WrOpcode::kSend) {
-      if (target->rq.empty()) {
-        violate("send reached QP " + std::to_string(target->qpn) + " with no receive posted");
-        status = kWcRnrRetryExcErr;
-      } else {
-        RecvWr r = target->rq.front();
-        target->rq.pop_front();
-        bool ok = wr.length == 0 || (r.numSge == 1 && r.length >= wr.length &&
-                                     findMr(target->pd, r.lkey, false, r.addr, wr.length, kAccessLocalWrite));
-        Wc wc;
-        wc.wrId = r.wrId;
-        wc.opcode = WcOpcode::kRecv;
-        wc.byteLen = wr.length;
-        if (!ok) {
-          wc.status = kWcLocProtErr;
-          status = kWcRemAccessErr;
-        } else if (wr.length > 0) {
-          memcpy((void*)(uintptr_t)r.addr, (const void*)(uintptr_t)wr.localAddr, wr.length);
-        }
-        complete(target->rcq, wc);
-      }
-    }
-    if (status != kWcSuccess) src->state = QpState::kErr;
-    if (wr.signaled || status != kWcSuccess) {
+    if (wr.length > 0) memcpy((void*)(uintptr_t)wr.remoteAddr, payload, wr.length);
+    if (needRecv) {
+      RecvWr r = target->rq.front();
+      target->rq.pop_front();
       Wc wc;
-      wc.wrId = wr.wrId;
-      wc.status = status;
-      wc.opcode = sopc;
+      wc.wrId = r.wrId;
+      wc.opcode = WcOpcode::kRecvRdmaWithImm;
       wc.byteLen = wr.length;
-      wc.vendorErr = status != kWcSuccess ? 0x81 : 0;
-      complete(src->scq, wc);
+      wc.immData = wr.immData;
+      wc.hasImm = true;
+      complete(target->rcq, wc);
     }
+    return kWcSuccess;
   }
-};
+  if (wr.opcode == WrOpcode::kRdmaRead) {
+    FMr* m = findMr(target->pd, wr.rkey, true, wr.remoteAddr, wr.length, kAccessRemoteRead);
+    if (m == nullptr || (target->access & kAccessRemoteRead) == 0) return kWcRemAccessErr;
+    if (wr.length > 0) memcpy(readOut, (const void*)(uintptr_t)wr.remoteAddr, wr.length);
+    return kWcSuccess;
+  }
+  // kSend
+  if (target->rq.empty()) {
+    violate("send reached QP " + std::to_string(target->qpn) + " with no receive posted");
+    return kWcRnrRetryExcErr;
+  }
+  RecvWr r = target->rq.front();
+  target->rq.pop_front();
+  bool ok = wr.length == 0 || (r.numSge == 1 && r.length >= wr.length &&
+                               findMr(target->pd, r.lkey, false, r.addr, wr.length, kAccessLocalWrite));
+  Wc wc;
+  wc.wrId = r.wrId;
+  wc.opcode = WcOpcode::kRecv;
+  wc.byteLen = wr.length;
+  int status = kWcSuccess;
+  if (!ok) {
+    wc.status = kWcLocProtErr;
+    status = kWcRemAccessErr;
+  } else if (wr.length > 0) {
+    memcpy((void*)(uintptr_t)r.addr, payload, wr.length);
+  }
+  complete(target->rcq, wc);
+  return status;
+}
+
+void FakeVerbs::State::finish(FQp* src, const SendWr& wr, int status) {
+  if (status != kWcSuccess) src->state = QpState::kErr;
+  if (wr.signaled || status != kWcSuccess) {
+    Wc wc;
+    wc.wrId = wr.wrId;
+    wc.status = status;
+    wc.opcode = senderOpcode(wr.opcode);
+    wc.byteLen = wr.length;
+    wc.vendorErr = status != kWcSuccess ? 0x81 : 0;
+    complete(src->scq, wc);
+  }
+}
+
+void FakeVerbs::State::land(FQp* target, Inbound& in) {
+  if (in.src != nullptr) {  // same process: the sender's buffer is right here
+    in.src->outstanding--;
+    void* local = (void*)(uintptr_t)in.wr.localAddr;
+    finish(in.src, in.wr, apply(target, in.wr, in.src->qpn, in.src->sqPsn, local, local));
+    return;
+  }
+  std::vector<char> readData(in.wr.opcode == WrOpcode::kRdmaRead ? in.wr.length : 0);
+  int status;
+  if (target->state == QpState::kErr) {
+    status = kWcRetryExcErr;  // a QP in the error state drops what arrives: the sender's retries run out
+  } else if (target->remote != in.srcAddress || target->destQpn != in.srcQpn) {
+    status = violate("an operation from QP " + std::to_string(in.srcQpn) + " of " + in.srcAddress + " reached QP " +
+                         std::to_string(target->qpn) + ", which is connected to QP " +
+                         std::to_string(target->destQpn) + " of " +
+                         (target->remote.empty() ? "this process" : target->remote),
+                     kWcRetryExcErr);
+  } else {
+    status = apply(target, in.wr, in.srcQpn, in.srcPsn, in.payload.data(), readData.data());
+  }
+  if (status != kWcSuccess) readData.clear();
+  answer(in, status, readData);
+}
+
+void FakeVerbs::State::flushQueues(FQp* qp) {
+  for (const RecvWr& r : qp->rq) {
+    Wc wc;
+    wc.wrId = r.wrId;
+    wc.status = kWcWrFlushErr;
+    wc.opcode = WcOpcode::kRecv;
+    complete(qp->rcq, wc);
+  }
+  qp->rq.clear();
+  for (const AwaitedWr& w : qp->awaiting) {
+    Wc wc;
+    wc.wrId = w.wr.wrId;
+    wc.status = kWcWrFlushErr;
+    wc.opcode = senderOpcode(w.wr.opcode);
+    complete(qp->scq, wc);
+    qp->outstanding--;
+  }
+  qp->awaiting.clear();
+}
 
 Gid ipv4Gid(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
   Gid g{};
@@ -227,6 +204,20 @@ FakeDevice FakeVerbs::roceDevice(const std::string& name, int nPorts) {
   return d;
 }
 
+FakeDevice FakeVerbs::roceHost(const std::string& name, uint8_t host) {
+  FakeDevice d;
+  d.name = name;
+  d.guid = 0x1000 + host;
+  FakePort port;
+  port.linkLayer = LinkLayer::kEthernet;
+  port.gids = {{linkLocalGid(host), GidType::kIbRoceV1},
+               {linkLocalGid(host), GidType::kRoceV2},
+               {ipv4Gid(10, 0, 0, host), GidType::kIbRoceV1},
+               {ipv4Gid(10, 0, 0, host), GidType::kRoceV2}};
+  d.ports.push_back(port);
+  return d;
+}
+
 FakeDevice FakeVerbs::ibDevice(const std::string& name, uint16_t lid, int nPorts) {
   FakeDevice d;
   d.name = name;
@@ -248,6 +239,11 @@ void FakeVerbs::failModifyTo(QpState state, int err) {
   s_->failModify[(int)state] = err;
 }
 
+void FakeVerbs::onCreateQp(std::function<void(int)> hook) {
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  s_->createQpHook = std::move(hook);
+}
+
 void FakeVerbs::failNextCompletion(int status) {
   std::lock_guard<std::mutex> lock(s_->mutex);
   s_->failNextStatus = status;
@@ -263,13 +259,29 @@ int FakeVerbs::liveObjects() {
   return (int)(s_->ctxs.size() + s_->pds.size() + s_->mrs.size() + s_->cqs.size() + s_->qps.size());
 }
 
+FakeVerbs::Census FakeVerbs::census() {
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  Census c;
+  c.contexts = (int)s_->ctxs.size();
+  c.pds = (int)s_->pds.size();
+  c.mrs = (int)s_->mrs.size();
+  c.cqs = (int)s_->cqs.size();
+  c.qps = (int)s_->qps.size();
+  return c;
+}
+
+long long FakeVerbs::postedSends() {
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  return s_->postedSends;
+}
+
 int FakeVerbs::transitions(QpState to) {
   std::lock_guard<std::mutex> lock(s_->mutex);
   return s_->transitions[(int)to];
 }
 
 int FakeVerbs::getDeviceList(DeviceList** list, int* count) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   if (s_->devices.empty()) return ENOSYS;  // what libibverbs reports without RDMA devices
   FList* l = new FList{(int)s_->devices.size()};
   *list = as<DeviceList>(l);
@@ -280,7 +292,7 @@ int FakeVerbs::getDeviceList(DeviceList** list, int* count) {
 void FakeVerbs::freeDeviceList(DeviceList* list) { delete as<FList>(list); }
 
 std::string FakeVerbs::deviceName(DeviceList*, int index) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   return s_->devices[index].name;
 }
 
@@ -289,7 +301,7 @@ std::string FakeVerbs::devicePciPath(DeviceList*, int index) {
 }
 
 int FakeVerbs::openDevice(DeviceList*, int index, Context** ctx) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   if (s_->devices[index].failOpen) return EACCES;
   FCtx* c = new FCtx{index};
   s_->ctxs.insert(c);
@@ -298,7 +310,7 @@ int FakeVerbs::openDevice(DeviceList*, int index, Context** ctx) {
 }
 
 int FakeVerbs::closeDevice(Context* ctx) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   FCtx* c = as<FCtx>(ctx);
   if (!s_->ctxs.count(c)) return s_->violate("ibv_close_device of an unknown context");
   for (void* p : s_->pds)
@@ -311,7 +323,7 @@ int FakeVerbs::closeDevice(Context* ctx) {
 }
 
 int FakeVerbs::queryDevice(Context* ctx, DeviceAttr* attr) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   const FakeDevice& d = s_->devices[as<FCtx>(ctx)->dev];
   *attr = DeviceAttr();
   attr->nodeGuid = d.guid;
@@ -324,7 +336,7 @@ int FakeVerbs::queryDevice(Context* ctx, DeviceAttr* attr) {
 }
 
 int FakeVerbs::queryPort(Context* ctx, int port, PortAttr* attr) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   const FakeDevice& d = s_->devices[as<FCtx>(ctx)->dev];
   if (port < 1 || port > (int)d.ports.size()) return EINVAL;
   const FakePort& p = d.ports[port - 1];
@@ -339,7 +351,7 @@ int FakeVerbs::queryPort(Context* ctx, int port, PortAttr* attr) {
 }
 
 int FakeVerbs::queryGid(Context* ctx, int port, int index, Gid* gid) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   const FakeDevice& d = s_->devices[as<FCtx>(ctx)->dev];
   if (port < 1 || port > (int)d.ports.size() || index < 0 || index >= (int)d.ports[port - 1].gids.size())
     return EINVAL;
@@ -348,7 +360,7 @@ int FakeVerbs::queryGid(Context* ctx, int port, int index, Gid* gid) {
 }
 
 int FakeVerbs::queryGidType(Context* ctx, int port, int index, GidType* type) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   const FakeDevice& d = s_->devices[as<FCtx>(ctx)->dev];
   if (port < 1 || port > (int)d.ports.size() || index < 0 || index >= (int)d.ports[port - 1].gids.size())
     return EINVAL;
@@ -357,7 +369,7 @@ int FakeVerbs::queryGidType(Context* ctx, int port, int index, GidType* type) {
 }
 
 int FakeVerbs::allocPd(Context* ctx, Pd** pd) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   if (!s_->ctxs.count(ctx)) return s_->violate("ibv_alloc_pd on an unknown context");
   FPd* p = new FPd{as<FCtx>(ctx)};
   s_->pds.insert(p);
@@ -366,7 +378,7 @@ int FakeVerbs::allocPd(Context* ctx, Pd** pd) {
 }
 
 int FakeVerbs::deallocPd(Pd* pd) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   FPd* p = as<FPd>(pd);
   if (!s_->pds.count(p)) return s_->violate("ibv_dealloc_pd of an unknown PD");
   for (void* m : s_->mrs)
@@ -379,7 +391,7 @@ int FakeVerbs::deallocPd(Pd* pd) {
 }
 
 int FakeVerbs::regMr(Pd* pd, void* addr, size_t length, int access, Mr** mr, MrKeys* keys) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   if (!s_->pds.count(pd)) return s_->violate("ibv_reg_mr on an unknown PD");
   if (length == 0 || addr == nullptr) return s_->violate("ibv_reg_mr of an empty range");
   if ((access & kAccessRemoteWrite) && !(access & kAccessLocalWrite))
@@ -402,7 +414,7 @@ int FakeVerbs::regDmabufMr(Pd* pd, uint64_t offset, size_t length, uint64_t iova
 }
 
 int FakeVerbs::deregMr(Mr* mr) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   FMr* m = as<FMr>(mr);
   if (!s_->mrs.count(m)) return s_->violate("ibv_dereg_mr of an unknown MR");
   s_->mrs.erase(m);
@@ -411,7 +423,7 @@ int FakeVerbs::deregMr(Mr* mr) {
 }
 
 int FakeVerbs::createCq(Context* ctx, int cqe, Cq** cq) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   if (!s_->ctxs.count(ctx)) return s_->violate("ibv_create_cq on an unknown context");
   if (cqe < 1) return s_->violate("ibv_create_cq with cqe < 1");
   FCq* c = new FCq();
@@ -423,7 +435,7 @@ int FakeVerbs::createCq(Context* ctx, int cqe, Cq** cq) {
 }
 
 int FakeVerbs::destroyCq(Cq* cq) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   FCq* c = as<FCq>(cq);
   if (!s_->cqs.count(c)) return s_->violate("ibv_destroy_cq of an unknown CQ");
   for (auto& q : s_->qps)
@@ -434,7 +446,7 @@ int FakeVerbs::destroyCq(Cq* cq) {
 }
 
 int FakeVerbs::createQp(Pd* pd, const QpInitAttr& attr, Qp** qp, uint32_t* qpn) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   if (!s_->pds.count(pd)) return s_->violate("ibv_create_qp on an unknown PD");
   if (!s_->cqs.count(attr.sendCq) || !s_->cqs.count(attr.recvCq))
     return s_->violate("ibv_create_qp with an unknown CQ");
@@ -450,11 +462,13 @@ int FakeVerbs::createQp(Pd* pd, const QpInitAttr& attr, Qp** qp, uint32_t* qpn) 
   s_->qps[q->qpn] = q;
   *qp = as<Qp>(q);
   *qpn = q->qpn;
+  s_->createdQps++;
+  if (s_->createQpHook) s_->createQpHook(s_->createdQps);
   return 0;
 }
 
 int FakeVerbs::modifyQp(Qp* qp, const QpAttr& a, int mask) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   FQp* q = as<FQp>(qp);
   if (!s_->qps.count(q->qpn) || s_->qps[q->qpn] != q) return s_->violate("ibv_modify_qp of an unknown QP");
   if (!(mask & kQpState)) return s_->violate("ibv_modify_qp without IBV_QP_STATE");
@@ -478,26 +492,37 @@ int FakeVerbs::modifyQp(Qp* qp, const QpAttr& a, int mask) {
     if (q->state != QpState::kInit) return s_->violate(qn + ": RTR from a state other than INIT");
     if (!need(kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpMaxDestRdAtomic | kQpMinRnrTimer, "RTR"))
       return EINVAL;
-    auto it = s_->qps.find(a.destQpn);
-    if (it == s_->qps.end()) return s_->violate(qn + ": RTR towards QPN " + std::to_string(a.destQpn) + " (none)");
-    FQp* dst = it->second;
     const FakePort* mine = s_->port(q);
-    const FakePort* theirs = s_->port(dst);
-    if (mine == nullptr || theirs == nullptr) return s_->violate(qn + ": RTR towards a QP not in INIT yet");
-    if (a.pathMtu < 1 || a.pathMtu > mine->activeMtu || a.pathMtu > theirs->activeMtu)
-      return s_->violate(qn + ": path MTU " + std::to_string(a.pathMtu) + " exceeds a port's active MTU");
     if (a.ah.portNum != q->port) return s_->violate(qn + ": address vector names another port");
-    if (mine->linkLayer == LinkLayer::kEthernet) {
+    if (a.pathMtu < 1 || a.pathMtu > mine->activeMtu)
+      return s_->violate(qn + ": path MTU " + std::to_string(a.pathMtu) + " exceeds the port's active MTU");
+    const bool roce = mine->linkLayer == LinkLayer::kEthernet;
+    if (roce) {
       if (!a.ah.isGlobal) return s_->violate(qn + ": RoCE needs a global route (GRH)");
       if (a.ah.sgidIndex >= mine->gids.size()) return s_->violate(qn + ": source GID index out of the table");
-      bool found = false;
-      for (auto& g : theirs->gids) found = found || memcmp(g.first.raw, a.ah.dgid.raw, 16) == 0;
-      if (!found) return s_->violate(qn + ": destination GID is not on the destination QP's port");
       if (a.ah.hopLimit == 0) return s_->violate(qn + ": hop limit 0");
-    } else {
-      if (a.ah.dlid != theirs->lid) return s_->violate(qn + ": destination LID does not match the peer port");
     }
-    if (mine->linkLayer != theirs->linkLayer) return s_->violate(qn + ": link layers differ");
+    const std::string dest = roce ? fabricAddress(a.ah.dgid) : fabricAddress(a.ah.dlid);
+    if (s_->wire && !s_->isOwnAddress(dest)) {
+      // Another process's port: its QP is checked when our operations reach it.
+      if (!roce && a.ah.dlid == 0) return s_->violate(qn + ": destination LID 0");
+      s_->connectRemote(q, dest, roce ? fabricAddress(mine->gids[a.ah.sgidIndex].first) : fabricAddress(mine->lid));
+    } else {
+      auto it = s_->qps.find(a.destQpn);
+      if (it == s_->qps.end()) return s_->violate(qn + ": RTR towards QPN " + std::to_string(a.destQpn) + " (none)");
+      const FakePort* theirs = s_->port(it->second);
+      if (theirs == nullptr) return s_->violate(qn + ": RTR towards a QP not in INIT yet");
+      if (a.pathMtu > theirs->activeMtu)
+        return s_->violate(qn + ": path MTU " + std::to_string(a.pathMtu) + " exceeds the peer port's active MTU");
+      if (mine->linkLayer != theirs->linkLayer) return s_->violate(qn + ": link layers differ");
+      if (roce) {
+        bool found = false;
+        for (auto& g : theirs->gids) found = found || memcmp(g.first.raw, a.ah.dgid.raw, 16) == 0;
+        if (!found) return s_->violate(qn + ": destination GID is not on the destination QP's port");
+      } else if (a.ah.dlid != theirs->lid) {
+        return s_->violate(qn + ": destination LID does not match the peer port");
+      }
+    }
     q->destQpn = a.destQpn;
     q->pathMtu = a.pathMtu;
     q->rqPsn = a.rqPsn;
@@ -506,7 +531,11 @@ int FakeVerbs::modifyQp(Qp* qp, const QpAttr& a, int mask) {
     if (!need(kQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpSqPsn | kQpMaxQpRdAtomic, "RTS")) return EINVAL;
     if (a.retryCnt > 7 || a.rnrRetry > 7 || a.timeout > 31) return s_->violate(qn + ": RTS attribute out of range");
     q->sqPsn = a.sqPsn;
-  } else if (a.state != QpState::kErr && a.state != QpState::kReset) {
+    q->timeout = a.timeout;
+    q->retryCnt = a.retryCnt;
+  } else if (a.state == QpState::kErr) {
+    s_->flushQueues(q);
+  } else if (a.state != QpState::kReset) {
     return s_->violate(qn + ": unsupported transition");
   }
   q->state = a.state;
@@ -515,7 +544,7 @@ int FakeVerbs::modifyQp(Qp* qp, const QpAttr& a, int mask) {
 }
 
 int FakeVerbs::destroyQp(Qp* qp) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   FQp* q = as<FQp>(qp);
   auto it = s_->qps.find(q->qpn);
   if (it == s_->qps.end() || it->second != q) return s_->violate("ibv_destroy_qp of an unknown QP");
@@ -524,14 +553,23 @@ int FakeVerbs::destroyQp(Qp* qp) {
     auto& in = other.second->inbound;
     for (auto i = in.begin(); i != in.end();) i = i->src == q ? in.erase(i) : i + 1;
   }
+  s_->forgetRemote(q);
   delete q;
   return 0;
 }
 
 int FakeVerbs::postSend(Qp* qp, const SendWr& wr) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   FQp* q = as<FQp>(qp);
   std::string qn = "QP " + std::to_string(q->qpn);
+  if (q->retriesOut) {  // what the HCA reports once its retries towards a dead peer ran out
+    Wc wc;
+    wc.wrId = wr.wrId;
+    wc.status = kWcRetryExcErr;
+    wc.opcode = senderOpcode(wr.opcode);
+    s_->complete(q->scq, wc);
+    return 0;
+  }
   if (q->state == QpState::kErr) {  // flushed, as real verbs do
     Wc wc;
     wc.wrId = wr.wrId;
@@ -556,6 +594,11 @@ int FakeVerbs::postSend(Qp* qp, const SendWr& wr) {
       return 0;
     }
   }
+  if (!q->remote.empty()) {
+    s_->postRemote(q, wr);
+    s_->postedSends++;
+    return 0;
+  }
   auto it = s_->qps.find(q->destQpn);
   if (it == s_->qps.end()) {  // the peer is gone: the transport gives up after its retries
     Wc wc;
@@ -566,12 +609,16 @@ int FakeVerbs::postSend(Qp* qp, const SendWr& wr) {
     return 0;
   }
   q->outstanding++;
-  it->second->inbound.push_back({q, wr});
+  Inbound in;
+  in.src = q;
+  in.wr = wr;
+  it->second->inbound.push_back(std::move(in));
+  s_->postedSends++;
   return 0;
 }
 
 int FakeVerbs::postRecv(Qp* qp, const RecvWr& wr) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   FQp* q = as<FQp>(qp);
   if (q->state == QpState::kReset) return s_->violate("post_recv on a QP in RESET");
   if (q->rq.size() >= q->maxRecvWr) return s_->violate("receive queue overflow", ENOMEM);
@@ -580,7 +627,7 @@ int FakeVerbs::postRecv(Qp* qp, const RecvWr& wr) {
 }
 
 int FakeVerbs::pollCq(Cq* cq, int n, Wc* wc) {
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  Locked lock(s_.get());
   FCq* c = as<FCq>(cq);
   if (!s_->cqs.count(c)) {
     s_->violate("ibv_poll_cq of an unknown CQ");
@@ -590,7 +637,7 @@ int FakeVerbs::pollCq(Cq* cq, int n, Wc* wc) {
     FQp* q = kv.second;
     if (q->scq != c && q->rcq != c) continue;
     while (!q->inbound.empty()) {
-      Inbound in = q->inbound.front();
+      Inbound in = std::move(q->inbound.front());
       q->inbound.pop_front();
       s_->land(q, in);
     }

@@ -9,11 +9,28 @@
 // fake only models a slow NIC, and every memory access stays on a thread that
 // synchronizes through the fake's lock (clean under ThreadSanitizer).
 //
+// Across processes (joinFabric): each process has its own fake devices, whose
+// ports carry GIDs/LIDs no other process of the job has. A QP moved to RTR
+// towards an address that is not one of this process's reaches the process
+// serving it over a FabricWire (fake_fabric_wire.h). The delivery model stays
+// the same: a posted operation travels as a message (opcode, remote address,
+// rkey, immediate data, a write's or send's bytes; a read as a request) and
+// lands when the target process next polls a CQ of the target QP, checked
+// against the target's own MRs; the sender's completion comes when the
+// target's answer arrives (RC: acknowledged delivery). When the peer process
+// dies (its connection closes), every send WR awaiting an answer and every
+// later one on QPs towards it completes with kWcRetryExcErr, as a real HCA
+// reports once its retries run out, and those QPs enter the error state;
+// their posted receives stay until the owner moves the QP to the error state
+// (kWcWrFlushErr) or destroys it. No call ever blocks: every seam call writes
+// what is queued and reads what arrived, without waiting.
+//
 // Misuse that real verbs would reject or turn into errors is recorded in
 // violations() (tests check it stays empty) and fails the call.
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -56,16 +73,33 @@ class FakeVerbs final : public Verbs {
 
   // A RoCE v2 device with an IPv4 GID at index `v4Index` (link-local v1/v2 before it).
   static FakeDevice roceDevice(const std::string& name, int nPorts = 1);
+  // A one-port RoCE device whose GIDs are fe80::host and ::ffff:10.0.0.host
+  // (v1 and v2 each): one host of a cross-process fabric.
+  static FakeDevice roceHost(const std::string& name, uint8_t host);
   // An InfiniBand device whose ports have LIDs `lid`, `lid + 1`, ...
   static FakeDevice ibDevice(const std::string& name, uint16_t lid, int nPorts = 1);
 
   // Fault injection.
   void failModifyTo(QpState state, int err);     // every later transition to `state` fails with err
   void failNextCompletion(int status);           // the next data completion gets this status
+  // Called with the number of QPs created so far after each createQp, under
+  // the fake's lock (it must not call the fake): e.g. a process that dies
+  // while its connections are being set up.
+  void onCreateQp(std::function<void(int created)> hook);
   void setHasDmabuf(bool v) { hasDmabuf_ = v; }
+
+  // Cross-process mode for job `jobToken` (see the top). Once, after
+  // addDevice and before the first QP; false (with *error) when this
+  // process cannot serve its ports' addresses.
+  bool joinFabric(const std::string& jobToken, std::string* error);
 
   std::vector<std::string> violations();
   int liveObjects();  // contexts, PDs, MRs, CQs, QPs not destroyed
+  struct Census {
+    int contexts = 0, pds = 0, mrs = 0, cqs = 0, qps = 0;
+  };
+  Census census();  // liveObjects() by kind
+  long long postedSends();  // every post_send accepted so far
   int transitions(QpState to);
 
   // Seam.

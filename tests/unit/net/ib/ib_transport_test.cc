@@ -456,6 +456,39 @@ TEST_P(IbNetTest, ConnectTimesOutWithoutAcceptor) {
   net->closeListen(lc);
 }
 
+// The listener of a handle is gone (its process died): connect fails at
+// once with ncclRemoteError, not after the connect timeout's retries.
+TEST_P(IbNetTest, ConnectToAClosedListenerFailsAtOnce) {
+  initNet();
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* lc = nullptr;
+  ASSERT_EQ(net->listen(0, handle, &lc), ncclSuccess);
+  ASSERT_EQ(net->closeListen(lc), ncclSuccess);
+  void* sc = nullptr;
+  auto start = Clock::now();
+  EXPECT_EQ(net->connect(0, handle, &sc, nullptr), ncclRemoteError);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(sc, nullptr);
+  EXPECT_NE(std::string(lastErrorMessage()).find("listener is gone"), std::string::npos) << lastErrorMessage();
+}
+
+// A connect in progress (the acceptor never answered) that its caller gives
+// up: netAbandonConnect frees its QP, CQ, FIFO registration and socket.
+TEST_P(IbNetTest, AbandonedConnectLeavesNothing) {
+  initNet();
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* lc = nullptr;
+  ASSERT_EQ(net->listen(0, handle, &lc), ncclSuccess);
+  const int before = fv.liveObjects();
+  void* sc = nullptr;
+  ASSERT_EQ(net->connect(0, handle, &sc, nullptr), ncclSuccess);
+  ASSERT_EQ(sc, nullptr);  // in progress: waits for accept()
+  EXPECT_GT(fv.liveObjects(), before);
+  netAbandonConnect(net, handle);
+  EXPECT_EQ(fv.liveObjects(), before);
+  EXPECT_EQ(net->closeListen(lc), ncclSuccess);
+}
+
 TEST_P(IbNetTest, DisableReportsNoDevices) {
   ScopedEnv d("NCCL_IB_DISABLE", "1");
   ASSERT_EQ(net->init(nullptr), ncclSuccess);
