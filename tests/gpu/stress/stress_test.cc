@@ -13,6 +13,8 @@
 //   load-million   1M small AllReduces, then 100k groups of 8 (work FIFO)
 //   many-comms     16 communicators, 1000 interleaved rounds, all checked
 //   thread-per-comm 8 threads, each its own clique, 2000 checked AllReduces
+//   soak           (only when named) checked AllReduces for STRESS_SOAK_S
+//                  seconds over the transport the environment leaves (soak.cc)
 //
 // Prints one line per case (name, PASS/FAIL/SKIP, seconds, key numbers) and
 // "N passed, N failed"; exits 0, 1, or 77 (no GPU, or every case skipped).
@@ -35,6 +37,7 @@ bool cyclesAbort(int n);
 bool loadMillion(int n);
 bool manyComms(int n);
 bool threadPerComm(int n);
+bool soak(int ngpus, int ranksPerGpu);
 }  // namespace stress
 
 namespace {
@@ -42,7 +45,7 @@ namespace {
 using namespace stress;
 
 std::atomic<const char*> gCurrent{"startup"};
-int gRanksPerGpu = 1;   // --ranks-per-gpu: dead-peer ranks per GPU
+int gRanksPerGpu = 1;   // --ranks-per-gpu: dead-peer and soak ranks per GPU
 
 void watchdog(int seconds) {
   std::this_thread::sleep_for(std::chrono::seconds(seconds));
@@ -73,6 +76,7 @@ struct Case {
   const char* name;
   int minGpus;
   bool (*fn)(int n);
+  bool byDefault = true;   // run when no case is named
 };
 
 const Case kCases[] = {
@@ -85,6 +89,7 @@ const Case kCases[] = {
     {"load-million", 1, loadMillion},
     {"many-comms", 1, manyComms},
     {"thread-per-comm", 1, threadPerComm},
+    {"soak", 1, [](int n) { return soak(n, gRanksPerGpu); }, false},
 };
 
 }  // namespace
@@ -92,7 +97,8 @@ const Case kCases[] = {
 int main(int argc, char** argv) {
   int nCaseArgs = 0;
   for (int a = 1; a < argc; a++) nCaseArgs += strncmp(argv[a], "--", 2) != 0;
-  std::vector<bool> selected(std::size(kCases), nCaseArgs == 0);
+  std::vector<bool> selected(std::size(kCases), false);
+  for (size_t i = 0; i < std::size(kCases); i++) selected[i] = nCaseArgs == 0 && kCases[i].byDefault;
   for (int a = 1; a < argc; a++) {
     if (strncmp(argv[a], "--ranks-per-gpu=", 16) == 0) {
       gRanksPerGpu = atoi(argv[a] + 16);
