@@ -39,6 +39,11 @@
 #   --out DIR           logs and tables (default ./multihost-out)
 #   --timeout S         per benchmark run (default 1200)
 #   --gpus-per-proc K   GPUs per process (-g K; default 1, emulator G)
+#   --one-gpu           every host's processes on the first visible GPU (G = 1):
+#                       a machine with one GPU. Processes of both libraries then
+#                       share it, which needs an MPS server (uniccl refuses
+#                       ranks of several processes on one GPU without one); the
+#                       times show the network transport, not the GPU's bandwidth
 # Environment: BUILD_DIR (default build-bench; build-bench-emu on the
 # emulator), the libraries' own knobs (passed through to every process).
 # Exit code: non-zero when a run failed or reported wrong results.
@@ -52,7 +57,7 @@ H=$1 G=$2
 shift 2
 MINB="" MAXB="" FACTOR="" ITERS="" WARMUP="" GRAPH_LAUNCHES=${GRAPH_LAUNCHES:-5}
 COLLS="all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv"
-PER_PROC="" MODES="eager graph" NCCL=1 LOOPBACK=0 RATE=200gbit DELAY=2us OUT=./multihost-out TIMEOUT=1200
+PER_PROC="" MODES="eager graph" NCCL=1 LOOPBACK=0 ONE_GPU=0 RATE=200gbit DELAY=2us OUT=./multihost-out TIMEOUT=1200
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -b) MINB=$2; shift ;;
@@ -69,6 +74,7 @@ while [[ $# -gt 0 ]]; do
     --out) OUT=$2; shift ;;
     --timeout) TIMEOUT=$2; shift ;;
     --gpus-per-proc) PER_PROC=$2; shift ;;
+    --one-gpu) ONE_GPU=1 ;;
     *) echo "multihost.sh: unknown option '$1' (--help)" >&2; exit 2 ;;
   esac
   shift
@@ -99,6 +105,13 @@ else
   SUFFIX=""
   PER_PROC=${PER_PROC:-1}
   IFS=, read -ra GPUS <<< "${CUDA_VISIBLE_DEVICES:-$(nvidia-smi -L | awk '/^GPU/ {sub(":", "", $2); printf "%s%s", s, $2; s=","}')}"
+  if [[ $ONE_GPU == 1 ]]; then
+    [[ $G == 1 ]] || { echo "multihost.sh: --one-gpu runs hosts of one GPU each (G = 1)" >&2; exit 2; }
+    first=${GPUS[0]}
+    GPUS=()
+    for ((k = 0; k < NRANKS; k++)); do GPUS+=("$first"); done
+    echo "# multihost.sh: --one-gpu: all $H hosts on GPU $first (processes share it through MPS)"
+  fi
   if [[ ${#GPUS[@]} -lt $NRANKS ]]; then
     echo "multihost.sh: $H hosts x $G GPUs need $NRANKS GPUs, ${#GPUS[@]} visible" >&2
     exit 2
