@@ -12,20 +12,6 @@ namespace uniccl {
 
 namespace {
 
-// The first round's distance: the largest power of two below n (n >= 2).
-int firstDistance(int n) {
-  int d = 1;
-  while (2 * d < n) d *= 2;
-  return d;
-}
-
-// Offsets [0, P) are reduced into by some round: P is the largest count.
-int reducedOffsets(int n) {
-  int p = 0;
-  for (int d = firstDistance(n); d >= 1; d /= 2) p = std::max(p, std::min(d, n - d));
-  return p;
-}
-
 // Where one rank's partial sums are, by relative offset, at a round's start.
 struct Holdings {
   int n;
@@ -63,11 +49,6 @@ int messageCuts(int n, int d, int c, int reduced, int receiver, int cut[6]) {
 
 }  // namespace
 
-size_t patReduceScatterScratchBytes(int nRanks, size_t blockBytes) {
-  if (nRanks < 2) return 0;
-  return (size_t)(reducedOffsets(nRanks) - 1) * blockBytes;
-}
-
 ncclResult_t patReduceScatterWorks(ncclComm* comm, const Task& t, void* scratch, std::vector<dev::Work>* out,
                                    std::vector<LaunchStart>* launchStarts) {
   const int n = comm->nRanks, me = comm->rank;
@@ -78,7 +59,7 @@ ncclResult_t patReduceScatterWorks(ncclComm* comm, const Task& t, void* scratch,
   Holdings h{n, me, t.count * dataTypeSize(t.dtype), static_cast<const char*>(t.sendbuff),
              static_cast<char*>(t.recvbuff), static_cast<char*>(scratch), 0};
   const uint32_t slice = p2pSliceBytes(comm);
-  for (int d = firstDistance(n); d >= 1; d /= 2) {
+  for (int d = patFirstDistance(n); d >= 1; d /= 2) {
     launchStarts->push_back(LaunchStart{(uint32_t)out->size(), (int)t.dtype});
     const int c = std::min(d, n - d);
     const int to = (me + d) % n, from = (me - d + n) % n;

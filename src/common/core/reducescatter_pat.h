@@ -36,6 +36,7 @@
 // messages, so they stay on the ring.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -55,9 +56,26 @@ constexpr bool patReducesWith(uint8_t op) {
   return op == dev::kOpSum || op == dev::kOpProd || op == dev::kOpMax || op == dev::kOpMin;
 }
 
+// The first round's distance: the largest power of two below n (n >= 2).
+constexpr int patFirstDistance(int n) {
+  int d = 1;
+  while (2 * d < n) d *= 2;
+  return d;
+}
+
 // Bytes of scratch a PAT ReduceScatter of nRanks ranks and blockBytes per
-// rank keeps its partial sums in (0 below 4 ranks).
-size_t patReduceScatterScratchBytes(int nRanks, size_t blockBytes);
+// rank keeps its partial sums in (0 below 4 ranks): offsets 1..P-1, P the
+// largest count of any round. Inline: the tuning asks it without the
+// planner.
+constexpr size_t patReduceScatterScratchBytes(int nRanks, size_t blockBytes) {
+  if (nRanks < 2) return 0;
+  int p = 0;
+  for (int d = patFirstDistance(nRanks); d >= 1; d /= 2) p = std::max(p, std::min(d, nRanks - d));
+  return (size_t)(p - 1) * blockBytes;
+}
+static_assert(patReduceScatterScratchBytes(3, 1) == 0 && patReduceScatterScratchBytes(8, 1) == 3 &&
+                  patReduceScatterScratchBytes(17, 1) == 7,
+              "at most ceil(n/2)-1 blocks");
 
 // Appends the work items of the ReduceScatter `t` (count > 0, an op
 // patReducesWith) to *out, and to *launchStarts each round's first item
