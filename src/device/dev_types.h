@@ -289,9 +289,11 @@ struct alignas(16) Work {
       int32_t recvPeer;       // -1: no recv part
       uint32_t sliceBytes;
       uint8_t sendProto;      // Proto of each half: a message's two ends choose the same one from
-      uint8_t recvProto;      // its size and transport (the item's other half may differ)
+      uint8_t recvProto;      // its size and transport (the item's other half may differ); a receive
+                              // that reduces carries its flag and op here too (p2pReduceRecvProto)
       uint16_t recvViewHi;    // bits 32-47 of the direct view: where the SENDER's process sees recvBuff
-                              // (0: the message is not offered; p2pExchanges)
+                              // (0: the message is not offered; p2pExchanges), or of a reducing
+                              // receive's source (p2pReduceSrc)
       const void* sendBuff;
       void* recvBuff;
       uint64_t sendBytes;
@@ -306,6 +308,25 @@ static_assert(sizeof(Work) == 64, "Work must stay 64 bytes (FIFO wrap, inline ar
 constexpr uint64_t kP2pViewLimit = 1ull << 48;
 constexpr uint64_t p2pRecvView(const Work& w) { return (uint64_t)w.recvViewLo | ((uint64_t)w.p.recvViewHi << 32); }
 constexpr uint64_t collRecvView(const Work& w) { return (uint64_t)w.recvViewLo | ((uint64_t)w.c.recvViewHi << 32); }
+
+// A p2p item whose receive half reduces (the rounds of a PAT ReduceScatter,
+// common/core/reducescatter_pat.h): each received element is combined
+// with the element at the same offset of a source buffer, and the result
+// written to recvBuff (recvBuff[i] = op(received[i], src[i]); src may be
+// recvBuff). recvProto then holds the protocol in bits 0-1 (always
+// Simple), the reduce flag in bit 2 and the RedOp (sum, prod, max or min)
+// in bits 3-5; the 48 bits of the direct view hold the source, since such
+// a receive never takes a direct store (the data must pass through the
+// reduction). Only the datatype's Simple collective kernel runs it
+// (device/p2p_reduce.h); the host launches such items nowhere else.
+constexpr uint8_t kP2pProtoBits = 0x3;
+constexpr uint8_t kP2pRecvReduceFlag = 0x4;
+constexpr uint8_t p2pReduceRecvProto(uint8_t op) { return (uint8_t)(kProtoSimple | kP2pRecvReduceFlag | (op << 3)); }
+constexpr bool p2pRecvReduces(uint8_t recvProto) { return (recvProto & kP2pRecvReduceFlag) != 0; }
+constexpr int p2pRecvRedOp(uint8_t recvProto) { return recvProto >> 3; }
+constexpr uint64_t p2pReduceSrc(const Work& w) { return p2pRecvView(w); }
+static_assert(p2pRecvRedOp(p2pReduceRecvProto(kOpMin)) == kOpMin && (p2pReduceRecvProto(kOpMin) & kP2pProtoBits) == kProtoSimple,
+              "the op and the protocol share recvProto without overlap");
 
 // Arguments of every collective kernel. Work item i of this launch is at
 //   works ? (const Work*)((const char*)works + ((workOffset + i*sizeof(Work)) & workMask))

@@ -7,6 +7,7 @@
 #include "device/coll_ring.h"
 #include "device/dev_types.h"
 #include "device/p2p.h"
+#include "device/p2p_reduce.h"
 #include "device/port.h"
 
 namespace uniccl::dev {
@@ -161,7 +162,10 @@ UDEV void runWorks(const KernelArgs& args, BlockShared& sh) {
       if constexpr (Kind == kKernelSymmetric) {
         runSymmetric<Tag>(w, c, makeGroup(sh, comm, 0, tid, kThreadsPerBlock));
       } else if (w.coll == kCollP2p) {
-        runP2p(w, c, sh);
+        // Receives that reduce need the datatype: the Simple collective
+        // kernels run them (the host launches them there only).
+        if constexpr (Kind == kKernelColl && Proto == kProtoSimple) runP2pReducing<Tag>(w, c, sh);
+        else runP2p(w, c, sh);
       } else if constexpr (Kind == kKernelColl) {
         runColl<Tag, Proto>(w, c, makeGroup(sh, comm, 0, tid, kThreadsPerBlock));
       }

@@ -209,7 +209,7 @@ UDEV void runP2p(const Work& w, const CollCtx& c, BlockShared& sh) {
   const bool sending = tid < kP2pHalf;
   if (sending ? w.p.sendPeer < 0 : w.p.recvPeer < 0) return;
   const Group g = makeGroup(sh, c.comm, sending ? 1 : 2, sending ? tid : tid - kP2pHalf, kP2pHalf);
-  const uint8_t proto = sending ? w.p.sendProto : w.p.recvProto;
+  const uint8_t proto = sending ? w.p.sendProto : (uint8_t)(w.p.recvProto & kP2pProtoBits);
   if (proto == kProtoLL) p2pHalf<kProtoLL>(w, c, g, sending);
   else if (proto == kProtoLL128) p2pHalf<kProtoLL128>(w, c, g, sending);
   else p2pHalf<kProtoSimple>(w, c, g, sending);

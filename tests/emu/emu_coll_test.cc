@@ -14,9 +14,12 @@
 //                 [--expect-algo=ring|tree|mixed]: at the end, check which
 //                 AllReduce algorithms the tuning chose (NCCL_ALGO runs)
 //                 [--expect-algo=pat]: every AllGather ran as PAT rounds
-//                 (core/allgather_pat.h), none on the ring or tree
-//                 [--pat-group]: also one group of PAT AllGathers with an
-//                 AllReduce and messages (run with NCCL_ALGO=PAT)
+//                 (core/allgather_pat.h), none on the ring or tree, and so
+//                 did every ReduceScatter with sum, prod, max or min
+//                 (core/reducescatter_pat.h), the others on the ring
+//                 [--pat-group]: also one group of PAT AllGathers and
+//                 ReduceScatters with a ring ReduceScatter, an AllReduce
+//                 and messages (run with NCCL_ALGO=PAT)
 //                 [--copy-engine]: only what copy engines may carry
 //                 (core/side_stream.h): AlltoAll, Broadcast, send/recv,
 //                 the task-order cases and AllReduce
@@ -86,6 +89,10 @@ int gChecks = 0;
 ncclDataType_t gType = ncclFloat;
 size_t gElem = sizeof(float);
 std::mt19937 gRng(20261122);
+// ReduceScatters the test ran, per rank, by the algorithm NCCL_ALGO=PAT or
+// the tuner must give them (--expect-algo=pat): PAT rounds for the ops
+// without a scalar, the ring for ncclAvg and PreMulSum.
+uint64_t gRsPatWanted = 0, gRsRingWanted = 0;
 
 #define EXPECT_OK(call)                                                                       \
   do {                                                                                        \
@@ -189,29 +196,44 @@ const char* opName(ncclRedOp_t op) {
   return n[(int)op];
 }
 
-// One group per rank mixing PAT AllGathers (NCCL_ALGO=PAT: core/allgather_pat.h)
-// with other work: an out-of-place AllGather at an odd element offset, a
-// send to the next rank and a receive from the previous, an AllReduce, and
-// an in-place AllGather. The collective kernel, the messages and each PAT
-// round's launch must all match across ranks; every result is checked.
+// One group per rank mixing PAT AllGathers and ReduceScatters (NCCL_ALGO=PAT:
+// core/allgather_pat.h, core/reducescatter_pat.h) with other work: an
+// out-of-place AllGather at an odd element offset, a send to the next rank
+// and a receive from the previous, an AllReduce, an in-place AllGather, an
+// out-of-place ReduceScatter (max) at odd offsets, an in-place one (sum)
+// and one with ncclAvg (the ring's). The collective kernels, the messages
+// and each PAT round's launch (the ReduceScatters' on the datatype's
+// collective kernel, sharing one scratch) must all match across ranks;
+// every result is checked, and the rest of the in-place ReduceScatter's
+// input must stay as it was.
 void runPatGroup(std::vector<Rank>& ranks) {
   const int n = (int)ranks.size();
-  const size_t agA = 7, msg = 29, ar = 1000, agB = 33;
-  // Element offsets: send buffer: A's block at 1, the message at 64;
-  // receive buffer: A's output at 1, the message, the AllReduce, B's output.
-  const size_t sA = 1, sMsg = 64, rA = 1, rMsg = rA + agA * n + 3, rAr = rMsg + msg + 5, rB = rAr + ar + 1;
-  std::vector<std::vector<float>> inA(n), inMsg(n), inAr(n), inB(n);
+  const size_t agA = 7, msg = 29, ar = 1000, agB = 33, rsA = 5, rsB = 33, rsC = 9;
+  // Element offsets: send buffer: A's block at 1, the message at 64, the
+  // ReduceScatters' inputs (A's, C's) at 129 and after; receive buffer: A's
+  // output at 1, the message, the AllReduce, B's output, ReduceScatter A's
+  // output, B's input and output, C's output.
+  const size_t sA = 1, sMsg = 64, sRsA = 129, sRsC = sRsA + rsA * n + 2;
+  const size_t rA = 1, rMsg = rA + agA * n + 3, rAr = rMsg + msg + 5, rB = rAr + ar + 1;
+  const size_t rRsA = rB + agB * n + 3, rRsB = rRsA + rsA + 1, rRsC = rRsB + rsB * n + 2, rEnd = rRsC + rsC;
+  std::vector<std::vector<float>> inA(n), inMsg(n), inAr(n), inB(n), inRsA(n), inRsB(n), inRsC(n);
   for (int r = 0; r < n; r++) {
     inA[r] = randomData(agA);
     inMsg[r] = randomData(msg);
     inAr[r] = randomData(ar);
     inB[r] = randomData(agB);
+    inRsA[r] = randomData(rsA * n);
+    inRsB[r] = randomData(rsB * n);
+    inRsC[r] = randomData(rsC * n);
     Rank& R = ranks[r];
-    upload(R, R.recv, randomData(rB + agB * n));   // junk everywhere first
+    upload(R, R.recv, randomData(rEnd));   // junk everywhere first
     upload(R, R.send + sA * gElem, inA[r]);
     upload(R, R.send + sMsg * gElem, inMsg[r]);
+    upload(R, R.send + sRsA * gElem, inRsA[r]);
+    upload(R, R.send + sRsC * gElem, inRsC[r]);
     upload(R, R.recv + rAr * gElem, inAr[r]);
     upload(R, R.recv + (rB + r * agB) * gElem, inB[r]);
+    upload(R, R.recv + rRsB * gElem, inRsB[r]);
   }
   EXPECT_OK(ncclGroupStart());
   for (int r = 0; r < n; r++) {
@@ -223,15 +245,31 @@ void runPatGroup(std::vector<Rank>& ranks) {
     EXPECT_OK(ncclAllReduce(arBuf, arBuf, ar, gType, ncclSum, R.comm, R.stream));
     char* outB = R.recv + rB * gElem;
     EXPECT_OK(ncclAllGather(outB + r * agB * gElem, outB, agB, gType, R.comm, R.stream));
+    EXPECT_OK(ncclReduceScatter(R.send + sRsA * gElem, R.recv + rRsA * gElem, rsA, gType, ncclMax, R.comm, R.stream));
+    char* inOutB = R.recv + rRsB * gElem;
+    EXPECT_OK(ncclReduceScatter(inOutB, inOutB + r * rsB * gElem, rsB, gType, ncclSum, R.comm, R.stream));
+    EXPECT_OK(ncclReduceScatter(R.send + sRsC * gElem, R.recv + rRsC * gElem, rsC, gType, ncclAvg, R.comm, R.stream));
   }
   EXPECT_OK(ncclGroupEnd());
   syncAll(ranks);
+  gRsPatWanted += 2 * (uint64_t)n;
+  gRsRingWanted += (uint64_t)n;
   std::vector<float> wantA, wantB, wantAr(ar, 0.0f);
   for (int k = 0; k < n; k++) {
     wantA.insert(wantA.end(), inA[k].begin(), inA[k].end());
     wantB.insert(wantB.end(), inB[k].begin(), inB[k].end());
     for (size_t i = 0; i < ar; i++) wantAr[i] += inAr[k][i];
   }
+  // ReduceScatter X's result on rank r: block r of every rank's input, combined.
+  auto reduced = [&](const std::vector<std::vector<float>>& in, size_t count, int r, ncclRedOp_t op) {
+    std::vector<float> v(count);
+    for (size_t i = 0; i < count; i++) {
+      v[i] = in[0][r * count + i];
+      for (int k = 1; k < n; k++) v[i] = reduce(op, v[i], in[k][r * count + i]);
+      if (op == ncclAvg) v[i] /= (float)n;
+    }
+    return v;
+  };
   for (int r = 0; r < n; r++) {
     const std::string who = "/rank" + std::to_string(r);
     Rank& R = ranks[r];
@@ -239,6 +277,14 @@ void runPatGroup(std::vector<Rank>& ranks) {
     check("PatGroup/SendRecv" + who, download(R, R.recv + rMsg * gElem, msg), inMsg[(r - 1 + n) % n]);
     check("PatGroup/AllReduce" + who, download(R, R.recv + rAr * gElem, ar), wantAr);
     check("PatGroup/AllGather-inplace" + who, download(R, R.recv + rB * gElem, agB * n), wantB);
+    check("PatGroup/ReduceScatter-max-odd-offset" + who, download(R, R.recv + rRsA * gElem, rsA),
+          reduced(inRsA, rsA, r, ncclMax));
+    std::vector<float> wantRsB = inRsB[r];   // in place: only block r changes
+    const std::vector<float> sumB = reduced(inRsB, rsB, r, ncclSum);
+    std::copy(sumB.begin(), sumB.end(), wantRsB.begin() + r * rsB);
+    check("PatGroup/ReduceScatter-sum-inplace" + who, download(R, R.recv + rRsB * gElem, rsB * n), wantRsB);
+    check("PatGroup/ReduceScatter-avg-ring" + who, download(R, R.recv + rRsC * gElem, rsC),
+          reduced(inRsC, rsC, r, ncclAvg), gType == ncclBfloat16 ? 4e-2f : 1e-6f);
   }
 }
 
@@ -295,6 +341,7 @@ void runCase(std::vector<Rank>& ranks, const char* coll, size_t count, bool inPl
   }
   EXPECT_OK(ncclGroupEnd());
   syncAll(ranks);
+  if (rs && count > 0) (op == ncclAvg ? gRsRingWanted : gRsPatWanted) += (uint64_t)n;
 
   for (int r = 0; r < n; r++) {
     std::vector<float> want = before[r];
@@ -379,6 +426,7 @@ void runPreMulSum(std::vector<Rank>& ranks, const char* coll, size_t count, bool
   }
   EXPECT_OK(ncclGroupEnd());
   syncAll(ranks);
+  if (rs && count > 0) gRsRingWanted += (uint64_t)n;
   for (int r = 0; r < n; r++) {
     const size_t off = rs ? r * count : 0;
     std::vector<float> want(count);
@@ -1143,11 +1191,17 @@ int main(int argc, char** argv) {
          (unsigned long long)arTree);
   if (!expectAlgo.empty()) {
     gChecks++;
-    const uint64_t agRing = tuningDecisions(TaskKind::AllGather, dev::kAlgoRing), pat = patDecisions();
+    const uint64_t agRing = tuningDecisions(TaskKind::AllGather, dev::kAlgoRing), pat = patDecisions(TaskKind::AllGather);
+    const uint64_t rsRing = tuningDecisions(TaskKind::ReduceScatter, dev::kAlgoRing);
+    const uint64_t rsPat = patDecisions(TaskKind::ReduceScatter);
     printf("emu_coll_test: AllGather ran %llu times as PAT rounds, %llu times on the ring\n", (unsigned long long)pat,
            (unsigned long long)agRing);
-    const bool ok = otherTree == 0 && (expectAlgo == "ring"    ? arTree == 0 && arRing > 0 && pat == 0
-                                       : expectAlgo == "pat"   ? arTree == 0 && pat > 0 && agRing == 0
+    printf("emu_coll_test: ReduceScatter ran %llu times as PAT rounds (%llu wanted), %llu times on the ring "
+           "(%llu wanted)\n", (unsigned long long)rsPat, (unsigned long long)gRsPatWanted,
+           (unsigned long long)rsRing, (unsigned long long)gRsRingWanted);
+    const bool rsAsWanted = rsPat == gRsPatWanted && rsRing == gRsRingWanted;
+    const bool ok = otherTree == 0 && (expectAlgo == "ring"    ? arTree == 0 && arRing > 0 && pat + rsPat == 0
+                                       : expectAlgo == "pat"   ? arTree == 0 && pat > 0 && agRing == 0 && rsAsWanted
                                        : expectAlgo == "tree"  ? arRing == 0 && arTree > 0
                                        : expectAlgo == "mixed" ? arRing > 0 && arTree > 0
                                                                : false);

@@ -31,12 +31,12 @@ int splitWrapped(int first, int count, int n, Range out[2]) {
 }  // namespace
 
 void patAllGatherWorks(ncclComm* comm, const Task& t, std::vector<dev::Work>* out,
-                       std::vector<uint32_t>* launchStarts) {
+                       std::vector<LaunchStart>* launchStarts) {
   const int n = comm->nRanks, me = comm->rank;
   const size_t block = t.count * dataTypeSize(t.dtype);
   char* recv = static_cast<char*>(t.recvbuff);
   const char* own = static_cast<const char*>(t.sendbuff);
-  launchStarts->push_back((uint32_t)out->size());
+  launchStarts->push_back(LaunchStart{(uint32_t)out->size()});
   if (own != recv + (size_t)me * block) {
     // Out of place: the own block into place, beside round 0 (which reads
     // the send buffer, not this copy's destination).
@@ -50,7 +50,7 @@ void patAllGatherWorks(ncclComm* comm, const Task& t, std::vector<dev::Work>* ou
     out->push_back(w);
   }
   for (int d = 1; d < n; d *= 2) {
-    if (d > 1) launchStarts->push_back((uint32_t)out->size());
+    if (d > 1) launchStarts->push_back(LaunchStart{(uint32_t)out->size()});
     const int blocks = std::min(d, n - d);
     const int to = (me - d + n) % n, from = (me + d) % n;
     Range sends[2], recvs[2];

@@ -16,12 +16,14 @@
 // one kernel node after the other). Every rank lays out the same rounds,
 // so the messages of each connection match in order.
 //
-// Which AllGathers run so: tuning's allGatherUsesPat (core/tuning.h).
+// Which AllGathers run so: tuning's collUsesPat (core/tuning.h). The
+// ReduceScatter runs these rounds backwards (core/reducescatter_pat.h).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "common/core/launch_plan.h"
 #include "common/core/tasks.h"
 #include "device/dev_types.h"
 
@@ -31,12 +33,13 @@ namespace uniccl {
 
 // Appends the work items of the AllGather `t` to *out, and to *launchStarts
 // the index in *out of each round's first item (a new kernel launch begins
-// there).
+// there; any kernel runs these datatype-free items).
 void patAllGatherWorks(ncclComm* comm, const Task& t, std::vector<dev::Work>* out,
-                       std::vector<uint32_t>* launchStarts);
+                       std::vector<LaunchStart>* launchStarts);
 
 // Appends to *peers the ranks this rank's PAT rounds send to or receive
-// from that are not in it yet.
+// from that are not in it yet: those at distances 2^k both ways, the same
+// for AllGather and ReduceScatter (core/reducescatter_pat.h).
 void patAllGatherPeers(const ncclComm* comm, std::vector<int>* peers);
 
 }  // namespace uniccl

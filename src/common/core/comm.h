@@ -118,6 +118,13 @@ struct ncclComm {
   uniccl::gpu::Event stageFree = nullptr;
   uniccl::gpu::Stream stageFreeStream = nullptr;
   bool stageFreeRecorded = false;
+  // PAT ReduceScatter (core/pat_scratch.h): device scratch for the partial
+  // sums of eager launches, and the event recorded after the last launches
+  // that used it.
+  void* patScratchBuf = nullptr;
+  size_t patScratchBytes = 0;
+  uniccl::gpu::Event patScratchFree = nullptr;
+  bool patScratchFreeRecorded = false;
   // Timeout tracking of this comm's launches (common/watchdog; nullptr when
   // UNICCL_TIMEOUT=0). Declared after donePool/callbacks so it goes first.
   std::unique_ptr<uniccl::CommWatch> watch;
@@ -140,8 +147,9 @@ struct ncclComm {
   // Across hosts, the largest AllReduce on the tree (core/tuning.cc, from
   // the topology's cost model): -1 not computed yet.
   mutable std::atomic<int64_t> treeMaxBytesCache{-1};
-  // One rank per host: the largest AllGather run as PAT rounds by default
-  // (core/tuning.cc, from the cost model): -1 not computed yet.
+  // One rank per host: the largest AllGather or ReduceScatter run as PAT
+  // rounds by default (core/tuning.cc, from the cost model): -1 not
+  // computed yet.
   mutable std::atomic<int64_t> patMaxBytesCache{-1};
 
   std::thread initThread;                     // non-blocking init runs here

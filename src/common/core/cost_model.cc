@@ -79,13 +79,14 @@ double copyUs(size_t bytes) { return (double)bytes / (kCopyGBs * 1e3); }
 
 }  // namespace
 
-// An AllGather as PAT rounds (core/allgather_pat.h): the model's log-depth
-// figure across hosts of one rank (the ring's elsewhere, where PAT runs only
-// when forced), plus a kernel launch per round after the first.
-static double patAllGatherUs(const ncclComm* comm, size_t bytes) {
-  const topo::Estimate e = topo::estimate(topo::shapeOf(comm->topology), linkCosts(), topo::Algo::Pat,
-                                          topo::Coll::AllGather, (double)bytes, std::max(comm->p2pChannels, 1));
-  const double base = e.applies ? e.us() : estimateCollectiveUs(comm, TaskKind::AllGather, bytes);
+// An AllGather or ReduceScatter as PAT rounds (core/allgather_pat.h,
+// core/reducescatter_pat.h): the model's log-depth figure across hosts of
+// one rank (the ring's elsewhere, where PAT runs only when forced), plus a
+// kernel launch per round after the first.
+static double patUs(const ncclComm* comm, TaskKind kind, size_t bytes) {
+  const topo::Estimate e = topo::estimate(topo::shapeOf(comm->topology), linkCosts(), topo::Algo::Pat, collOf(kind),
+                                          (double)bytes, std::max(comm->p2pChannels, 1));
+  const double base = e.applies ? e.us() : estimateCollectiveUs(comm, kind, bytes);
   return base + (topo::ceilLog2(comm->nRanks) - 1) * kLaunchUs;
 }
 
@@ -140,8 +141,8 @@ double estimateGroupUs(const std::vector<ncclComm*>& comms) {
     for (const Task& t : comm->tasks.colls) {
       // One rank in place costs nothing (core/one_rank.h).
       if (comm->nRanks == 1 && t.sendbuff == t.recvbuff) continue;
-      colls += allGatherUsesPat(comm, t) ? patAllGatherUs(comm, tuningBytes(comm, t))
-                                         : estimateCollectiveUs(comm, t.kind, tuningBytes(comm, t));
+      colls += collUsesPat(comm, t) ? patUs(comm, t.kind, tuningBytes(comm, t))
+                                    : estimateCollectiveUs(comm, t.kind, tuningBytes(comm, t));
     }
     for (const Task& t : comm->tasks.p2p) {
       if (t.kind == TaskKind::Send && t.peer() == comm->rank) continue;   // the matching recv copies it

@@ -20,6 +20,7 @@
 #include "common/core/inplace_stage.h"
 #include "common/core/graph_buffers.h"
 #include "common/core/launch.h"
+#include "common/core/pat_scratch.h"
 #include "common/core/tuning.h"
 #include "common/core/validate.h"
 #include "common/profiler/comm_hooks.h"
@@ -371,6 +372,7 @@ void commFree(ncclComm* comm, bool abort) {
   if (comm->ceKernelsDone != nullptr) gpu::eventDestroy(comm->ceKernelsDone);
   if (comm->ceEntry != nullptr) gpu::eventDestroy(comm->ceEntry);
   releaseStaging(comm, abort);
+  releasePatScratch(comm);   // the launches that used it drained above
   if (comm->abortFlagHost != nullptr) gpu::hostFree(const_cast<uint32_t*>(comm->abortFlagHost));
   comm->liveness.reset();
   comm->bootstrap.reset();

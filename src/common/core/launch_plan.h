@@ -40,6 +40,17 @@ struct LaunchStreams {
   bool captured = false;
 };
 
+// A work item that must begin a kernel launch (each round of a PAT
+// collective: core/allgather_pat.h, core/reducescatter_pat.h), and what
+// kernel its launch needs.
+struct LaunchStart {
+  uint32_t work = 0;
+  // -1: any (the p2p kernel after the collectives). A datatype
+  // (ncclDataType_t): that datatype's Simple collective kernel, the only
+  // one that runs p2p items whose receive reduces (device/p2p_reduce.h).
+  int reduceType = -1;
+};
+
 // One kernel launch: a range of the plan's works and the kernel that runs them.
 struct KernelLaunch {
   uint32_t firstWork = 0;
@@ -141,8 +152,12 @@ struct LaunchPlan {
   std::vector<int> workTask;
   size_t nColl = 0;                 // works[0, nColl) are collectives
   // Works that must begin a new kernel launch (ascending): each round of a
-  // PAT AllGather (core/allgather_pat.h) after the first.
-  std::vector<uint32_t> launchStarts;
+  // PAT AllGather or ReduceScatter.
+  std::vector<LaunchStart> launchStarts;
+  // A PAT ReduceScatter of this group keeps partial sums in the
+  // communicator's eager scratch (core/pat_scratch.h): the launch marks
+  // where it is free again.
+  bool usesPatScratch = false;
   std::vector<KernelLaunch> launches;
   std::vector<int> p2pRounds;       // the planner's scratch: rounds that carry messages
 
@@ -165,6 +180,7 @@ struct LaunchPlan {
     workTask.clear();
     nColl = 0;
     launchStarts.clear();
+    usesPatScratch = false;
     launches.clear();
     captureKnown = false;
     capture = gpu::CaptureInfo{};

@@ -10,6 +10,8 @@
 #include "common/core/direct_recv.h"
 #include "common/core/launch.h"
 #include "common/core/one_rank.h"
+#include "common/core/pat_scratch.h"
+#include "common/core/reducescatter_pat.h"
 #include "common/core/tuning.h"
 #include "common/util/debug.h"
 #include "device/kernel_choices.h"
@@ -172,19 +174,55 @@ void markProfiledWorks(ncclComm* comm) {
   }
 }
 
+// The capture state of the stream the group's kernels will launch on (the
+// first task's, as collectStreams takes it), asked once per group.
+ncclResult_t planCapture(ncclComm* comm, gpu::CaptureInfo* cap) {
+  LaunchPlan& plan = comm->plan;
+  if (!plan.captureKnown) {
+    const TaskList& tasks = comm->tasks;
+    const gpu::Stream s = !tasks.colls.empty() ? tasks.colls[0].stream : tasks.p2p[0].stream;
+    UCHECK(gpu::streamGetCaptureInfo(s, &plan.capture));
+    plan.captureKnown = true;
+  }
+  *cap = plan.capture;
+  return ncclSuccess;
+}
+
 }  // namespace
 
 // Splits the plan's works into kernel launches: consecutive collectives of
 // one datatype, kind (ring/tree or symmetric: separate kernels,
 // device/kernel.h) and, for ring/tree, protocol (a collective kernel per
 // protocol) share a kernel; p2p items ride along with whatever collective
-// kernel comes last (every one but the symmetric runs them).
+// kernel comes last (every one but the symmetric runs them), or go to the
+// p2p kernel; a launch start that names a datatype (PAT ReduceScatter
+// rounds) takes that datatype's Simple collective kernel, the only one
+// that runs p2p items whose receive reduces.
 ncclResult_t planLaunches(LaunchPlan* plan) {
   const std::vector<dev::Work>& works = plan->works;
   const size_t nColl = plan->nColl;
   auto symmetric = [&](size_t i) { return works[i].c.algo == dev::kAlgoSymmetric; };
-  const std::vector<uint32_t>& starts = plan->launchStarts;
-  auto startsLaunch = [&](size_t i) { return std::binary_search(starts.begin(), starts.end(), (uint32_t)i); };
+  const std::vector<LaunchStart>& starts = plan->launchStarts;
+  auto startAt = [&](size_t i) {
+    return std::lower_bound(starts.begin(), starts.end(), (uint32_t)i,
+                            [](const LaunchStart& s, uint32_t w) { return s.work < w; });
+  };
+  auto startsLaunch = [&](size_t i) {
+    auto it = startAt(i);
+    return it != starts.end() && it->work == i;
+  };
+  // The datatype whose kernel the launch starting at work i needs (the
+  // last launch start at or before it), or -1.
+  auto reduceTypeAt = [&](size_t i) {
+    auto it = startAt(i + 1);
+    return it == starts.begin() ? -1 : std::prev(it)->reduceType;
+  };
+  auto reduces = [&](size_t i) { return works[i].coll == dev::kCollP2p && dev::p2pRecvReduces(works[i].p.recvProto); };
+  auto noKernelsFor = [](ncclDataType_t dt) {
+    WARN("This uniccl build has no kernels for datatype %s (built with -Dkernel_filter=%s); "
+         "rebuild with -Dkernel_filter=all", dataTypeName(dt), UNICCL_KERNEL_FILTER);
+    return ncclInvalidUsage;
+  };
   // The kernels have code only for what the tuner chooses (device/kernel_choices.h,
   // collKernelRuns): an item outside it is a planner bug, never launched.
   for (size_t i = 0; i < nColl; i++) {
@@ -206,22 +244,29 @@ ncclResult_t planLaunches(LaunchPlan* plan) {
       const uint8_t proto = works[first].proto;
       kernel = sym ? dev::symmetricKernel(dt) : dev::collectiveKernel(dt, proto);
       if (kernel == nullptr) {
-        if (sym || dev::collectiveKernel(dt, dev::kProtoSimple) == nullptr) {
-          WARN("This uniccl build has no kernels for datatype %s (built with -Dkernel_filter=%s); "
-               "rebuild with -Dkernel_filter=all", dataTypeName(dt), UNICCL_KERNEL_FILTER);
-          return ncclInvalidUsage;
-        }
+        if (sym || dev::collectiveKernel(dt, dev::kProtoSimple) == nullptr) return noKernelsFor(dt);
         WARN("Internal error: this uniccl build has no %s kernel for datatype %s", protoName(proto), dataTypeName(dt));
         return ncclInternalError;
       }
       auto joins = [&](size_t i) {
-        if (i >= nColl) return !sym;
+        if (i >= nColl) return !sym && !reduces(i);
         return works[i].c.dtype == works[first].c.dtype && symmetric(i) == sym && (sym || works[i].proto == proto);
       };
       while (last < works.size() && last - first < kMaxWorksPerLaunch && joins(last) && !startsLaunch(last)) last++;
     } else {
-      kernel = dev::p2pKernel();
+      const int reduceType = reduceTypeAt(first);
+      if (reduceType >= 0) {
+        kernel = dev::collectiveKernel((ncclDataType_t)reduceType, dev::kProtoSimple);
+        if (kernel == nullptr) return noKernelsFor((ncclDataType_t)reduceType);
+      } else {
+        kernel = dev::p2pKernel();
+      }
       while (last < works.size() && last - first < kMaxWorksPerLaunch && !startsLaunch(last)) last++;
+      for (size_t i = first; i < last && reduceType < 0; i++) {
+        if (!reduces(i)) continue;
+        WARN("Internal error: a p2p item that reduces what it receives, planned on the p2p kernel");
+        return ncclInternalError;
+      }
     }
     KernelLaunch L;
     L.firstWork = (uint32_t)first;
@@ -241,14 +286,19 @@ ncclResult_t planWorks(ncclComm* comm) {
   plan.workTask.clear();
   plan.launches.clear();
   plan.launchStarts.clear();
+  plan.usesPatScratch = false;
   const std::vector<Task>& colls = comm->tasks.colls;
   bool anyPat = false;
+  size_t patScratchBytes = 0;   // the most any PAT ReduceScatter of the group needs (they run one after another)
   for (size_t i = 0; i < colls.size(); i++) {
     // The side plan (tuning's planSideStreams) may take a collective off
     // the kernels, or leave them the ReduceScatter of a split AllReduce.
     const TaskPath path = plan.side.collPathOf(i);
-    if (path == TaskPath::Kernels && allGatherUsesPat(comm, colls[i])) {
+    if (path == TaskPath::Kernels && collUsesPat(comm, colls[i])) {
       anyPat = true;   // p2p rounds after every other item (below)
+      if (colls[i].kind == TaskKind::ReduceScatter)
+        patScratchBytes = std::max(patScratchBytes, patReduceScatterScratchBytes(
+                                                        comm->nRanks, colls[i].count * dataTypeSize(colls[i].dtype)));
       continue;
     }
     if (path == TaskPath::Kernels) plan.works.push_back(collWork(comm, colls[i]));
@@ -267,17 +317,30 @@ ncclResult_t planWorks(ncclComm* comm) {
       plan.workTask[i] = (int)colls.size() + t;
     }
   }
-  // PAT AllGathers: their rounds after the group's other items, each round
-  // a launch of its own, in task order (the same on every rank).
+  // PAT ReduceScatters keep their partial sums in scratch (core/pat_scratch.h).
+  void* scratch = nullptr;
+  if (patScratchBytes > 0) {
+    gpu::CaptureInfo cap;
+    UCHECK(planCapture(comm, &cap));
+    UCHECK(patScratch(comm, patScratchBytes, cap, &scratch));
+    plan.usesPatScratch = cap.status != gpu::CaptureStatus::Active;
+  }
+  // PAT AllGathers and ReduceScatters: their rounds after the group's other
+  // items, each round a launch of its own, in task order (the same on
+  // every rank).
   for (size_t i = 0; anyPat && i < colls.size(); i++) {
-    if (plan.side.collPathOf(i) != TaskPath::Kernels || !allGatherUsesPat(comm, colls[i])) continue;
+    const Task& t = colls[i];
+    if (plan.side.collPathOf(i) != TaskPath::Kernels || !collUsesPat(comm, t)) continue;
     const size_t first = plan.works.size();
-    patAllGatherWorks(comm, colls[i], &plan.works, &plan.launchStarts);
-    plan.workSeq.resize(plan.works.size(), colls[i].seq);
+    if (t.kind == TaskKind::ReduceScatter)
+      UCHECK(patReduceScatterWorks(comm, t, scratch, &plan.works, &plan.launchStarts));
+    else
+      patAllGatherWorks(comm, t, &plan.works, &plan.launchStarts);
+    plan.workSeq.resize(plan.works.size(), t.seq);
     plan.workTask.resize(plan.works.size(), (int)i);
-    countPatDecision();
-    TRACE(kSubsysColl, "rank %d: AllGather of %zu elements as PAT rounds (%zu items)", comm->rank, colls[i].count,
-          plan.works.size() - first);
+    countPatDecision(t.kind);
+    TRACE(kSubsysColl, "rank %d: %s of %zu elements as PAT rounds (%zu items)", comm->rank, taskKindName(t.kind),
+          t.count, plan.works.size() - first);
   }
   return planLaunches(&plan);
 }
@@ -311,15 +374,16 @@ void peersToConnect(ncclComm* comm, std::vector<int>* peers) {
     if (t.peer() == comm->rank || comm->transports.connected(t.peer())) continue;
     if (std::find(peers->begin(), peers->end(), t.peer()) == peers->end()) peers->push_back(t.peer());
   }
-  // PAT AllGathers talk to ranks at distances 2^k (core/allgather_pat.h).
+  // PAT AllGathers and ReduceScatters talk to ranks at distances 2^k
+  // (core/allgather_pat.h).
   for (const Task& t : comm->tasks.colls) {
-    if (!allGatherUsesPat(comm, t)) continue;
+    if (!collUsesPat(comm, t)) continue;
     const size_t before = peers->size();
     patAllGatherPeers(comm, peers);
     peers->erase(std::remove_if(peers->begin() + (long)before, peers->end(),
                                 [&](int p) { return comm->transports.connected(p); }),
                  peers->end());
-    break;   // the same peers for every PAT AllGather of the communicator
+    break;   // the same peers for every PAT collective of the communicator
   }
 }
 
@@ -381,7 +445,15 @@ ncclResult_t launchPlan(ncclComm* comm) {
   if (comm->kernelCh) markProfiledWorks(comm);
   if (plan.works.empty()) return ncclSuccess;
   UCHECK(collectStreams(comm));
-  for (size_t k = 0; k < plan.launches.size(); k++) UCHECK(launchWorks(comm, k));
+  ncclResult_t res = ncclSuccess;
+  for (size_t k = 0; k < plan.launches.size() && res == ncclSuccess; k++) res = launchWorks(comm, k);
+  // The eager scratch of PAT ReduceScatters is free again behind what was
+  // launched (also when a later launch failed).
+  if (plan.usesPatScratch) {
+    const ncclResult_t r = patScratchLaunched(comm, plan.streams.launch);
+    if (res == ncclSuccess) res = r;
+  }
+  UCHECK(res);
   return finishStreams(comm);
 }
 

@@ -9,6 +9,7 @@
 
 #include "common/core/comm.h"
 #include "common/core/redop.h"
+#include "common/core/reducescatter_pat.h"
 #include "common/topo/cost.h"
 #include "common/topo/trees.h"
 #include "common/device_api/lsa.h"
@@ -51,6 +52,7 @@ struct TuningEnv {
   bool symmetric = false;          // UNICCL_SYMMETRIC (opt-in: docs/device_api.md, "Measured")
   size_t symmetricMaxBytes = 0;    // UNICCL_SYMMETRIC_MAX_BYTES
   size_t symmetricTwoShotBytes = 0;  // UNICCL_SYMMETRIC_TWO_SHOT_BYTES
+  size_t patScratchMaxBytes = 0;   // UNICCL_PAT_SCRATCH_MAX_BYTES
 };
 
 // Counted only once a test asked (countTuningDecisions): a shared atomic
@@ -58,7 +60,7 @@ struct TuningEnv {
 std::atomic<bool> gCountDecisions{false};
 std::atomic<uint64_t> gDecisions[kNumTaskKinds][dev::kNumAlgos];
 std::atomic<uint64_t> gProtoDecisions[dev::kNumProtos];   // collectives (tuneCollective) per protocol
-std::atomic<uint64_t> gPatDecisions{0};   // AllGathers planned as PAT rounds
+std::atomic<uint64_t> gPatDecisions[kNumTaskKinds];   // AllGathers and ReduceScatters planned as PAT rounds
 
 TuningEnv readEnv() {
   TuningEnv e;
@@ -99,6 +101,7 @@ TuningEnv readEnv() {
   e.symmetric = knobInt(Knob::UNICCL_SYMMETRIC) != 0;
   e.symmetricMaxBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_SYMMETRIC_MAX_BYTES));
   e.symmetricTwoShotBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_SYMMETRIC_TWO_SHOT_BYTES));
+  e.patScratchMaxBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_PAT_SCRATCH_MAX_BYTES));
   return e;
 }
 
@@ -206,12 +209,18 @@ size_t treeMaxBytesAcrossHosts(const ncclComm* comm, const TuningEnv& env) {
 uint8_t chooseAlgo(const ncclComm* comm, const TuningEnv& env, TaskKind kind, size_t bytes) {
   if (kind != TaskKind::AllReduce) {
     if (!env.algos.ring) {
-      // NCCL_ALGO asked for the tree only: say once per collective that it has none.
+      // NCCL_ALGO allows no Ring: say once per collective that this one runs on it anyway.
       static std::atomic<uint32_t> told{0};
       const uint32_t bit = 1u << (int)kind;
-      if ((told.fetch_or(bit, std::memory_order_relaxed) & bit) == 0)
-        INFO(kSubsysTune | kSubsysColl, "NCCL_ALGO allows no Ring, but uniccl has only a Ring algorithm for %s: using Ring",
-             taskKindName(kind));
+      if ((told.fetch_or(bit, std::memory_order_relaxed) & bit) == 0) {
+        if (env.algos.pat && (kind == TaskKind::AllGather || kind == TaskKind::ReduceScatter))
+          INFO(kSubsysTune | kSubsysColl, "NCCL_ALGO allows no Ring, but this %s cannot run as PAT rounds (a "
+               "ReduceScatter with ncclAvg or a PreMulSum op, or more scratch than UNICCL_PAT_SCRATCH_MAX_BYTES): "
+               "using Ring", taskKindName(kind));
+        else
+          INFO(kSubsysTune | kSubsysColl, "NCCL_ALGO allows no Ring, but uniccl has only a Ring algorithm for %s: "
+               "using Ring", taskKindName(kind));
+      }
     }
     return dev::kAlgoRing;
   }
@@ -281,16 +290,22 @@ uint64_t tuningDecisions(TaskKind kind, int algo) {
   return gDecisions[(int)kind][algo].load(std::memory_order_relaxed);
 }
 
-uint64_t patDecisions() { return gPatDecisions.load(std::memory_order_relaxed); }
-
-void countPatDecision() {
-  if (gCountDecisions.load(std::memory_order_relaxed)) gPatDecisions.fetch_add(1, std::memory_order_relaxed);
+uint64_t patDecisions(TaskKind kind) {
+  if ((int)kind >= kNumTaskKinds) return 0;
+  return gPatDecisions[(int)kind].load(std::memory_order_relaxed);
 }
 
-// Across one rank per host, the largest AllGather PAT runs by default: up
-// to where the cost model has the ring catch up (its rounds' p2p channels
-// against the ring's), 0 where it never leads. Computed once per
-// communicator (a search over sizes), then cached in it.
+void countPatDecision(TaskKind kind) {
+  if (gCountDecisions.load(std::memory_order_relaxed) && (int)kind < kNumTaskKinds)
+    gPatDecisions[(int)kind].fetch_add(1, std::memory_order_relaxed);
+}
+
+// Across one rank per host, the largest AllGather or ReduceScatter PAT
+// runs by default: up to where the cost model has the ring catch up (its
+// rounds' p2p channels against the ring's), 0 where it never leads. The
+// model costs the two collectives alike (topo/cost.h), so one limit serves
+// both. Computed once per communicator (a search over sizes), then cached
+// in it.
 static size_t patMaxBytes(const ncclComm* comm, const TuningEnv& env) {
   const int64_t known = comm->patMaxBytesCache.load(std::memory_order_relaxed);
   if (known >= 0) return (size_t)known;
@@ -308,20 +323,27 @@ static size_t patMaxBytes(const ncclComm* comm, const TuningEnv& env) {
   }
   comm->patMaxBytesCache.store((int64_t)std::min<size_t>(lo, INT64_MAX), std::memory_order_relaxed);
   if (lo == SIZE_MAX)
-    INFO(kSubsysTune, "Rank %d: AllGather over %d hosts of one rank uses PAT at every size (cost model)", comm->rank,
-         shape.nHosts);
+    INFO(kSubsysTune, "Rank %d: AllGather and ReduceScatter over %d hosts of one rank use PAT at every size "
+         "(cost model)", comm->rank, shape.nHosts);
   else
-    INFO(kSubsysTune, "Rank %d: AllGather over %d hosts of %d rank(s) uses PAT up to %zu bytes (cost model)",
-         comm->rank, shape.nHosts, shape.ranksPerHost, lo);
+    INFO(kSubsysTune, "Rank %d: AllGather and ReduceScatter over %d hosts of %d rank(s) use PAT up to %zu bytes "
+         "(cost model)", comm->rank, shape.nHosts, shape.ranksPerHost, lo);
   return lo;
 }
 
-bool allGatherUsesPat(const ncclComm* comm, const Task& t) {
+bool collUsesPat(const ncclComm* comm, const Task& t) {
   const TuningEnv& env = tuningEnv();
-  if (t.kind != TaskKind::AllGather || comm->nRanks < 2 || !env.algos.pat || t.count == 0) return false;
+  if (comm->nRanks < 2 || !env.algos.pat || t.count == 0) return false;
+  const size_t block = t.count * dataTypeSize(t.dtype);
+  if (t.kind == TaskKind::ReduceScatter) {
+    if (!patReducesWith(t.redOp)) return false;
+    if (patReduceScatterScratchBytes(comm->nRanks, block) > env.patScratchMaxBytes) return false;
+  } else if (t.kind != TaskKind::AllGather) {
+    return false;
+  }
   if (!env.algos.ring) return true;
-  // The whole gathered buffer, as planner.cc's tuningBytes counts an AllGather.
-  return t.count * dataTypeSize(t.dtype) * (size_t)comm->nRanks <= patMaxBytes(comm, env);
+  // The whole buffer, as planner.cc's tuningBytes counts these collectives.
+  return block * (size_t)comm->nRanks <= patMaxBytes(comm, env);
 }
 
 uint64_t tuningProtoDecisions(int proto) {

@@ -42,7 +42,7 @@ const topo::LinkCosts& linkCosts();
 struct AlgoMask {
   bool ring = true;
   bool tree = true;
-  bool pat = true;   // AllGather by log-depth rounds (core/allgather_pat.h)
+  bool pat = true;   // AllGather and ReduceScatter by log-depth rounds (core/allgather_pat.h, core/reducescatter_pat.h)
 };
 AlgoMask parseAlgoList(const char* value);
 
@@ -91,16 +91,20 @@ bool treeAlgoPossible(int nRanks);
 // estimates count too). Off by default: nothing is counted.
 void countTuningDecisions();
 uint64_t tuningDecisions(TaskKind kind, int algo);
-// AllGathers the planner ran as PAT rounds (counted as tuningDecisions are).
-uint64_t patDecisions();
-void countPatDecision();
+// AllGathers and ReduceScatters the planner ran as PAT rounds (counted as
+// tuningDecisions are).
+uint64_t patDecisions(TaskKind kind);
+void countPatDecision(TaskKind kind);
 
-// Whether the AllGather `t` runs as PAT rounds (core/allgather_pat.h):
-// NCCL_ALGO allows PAT and, unless it allows PAT without Ring (forced,
-// any communicator of 2+ ranks), the communicator has one rank per host on
-// more than 2 hosts and the cost model (topo/cost.h) puts PAT below the
-// ring at this size. The same answer on every rank.
-bool allGatherUsesPat(const ncclComm* comm, const Task& t);
+// Whether the collective `t` runs as PAT rounds: an AllGather
+// (core/allgather_pat.h), or a ReduceScatter (core/reducescatter_pat.h)
+// with sum, prod, max or min whose partial sums fit
+// UNICCL_PAT_SCRATCH_MAX_BYTES of scratch. NCCL_ALGO allows PAT and,
+// unless it allows PAT without Ring (forced, any communicator of 2+
+// ranks), the communicator has one rank per host on more than 2 hosts and
+// the cost model (topo/cost.h) puts PAT below the ring at this size. The
+// same answer on every rank.
+bool collUsesPat(const ncclComm* comm, const Task& t);
 // The same per protocol (dev::Proto) of the collectives (not p2p messages).
 uint64_t tuningProtoDecisions(int proto);
 // Number of channels a communicator wires at init: the transport's default

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/core/launch_plan.h"
 #include "common/core/planner.h"
 #include "common/core/tuning.h"
 #include "common/gpu.h"
@@ -23,6 +24,16 @@ int distinctHosts(const ncclComm* comm) {
 bool isCaptured(gpu::Stream s) {
   gpu::CaptureInfo info{};
   return gpu::streamGetCaptureInfo(s, &info) == ncclSuccess && info.status == gpu::CaptureStatus::Active;
+}
+
+// The first work item of the group's task i (collectives first, as
+// LaunchPlan::workTask counts them), or nullptr: it has none (the side plan
+// took it off the kernels). A PAT collective's items come after the
+// group's other items, so task i's is not always works[i].
+const dev::Work* firstWorkOf(const LaunchPlan& plan, size_t i) {
+  for (size_t k = 0; k < plan.workTask.size() && k < plan.works.size(); k++)
+    if (plan.workTask[k] == (int)i) return &plan.works[k];
+  return nullptr;
 }
 
 }  // namespace
@@ -81,12 +92,16 @@ ncclResult_t launchTasksWithEvents(ncclComm* comm) {
     c.root = t.root;
     c.dtype = t.dtype;
     c.nWarps = dev::kThreadsPerBlock / warp;
-    if (planned) {   // collectives are the plan's first works, in task order
-      const dev::Work& w = plan.works[i];
-      c.nChannels = w.channelHi - w.channelLo + 1;
-      c.algo = w.c.algo == dev::kAlgoTree ? "Tree" : w.c.algo == dev::kAlgoSymmetric ? "Symmetric" : "Ring";
-      c.proto = protoName(w.proto);
-    } else {         // one-rank copies (no kernel), or a group the planner refused
+    const dev::Work* w = planned ? firstWorkOf(plan, i) : nullptr;
+    if (w != nullptr && w->coll == dev::kCollP2p) {   // PAT rounds: p2p items, always Simple
+      c.nChannels = w->channelHi - w->channelLo + 1;
+      c.algo = "PAT";
+      c.proto = protoName(dev::kProtoSimple);
+    } else if (w != nullptr) {
+      c.nChannels = w->channelHi - w->channelLo + 1;
+      c.algo = w->c.algo == dev::kAlgoTree ? "Tree" : w->c.algo == dev::kAlgoSymmetric ? "Symmetric" : "Ring";
+      c.proto = protoName(w->proto);
+    } else {         // one-rank copies (no kernel), a collective the side plan moved off the kernels, or a group the planner refused
       c.nChannels = 0;
       c.nWarps = 0;
       c.algo = "None";

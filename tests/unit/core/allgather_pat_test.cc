@@ -39,7 +39,7 @@ TEST_P(PatRounds, EveryBlockOnceInLogRounds) {
   const bool inPlace = GetParam().second;
   std::vector<std::unique_ptr<ncclComm>> comms;
   std::vector<std::vector<dev::Work>> works(n);
-  std::vector<std::vector<uint32_t>> starts(n);
+  std::vector<std::vector<LaunchStart>> starts(n);
   for (int r = 0; r < n; r++) {
     comms.emplace_back(test::makeFakeComm(r, n));
     ncclComm* c = comms.back().get();
@@ -62,7 +62,7 @@ TEST_P(PatRounds, EveryBlockOnceInLogRounds) {
     plan.launchStarts = starts[r];
     ASSERT_EQ(planLaunches(&plan), ncclSuccess);
     ASSERT_EQ((int)plan.launches.size(), rounds);
-    for (int k = 0; k < rounds; k++) EXPECT_EQ(plan.launches[k].firstWork, starts[r][k]);
+    for (int k = 0; k < rounds; k++) EXPECT_EQ(plan.launches[k].firstWork, starts[r][k].work);
   }
   // held[r][b]: rank r holds block b (its own from the start: the send
   // buffer, or the receive buffer in place).
@@ -81,7 +81,7 @@ TEST_P(PatRounds, EveryBlockOnceInLogRounds) {
     std::map<std::pair<int, int>, std::vector<Msg>> sent, recvd;
     std::vector<std::vector<int>> next = held;
     for (int r = 0; r < n; r++) {
-      const size_t lo = starts[r][k], hi = k + 1 < rounds ? starts[r][k + 1] : works[r].size();
+      const size_t lo = starts[r][k].work, hi = k + 1 < rounds ? starts[r][k + 1].work : works[r].size();
       for (size_t i = lo; i < hi; i++) {
         const dev::Work& w = works[r][i];
         ASSERT_EQ(w.coll, dev::kCollP2p);

@@ -110,15 +110,14 @@ TEST(TopoTuning, PatForAllGatherAcrossHostsOfOneGpu) {
   TopoComm sixteenBoxes(16, 8, topo::LinkClass::Switch, 8, 16);
   for (TopoComm* t : {&single, &eight}) {
     SCOPED_TRACE(t->c->topology.nHosts());
-    EXPECT_TRUE(allGatherUsesPat(t->c, allGather(1)));
-    EXPECT_TRUE(allGatherUsesPat(t->c, allGather(1000)));
+    EXPECT_TRUE(collUsesPat(t->c, allGather(1)));
+    EXPECT_TRUE(collUsesPat(t->c, allGather(1000)));
     EXPECT_GT(t->c->patMaxBytesCache.load(), 0);
-    EXPECT_FALSE(allGatherUsesPat(t->c, allGather(0)));
-    EXPECT_FALSE(allGatherUsesPat(t->c, allGather(1000, TaskKind::ReduceScatter)));
-    EXPECT_FALSE(allGatherUsesPat(t->c, allGather(1000, TaskKind::AllReduce)));
+    EXPECT_FALSE(collUsesPat(t->c, allGather(0)));
+    EXPECT_FALSE(collUsesPat(t->c, allGather(1000, TaskKind::AllReduce)));
   }
-  EXPECT_FALSE(allGatherUsesPat(two.c, allGather(1)));
-  EXPECT_FALSE(allGatherUsesPat(sixteenBoxes.c, allGather(1)));
+  EXPECT_FALSE(collUsesPat(two.c, allGather(1)));
+  EXPECT_FALSE(collUsesPat(sixteenBoxes.c, allGather(1)));
   EXPECT_EQ(sixteenBoxes.c->patMaxBytesCache.load(), 0);
   // ncclGroupSimulateEnd's estimate follows: 64 hosts, 6 rounds (5 extra
   // launches) instead of the ring's 63 network hops.
@@ -128,6 +127,39 @@ TEST(TopoTuning, PatForAllGatherAcrossHostsOfOneGpu) {
   EXPECT_GT(pat, 0);
   EXPECT_LT(pat, ring);
   single.c->tasks.clear();
+}
+
+// ReduceScatter by PAT rounds (core/reducescatter_pat.h) where AllGather
+// runs so, with the ops without a scalar only, and only while its partial
+// sums fit UNICCL_PAT_SCRATCH_MAX_BYTES (64 MiB: 3 blocks on 8 ranks).
+TEST(TopoTuning, PatForReduceScatterWithoutScalarWithinScratch) {
+  TopoComm eight(8, 1, topo::LinkClass::Switch, 1, 2);
+  TopoComm sixteenBoxes(16, 8, topo::LinkClass::Switch, 8, 16);
+  auto rs = [](size_t count, uint8_t op) {
+    Task t = allGather(count, TaskKind::ReduceScatter);
+    t.redOp = op;
+    return t;
+  };
+  for (uint8_t op : {dev::kOpSum, dev::kOpProd, dev::kOpMax, dev::kOpMin})
+    EXPECT_TRUE(collUsesPat(eight.c, rs(1000, op))) << (int)op;
+  // ncclAvg lowers to these (floats, integers), as does a PreMulSum op.
+  EXPECT_FALSE(collUsesPat(eight.c, rs(1000, dev::kOpPreMulSum)));
+  EXPECT_FALSE(collUsesPat(eight.c, rs(1000, dev::kOpSumPostDiv)));
+  EXPECT_FALSE(collUsesPat(eight.c, rs(0, dev::kOpSum)));
+  EXPECT_FALSE(collUsesPat(sixteenBoxes.c, rs(1000, dev::kOpSum)));
+  // 16 MiB blocks: 48 MiB of scratch; 32 MiB blocks: 96 MiB, the ring's
+  // (the AllGather of that size still runs as PAT rounds).
+  const size_t m16 = (16u << 20) / 4, m32 = (32u << 20) / 4;
+  EXPECT_TRUE(collUsesPat(eight.c, allGather(m32)));
+  EXPECT_TRUE(collUsesPat(eight.c, rs(m16, dev::kOpSum)));
+  EXPECT_FALSE(collUsesPat(eight.c, rs(m32, dev::kOpSum)));
+  // ncclGroupSimulateEnd's estimate follows: 3 rounds instead of 7 network hops.
+  eight.c->tasks.colls.push_back(rs(2, dev::kOpSum));
+  const double pat = estimateGroupUs({eight.c});
+  const double ring = estimateCollectiveUs(eight.c, TaskKind::ReduceScatter, 2 * 4 * 8);
+  EXPECT_GT(pat, 0);
+  EXPECT_LT(pat, ring);
+  eight.c->tasks.clear();
 }
 
 TEST(TopoTuning, EstimatesGrowWithHosts) {
