@@ -20,6 +20,14 @@
  * ... so that code written for NCCL compiles unchanged. (Where a program
  * also includes libhipcxx's <cuda/atomic>, include that first.)
  *
+ * AMD sync (CUDA, UNICCL_AMD_SYNC: uniccl's own -Damd_sync=true test build,
+ * docs/amd.md): the CUDA bodies run the HIP bodies' synchronization on an
+ * NVIDIA GPU, so that the GPU tests meet it under real concurrency: flags
+ * polled relaxed with one fence after the spin and posted as a fence then a
+ * relaxed store, LL lines and GIN descriptors stored and loaded as 8-byte
+ * halves, sleeping spins. Scopes stay system (a CUDA peer's memory is
+ * ordinary memory of another GPU). Never defined in a user's build.
+ *
  * Memory model of the sessions: peers are other GPUs, so every flag access
  * is at system scope. A release store publishes the storing thread's
  * earlier accesses and, after a barrier of its group, the group's; an
@@ -34,6 +42,9 @@
 
 #if defined(UNICCL_DEVICE_API_CUDA)
 #include <cuda/atomic>
+#if defined(UNICCL_AMD_SYNC)
+#define UNICCL_DEVICE_API_AMD_SYNC 1
+#endif
 #endif
 
 #if defined(UNICCL_DEVICE_API_EMU)
@@ -85,6 +96,45 @@ NCCL_DEVICE_INLINE memory_order loadOrderOf(memory_order o) {
 }
 NCCL_DEVICE_INLINE memory_order storeOrderOf(memory_order o) {
   return o == orderAcquire || o == orderConsume ? orderRelaxed : o == orderAcqRel ? orderRelease : o;
+}
+
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+/* The HIP bodies' system-scope accesses and fences as PTX (AMD sync above).
+ * Generic addresses: the words may be device, VMM or host-mapped memory. */
+NCCL_DEVICE_INLINE uint32_t amdSyncLoad32(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+NCCL_DEVICE_INLINE uint64_t amdSyncLoad64(const uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+NCCL_DEVICE_INLINE void amdSyncStore32(uint32_t* p, uint32_t v) {
+  asm volatile("st.relaxed.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+NCCL_DEVICE_INLINE void amdSyncStore64(uint64_t* p, uint64_t v) {
+  asm volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+/* An acquire, release or acq_rel fence at system scope (HIP's
+ * __builtin_amdgcn_fence with those orders), and a seq_cst one. */
+NCCL_DEVICE_INLINE void amdSyncFence() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+NCCL_DEVICE_INLINE void amdSyncFenceSeqCst() { asm volatile("fence.sc.sys;" ::: "memory"); }
+/* HIP's s_sleep 1 between polls (64 clocks). */
+NCCL_DEVICE_INLINE void amdSyncPause() { __nanosleep(32); }
+#endif
+
+/* The order of each poll of a spin that ends with order o: CUDA polls with
+ * o itself, as NCCL does; HIP, the emulator and AMD sync poll relaxed and
+ * acquire once when the spin ends (spinLoad32 says why). */
+NCCL_DEVICE_INLINE memory_order pollOrderOf(memory_order o) {
+#if defined(UNICCL_DEVICE_API_CUDA) && !defined(UNICCL_DEVICE_API_AMD_SYNC)
+  return o;
+#else
+  (void)o;
+  return orderRelaxed;
+#endif
 }
 
 /* ------------------------------------------------------ the thread context */
@@ -176,7 +226,14 @@ NCCL_DEVICE_INLINE void syncNamed(int id, int nThreads) {
 
 /* ------------------------------------------------ system-scope flag words */
 NCCL_DEVICE_INLINE void store32(uint32_t* p, uint32_t v, memory_order o) {
-#if defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  switch (storeOrderOf(o)) {
+    case orderRelaxed: break;
+    case orderRelease: amdSyncFence(); break;
+    default: amdSyncFenceSeqCst(); break;
+  }
+  amdSyncStore32(p, v);
+#elif defined(UNICCL_DEVICE_API_CUDA)
   cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(*p).store(v, storeOrderOf(o));
 #elif defined(UNICCL_DEVICE_API_HIP)
   switch (storeOrderOf(o)) {
@@ -196,14 +253,28 @@ NCCL_DEVICE_INLINE void store32(uint32_t* p, uint32_t v, memory_order o) {
 /* Spins on *p until done(value) holds, then returns the value; with an
  * acquire (or stronger) order, later accesses see what the storer
  * published. CUDA polls with loads of that order as NCCL does; HIP and the
- * emulator poll relaxed and fence once (HIP: an acquire load per poll would
- * invalidate the CU's L1 on every iteration), pausing between polls (HIP:
- * s_sleep, so spinning wavefronts leave issue slots to the others;
- * emulator: a yield every few polls, so 2 cores run many spinning threads). */
+ * emulator poll relaxed and acquire once after the spin (HIP: an acquire
+ * per poll would invalidate the caches on every iteration), pausing between
+ * polls (HIP: s_sleep, so spinning wavefronts leave issue slots to the
+ * others; emulator: a yield every few polls, so 2 cores run many spinning
+ * threads). HIP's acquire is one more load of the word with acquire order,
+ * not a fence: the AMDGPU backend lowers an acquire fence with a release's
+ * L2 writeback in front of the invalidate (gfx90a, gfx94x), an acquire load
+ * with the invalidate alone. The word is written by one peer, each post a
+ * release, so that load synchronizes with the post the spin saw or a later
+ * one. */
 template <typename Done>
 NCCL_DEVICE_INLINE uint32_t spinLoad32(uint32_t* p, memory_order o, Done done) {
   memory_order lo = loadOrderOf(o);
-#if defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  uint32_t v;
+  while (!done(v = amdSyncLoad32(p))) amdSyncPause();
+  if (lo == orderSeqCst)
+    amdSyncFenceSeqCst();
+  else if (lo != orderRelaxed)
+    amdSyncFence();
+  return v;
+#elif defined(UNICCL_DEVICE_API_CUDA)
   cuda::atomic_ref<uint32_t, cuda::thread_scope_system> ref(*p);
   uint32_t v;
   while (!done(v = ref.load(lo))) {
@@ -215,7 +286,7 @@ NCCL_DEVICE_INLINE uint32_t spinLoad32(uint32_t* p, memory_order o, Done done) {
   if (lo == orderSeqCst)
     __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "");
   else if (lo != orderRelaxed)
-    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "");
+    (void)__hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
   return v;
 #else
   uint32_t v;
@@ -239,7 +310,11 @@ struct alignas(16) Line {
 };
 
 NCCL_DEVICE_INLINE void storeLine(Line* p, uint32_t d0, uint32_t d1, uint32_t flag) {
-#if defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  uint64_t* q = reinterpret_cast<uint64_t*>(p);
+  amdSyncStore64(q, (uint64_t)d0 | ((uint64_t)flag << 32));
+  amdSyncStore64(q + 1, (uint64_t)d1 | ((uint64_t)flag << 32));
+#elif defined(UNICCL_DEVICE_API_CUDA)
   asm volatile("st.volatile.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(d0), "r"(flag), "r"(d1), "r"(flag)
                : "memory");
 #else
@@ -257,7 +332,14 @@ NCCL_DEVICE_INLINE void storeLine(Line* p, uint32_t d0, uint32_t d1, uint32_t fl
 
 NCCL_DEVICE_INLINE Line loadLine(const Line* p) {
   Line l;
-#if defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  const uint64_t* q = reinterpret_cast<const uint64_t*>(p);
+  const uint64_t lo = amdSyncLoad64(q), hi = amdSyncLoad64(q + 1);
+  l.data0 = (uint32_t)lo;
+  l.flag0 = (uint32_t)(lo >> 32);
+  l.data1 = (uint32_t)hi;
+  l.flag1 = (uint32_t)(hi >> 32);
+#elif defined(UNICCL_DEVICE_API_CUDA)
   asm volatile("ld.volatile.v4.u32 {%0,%1,%2,%3}, [%4];"
                : "=r"(l.data0), "=r"(l.flag0), "=r"(l.data1), "=r"(l.flag1)
                : "l"(p)
@@ -281,7 +363,9 @@ NCCL_DEVICE_INLINE Line loadLine(const Line* p) {
 
 /* One iteration of a loop that polls LL lines. */
 NCCL_DEVICE_INLINE void pollPause() {
-#if defined(UNICCL_DEVICE_API_HIP)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  amdSyncPause();
+#elif defined(UNICCL_DEVICE_API_HIP)
   __builtin_amdgcn_s_sleep(1);
 #elif defined(UNICCL_DEVICE_API_EMU)
   uniccl_emu_poll();
@@ -290,15 +374,19 @@ NCCL_DEVICE_INLINE void pollPause() {
 
 /* ------------------------------------------------------ GIN (gin.h) words */
 /* 64-bit system-scope words: GIN signals and counters (host-mapped memory the
- * proxy thread adds into) and 32-bit FIFO indices. */
+ * proxy thread adds into) and 32-bit FIFO indices. HIP: an acquire is the
+ * load's own order (no fence: see spinLoad32). */
 NCCL_DEVICE_INLINE uint64_t load64(uint64_t* p, memory_order o) {
   memory_order lo = loadOrderOf(o);
-#if defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  uint64_t v = amdSyncLoad64(p);
+  if (lo != orderRelaxed) amdSyncFence();
+  return v;
+#elif defined(UNICCL_DEVICE_API_CUDA)
   return cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).load(lo);
 #elif defined(UNICCL_DEVICE_API_HIP)
-  uint64_t v = __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
-  if (lo != orderRelaxed) __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "");
-  return v;
+  if (lo == orderRelaxed) return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
   uint64_t v = __atomic_load_n(p, __ATOMIC_RELAXED);
   if (lo != orderRelaxed) __atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -306,7 +394,9 @@ NCCL_DEVICE_INLINE uint64_t load64(uint64_t* p, memory_order o) {
 #endif
 }
 NCCL_DEVICE_INLINE void store64(uint64_t* p, uint64_t v) {
-#if defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  amdSyncStore64(p, v);
+#elif defined(UNICCL_DEVICE_API_CUDA)
   cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).store(v, cuda::memory_order_relaxed);
 #elif defined(UNICCL_DEVICE_API_HIP)
   __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
@@ -323,7 +413,9 @@ NCCL_DEVICE_INLINE void addLocal64(uint64_t* p, uint64_t v) {
 #endif
 }
 NCCL_DEVICE_INLINE uint32_t load32Relaxed(const volatile uint32_t* p) {
-#if defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  return amdSyncLoad32(const_cast<const uint32_t*>(p));
+#elif defined(UNICCL_DEVICE_API_CUDA)
   return *p; /* volatile: read from memory every time (host-mapped words) */
 #elif defined(UNICCL_DEVICE_API_HIP)
   return __hip_atomic_load(const_cast<uint32_t*>(p), __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
@@ -342,7 +434,9 @@ NCCL_DEVICE_INLINE uint32_t fetchAdd32(uint32_t* p, uint32_t v) {
 }
 /* Publishes this thread's earlier stores to the host (and peers). */
 NCCL_DEVICE_INLINE void fenceReleaseSystem() {
-#if defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  amdSyncFence();
+#elif defined(UNICCL_DEVICE_API_CUDA)
   __threadfence_system();
 #elif defined(UNICCL_DEVICE_API_HIP)
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "");
@@ -354,7 +448,9 @@ NCCL_DEVICE_INLINE void fenceReleaseSystem() {
  * when every 8-byte word's bit 0 is set, so the stores may land in any order
  * (CUDA: four 16-byte write-through stores, as NCCL's proxy GIN writes). */
 NCCL_DEVICE_INLINE void storeDescriptor64B(void* dst, const uint64_t* q) {
-#if defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  for (int i = 0; i < 8; i++) amdSyncStore64((uint64_t*)dst + i, q[i]);
+#elif defined(UNICCL_DEVICE_API_CUDA)
   for (int i = 0; i < 4; i++) {
     uint4 v;
     v.x = (uint32_t)q[2 * i];
