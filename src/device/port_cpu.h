@@ -80,7 +80,7 @@ UDEV void postCounter(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC
 UDEV void postCounterRelaxed(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 // One coherent memory: the system-scope pair is the same pair (port.h).
 UDEV void postCounterSystem(uint64_t* p, uint64_t v) { postCounter(p, v); }
-UDEV void acquireAfterPollSystem() { acquireAfterPoll(); }
+UDEV void acquireAfterPollSystem(const uint64_t*) { acquireAfterPoll(); }
 UDEV void fenceSystem() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 UDEV void fenceBlock() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 UDEV uint32_t loadVolatile32(const volatile uint32_t* p) {
