@@ -76,8 +76,8 @@ nfail=0 npass=0 nskip=0
 # What a test's log says it checked: coll_test's case counts, the Device API
 # test's wrong words / values, sym-check.sh's symmetric collectives.
 log_detail() {
-  grep -E -o '^[0-9]+ passed, [0-9]+ failed|[0-9]+ wrong (words|values|bytes)?|: [0-9]+ wrong;|symmetric collectives: [0-9]+( \(two-shot: [0-9]+\))?' \
-    "$1" 2>/dev/null | tail -1
+  grep -E -o '^[0-9]+ passed, [0-9]+ failed|[0-9]+ wrong (words|values)|[0-9]+ wrong;|symmetric collectives: [0-9]+( \(two-shot: [0-9]+\))?' \
+    "$1" 2>/dev/null | tail -1 | sed 's/;$//'
 }
 run_test() {  # name, timeout, command...
   local name=$1 to=$2; shift 2
@@ -93,7 +93,7 @@ run_test() {  # name, timeout, command...
   [[ $rc == 77 ]] && nskip=$((nskip + 1))
   # The refusal checks (ranks of several processes on one GPU without MPS) pass, and say so.
   grep -q "EXPECTED REFUSAL" "$OUTDIR/$name.log" 2>/dev/null && verdict+=" (MPS refusal checked)"
-  table+=("$(printf '%-28s %-12s %5ss  %s' "$name" "$verdict" $((SECONDS - start)) "$(log_detail "$OUTDIR/$name.log")")")
+  table+=("$(printf '%-30s %-12s %5ss  %s' "$name" "$verdict" $((SECONDS - start)) "$(log_detail "$OUTDIR/$name.log")")")
   echo "--- $name: $verdict"; tail -n 15 "$OUTDIR/$name.log"
 }
 

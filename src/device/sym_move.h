@@ -98,9 +98,13 @@ UDEV void symReduceVectors(const Fn& fn, const char* vsrc, size_t peerStride, in
 // out.one(i, value) element i alone. dst: the address of the destination's
 // element 0 (vectors only where its alignment is src0's).
 template <typename Fn, typename Out>
-UDEV_NOINLINE void symReduce(const Fn& fn, const char* src0, uint32_t stride4G, int n, int64_t count, uintptr_t dst,
-                    const Group& g, const Out& out) {
+UDEV_NOINLINE void symReduce(const Fn& fnRef, const char* src0, uint32_t stride4G, int n, int64_t count,
+                             uintptr_t dst, const Group& g, const Out& outRef) {
   using S = typename Fn::S;
+  // Copies: through the references, every store to the output could change
+  // them, so the compiler would reload them after each one.
+  const Fn fn = fnRef;
+  const Out out = outRef;
   constexpr int64_t kE = 16 / (int64_t)sizeof(S);
   const size_t peerStride = (size_t)stride4G << 32;
   const SymSplit sp = symSplit<S>((uintptr_t)src0, dst, count);
