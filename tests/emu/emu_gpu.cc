@@ -7,6 +7,7 @@
 // Stream work runs outside the lock on the stream's worker thread, so kernels
 // and host functions of different streams run concurrently, as on a GPU.
 #include "emu_gpu.h"
+#include "emu_rocm.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -45,6 +46,9 @@ extern void logMessage(int level, uint64_t subsys, const char* file, int line, c
 }  // namespace uniccl::detail
 
 namespace uniccl::gpu {
+using emu::RocmVmm;
+using emu::rocmFromEnv;
+using emu::rocmVmm;
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -150,6 +154,7 @@ struct State {
   std::multiset<uintptr_t> ipcOpens;
   std::map<const void*, size_t> dynSharedLimit;
   std::set<std::pair<int, int>> peerEnabled;
+  int rocm = rocmFromEnv();                // UNICCL_EMU_ROCM (emu_rocm.h); 0: CUDA's answers
 
   State() {
     const char* env = std::getenv("UNICCL_EMU_DEVICES");
@@ -790,15 +795,28 @@ std::map<uintptr_t, size_t>::iterator findReservation(State& s, uintptr_t p, siz
 ncclResult_t vmmQuery(int dev, VmmInfo* info) {
   if (info == nullptr || !validDevice(st(), dev))
     return fail(ncclUnhandledCudaError, "vmmQuery(%d) failed: invalid device ordinal or null output", dev);
-  *info = VmmInfo{true, true, kVmmGranularity, nullptr};
-  info->polled = true;   // one coherent host memory, as CUDA's device memory
+  // One coherent host memory: polled memory is as good as CUDA's device
+  // memory, unless a ROCm release without uncached VMM is emulated.
+  const RocmVmm r = rocmVmm(st().rocm);
+  *info = VmmInfo{r.vmm, r.vmm && r.fdExport, r.vmm ? kVmmGranularity : 0, nullptr};
+  info->polled = r.vmm && r.polled;
+  if (!r.vmm)
+    info->why = "virtual memory needs ROCm 6.0 or newer (UNICCL_EMU_ROCM)";
+  else if (!r.fdExport)
+    info->why = "sharing virtual-memory allocations between processes needs ROCm 6.2 or newer (UNICCL_EMU_ROCM)";
+  if (!info->polled) info->polledWhy = "uncached virtual memory needs ROCm 7.2 or newer (UNICCL_EMU_ROCM)";
   return ncclSuccess;
 }
 
-ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev, bool /*polled*/) {
+ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev, bool polled) {
   State& s = st();
   if (handle == nullptr) return fail(ncclUnhandledCudaError, "memCreate failed: invalid argument (null handle)");
   if (!validDevice(s, dev)) return fail(ncclUnhandledCudaError, "memCreate failed: invalid device ordinal %d", dev);
+  const RocmVmm r = rocmVmm(s.rocm);
+  if (!r.vmm) return fail(ncclInvalidUsage, "memCreate failed: not supported (no virtual memory before ROCm 6.0)");
+  if (polled && !r.polled)
+    return fail(ncclInvalidUsage, "memCreate(uncached) failed: not supported (hipMemAllocationTypeUncached needs "
+                "ROCm 7.2)");
   if (bytes == 0 || bytes % kVmmGranularity != 0)
     return fail(ncclUnhandledCudaError, "memCreate(%zu bytes) failed: invalid value (not a nonzero multiple of the "
                 "granularity, %zu bytes)", bytes, kVmmGranularity);
@@ -850,6 +868,8 @@ ncclResult_t memRelease(MemHandle handle) {
 ncclResult_t memExportFd(MemHandle handle, int* fd) {
   if (fd == nullptr) return fail(ncclUnhandledCudaError, "memExportFd failed: invalid argument (null output)");
   State& s = st();
+  if (!rocmVmm(s.rocm).fdExport)
+    return fail(ncclUnhandledCudaError, "memExportFd failed: not supported (fd export needs ROCm 6.2)");
   std::lock_guard<std::mutex> lk(s.mu);
   auto it = findHandle(s, handle);
   if (it == s.phys.end())
@@ -869,6 +889,8 @@ ncclResult_t memExportFd(MemHandle handle, int* fd) {
 ncclResult_t memImportFd(int fd, MemHandle* handle) {
   if (handle == nullptr) return fail(ncclUnhandledCudaError, "memImportFd failed: invalid argument (null handle)");
   State& s = st();
+  if (!rocmVmm(s.rocm).fdExport)
+    return fail(ncclUnhandledCudaError, "memImportFd failed: not supported (fd import needs ROCm 6.2)");
   char path[64], target[256];
   std::snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
   ssize_t n = readlink(path, target, sizeof(target) - 1);
@@ -904,8 +926,9 @@ ncclResult_t memImportFd(int fd, MemHandle* handle) {
   return ncclSuccess;
 }
 
-// CUDA's answer: any address may be asked about (fake_gpu.h has ROCm's).
-bool memRetainAnyAddress() { return true; }
+// CUDA's answer: any address may be asked about; ROCm's (UNICCL_EMU_ROCM):
+// only the mappings the caller made.
+bool memRetainAnyAddress() { return st().rocm == 0; }
 
 ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** mapBase, size_t* mapBytes) {
   if (handle == nullptr || mapBase == nullptr || mapBytes == nullptr)
@@ -913,7 +936,15 @@ ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** map
   State& s = st();
   std::lock_guard<std::mutex> lk(s.mu);
   auto it = findRange(s, ptr);
-  if (it == s.ranges.end() || it->second.kind != RangeKind::Mapped) return ncclInvalidArgument;  // an answer, not a failure
+  const bool mapped = it != s.ranges.end() && it->second.kind == RangeKind::Mapped;
+  if (!mapped && s.rocm != 0) {
+    // ROCm 6.2+'s hipMemRetainAllocationHandle follows a null pointer here:
+    // the process dies, and so does the test that let it happen.
+    std::fprintf(stderr, "[emu-gpu] ROCm mode: memRetainFromAddress(%p) outside every VMM mapping: the runtime "
+                 "would crash here\n", ptr);
+    std::abort();
+  }
+  if (!mapped) return ncclInvalidArgument;  // an answer, not a failure
   ++s.phys.at(it->second.handle).refs;
   *handle = it->second.handle;
   *mapBase = reinterpret_cast<void*>(it->first);

@@ -24,6 +24,9 @@
 //     ranges are device memory of the allocation's device for
 //     pointerGetInfo and memGetAddressRange; memSetAccess only checks (one
 //     address space: every device reaches them).
+//   - UNICCL_EMU_ROCM=<major>.<minor> answers the virtual-memory calls as
+//     that ROCm release's runtime does (emu_rocm.h): no retain outside a
+//     mapping (asking aborts), fd export from 6.2, uncached memory from 7.2.
 #pragma once
 
 #include <cstddef>
