@@ -68,6 +68,7 @@ constexpr uint64_t kIpcMagic = 0x756e6963636c454dull;     // "unicclEM"
 // make thousands of them).
 constexpr size_t kVmmGranularity = size_t(64) << 10;
 constexpr char kMemfdPrefix[] = "uniccl-emu-vmm-dev";     // + the device: an importer reads it back
+constexpr char kMemfdPolled[] = "-polled";                // after the device: memCreate(..., polled = true)
 
 // Reports a failure once, where it happened, and keeps its text as the
 // calling thread's last runtime error.
@@ -124,6 +125,7 @@ struct Range {
   int device;  // Device and Mapped only
   MemHandle handle = 0;              // Mapped only: the physical allocation
   std::vector<int> accessDevices;    // Mapped only: memMap's device, then memSetAccess's
+  bool polled = false;               // memory others may poll (emu::polledRange)
 };
 
 // A physical allocation (memCreate, or memImportFd of one made elsewhere).
@@ -134,6 +136,7 @@ struct Phys {
   int refs = 0;           // handles given out and not released (create, import, retain)
   int maps = 0;           // live mappings of it
   bool counted = false;   // made by memCreate here: its bytes count in deviceUsed (an import's belong to its exporter)
+  bool polled = false;    // memCreate(..., polled = true)'s, also when imported (the memfd's name says)
   dev_t inodeDev = 0;     // the memfd's identity: an import of it here finds this allocation
   ino_t inode = 0;
 };
@@ -334,6 +337,7 @@ ncclResult_t hostAlloc(void** ptr, size_t bytes, RangeKind kind, const char* cal
   State& s = st();
   std::lock_guard<std::mutex> lk(s.mu);
   s.ranges[reinterpret_cast<uintptr_t>(p)] = Range{bytes, kind, -1};
+  s.ranges[reinterpret_cast<uintptr_t>(p)].polled = kind == RangeKind::HostMapped;
   *ptr = p;
   return ncclSuccess;
 }
@@ -606,8 +610,16 @@ ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
 
 // Like cudaFree, waits for the owning device's streams first: work still
 // queued there may use the memory.
-// Host memory is coherent: polled memory is ordinary emulated device memory.
-ncclResult_t deviceAllocPolled(void** ptr, size_t bytes) { return deviceAlloc(ptr, bytes); }
+// Host memory is coherent: polled memory is ordinary emulated device memory,
+// marked as polled for emu::polledRange.
+ncclResult_t deviceAllocPolled(void** ptr, size_t bytes) {
+  ncclResult_t res = deviceAlloc(ptr, bytes);
+  if (res != ncclSuccess || *ptr == nullptr) return res;
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  s.ranges.at(reinterpret_cast<uintptr_t>(*ptr)).polled = true;
+  return ncclSuccess;
+}
 ncclResult_t deviceFree(void* ptr) {
   if (ptr == nullptr) return ncclSuccess;
   State& s = st();
@@ -661,6 +673,7 @@ ncclResult_t hostRegister(void* ptr, size_t bytes, void** devPtr) {
     return fail(ncclUnhandledCudaError, "hostRegister(%p, %zu) failed: part or all of the requested memory range is "
                 "already mapped", ptr, bytes);
   s.ranges[p] = Range{bytes, RangeKind::Registered, -1};
+  s.ranges[p].polled = true;   // registered host memory is coherent (HIP: hipHostRegister)
   *devPtr = ptr;
   return ncclSuccess;
 }
@@ -828,7 +841,7 @@ ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev, bool polled) {
     s.deviceUsed[dev] += bytes;  // reserved first, as deviceAlloc does
   }
   char name[64];
-  std::snprintf(name, sizeof(name), "%s%d", kMemfdPrefix, dev);
+  std::snprintf(name, sizeof(name), "%s%d%s", kMemfdPrefix, dev, polled ? kMemfdPolled : "");
   int fd = memfd_create(name, MFD_CLOEXEC);
   struct stat sb {};
   int err = 0;
@@ -847,6 +860,7 @@ ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev, bool polled) {
   p.device = dev;
   p.refs = 1;
   p.counted = true;
+  p.polled = polled;
   p.inodeDev = sb.st_dev;
   p.inode = sb.st_ino;
   *handle = h;
@@ -922,6 +936,7 @@ ncclResult_t memImportFd(int fd, MemHandle* handle) {
   p.refs = 1;
   p.inodeDev = sb.st_dev;
   p.inode = sb.st_ino;
+  p.polled = std::strstr(target + prefix.size(), kMemfdPolled) != nullptr;
   *handle = h;
   return ncclSuccess;
 }
@@ -1013,7 +1028,7 @@ ncclResult_t memMap(void* va, size_t bytes, MemHandle handle, int dev) {
   if (mmap(va, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ph.fd, 0) == MAP_FAILED)
     return fail(ncclUnhandledCudaError, "memMap(%p, %zu) failed: out of memory (mmap: %s)", va, bytes,
                 std::strerror(errno));
-  s.ranges[p] = Range{bytes, RangeKind::Mapped, ph.device, handle, {dev}};
+  s.ranges[p] = Range{bytes, RangeKind::Mapped, ph.device, handle, {dev}, ph.polled};
   ++ph.maps;
   return ncclSuccess;
 }
@@ -1297,6 +1312,22 @@ ncclResult_t launchHostFunc(Stream h, void (*fn)(void*), void* arg) {
 const char* lastErrorString() { return tLastError.empty() ? "no error" : tLastError.c_str(); }
 
 void clearLastError() { tLastError.clear(); }
+
+bool polledRange(const void* p, uintptr_t* lo, uintptr_t* hi, const char** kind) {
+  gpu::State& s = gpu::st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  auto it = gpu::findRange(s, p);
+  if (it == s.ranges.end()) {
+    *kind = "no allocation of the emulated runtime";
+    return false;
+  }
+  static const char* const kNames[] = {"device memory", "pinned host memory", "host-mapped memory",
+                                       "registered host memory", "virtual memory"};
+  *kind = kNames[(int)it->second.kind];
+  *lo = it->first;
+  *hi = it->first + it->second.bytes;
+  return it->second.polled;
+}
 
 Usage usage() {
   gpu::State& s = gpu::st();

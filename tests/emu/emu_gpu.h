@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "common/gpu.h"
 
@@ -60,6 +61,12 @@ struct Usage {
   size_t reservations;    // addressReserve'd ranges not yet freed
 };
 Usage usage();
+
+// Whether p lies in memory others may poll: deviceAllocPolled's,
+// hostAllocMapped's, registered host memory (SHM segments), or a mapping of
+// memCreate(..., polled = true)'s memory. [*lo, *hi) is the allocation
+// holding p, *kind what it is (also when false).
+bool polledRange(const void* p, uintptr_t* lo, uintptr_t* hi, const char** kind);
 
 // Runtime calls the core never makes (src/common/gpu.h has none), for the
 // emulator's own tests; each behaves as its CUDA runtime namesake.

@@ -56,6 +56,9 @@ unsigned uniccl_emu_wave_size(void);        /* lanes of an emulated wavefront */
 void uniccl_emu_barrier(int id, int nThreads); /* named barrier; id 0 with blockDim.x threads: __syncthreads */
 void uniccl_emu_lane_sync(int nLanes);      /* the aligned group of nLanes lanes (a power of two) meets */
 void uniccl_emu_poll(void);                 /* a polling loop's pause */
+/* p is a word another agent accesses while the kernel runs: with the
+ * emulator's polled-memory check on, it must lie in polled memory. */
+void uniccl_emu_check_polled(const void* p, const char* what);
 }
 #endif
 
@@ -242,6 +245,7 @@ NCCL_DEVICE_INLINE void store32(uint32_t* p, uint32_t v, memory_order o) {
     default: __hip_atomic_store(p, v, __ATOMIC_SEQ_CST, __HIP_MEMORY_SCOPE_SYSTEM); break;
   }
 #else
+  uniccl_emu_check_polled(p, "store32 (an LSA barrier flag)");
   switch (storeOrderOf(o)) {
     case orderRelaxed: __atomic_store_n(p, v, __ATOMIC_RELAXED); break;
     case orderRelease: __atomic_store_n(p, v, __ATOMIC_RELEASE); break;
@@ -289,6 +293,7 @@ NCCL_DEVICE_INLINE uint32_t spinLoad32(uint32_t* p, memory_order o, Done done) {
     (void)__hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
   return v;
 #else
+  uniccl_emu_check_polled(p, "spinLoad32 (an LSA barrier flag)");
   uint32_t v;
   while (!done(v = __atomic_load_n(p, __ATOMIC_RELAXED))) uniccl_emu_poll();
   if (lo == orderSeqCst)
@@ -324,6 +329,7 @@ NCCL_DEVICE_INLINE void storeLine(Line* p, uint32_t d0, uint32_t d1, uint32_t fl
   __hip_atomic_store(q, lo, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
   __hip_atomic_store(q + 1, hi, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
+  uniccl_emu_check_polled(p, "storeLine (an LL all-to-all line)");
   __atomic_store_n(q, lo, __ATOMIC_RELAXED);
   __atomic_store_n(q + 1, hi, __ATOMIC_RELAXED);
 #endif
@@ -350,6 +356,7 @@ NCCL_DEVICE_INLINE Line loadLine(const Line* p) {
   uint64_t lo = __hip_atomic_load(q, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
   uint64_t hi = __hip_atomic_load(q + 1, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
+  uniccl_emu_check_polled(p, "loadLine (an LL all-to-all line)");
   uint64_t lo = __atomic_load_n(q, __ATOMIC_RELAXED);
   uint64_t hi = __atomic_load_n(q + 1, __ATOMIC_RELAXED);
 #endif
@@ -388,6 +395,7 @@ NCCL_DEVICE_INLINE uint64_t load64(uint64_t* p, memory_order o) {
   if (lo == orderRelaxed) return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
   return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
+  uniccl_emu_check_polled(p, "load64 (a GIN signal or counter)");
   uint64_t v = __atomic_load_n(p, __ATOMIC_RELAXED);
   if (lo != orderRelaxed) __atomic_thread_fence(__ATOMIC_ACQUIRE);
   return v;
@@ -401,6 +409,7 @@ NCCL_DEVICE_INLINE void store64(uint64_t* p, uint64_t v) {
 #elif defined(UNICCL_DEVICE_API_HIP)
   __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
+  uniccl_emu_check_polled(p, "store64 (a GIN signal or counter)");
   __atomic_store_n(p, v, __ATOMIC_RELAXED);
 #endif
 }
@@ -420,6 +429,7 @@ NCCL_DEVICE_INLINE uint32_t load32Relaxed(const volatile uint32_t* p) {
 #elif defined(UNICCL_DEVICE_API_HIP)
   return __hip_atomic_load(const_cast<uint32_t*>(p), __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
+  uniccl_emu_check_polled(const_cast<const uint32_t*>(p), "load32Relaxed (a GIN queue index or the abort flag)");
   return __atomic_load_n(const_cast<uint32_t*>(p), __ATOMIC_RELAXED);
 #endif
 }
@@ -429,6 +439,7 @@ NCCL_DEVICE_INLINE uint32_t fetchAdd32(uint32_t* p, uint32_t v) {
 #elif defined(UNICCL_DEVICE_API_HIP)
   return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
+  uniccl_emu_check_polled(p, "fetchAdd32 (a GIN queue index)");
   return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 #endif
 }
@@ -462,6 +473,7 @@ NCCL_DEVICE_INLINE void storeDescriptor64B(void* dst, const uint64_t* q) {
 #elif defined(UNICCL_DEVICE_API_HIP)
   for (int i = 0; i < 8; i++) __hip_atomic_store((uint64_t*)dst + i, q[i], __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
+  uniccl_emu_check_polled(dst, "storeDescriptor64B (a GIN queue entry)");
   for (int i = 0; i < 8; i++) __atomic_store_n((uint64_t*)dst + i, q[i], __ATOMIC_RELAXED);
 #endif
 }
