@@ -14,11 +14,19 @@
 #
 # amdsync (docs/amd.md): builds uniccl with -Damd_sync=true (the
 # AMD path's sub-group barrier with 32-lane wavefronts, LL lines as 8-byte
-# halves, relaxed counter polls + fences in CUDA kernels), f32 kernels only,
-# in its own build dir (AMD_SYNC_BUILD_DIR, default build-gpu-amdsync), and
-# runs coll_test's float cases (--quick, P2P) with several ranks on the GPUs:
-# AMD_SYNC_KS ranks per GPU (default "2 4 8" on one GPU, "1 2" on several),
-# then one SHM pass at the first K.
+# halves, relaxed counter polls + fences in CUDA kernels and in the Device
+# API header), f32 kernels only, in its own build dir (AMD_SYNC_BUILD_DIR,
+# default build-gpu-amdsync), and runs on ONE GPU (AMD_SYNC_GPU, default 0)
+# with AMD_SYNC_KS ranks sharing it (default "2 4 8"):
+#   coll_test's float cases (--quick, P2P) at each K, then one SHM pass at the first K;
+#   device_api_gpu_test at each K: LSA barriers, the LL all-to-all, and GIN
+#     (P2P and SHM off: every rank its own LSA team, puts through the proxy);
+#   the symmetric kernels at each K: all_reduce_perf, all_gather_perf and
+#     reduce_scatter_perf with -R 2 (buffers in symmetric windows) and
+#     UNICCL_SYMMETRIC=1, 8 B .. 128 KiB, every result checked; a run
+#     fails unless the tuner's trace shows collectives on the symmetric path.
+# A target that fails to build is reported as such and its runs are skipped;
+# the rest still run.
 #
 # Several ranks per GPU (docs/gpu-sharing.md, GPU_SHARE=auto): on a one-GPU machine the
 # multi-rank suites run with 2, 3, 4 and 8 ranks sharing that GPU (coll_test
@@ -64,7 +72,13 @@ export LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 NGPUS=$(nvidia-smi -L 2>/dev/null | wc -l)
 nvidia-smi -L; nvidia-smi topo -m 2>/dev/null | head -5
 
-nfail=0
+nfail=0 npass=0 nskip=0
+# What a test's log says it checked: coll_test's case counts, the Device API
+# test's wrong words / values, sym-check.sh's symmetric collectives.
+log_detail() {
+  grep -E -o '^[0-9]+ passed, [0-9]+ failed|[0-9]+ wrong (words|values)|[0-9]+ wrong;|symmetric collectives: [0-9]+( \(two-shot: [0-9]+\))?' \
+    "$1" 2>/dev/null | tail -1 | sed 's/;$//'
+}
 run_test() {  # name, timeout, command...
   local name=$1 to=$2; shift 2
   local start=$SECONDS rc=0
@@ -75,9 +89,11 @@ run_test() {  # name, timeout, command...
   [[ $rc == 124 || $rc == 137 ]] && verdict="TIMEOUT(${to}s)"
   [[ $rc != 0 && $rc != 77 && $rc != 124 && $rc != 137 ]] && verdict="FAIL(rc=$rc)"
   [[ $rc != 0 && $rc != 77 ]] && nfail=$((nfail + 1))
+  [[ $rc == 0 ]] && npass=$((npass + 1))
+  [[ $rc == 77 ]] && nskip=$((nskip + 1))
   # The refusal checks (ranks of several processes on one GPU without MPS) pass, and say so.
   grep -q "EXPECTED REFUSAL" "$OUTDIR/$name.log" 2>/dev/null && verdict+=" (MPS refusal checked)"
-  table+=("$(printf '%-28s %-12s %5ss' "$name" "$verdict" $((SECONDS - start)))")
+  table+=("$(printf '%-30s %-12s %5ss  %s' "$name" "$verdict" $((SECONDS - start)) "$(log_detail "$OUTDIR/$name.log")")")
   echo "--- $name: $verdict"; tail -n 15 "$OUTDIR/$name.log"
 }
 
@@ -125,21 +141,54 @@ for t in $TESTS; do
     amdsync)  # -Damd_sync=true: the AMD path's synchronization in CUDA kernels (docs/amd.md; see the top)
       [[ -n $prebuilt ]] && UNICCL_SKIP_HIP=1 source "$ROOT/ci/setup.sh"
       AB=${AMD_SYNC_BUILD_DIR:-$ROOT/build-gpu-amdsync}
-      [[ -d $AB ]] || meson setup "$AB" -Dgpu_backend=cuda -Dgpu_archs=sm_90 -Dkernel_filter=f32 -Damd_sync=true \
-        -Dbench=false >"$OUTDIR/amdsync-setup.log" 2>&1
-      if ninja -C "$AB" tests/gpu/coll/coll_test >"$OUTDIR/amdsync-build.log" 2>&1; then
-        if [[ $NGPUS -le 1 ]]; then aks=${AMD_SYNC_KS:-2 4 8}; else aks=${AMD_SYNC_KS:-1 2}; fi
-        for k in $aks; do
-          LD_LIBRARY_PATH=$AB/src run_test "amdsync-coll-p2p-x$k" 300 "$AB/tests/gpu/coll/coll_test" \
-            --mode=A-all --transport=p2p --ranks-per-gpu=$k --quick '--filter=*/float/*'
-        done
-        k=${aks%% *}
-        LD_LIBRARY_PATH=$AB/src run_test "amdsync-coll-shm-x$k" 300 "$AB/tests/gpu/coll/coll_test" \
-          --mode=A-all --transport=shm --ranks-per-gpu=$k --quick '--filter=*/float/*'
-      else
+      amd_opts=(-Dgpu_archs=sm_90 -Dkernel_filter=f32 -Damd_sync=true -Dbench=true -Dmpi=disabled)
+      # An existing build dir gets these options (an older one had no benchmarks); one
+      # that meson cannot read any more is made again.
+      { [[ -d $AB ]] && meson configure "$AB" "${amd_opts[@]}"; } >"$OUTDIR/amdsync-setup.log" 2>&1 ||
+        meson setup --wipe "$AB" -Dgpu_backend=cuda "${amd_opts[@]}" >>"$OUTDIR/amdsync-setup.log" 2>&1 ||
+        meson setup "$AB" -Dgpu_backend=cuda "${amd_opts[@]}" >>"$OUTDIR/amdsync-setup.log" 2>&1
+      amd_targets=(tests/gpu/coll/coll_test tests/gpu/device_api/device_api_gpu_test
+                   bench/all_reduce_perf bench/all_gather_perf bench/reduce_scatter_perf)
+      # -k 0: a target that fails leaves the others built; each run needs only its own.
+      ninja -C "$AB" -k 0 "${amd_targets[@]}" >"$OUTDIR/amdsync-build.log" 2>&1 ||
         tail -30 "$OUTDIR/amdsync-setup.log" "$OUTDIR/amdsync-build.log"
-        table+=("$(printf '%-28s %-12s' amdsync "BUILD FAILED")"); nfail=$((nfail + 1))
-      fi ;;
+      amd_built=()
+      for t in "${amd_targets[@]}"; do
+        # Up to date after the build, or it failed (an older binary would not be this source).
+        if [[ -x $AB/$t ]] && ninja -C "$AB" -n "$t" 2>/dev/null | grep -q "no work to do"; then amd_built+=("$t")
+        else table+=("$(printf '%-28s %-12s' "amdsync:${t##*/}" "BUILD FAILED")"); nfail=$((nfail + 1)); fi
+      done
+      amd_has() { [[ " ${amd_built[*]} " == *" $1 "* ]]; }
+      amd_gpu=${AMD_SYNC_GPU:-0}
+      amd_lib=$AB/src${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+      aks=${AMD_SYNC_KS:-2 4 8}; k0=${aks%% *}
+      if amd_has tests/gpu/coll/coll_test; then
+        for k in $aks; do
+          CUDA_VISIBLE_DEVICES=$amd_gpu LD_LIBRARY_PATH=$amd_lib run_test "amdsync-coll-p2p-x$k" 300 \
+            "$AB/tests/gpu/coll/coll_test" --mode=A-all --transport=p2p --ranks-per-gpu=$k --quick '--filter=*/float/*'
+        done
+        CUDA_VISIBLE_DEVICES=$amd_gpu LD_LIBRARY_PATH=$amd_lib run_test "amdsync-coll-shm-x$k0" 300 \
+          "$AB/tests/gpu/coll/coll_test" --mode=A-all --transport=shm --ranks-per-gpu=$k0 --quick '--filter=*/float/*'
+      fi
+      if amd_has tests/gpu/device_api/device_api_gpu_test; then
+        da=$AB/tests/gpu/device_api/device_api_gpu_test
+        for k in $aks; do
+          CUDA_VISIBLE_DEVICES=$amd_gpu LD_LIBRARY_PATH=$amd_lib run_test "amdsync-devapi-lsa-x$k" 180 "$da" --ranks-per-gpu=$k
+          CUDA_VISIBLE_DEVICES=$amd_gpu LD_LIBRARY_PATH=$amd_lib run_test "amdsync-devapi-ll-x$k" 180 "$da" \
+            --ranks-per-gpu=$k --ll=1 --rounds=100
+        done
+        # GIN: P2P and SHM off, so every rank is its own LSA team and puts go through the proxy.
+        CUDA_VISIBLE_DEVICES=$amd_gpu LD_LIBRARY_PATH=$amd_lib NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 \
+          NCCL_NET=Socket NCCL_SOCKET_IFNAME=${NET_IFNAME:-lo} \
+          run_test "amdsync-devapi-gin-x$k0" 300 "$da" --ranks-per-gpu=$k0 --gin=1 --rounds=50
+      fi
+      for c in all_reduce all_gather reduce_scatter; do
+        amd_has bench/${c}_perf || continue
+        for k in $aks; do
+          CUDA_VISIBLE_DEVICES=$amd_gpu LD_LIBRARY_PATH=$amd_lib run_test "amdsync-sym-$c-x$k" 180 \
+            bash "$ROOT/ci/sym-check.sh" "$AB/bench/${c}_perf" -g 1 -P "$k"
+        done
+      done ;;
     torch)  # PyTorch's "nccl" backend and symmetric memory on uniccl's libnccl.so.2 (a rank per GPU; skipped without PyTorch)
       run_test torch 600 bash "$ROOT/tests/torch/run.sh" "$LIB/libnccl.so.2" ;;
     net)  # every collective over the socket transport (loopback) between the local GPUs
@@ -260,5 +309,5 @@ fi
 echo
 echo "=== GPU tests ($NGPUS GPU(s)) ==="
 printf '%s\n' "${table[@]}"
-echo "$nfail test run(s) failed or timed out"
+echo "$npass passed, $nfail failed (or timed out, or not built), $nskip skipped"
 [[ $nfail == 0 ]]

@@ -110,10 +110,14 @@ NCCL_DEVICE_INLINE bool ginAborted(const ncclGinProxyGpuCtx_t* ctx) {
  * 256 polls); returns the last value read. */
 template <typename Done>
 NCCL_DEVICE_INLINE uint64_t ginSpin64(const ncclGinProxyGpuCtx_t* ctx, uint64_t* p, memory_order o, Done done) {
+  const memory_order each = pollOrderOf(o);
   uint64_t v;
   for (unsigned spins = 1;; spins++) {
-    v = load64(p, o);
-    if (done(v)) break;
+    v = load64(p, each);
+    if (done(v)) {
+      if (each != o) load64(p, o); /* the spin's one acquire */
+      break;
+    }
     if ((spins & 255) == 0 && ginAborted(ctx)) break;
     pollPause();
   }

@@ -23,9 +23,11 @@
 // polls its own inbox[b][q] until rank q reached it too; the post is a
 // release after the block's barrier, so every thread's stores to peers
 // before it are visible to a peer that saw the epoch. Both sides fence at
-// system scope (port.h, postCounterSystem): on HIP the windows' data is
-// coarse-grained memory that L2s may hold; the barrier words themselves are
-// uncached (core/mem_alloc.h, memAllocPolled). Every poll looks at
+// system scope (port.h, postCounterSystem / acquireAfterPollSystem): on HIP
+// the windows' data is coarse-grained memory that L2s may hold; the barrier
+// words themselves are uncached (core/mem_alloc.h, memAllocPolled). The
+// data moves between barriers with vectors and several loads in flight
+// (device/sym_move.h). Every poll looks at
 // the abort flag every kAbortCheckSpins spins; a thread that saw it sets
 // the group's flag A to the barrier's number within the item (prims.h's
 // step numbers: a thread still reading barrier k's flag ignores one set at
@@ -37,13 +39,9 @@
 #include "device/dev_types.h"
 #include "device/port.h"
 #include "device/prims.h"
+#include "device/sym_move.h"
 
 namespace uniccl::dev {
-
-// Byte `off` of LSA rank `peer`'s buffer in a flat range.
-UDEV char* symFlat(char* flat0, uint32_t stride4G, int peer, size_t off) {
-  return flat0 + (size_t)peer * ((size_t)stride4G << 32) + off;
-}
 
 // One cross-rank barrier of block `block` at epoch `e`, the item's
 // barrier number `step` (1, 2, ...). False: aborted (every thread of the
@@ -72,7 +70,7 @@ UDEV bool symBarrier(const CollCtx& c, const Group& g, int block, uint64_t e, ui
       *g.abortA = step;
       break;
     }
-    acquireAfterPollSystem();
+    acquireAfterPollSystem(mine);
   }
   g.sync();
   return !abortedBy(*g.abortA, step);
@@ -98,17 +96,6 @@ UDEV void symFinish(const Group& g, const SymEpoch& ep, uint32_t steps) {
   if (g.tid == 0) *reinterpret_cast<volatile uint64_t*>(ep.word) = ep.e0 + steps;
 }
 
-// Element `off` (bytes) reduced over every LSA rank's input, in rank order
-// 0, 1, ..., n-1 (every rank computes the same bits).
-template <typename Fn>
-UDEV typename Fn::S symReducePeers(const Fn& fn, const char* flat0, uint32_t stride4G, int n, size_t off) {
-  using S = typename Fn::S;
-  char* base = const_cast<char*>(flat0);
-  S a = *reinterpret_cast<const volatile S*>(symFlat(base, stride4G, 0, off));
-  for (int p = 1; p < n; p++) a = fn.op(a, *reinterpret_cast<const volatile S*>(symFlat(base, stride4G, p, off)));
-  return a;
-}
-
 template <typename Fn>
 UDEV_NOINLINE bool symAllReduce(const Work& w, const CollCtx& c, const Group& g, const Fn& fn) {
   using S = typename Fn::S;
@@ -118,21 +105,20 @@ UDEV_NOINLINE bool symAllReduce(const Work& w, const CollCtx& c, const Group& g,
   if (!symBarrier(c, g, block, ep.e0 + 1, 1)) return false;
   int64_t chOff, chN;
   channelShare<S>((int64_t)w.s.count, c, &chOff, &chN);
+  const char* src = w.s.sendFlat + (size_t)chOff * sizeof(S);
   if (w.s.recvFlat == nullptr) {
     // One-shot (out of place only): every element from every peer.
     S* dst = static_cast<S*>(w.s.recvbuff) + chOff;
-    for (int64_t i = g.tid; i < chN; i += g.nthreads)
-      dst[i] = symReducePeers(fn, w.s.sendFlat, w.s.sendStride4G, n, (size_t)(chOff + i) * sizeof(S));
+    symReduce(fn, src, w.s.sendStride4G, n, chN, (uintptr_t)dst, g, SymOutLocal<S>{dst});
   } else {
-    // Two-shot: this rank's sub-slice [lo, hi) of the block's share.
-    const int64_t part = divUpFast(chN, n);
-    const int64_t lo = part * me < chN ? part * me : chN;
-    const int64_t hi = lo + part < chN ? lo + part : chN;
-    for (int64_t i = lo + g.tid; i < hi; i += g.nthreads) {
-      const size_t off = (size_t)(chOff + i) * sizeof(S);
-      const S a = symReducePeers(fn, w.s.sendFlat, w.s.sendStride4G, n, off);
-      for (int p = 0; p < n; p++) *reinterpret_cast<S*>(symFlat(w.s.recvFlat, w.s.recvStride4G, p, off)) = a;
-    }
+    // Two-shot: this rank's sub-slice [lo, hi) of the block's share, whole
+    // 16-byte vectors (every rank splits the same way).
+    const int64_t part = alignUp(divUpFast(chN, n), 16 / (int64_t)sizeof(S));
+    const int64_t lo = imin(part * me, chN), hi = imin(lo + part, chN);
+    const size_t off = (size_t)lo * sizeof(S);
+    char* dst0 = symFlat(w.s.recvFlat, w.s.recvStride4G, 0, (size_t)chOff * sizeof(S) + off);
+    symReduce(fn, src + off, w.s.sendStride4G, n, hi - lo, (uintptr_t)dst0, g,
+              SymOutAllRanks<S>{dst0, w.s.recvStride4G, n});
   }
   g.sync();
   if (!symBarrier(c, g, block, ep.e0 + 2, 2)) return false;
@@ -164,7 +150,7 @@ UDEV_NOINLINE bool symAllGather(const Work& w, const CollCtx& c, const Group& g)
     const S* src = reinterpret_cast<const S*>(symFlat(flat0, w.s.sendStride4G, p, (size_t)from * sizeof(S)));
     S* dst = out + (int64_t)p * count + chOff;
     if (p == me && w.s.inPlace) continue;
-    for (int64_t i = g.tid; i < chN; i += g.nthreads) dst[i] = *reinterpret_cast<const volatile S*>(src + i);
+    symCopy(reinterpret_cast<const char*>(src), dst, chN, g);
   }
   g.sync();
   if (!symBarrier(c, g, block, ep.e0 + 2, 2)) return false;
@@ -192,8 +178,8 @@ UDEV_NOINLINE bool symReduceScatter(const Work& w, const CollCtx& c, const Group
   channelShare<S>(count, c, &chOff, &chN);
   S* dst = static_cast<S*>(w.s.recvbuff) + chOff;
   const int64_t from = (int64_t)me * count + chOff;
-  for (int64_t i = g.tid; i < chN; i += g.nthreads)
-    dst[i] = symReducePeers(fn, w.s.sendFlat, w.s.sendStride4G, n, (size_t)(from + i) * sizeof(S));
+  symReduce(fn, w.s.sendFlat + (size_t)from * sizeof(S), w.s.sendStride4G, n, chN, (uintptr_t)dst, g,
+            SymOutLocal<S>{dst});
   g.sync();
   if (!symBarrier(c, g, block, ep.e0 + 2, 2)) return false;
   symFinish(g, ep, 2);

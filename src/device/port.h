@@ -179,8 +179,13 @@ UDEV void postCounter(uint64_t* p, uint64_t v) {
 // which gfx90a and gfx94x keep in L2 for remote readers too (the AMDGPU
 // memory model's non-coherent MTYPE). HIP: release and acquire at system
 // scope on every target, whose L2 writeback (release) and invalidate
-// (acquire) make the window data of either side current. CUDA, amd_sync:
-// postCounter / acquireAfterPoll, already at system scope.
+// (acquire) make the window data of either side current. The acquire is
+// one more load of the counter p the spin polled, with acquire order: the
+// AMDGPU backend lowers an acquire fence with a release's L2 writeback in
+// front of the invalidate, an acquire load with the invalidate alone (the
+// counter has one writer, each post a release, so the load synchronizes
+// with the post the spin saw or a later one). CUDA, amd_sync: postCounter
+// / acquireAfterPoll, already at system scope.
 UDEV void postCounterSystem(uint64_t* p, uint64_t v) {
 #if defined(UNICCL_DEV_HIP)
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "");   // system scope
@@ -189,10 +194,11 @@ UDEV void postCounterSystem(uint64_t* p, uint64_t v) {
   postCounter(p, v);
 #endif
 }
-UDEV void acquireAfterPollSystem() {
+UDEV void acquireAfterPollSystem(const uint64_t* p) {
 #if defined(UNICCL_DEV_HIP)
-  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "");   // system scope
+  (void)__hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
+  (void)p;
   acquireAfterPoll();
 #endif
 }

@@ -60,6 +60,23 @@ void emuWaveSync();                     // the lanes of this thread's wavefront 
 void emuLaneSync(int n);                // the aligned group of n lanes (a power of two) meets
 void emuPoll();                         // a polling loop's pause: lets producers run on few cores
 
+// The polled-memory check (tests/emu: UNICCL_EMU_CHECK_POLLED=1, set before
+// the process starts): every access below to memory that another agent
+// writes or reads while kernels run (counters, LL and LL128 lines, the
+// abort flag, work items, conn FIFOs, watchdog words, profiler stamps) must
+// lie in polled memory, as the GPU backends allocate it
+// (gpu::deviceAllocPolled, hostAllocMapped, registered host memory, polled
+// virtual memory); emuCheckPolled aborts the process otherwise, naming the
+// access. Off: one predictable branch per access. Not loadCG: it also
+// reads data a peer stored into a registered buffer (direct receives),
+// which is ordered by counters, not polled; transport-polled-memory checks
+// the receive slots.
+extern bool gEmuCheckPolled;
+void emuCheckPolled(const void* p, const char* what);
+inline void polledAccess(const void* p, const char* what) {
+  if (__builtin_expect(gEmuCheckPolled, 0)) emuCheckPolled(p, what);
+}
+
 // 16 bytes moved as one unit.
 struct alignas(16) Pack16 {
   uint32_t x, y, z, w;
@@ -72,23 +89,38 @@ UDEV T& blockShared() {
 }
 
 UDEV uint64_t pollCounter(const uint64_t* p) {
+  polledAccess(p, "pollCounter (a counter)");
   emuPoll();
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 UDEV void acquireAfterPoll() { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
-UDEV void postCounter(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-UDEV void postCounterRelaxed(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+UDEV void postCounter(uint64_t* p, uint64_t v) {
+  polledAccess(p, "postCounter (a counter)");
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+UDEV void postCounterRelaxed(uint64_t* p, uint64_t v) {
+  polledAccess(p, "postCounterRelaxed (a counter)");
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
 // One coherent memory: the system-scope pair is the same pair (port.h).
 UDEV void postCounterSystem(uint64_t* p, uint64_t v) { postCounter(p, v); }
-UDEV void acquireAfterPollSystem() { acquireAfterPoll(); }
+UDEV void acquireAfterPollSystem(const uint64_t*) { acquireAfterPoll(); }
 UDEV void fenceSystem() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 UDEV void fenceBlock() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 UDEV uint32_t loadVolatile32(const volatile uint32_t* p) {
+  polledAccess(const_cast<const uint32_t*>(p), "loadVolatile32 (the abort flag)");
   return __atomic_load_n(const_cast<const uint32_t*>(p), __ATOMIC_ACQUIRE);
 }
-UDEV void storeVolatile64(int64_t* p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
-UDEV void storeVolatileU64(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+UDEV void storeVolatile64(int64_t* p, int64_t v) {
+  polledAccess(p, "storeVolatile64 (a conn FIFO entry)");
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+UDEV void storeVolatileU64(uint64_t* p, uint64_t v) {
+  polledAccess(p, "storeVolatileU64 (a watchdog progress word)");
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
 UDEV void storeStampPair(uint64_t* p, uint64_t counter, uint64_t value) {
+  polledAccess(p, "storeStampPair (a profiler stamp)");
   __atomic_store_n(p + 1, value, __ATOMIC_RELAXED);
   __atomic_store_n(p, counter, __ATOMIC_RELEASE);
 }
@@ -129,15 +161,27 @@ UDEV void store16(Pack16* p, const Pack16& v) {
 
 // LL: each 8-byte half (data, flag) is one single-copy-atomic store, as on HIP.
 UDEV void storeLLLine(Pack16* p, uint32_t d0, uint32_t d1, uint32_t flag) {
+  polledAccess(p, "storeLLLine (an LL line)");
   uint64_t* q = reinterpret_cast<uint64_t*>(p);
   __atomic_store_n(q, (uint64_t)d0 | ((uint64_t)flag << 32), __ATOMIC_RELAXED);
   __atomic_store_n(q + 1, (uint64_t)d1 | ((uint64_t)flag << 32), __ATOMIC_RELAXED);
 }
-UDEV Pack16 loadVolatile16(const Pack16* p) {
-  emuPoll();
-  return loadCG(p);
+// Two relaxed 8-byte loads (the slots' loadCG, unchecked).
+UDEV Pack16 loadPair64(const Pack16* p) {
+  const uint64_t* q = reinterpret_cast<const uint64_t*>(p);
+  const uint64_t a = __atomic_load_n(q, __ATOMIC_RELAXED), b = __atomic_load_n(q + 1, __ATOMIC_RELAXED);
+  return Pack16{(uint32_t)a, (uint32_t)(a >> 32), (uint32_t)b, (uint32_t)(b >> 32)};
 }
-UDEV Pack16 loadLLLine(const Pack16* p) { return loadVolatile16(p); }
+UDEV Pack16 loadVolatile16(const Pack16* p) {
+  polledAccess(p, "loadVolatile16 (a work item)");
+  emuPoll();
+  return loadPair64(p);
+}
+UDEV Pack16 loadLLLine(const Pack16* p) {
+  polledAccess(p, "loadLLLine (an LL line)");
+  emuPoll();
+  return loadPair64(p);
+}
 
 // LL128 (device/port.h says what the GPU guarantees: a warp's 128-byte
 // line store lands as one unit, and a reader that sees a line's flag sees
@@ -157,6 +201,7 @@ UDEV Pack16 loadLLLine(const Pack16* p) { return loadVolatile16(p); }
 // kCollKernelsHaveLL128), also in its 64-lane (AMD-shaped) mode.
 constexpr bool kCollKernelsHaveLL128 = true;
 UDEV void storeLL128(uint64_t* line, int sub, uint64_t v0, uint64_t v1) {
+  polledAccess(line, "storeLL128 (an LL128 line)");
   uint64_t* q = line + 2 * sub;
   if (sub != kLL128LanesPerLine - 1) {
     __atomic_store_n(q, v0, __ATOMIC_RELAXED);
@@ -169,6 +214,7 @@ UDEV void storeLL128(uint64_t* line, int sub, uint64_t v0, uint64_t v1) {
   }
 }
 UDEV bool loadLL128(const uint64_t* line, int sub, uint64_t flag, uint64_t* v0, uint64_t* v1) {
+  polledAccess(line, "loadLL128 (an LL128 line)");
   emuPoll();
   if (__atomic_load_n(line + kLL128LineWords - 1, __ATOMIC_ACQUIRE) != flag) return false;
   const uint64_t* q = line + 2 * sub;

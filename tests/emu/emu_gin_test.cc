@@ -635,14 +635,14 @@ void barrierKernel(uniccl::dev::KernelArgs ka) {
       if (p != me)
         gin.putValue(world, p, a.win, (size_t)me * 8, barValue(a.launch, k, me), ncclGin_None{}, ncclCoopThread());
       else
-        uniccl::devapi::store64((uint64_t*)(a.local + (size_t)me * 8), barValue(a.launch, k, me));
+        *(volatile uint64_t*)(a.local + (size_t)me * 8) = barValue(a.launch, k, me);   // window data, not a flag
     }
     {
       ncclBarrierSession<ncclCoopCta> bar(cta, ncclTeamTagWorld(), gin, (uint32_t)(k % 2));
       bar.sync(cta, cuda::memory_order_acq_rel, ncclGinFenceLevel::Relaxed);
     }
     for (int p = tid; p < n; p += cta.size()) {
-      uint64_t v = uniccl::devapi::load64((uint64_t*)(a.local + (size_t)p * 8), uniccl::devapi::orderRelaxed);
+      uint64_t v = *(volatile uint64_t*)(a.local + (size_t)p * 8);   // ordered by the world barrier
       if (!e.check(v == barValue(a.launch, k, p)))
         e.add("rank %d launch %d round %d: rank %d's value %llx after the world barrier, want %llx", me, a.launch, k, p,
               (unsigned long long)v, (unsigned long long)barValue(a.launch, k, p));

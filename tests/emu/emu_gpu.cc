@@ -7,6 +7,7 @@
 // Stream work runs outside the lock on the stream's worker thread, so kernels
 // and host functions of different streams run concurrently, as on a GPU.
 #include "emu_gpu.h"
+#include "emu_rocm.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -45,6 +46,9 @@ extern void logMessage(int level, uint64_t subsys, const char* file, int line, c
 }  // namespace uniccl::detail
 
 namespace uniccl::gpu {
+using emu::RocmVmm;
+using emu::rocmFromEnv;
+using emu::rocmVmm;
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -64,6 +68,7 @@ constexpr uint64_t kIpcMagic = 0x756e6963636c454dull;     // "unicclEM"
 // make thousands of them).
 constexpr size_t kVmmGranularity = size_t(64) << 10;
 constexpr char kMemfdPrefix[] = "uniccl-emu-vmm-dev";     // + the device: an importer reads it back
+constexpr char kMemfdPolled[] = "-polled";                // after the device: memCreate(..., polled = true)
 
 // Reports a failure once, where it happened, and keeps its text as the
 // calling thread's last runtime error.
@@ -120,6 +125,7 @@ struct Range {
   int device;  // Device and Mapped only
   MemHandle handle = 0;              // Mapped only: the physical allocation
   std::vector<int> accessDevices;    // Mapped only: memMap's device, then memSetAccess's
+  bool polled = false;               // memory others may poll (emu::polledRange)
 };
 
 // A physical allocation (memCreate, or memImportFd of one made elsewhere).
@@ -130,6 +136,7 @@ struct Phys {
   int refs = 0;           // handles given out and not released (create, import, retain)
   int maps = 0;           // live mappings of it
   bool counted = false;   // made by memCreate here: its bytes count in deviceUsed (an import's belong to its exporter)
+  bool polled = false;    // memCreate(..., polled = true)'s, also when imported (the memfd's name says)
   dev_t inodeDev = 0;     // the memfd's identity: an import of it here finds this allocation
   ino_t inode = 0;
 };
@@ -150,6 +157,7 @@ struct State {
   std::multiset<uintptr_t> ipcOpens;
   std::map<const void*, size_t> dynSharedLimit;
   std::set<std::pair<int, int>> peerEnabled;
+  int rocm = rocmFromEnv();                // UNICCL_EMU_ROCM (emu_rocm.h); 0: CUDA's answers
 
   State() {
     const char* env = std::getenv("UNICCL_EMU_DEVICES");
@@ -329,6 +337,7 @@ ncclResult_t hostAlloc(void** ptr, size_t bytes, RangeKind kind, const char* cal
   State& s = st();
   std::lock_guard<std::mutex> lk(s.mu);
   s.ranges[reinterpret_cast<uintptr_t>(p)] = Range{bytes, kind, -1};
+  s.ranges[reinterpret_cast<uintptr_t>(p)].polled = kind == RangeKind::HostMapped;
   *ptr = p;
   return ncclSuccess;
 }
@@ -601,8 +610,16 @@ ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
 
 // Like cudaFree, waits for the owning device's streams first: work still
 // queued there may use the memory.
-// Host memory is coherent: polled memory is ordinary emulated device memory.
-ncclResult_t deviceAllocPolled(void** ptr, size_t bytes) { return deviceAlloc(ptr, bytes); }
+// Host memory is coherent: polled memory is ordinary emulated device memory,
+// marked as polled for emu::polledRange.
+ncclResult_t deviceAllocPolled(void** ptr, size_t bytes) {
+  ncclResult_t res = deviceAlloc(ptr, bytes);
+  if (res != ncclSuccess || *ptr == nullptr) return res;
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  s.ranges.at(reinterpret_cast<uintptr_t>(*ptr)).polled = true;
+  return ncclSuccess;
+}
 ncclResult_t deviceFree(void* ptr) {
   if (ptr == nullptr) return ncclSuccess;
   State& s = st();
@@ -656,6 +673,7 @@ ncclResult_t hostRegister(void* ptr, size_t bytes, void** devPtr) {
     return fail(ncclUnhandledCudaError, "hostRegister(%p, %zu) failed: part or all of the requested memory range is "
                 "already mapped", ptr, bytes);
   s.ranges[p] = Range{bytes, RangeKind::Registered, -1};
+  s.ranges[p].polled = true;   // registered host memory is coherent (HIP: hipHostRegister)
   *devPtr = ptr;
   return ncclSuccess;
 }
@@ -790,15 +808,28 @@ std::map<uintptr_t, size_t>::iterator findReservation(State& s, uintptr_t p, siz
 ncclResult_t vmmQuery(int dev, VmmInfo* info) {
   if (info == nullptr || !validDevice(st(), dev))
     return fail(ncclUnhandledCudaError, "vmmQuery(%d) failed: invalid device ordinal or null output", dev);
-  *info = VmmInfo{true, true, kVmmGranularity, nullptr};
-  info->polled = true;   // one coherent host memory, as CUDA's device memory
+  // One coherent host memory: polled memory is as good as CUDA's device
+  // memory, unless a ROCm release without uncached VMM is emulated.
+  const RocmVmm r = rocmVmm(st().rocm);
+  *info = VmmInfo{r.vmm, r.vmm && r.fdExport, r.vmm ? kVmmGranularity : 0, nullptr};
+  info->polled = r.vmm && r.polled;
+  if (!r.vmm)
+    info->why = "virtual memory needs ROCm 6.0 or newer (UNICCL_EMU_ROCM)";
+  else if (!r.fdExport)
+    info->why = "sharing virtual-memory allocations between processes needs ROCm 6.2 or newer (UNICCL_EMU_ROCM)";
+  if (!info->polled) info->polledWhy = "uncached virtual memory needs ROCm 7.2 or newer (UNICCL_EMU_ROCM)";
   return ncclSuccess;
 }
 
-ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev, bool /*polled*/) {
+ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev, bool polled) {
   State& s = st();
   if (handle == nullptr) return fail(ncclUnhandledCudaError, "memCreate failed: invalid argument (null handle)");
   if (!validDevice(s, dev)) return fail(ncclUnhandledCudaError, "memCreate failed: invalid device ordinal %d", dev);
+  const RocmVmm r = rocmVmm(s.rocm);
+  if (!r.vmm) return fail(ncclInvalidUsage, "memCreate failed: not supported (no virtual memory before ROCm 6.0)");
+  if (polled && !r.polled)
+    return fail(ncclInvalidUsage, "memCreate(uncached) failed: not supported (hipMemAllocationTypeUncached needs "
+                "ROCm 7.2)");
   if (bytes == 0 || bytes % kVmmGranularity != 0)
     return fail(ncclUnhandledCudaError, "memCreate(%zu bytes) failed: invalid value (not a nonzero multiple of the "
                 "granularity, %zu bytes)", bytes, kVmmGranularity);
@@ -810,7 +841,7 @@ ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev, bool /*polled*/
     s.deviceUsed[dev] += bytes;  // reserved first, as deviceAlloc does
   }
   char name[64];
-  std::snprintf(name, sizeof(name), "%s%d", kMemfdPrefix, dev);
+  std::snprintf(name, sizeof(name), "%s%d%s", kMemfdPrefix, dev, polled ? kMemfdPolled : "");
   int fd = memfd_create(name, MFD_CLOEXEC);
   struct stat sb {};
   int err = 0;
@@ -829,6 +860,7 @@ ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev, bool /*polled*/
   p.device = dev;
   p.refs = 1;
   p.counted = true;
+  p.polled = polled;
   p.inodeDev = sb.st_dev;
   p.inode = sb.st_ino;
   *handle = h;
@@ -850,6 +882,8 @@ ncclResult_t memRelease(MemHandle handle) {
 ncclResult_t memExportFd(MemHandle handle, int* fd) {
   if (fd == nullptr) return fail(ncclUnhandledCudaError, "memExportFd failed: invalid argument (null output)");
   State& s = st();
+  if (!rocmVmm(s.rocm).fdExport)
+    return fail(ncclUnhandledCudaError, "memExportFd failed: not supported (fd export needs ROCm 6.2)");
   std::lock_guard<std::mutex> lk(s.mu);
   auto it = findHandle(s, handle);
   if (it == s.phys.end())
@@ -869,6 +903,8 @@ ncclResult_t memExportFd(MemHandle handle, int* fd) {
 ncclResult_t memImportFd(int fd, MemHandle* handle) {
   if (handle == nullptr) return fail(ncclUnhandledCudaError, "memImportFd failed: invalid argument (null handle)");
   State& s = st();
+  if (!rocmVmm(s.rocm).fdExport)
+    return fail(ncclUnhandledCudaError, "memImportFd failed: not supported (fd import needs ROCm 6.2)");
   char path[64], target[256];
   std::snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
   ssize_t n = readlink(path, target, sizeof(target) - 1);
@@ -900,12 +936,14 @@ ncclResult_t memImportFd(int fd, MemHandle* handle) {
   p.refs = 1;
   p.inodeDev = sb.st_dev;
   p.inode = sb.st_ino;
+  p.polled = std::strstr(target + prefix.size(), kMemfdPolled) != nullptr;
   *handle = h;
   return ncclSuccess;
 }
 
-// CUDA's answer: any address may be asked about (fake_gpu.h has ROCm's).
-bool memRetainAnyAddress() { return true; }
+// CUDA's answer: any address may be asked about; ROCm's (UNICCL_EMU_ROCM):
+// only the mappings the caller made.
+bool memRetainAnyAddress() { return st().rocm == 0; }
 
 ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** mapBase, size_t* mapBytes) {
   if (handle == nullptr || mapBase == nullptr || mapBytes == nullptr)
@@ -913,7 +951,15 @@ ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** map
   State& s = st();
   std::lock_guard<std::mutex> lk(s.mu);
   auto it = findRange(s, ptr);
-  if (it == s.ranges.end() || it->second.kind != RangeKind::Mapped) return ncclInvalidArgument;  // an answer, not a failure
+  const bool mapped = it != s.ranges.end() && it->second.kind == RangeKind::Mapped;
+  if (!mapped && s.rocm != 0) {
+    // ROCm 6.2+'s hipMemRetainAllocationHandle follows a null pointer here:
+    // the process dies, and so does the test that let it happen.
+    std::fprintf(stderr, "[emu-gpu] ROCm mode: memRetainFromAddress(%p) outside every VMM mapping: the runtime "
+                 "would crash here\n", ptr);
+    std::abort();
+  }
+  if (!mapped) return ncclInvalidArgument;  // an answer, not a failure
   ++s.phys.at(it->second.handle).refs;
   *handle = it->second.handle;
   *mapBase = reinterpret_cast<void*>(it->first);
@@ -982,7 +1028,7 @@ ncclResult_t memMap(void* va, size_t bytes, MemHandle handle, int dev) {
   if (mmap(va, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ph.fd, 0) == MAP_FAILED)
     return fail(ncclUnhandledCudaError, "memMap(%p, %zu) failed: out of memory (mmap: %s)", va, bytes,
                 std::strerror(errno));
-  s.ranges[p] = Range{bytes, RangeKind::Mapped, ph.device, handle, {dev}};
+  s.ranges[p] = Range{bytes, RangeKind::Mapped, ph.device, handle, {dev}, ph.polled};
   ++ph.maps;
   return ncclSuccess;
 }
@@ -1266,6 +1312,22 @@ ncclResult_t launchHostFunc(Stream h, void (*fn)(void*), void* arg) {
 const char* lastErrorString() { return tLastError.empty() ? "no error" : tLastError.c_str(); }
 
 void clearLastError() { tLastError.clear(); }
+
+bool polledRange(const void* p, uintptr_t* lo, uintptr_t* hi, const char** kind) {
+  gpu::State& s = gpu::st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  auto it = gpu::findRange(s, p);
+  if (it == s.ranges.end()) {
+    *kind = "no allocation of the emulated runtime";
+    return false;
+  }
+  static const char* const kNames[] = {"device memory", "pinned host memory", "host-mapped memory",
+                                       "registered host memory", "virtual memory"};
+  *kind = kNames[(int)it->second.kind];
+  *lo = it->first;
+  *hi = it->first + it->second.bytes;
+  return it->second.polled;
+}
 
 Usage usage() {
   gpu::State& s = gpu::st();

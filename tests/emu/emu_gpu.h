@@ -24,9 +24,13 @@
 //     ranges are device memory of the allocation's device for
 //     pointerGetInfo and memGetAddressRange; memSetAccess only checks (one
 //     address space: every device reaches them).
+//   - UNICCL_EMU_ROCM=<major>.<minor> answers the virtual-memory calls as
+//     that ROCm release's runtime does (emu_rocm.h): no retain outside a
+//     mapping (asking aborts), fd export from 6.2, uncached memory from 7.2.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "common/gpu.h"
 
@@ -57,6 +61,12 @@ struct Usage {
   size_t reservations;    // addressReserve'd ranges not yet freed
 };
 Usage usage();
+
+// Whether p lies in memory others may poll: deviceAllocPolled's,
+// hostAllocMapped's, registered host memory (SHM segments), or a mapping of
+// memCreate(..., polled = true)'s memory. [*lo, *hi) is the allocation
+// holding p, *kind what it is (also when false).
+bool polledRange(const void* p, uintptr_t* lo, uintptr_t* hi, const char** kind);
 
 // Runtime calls the core never makes (src/common/gpu.h has none), for the
 // emulator's own tests; each behaves as its CUDA runtime namesake.

@@ -190,6 +190,31 @@ void emuPoll() {
   giveWay();
 }
 
+// UNICCL_EMU_CHECK_POLLED=1: device/port_cpu.h's polled-memory check.
+bool gEmuCheckPolled = [] {
+  const char* v = std::getenv("UNICCL_EMU_CHECK_POLLED");
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}();
+
+// Polls return to the same word: the allocation last found polled is
+// remembered per thread.
+void emuCheckPolled(const void* p, const char* what) {
+  thread_local uintptr_t okLo = 0, okHi = 0;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  if (a >= okLo && a < okHi) return;
+  uintptr_t lo = 0, hi = 0;
+  const char* kind = nullptr;
+  if (emu::polledRange(p, &lo, &hi, &kind)) {
+    okLo = lo;
+    okHi = hi;
+    return;
+  }
+  std::fprintf(stderr, "[emu] polled-memory check: %s at %p lies in %s, not in polled memory "
+               "(gpu::deviceAllocPolled, hostAllocMapped, registered host memory or polled virtual memory)\n",
+               what, p, kind);
+  std::abort();
+}
+
 }  // namespace uniccl::dev
 
 // What include/nccl_device/impl/port.h calls in the emulator build of the
@@ -202,6 +227,9 @@ unsigned uniccl_emu_wave_size(void) { return uniccl::dev::kWarpSize; }
 void uniccl_emu_barrier(int id, int nThreads) { uniccl::dev::emuBarrier(id, nThreads); }
 void uniccl_emu_lane_sync(int nLanes) { uniccl::dev::emuLaneSync(nLanes); }
 void uniccl_emu_poll(void) { uniccl::dev::emuPoll(); }
+void uniccl_emu_check_polled(const void* p, const char* what) {
+  if (uniccl::dev::gEmuCheckPolled) uniccl::dev::emuCheckPolled(p, what);
+}
 }
 
 namespace uniccl::emu {

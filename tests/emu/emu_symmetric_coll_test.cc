@@ -392,6 +392,13 @@ bool testRanks(int n) {
     if (!f.run({{20000, op, false, false, 0}}, "symmetric-two-shot")) return false;
     expectSym += (uint64_t)n;
   }
+  // Buffers 4 and 12 bytes past a 16-byte boundary: the scalar head before
+  // the kernels' 16-byte vectors, one-shot and two-shot (in place).
+  for (size_t offset : {1, 3})
+    for (bool inPlace : {false, true}) {
+      if (!f.run({{4099, ncclSum, inPlace, false, offset}}, "symmetric-unaligned")) return false;
+      expectSym += (uint64_t)n;
+    }
   // Two in one group: one launch, two items, the barrier's epochs advance per item.
   if (!f.run({{1000, ncclSum, false, false, 0}, {4099, ncclMax, true, false, 1024}}, "symmetric-group")) return false;
   expectSym += 2 * (uint64_t)n;

@@ -12,7 +12,13 @@
 // foreign windows, double destroy); register/deregister cycles leave
 // nothing behind.
 //
-//   emu_symmetric_test [--ranks=N] [--cycles=N]   (default: 2, 3 and 8 ranks; 1000 cycles)
+// --no-uncached (under UNICCL_EMU_ROCM older than 7.2, emu_rocm.h): the
+// runtime has no uncached virtual memory, which is checked first. Windows
+// still register (the symmetric collectives' barrier is not made: a WARN),
+// and ncclDevCommCreate fails on every rank with ncclInvalidUsage and a
+// message that says why, without crashing and without leaking.
+//
+//   emu_symmetric_test [--ranks=N] [--cycles=N] [--no-uncached]   (default: 2, 3 and 8 ranks; 1000 cycles)
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -260,11 +266,15 @@ bool windowsPerThread(int n) {
   failsEverywhere("unaligned buffer", 0, [&](int r, ncclWindow_t* w) {
     return ncclCommWindowRegister(comms.c[r], static_cast<char*>(bufs.p[r]) + (r == 0 ? 64 : 0), 4096, w, 0);
   });
+  // Aligned as windows must be, so that what is refused is the memory kind
+  // (ROCm: asked of uniccl's own allocations only, never of the runtime).
   void* plain = nullptr;
   gpu::setDevice(n - 1);
-  NCCL_OK(gpu::deviceAlloc(&plain, 8192));
+  NCCL_OK(gpu::deviceAlloc(&plain, 8192 + NCCL_WIN_REQUIRED_ALIGNMENT));
+  void* plainAligned = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(plain) + NCCL_WIN_REQUIRED_ALIGNMENT - 1) &
+                                               ~(uintptr_t)(NCCL_WIN_REQUIRED_ALIGNMENT - 1));
   failsEverywhere("ordinary device memory", n - 1, [&](int r, ncclWindow_t* w) {
-    return ncclCommWindowRegister(comms.c[r], r == n - 1 ? plain : bufs.p[r], 4096, w, 0);
+    return ncclCommWindowRegister(comms.c[r], r == n - 1 ? plainAligned : bufs.p[r], 4096, w, 0);
   });
   gpu::setDevice(n - 1);
   gpu::deviceFree(plain);
@@ -333,14 +343,68 @@ bool cycles(int n, int count) {
   return true;
 }
 
+// The runtime has no uncached VMM memory (ROCm before 7.2): what the
+// library still does and what it refuses.
+bool withoutUncachedMemory(int n, int count) {
+  gpu::VmmInfo vmm{};
+  NCCL_OK(gpu::vmmQuery(0, &vmm));
+  CHECK(vmm.supported && !vmm.polled, "--no-uncached: the runtime offers uncached VMM memory (UNICCL_EMU_ROCM unset or "
+        "7.2+?)");
+  if (!vmm.supported || vmm.polled) return false;
+  Comms comms(n);
+  if (!comms.init()) return false;
+  Buffers bufs;
+  if (!bufs.alloc(n)) return false;
+  const uniccl::emu::Usage before = uniccl::emu::usage();
+  for (int i = 0; i < count; i++) {
+    std::vector<ncclWindow_t> win(n, nullptr);
+    NCCL_OK(ncclGroupStart());
+    for (int r = 0; r < n; r++)
+      NCCL_OK(ncclCommWindowRegister(comms.c[r], bufs.p[r], bytesOf(r), &win[r], NCCL_WIN_COLL_SYMMETRIC));
+    NCCL_OK(ncclGroupEnd());
+    if (i == 0) checkFlat(comms, bufs, win);
+    std::vector<std::string> why(n);
+    auto res = onEveryRank(n, [&](int r) {
+      ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+      reqs.lsaBarrierCount = 1;
+      ncclDevComm dc;
+      ncclResult_t got = ncclDevCommCreate(comms.c[r], &reqs, &dc);
+      why[r] = ncclGetLastError(comms.c[r]);
+      if (got == ncclSuccess) ncclDevCommDestroy(comms.c[r], &dc);
+      return got;
+    });
+    CHECK(allAre(res, ncclInvalidUsage), "ncclDevCommCreate without uncached memory: not refused on every rank");
+    for (int r = 0; r < n; r++)
+      CHECK(why[r].find("virtual memory") != std::string::npos, "rank %d: the refusal does not say why: '%s'", r,
+            why[r].c_str());
+    for (int r = 0; r < n; r++) NCCL_OK(ncclCommWindowDeregister(comms.c[r], win[r]));
+  }
+  const uniccl::emu::Usage after = uniccl::emu::usage();
+  CHECK(after.physAllocs == before.physAllocs && after.mappings == before.mappings &&
+            after.reservations == before.reservations,
+        "%d refused cycles left %zd physical allocations, %zd mappings, %zd reservations", count,
+        (ssize_t)(after.physAllocs - before.physAllocs), (ssize_t)(after.mappings - before.mappings),
+        (ssize_t)(after.reservations - before.reservations));
+  printf("%d ranks without uncached memory: windows register, device communicators refused everywhere (%d times): "
+         "ok\n", n, count);
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<int> ranks = {2, 3, 8};
   int count = 1000;
+  bool noUncached = false;
   for (int i = 1; i < argc; i++) {
     if (strncmp(argv[i], "--ranks=", 8) == 0) ranks = {atoi(argv[i] + 8)};
     if (strncmp(argv[i], "--cycles=", 9) == 0) count = atoi(argv[i] + 9);
+    if (strcmp(argv[i], "--no-uncached") == 0) noUncached = true;
+  }
+  if (noUncached) {
+    for (int n : ranks) withoutUncachedMemory(n, count);
+    printf("%s\n", gFailures ? "FAILED" : "ok");
+    return gFailures ? 1 : 0;
   }
   for (int n : ranks) {
     windowsInGroup(n);

@@ -20,6 +20,14 @@
  * ... so that code written for NCCL compiles unchanged. (Where a program
  * also includes libhipcxx's <cuda/atomic>, include that first.)
  *
+ * AMD sync (CUDA, UNICCL_AMD_SYNC: uniccl's own -Damd_sync=true test build,
+ * docs/amd.md): the CUDA bodies run the HIP bodies' synchronization on an
+ * NVIDIA GPU, so that the GPU tests meet it under real concurrency: flags
+ * polled relaxed with one fence after the spin and posted as a fence then a
+ * relaxed store, LL lines and GIN descriptors stored and loaded as 8-byte
+ * halves, sleeping spins. Scopes stay system (a CUDA peer's memory is
+ * ordinary memory of another GPU). Never defined in a user's build.
+ *
  * Memory model of the sessions: peers are other GPUs, so every flag access
  * is at system scope. A release store publishes the storing thread's
  * earlier accesses and, after a barrier of its group, the group's; an
@@ -34,6 +42,9 @@
 
 #if defined(UNICCL_DEVICE_API_CUDA)
 #include <cuda/atomic>
+#if defined(UNICCL_AMD_SYNC)
+#define UNICCL_DEVICE_API_AMD_SYNC 1
+#endif
 #endif
 
 #if defined(UNICCL_DEVICE_API_EMU)
@@ -45,6 +56,9 @@ unsigned uniccl_emu_wave_size(void);        /* lanes of an emulated wavefront */
 void uniccl_emu_barrier(int id, int nThreads); /* named barrier; id 0 with blockDim.x threads: __syncthreads */
 void uniccl_emu_lane_sync(int nLanes);      /* the aligned group of nLanes lanes (a power of two) meets */
 void uniccl_emu_poll(void);                 /* a polling loop's pause */
+/* p is a word another agent accesses while the kernel runs: with the
+ * emulator's polled-memory check on, it must lie in polled memory. */
+void uniccl_emu_check_polled(const void* p, const char* what);
 }
 #endif
 
@@ -85,6 +99,45 @@ NCCL_DEVICE_INLINE memory_order loadOrderOf(memory_order o) {
 }
 NCCL_DEVICE_INLINE memory_order storeOrderOf(memory_order o) {
   return o == orderAcquire || o == orderConsume ? orderRelaxed : o == orderAcqRel ? orderRelease : o;
+}
+
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+/* The HIP bodies' system-scope accesses and fences as PTX (AMD sync above).
+ * Generic addresses: the words may be device, VMM or host-mapped memory. */
+NCCL_DEVICE_INLINE uint32_t amdSyncLoad32(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+NCCL_DEVICE_INLINE uint64_t amdSyncLoad64(const uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+NCCL_DEVICE_INLINE void amdSyncStore32(uint32_t* p, uint32_t v) {
+  asm volatile("st.relaxed.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+NCCL_DEVICE_INLINE void amdSyncStore64(uint64_t* p, uint64_t v) {
+  asm volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+/* An acquire, release or acq_rel fence at system scope (HIP's
+ * __builtin_amdgcn_fence with those orders), and a seq_cst one. */
+NCCL_DEVICE_INLINE void amdSyncFence() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+NCCL_DEVICE_INLINE void amdSyncFenceSeqCst() { asm volatile("fence.sc.sys;" ::: "memory"); }
+/* HIP's s_sleep 1 between polls (64 clocks). */
+NCCL_DEVICE_INLINE void amdSyncPause() { __nanosleep(32); }
+#endif
+
+/* The order of each poll of a spin that ends with order o: CUDA polls with
+ * o itself, as NCCL does; HIP, the emulator and AMD sync poll relaxed and
+ * acquire once when the spin ends (spinLoad32 says why). */
+NCCL_DEVICE_INLINE memory_order pollOrderOf(memory_order o) {
+#if defined(UNICCL_DEVICE_API_CUDA) && !defined(UNICCL_DEVICE_API_AMD_SYNC)
+  return o;
+#else
+  (void)o;
+  return orderRelaxed;
+#endif
 }
 
 /* ------------------------------------------------------ the thread context */
@@ -176,7 +229,14 @@ NCCL_DEVICE_INLINE void syncNamed(int id, int nThreads) {
 
 /* ------------------------------------------------ system-scope flag words */
 NCCL_DEVICE_INLINE void store32(uint32_t* p, uint32_t v, memory_order o) {
-#if defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  switch (storeOrderOf(o)) {
+    case orderRelaxed: break;
+    case orderRelease: amdSyncFence(); break;
+    default: amdSyncFenceSeqCst(); break;
+  }
+  amdSyncStore32(p, v);
+#elif defined(UNICCL_DEVICE_API_CUDA)
   cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(*p).store(v, storeOrderOf(o));
 #elif defined(UNICCL_DEVICE_API_HIP)
   switch (storeOrderOf(o)) {
@@ -185,6 +245,7 @@ NCCL_DEVICE_INLINE void store32(uint32_t* p, uint32_t v, memory_order o) {
     default: __hip_atomic_store(p, v, __ATOMIC_SEQ_CST, __HIP_MEMORY_SCOPE_SYSTEM); break;
   }
 #else
+  uniccl_emu_check_polled(p, "store32 (an LSA barrier flag)");
   switch (storeOrderOf(o)) {
     case orderRelaxed: __atomic_store_n(p, v, __ATOMIC_RELAXED); break;
     case orderRelease: __atomic_store_n(p, v, __ATOMIC_RELEASE); break;
@@ -196,14 +257,28 @@ NCCL_DEVICE_INLINE void store32(uint32_t* p, uint32_t v, memory_order o) {
 /* Spins on *p until done(value) holds, then returns the value; with an
  * acquire (or stronger) order, later accesses see what the storer
  * published. CUDA polls with loads of that order as NCCL does; HIP and the
- * emulator poll relaxed and fence once (HIP: an acquire load per poll would
- * invalidate the CU's L1 on every iteration), pausing between polls (HIP:
- * s_sleep, so spinning wavefronts leave issue slots to the others;
- * emulator: a yield every few polls, so 2 cores run many spinning threads). */
+ * emulator poll relaxed and acquire once after the spin (HIP: an acquire
+ * per poll would invalidate the caches on every iteration), pausing between
+ * polls (HIP: s_sleep, so spinning wavefronts leave issue slots to the
+ * others; emulator: a yield every few polls, so 2 cores run many spinning
+ * threads). HIP's acquire is one more load of the word with acquire order,
+ * not a fence: the AMDGPU backend lowers an acquire fence with a release's
+ * L2 writeback in front of the invalidate (gfx90a, gfx94x), an acquire load
+ * with the invalidate alone. The word is written by one peer, each post a
+ * release, so that load synchronizes with the post the spin saw or a later
+ * one. */
 template <typename Done>
 NCCL_DEVICE_INLINE uint32_t spinLoad32(uint32_t* p, memory_order o, Done done) {
   memory_order lo = loadOrderOf(o);
-#if defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  uint32_t v;
+  while (!done(v = amdSyncLoad32(p))) amdSyncPause();
+  if (lo == orderSeqCst)
+    amdSyncFenceSeqCst();
+  else if (lo != orderRelaxed)
+    amdSyncFence();
+  return v;
+#elif defined(UNICCL_DEVICE_API_CUDA)
   cuda::atomic_ref<uint32_t, cuda::thread_scope_system> ref(*p);
   uint32_t v;
   while (!done(v = ref.load(lo))) {
@@ -215,9 +290,10 @@ NCCL_DEVICE_INLINE uint32_t spinLoad32(uint32_t* p, memory_order o, Done done) {
   if (lo == orderSeqCst)
     __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "");
   else if (lo != orderRelaxed)
-    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "");
+    (void)__hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
   return v;
 #else
+  uniccl_emu_check_polled(p, "spinLoad32 (an LSA barrier flag)");
   uint32_t v;
   while (!done(v = __atomic_load_n(p, __ATOMIC_RELAXED))) uniccl_emu_poll();
   if (lo == orderSeqCst)
@@ -239,7 +315,11 @@ struct alignas(16) Line {
 };
 
 NCCL_DEVICE_INLINE void storeLine(Line* p, uint32_t d0, uint32_t d1, uint32_t flag) {
-#if defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  uint64_t* q = reinterpret_cast<uint64_t*>(p);
+  amdSyncStore64(q, (uint64_t)d0 | ((uint64_t)flag << 32));
+  amdSyncStore64(q + 1, (uint64_t)d1 | ((uint64_t)flag << 32));
+#elif defined(UNICCL_DEVICE_API_CUDA)
   asm volatile("st.volatile.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(d0), "r"(flag), "r"(d1), "r"(flag)
                : "memory");
 #else
@@ -249,6 +329,7 @@ NCCL_DEVICE_INLINE void storeLine(Line* p, uint32_t d0, uint32_t d1, uint32_t fl
   __hip_atomic_store(q, lo, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
   __hip_atomic_store(q + 1, hi, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
+  uniccl_emu_check_polled(p, "storeLine (an LL all-to-all line)");
   __atomic_store_n(q, lo, __ATOMIC_RELAXED);
   __atomic_store_n(q + 1, hi, __ATOMIC_RELAXED);
 #endif
@@ -257,7 +338,14 @@ NCCL_DEVICE_INLINE void storeLine(Line* p, uint32_t d0, uint32_t d1, uint32_t fl
 
 NCCL_DEVICE_INLINE Line loadLine(const Line* p) {
   Line l;
-#if defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  const uint64_t* q = reinterpret_cast<const uint64_t*>(p);
+  const uint64_t lo = amdSyncLoad64(q), hi = amdSyncLoad64(q + 1);
+  l.data0 = (uint32_t)lo;
+  l.flag0 = (uint32_t)(lo >> 32);
+  l.data1 = (uint32_t)hi;
+  l.flag1 = (uint32_t)(hi >> 32);
+#elif defined(UNICCL_DEVICE_API_CUDA)
   asm volatile("ld.volatile.v4.u32 {%0,%1,%2,%3}, [%4];"
                : "=r"(l.data0), "=r"(l.flag0), "=r"(l.data1), "=r"(l.flag1)
                : "l"(p)
@@ -268,6 +356,7 @@ NCCL_DEVICE_INLINE Line loadLine(const Line* p) {
   uint64_t lo = __hip_atomic_load(q, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
   uint64_t hi = __hip_atomic_load(q + 1, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
+  uniccl_emu_check_polled(p, "loadLine (an LL all-to-all line)");
   uint64_t lo = __atomic_load_n(q, __ATOMIC_RELAXED);
   uint64_t hi = __atomic_load_n(q + 1, __ATOMIC_RELAXED);
 #endif
@@ -281,7 +370,9 @@ NCCL_DEVICE_INLINE Line loadLine(const Line* p) {
 
 /* One iteration of a loop that polls LL lines. */
 NCCL_DEVICE_INLINE void pollPause() {
-#if defined(UNICCL_DEVICE_API_HIP)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  amdSyncPause();
+#elif defined(UNICCL_DEVICE_API_HIP)
   __builtin_amdgcn_s_sleep(1);
 #elif defined(UNICCL_DEVICE_API_EMU)
   uniccl_emu_poll();
@@ -290,27 +381,35 @@ NCCL_DEVICE_INLINE void pollPause() {
 
 /* ------------------------------------------------------ GIN (gin.h) words */
 /* 64-bit system-scope words: GIN signals and counters (host-mapped memory the
- * proxy thread adds into) and 32-bit FIFO indices. */
+ * proxy thread adds into) and 32-bit FIFO indices. HIP: an acquire is the
+ * load's own order (no fence: see spinLoad32). */
 NCCL_DEVICE_INLINE uint64_t load64(uint64_t* p, memory_order o) {
   memory_order lo = loadOrderOf(o);
-#if defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  uint64_t v = amdSyncLoad64(p);
+  if (lo != orderRelaxed) amdSyncFence();
+  return v;
+#elif defined(UNICCL_DEVICE_API_CUDA)
   return cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).load(lo);
 #elif defined(UNICCL_DEVICE_API_HIP)
-  uint64_t v = __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
-  if (lo != orderRelaxed) __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "");
-  return v;
+  if (lo == orderRelaxed) return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
+  uniccl_emu_check_polled(p, "load64 (a GIN signal or counter)");
   uint64_t v = __atomic_load_n(p, __ATOMIC_RELAXED);
   if (lo != orderRelaxed) __atomic_thread_fence(__ATOMIC_ACQUIRE);
   return v;
 #endif
 }
 NCCL_DEVICE_INLINE void store64(uint64_t* p, uint64_t v) {
-#if defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  amdSyncStore64(p, v);
+#elif defined(UNICCL_DEVICE_API_CUDA)
   cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).store(v, cuda::memory_order_relaxed);
 #elif defined(UNICCL_DEVICE_API_HIP)
   __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
+  uniccl_emu_check_polled(p, "store64 (a GIN signal or counter)");
   __atomic_store_n(p, v, __ATOMIC_RELAXED);
 #endif
 }
@@ -323,11 +422,14 @@ NCCL_DEVICE_INLINE void addLocal64(uint64_t* p, uint64_t v) {
 #endif
 }
 NCCL_DEVICE_INLINE uint32_t load32Relaxed(const volatile uint32_t* p) {
-#if defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  return amdSyncLoad32(const_cast<const uint32_t*>(p));
+#elif defined(UNICCL_DEVICE_API_CUDA)
   return *p; /* volatile: read from memory every time (host-mapped words) */
 #elif defined(UNICCL_DEVICE_API_HIP)
   return __hip_atomic_load(const_cast<uint32_t*>(p), __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
+  uniccl_emu_check_polled(const_cast<const uint32_t*>(p), "load32Relaxed (a GIN queue index or the abort flag)");
   return __atomic_load_n(const_cast<uint32_t*>(p), __ATOMIC_RELAXED);
 #endif
 }
@@ -337,12 +439,15 @@ NCCL_DEVICE_INLINE uint32_t fetchAdd32(uint32_t* p, uint32_t v) {
 #elif defined(UNICCL_DEVICE_API_HIP)
   return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
+  uniccl_emu_check_polled(p, "fetchAdd32 (a GIN queue index)");
   return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 #endif
 }
 /* Publishes this thread's earlier stores to the host (and peers). */
 NCCL_DEVICE_INLINE void fenceReleaseSystem() {
-#if defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  amdSyncFence();
+#elif defined(UNICCL_DEVICE_API_CUDA)
   __threadfence_system();
 #elif defined(UNICCL_DEVICE_API_HIP)
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "");
@@ -354,7 +459,9 @@ NCCL_DEVICE_INLINE void fenceReleaseSystem() {
  * when every 8-byte word's bit 0 is set, so the stores may land in any order
  * (CUDA: four 16-byte write-through stores, as NCCL's proxy GIN writes). */
 NCCL_DEVICE_INLINE void storeDescriptor64B(void* dst, const uint64_t* q) {
-#if defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_AMD_SYNC)
+  for (int i = 0; i < 8; i++) amdSyncStore64((uint64_t*)dst + i, q[i]);
+#elif defined(UNICCL_DEVICE_API_CUDA)
   for (int i = 0; i < 4; i++) {
     uint4 v;
     v.x = (uint32_t)q[2 * i];
@@ -366,6 +473,7 @@ NCCL_DEVICE_INLINE void storeDescriptor64B(void* dst, const uint64_t* q) {
 #elif defined(UNICCL_DEVICE_API_HIP)
   for (int i = 0; i < 8; i++) __hip_atomic_store((uint64_t*)dst + i, q[i], __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
+  uniccl_emu_check_polled(dst, "storeDescriptor64B (a GIN queue entry)");
   for (int i = 0; i < 8; i++) __atomic_store_n((uint64_t*)dst + i, q[i], __ATOMIC_RELAXED);
 #endif
 }

@@ -51,6 +51,15 @@ bool localPeerMayStore(void* buff) {
   return !vmmMapping(buff, &b, &sz);
 }
 
+// Whether this GPU's virtual memory can be shared with another process
+// (gpu::VmmInfo::fdExport). ROCm 6.0 and 6.1 cannot: there a VMM
+// allocation is not offered to a peer of another process at all (the
+// export would only fail), and its messages go through the slots.
+bool vmmSharedAcrossProcesses(ncclComm* comm) {
+  gpu::VmmInfo info{};
+  return gpu::vmmQuery(comm->gpuDev, &info) == ncclSuccess && info.fdExport;
+}
+
 }  // namespace
 
 uintptr_t directRecvTarget(ncclComm* comm, int peer, void* buff, size_t bytes) {
@@ -75,7 +84,11 @@ uintptr_t directRecvTarget(ncclComm* comm, int peer, void* buff, size_t bytes) {
     // First message from this peer into this allocation: the peer maps it
     // (once; a peer that could not is not asked again).
     uintptr_t peerBase = 0;
-    if (importAtPeer(comm, peer, base, allocBytes, vmm, &peerBase) != ncclSuccess) peerBase = 0;
+    if (vmm && !vmmSharedAcrossProcesses(comm))
+      INFO(kSubsysReg, "rank %d: GPU %d cannot share virtual memory with another process: rank %d's messages into "
+           "allocation %#" PRIxPTR " go through slots", comm->rank, comm->gpuDev, peer, base);
+    else if (importAtPeer(comm, peer, base, allocBytes, vmm, &peerBase) != ncclSuccess)
+      peerBase = 0;
     reg.views.push_back(PeerView{peer, base, peerBase});
     out = peerBase != 0 ? peerBase + (p - base) : 0;
   });

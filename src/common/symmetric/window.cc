@@ -153,7 +153,8 @@ ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags,
   if (res == ncclSuccess) {
     for (int r = 0; r < comm->nRanks && res == ncclSuccess; r++) {
       if (all[r].status == ncclSuccess) continue;
-      if (r != comm->rank)
+      // A rank that failed itself keeps its own WARN (the reason) as its last error.
+      if (r != comm->rank && local == ncclSuccess)
         WARN("ncclCommWindowRegister: rank %d cannot register its buffer (error %d); the window is not registered on "
              "any rank", r, all[r].status);
       res = local != ncclSuccess ? local : (ncclResult_t)all[r].status;

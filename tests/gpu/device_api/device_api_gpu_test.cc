@@ -12,7 +12,10 @@
 // NCCL_SHM_DISABLE=1 so that ranks are LSA teams of one and GIN carries
 // everything over the socket transport.
 //
-//   device_api_gpu_test [--ranks-per-gpu=K] [--rounds=N] [--blocks=B] [--gin=1 [--gin-bytes=N]]
+// --ll: the LL all-to-all instead (ll_kernel.cu): per block and epoch,
+// 12-byte values (two lines each) from every rank to every rank, checked.
+//
+//   device_api_gpu_test [--ranks-per-gpu=K] [--rounds=N] [--blocks=B] [--gin=1 [--gin-bytes=N] | --ll=1]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +24,7 @@
 
 #include "../coll/rt.h"
 #include "gin_kernel.h"
+#include "ll_kernel.h"
 #include "lsa_kernel.h"
 #include "nccl.h"
 #include "nccl_device.h"
@@ -79,6 +83,11 @@ int main(int argc, char** argv) {
   const int blocks = intArg(argc, argv, "--blocks", 4);
   const int threads = 128;
   const bool gin = intArg(argc, argv, "--gin", 0) != 0;
+  const bool ll = intArg(argc, argv, "--ll", 0) != 0;
+  if (gin && ll) {
+    fprintf(stderr, "--gin and --ll: one kernel at a time\n");
+    return 2;
+  }
   const size_t ginBytes = (size_t)intArg(argc, argv, "--gin-bytes", 100003);
   const int n = ngpus * perGpu;
   if (perGpu > 1) setenv("UNICCL_RANKS_PER_GPU", std::to_string(perGpu).c_str(), 0);
@@ -102,6 +111,13 @@ int main(int argc, char** argv) {
     reqs.ginSignalCount = n;     // one per source rank
     reqs.ginCounterCount = 1;
   }
+  ncclLLA2AHandle llHandle{};
+  ncclDevResourceRequirements llReq{};
+  if (ll) {
+    reqs.lsaBarrierCount = 0;
+    NCCL_OK(ncclLLA2ACreateRequirement(blocks, llSlots(n), &llHandle, &llReq));
+    reqs.resourceRequirementsList = &llReq;
+  }
   for (int r = 0; r < n; r++) {
     RT_OK(rt::setDevice(devs[r]));
     NCCL_OK(ncclMemAlloc(&buf[r], bytes));
@@ -123,8 +139,9 @@ int main(int argc, char** argv) {
   // Every rank's kernel before any wait: they spin on each other.
   for (int r = 0; r < n; r++) {
     RT_OK(rt::setDevice(devs[r]));
-    const char* e = gin ? launchGinExchange(dc[r], win[r], ginBytes, rounds, errors[r], stream[r])
-                        : launchLsaExchange(dc[r], win[r], blocks, threads, rounds, errors[r], stream[r]);
+    const char* e = gin  ? launchGinExchange(dc[r], win[r], ginBytes, rounds, errors[r], stream[r])
+                    : ll ? launchLLExchange(dc[r], llHandle, blocks, rounds, errors[r], stream[r])
+                         : launchLsaExchange(dc[r], win[r], blocks, threads, rounds, errors[r], stream[r]);
     CHECK(e == nullptr, "rank %d: launch: %s", r, e);
   }
   unsigned long long total = 0;
@@ -133,7 +150,7 @@ int main(int argc, char** argv) {
     RT_OK(rt::streamSync(stream[r]));
     unsigned long long e = 0;
     RT_OK(rt::toHost(&e, errors[r], sizeof(e)));
-    CHECK(e == 0, "rank %d: %llu wrong %s", r, e, gin ? "bytes or counters" : "words");
+    CHECK(e == 0, "rank %d: %llu wrong %s", r, e, gin ? "bytes or counters" : ll ? "values" : "words");
     total += e;
   }
 
@@ -148,7 +165,10 @@ int main(int argc, char** argv) {
     RT_OK(rt::streamDestroy(stream[r]));
   }
   for (ncclComm_t c : comms) NCCL_OK(ncclCommDestroy(c));
-  if (gin)
+  if (ll)
+    printf("LL all-to-all: %d ranks (%d per GPU), %d blocks x %d epochs: %llu wrong values; %s\n", n, perGpu, blocks,
+           rounds, total, gFailures ? "FAILED" : "PASS");
+  else if (gin)
     printf("GIN: %d ranks (%d per GPU), %zu-byte puts x %d rounds: %llu wrong; %s\n", n, perGpu, ginBytes, rounds, total,
            gFailures ? "FAILED" : "PASS");
   else

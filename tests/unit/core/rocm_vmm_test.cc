@@ -6,7 +6,10 @@
 // semantics on, the fake aborts the process on such a call: these tests die
 // if a path regresses. Also: the HIP backend's choice of how to pass a file
 // descriptor to hipMemImportFromShareableHandle, against models of how each
-// ROCm release reads it.
+// ROCm release reads it; and ROCm 6.0 / 6.1, whose virtual memory stays in
+// one process (fake::setVmm(true, false)): windows with a peer in another
+// process are refused with the reason, and direct receives from one fall
+// back to the slots without trying an export.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -16,6 +19,7 @@
 #include "common/core/comm.h"
 #include "common/core/direct_recv.h"
 #include "common/core/mem_alloc.h"
+#include "common/symmetric/handle_exchange.h"
 #include "fake_gpu.h"
 #include "hip/vmm_abi.h"
 #include "uniccl.h"
@@ -151,6 +155,73 @@ TEST_F(RocmVmm, DirectReceiveIntoOrdinaryMemoryAsksNothing) {
   EXPECT_EQ(fake::callCount("memRetainFromAddress"), before);
   EXPECT_EQ(ncclCommDeregister(comms[0], handle), ncclSuccess);
   EXPECT_EQ(gpu::deviceFree(buf), ncclSuccess);
+  for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
+}
+
+// ROCm 6.0 / 6.1: a window whose LSA peer is in another process cannot get
+// that peer's allocation (no fd export). Both ranks refuse before any
+// exchange, with the reason; a peer in this process still works (its handle
+// is used as it is).
+TEST_F(RocmVmm, Rocm60WindowWithAPeerInAnotherProcessIsRefused) {
+  fake::setVmm(true, /*fdExport=*/false);
+  gpu::VmmInfo vmm{};
+  ASSERT_EQ(gpu::vmmQuery(0, &vmm), ncclSuccess);
+  ASSERT_FALSE(vmm.fdExport);
+  for (int rank = 0; rank < 2; rank++) {
+    ncclComm comm;   // hand-built: no bootstrap, which a refusal must not need
+    comm.rank = rank;
+    comm.nRanks = 2;
+    comm.gpuDev = rank;
+    comm.peers.resize(2);
+    for (int r = 0; r < 2; r++) comm.peers[r].processHash = 100 + r;   // two processes
+    std::vector<WindowAnnounce> all(2);
+    for (int r = 0; r < 2; r++) {
+      all[r].fdExport = vmm.fdExport ? 1 : 0;
+      all[r].handle = 7 + r;
+    }
+    std::vector<gpu::MemHandle> handles;
+    std::vector<bool> imported;
+    const uint64_t exports = fake::callCount("memExportFd");
+    EXPECT_EQ(peerHandles(&comm, LsaPlace{2, rank}, all, 0, &handles, &imported), ncclInvalidUsage) << rank;
+    EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("file descriptor"), std::string::npos)
+        << ncclGetLastError(nullptr);
+    EXPECT_EQ(fake::callCount("memExportFd"), exports);
+    for (bool i : imported) EXPECT_FALSE(i);
+    // The same ranks in one process: the handles as they are.
+    comm.peers[1 - rank].processHash = comm.peers[rank].processHash;
+    ASSERT_EQ(peerHandles(&comm, LsaPlace{2, rank}, all, 1, &handles, &imported), ncclSuccess) << rank;
+    EXPECT_EQ(handles[1 - rank], all[1 - rank].handle);
+  }
+}
+
+// ROCm 6.0 / 6.1: a receive from a peer of another process into a
+// registered ncclMemAlloc buffer goes through the slots; no export is tried
+// (it could only fail) and nothing is asked about the memory.
+TEST_F(RocmVmm, Rocm60DirectReceiveFromAnotherProcessUsesTheSlots) {
+  fake::setVmm(true, /*fdExport=*/false);
+  ncclComm_t comms[2] = {nullptr, nullptr};
+  const int devs[2] = {0, 1};
+  ASSERT_EQ(ncclCommInitAll(comms, 2, devs), ncclSuccess) << ncclGetLastError(nullptr);
+  if (comms[0]->transports.kindBetween(comms[0], 0, 1) != TransportKind::P2p)
+    GTEST_SKIP() << "the fake's two GPUs are not connected over P2P";
+  const size_t bytes = size_t(64) << 20;
+  ASSERT_EQ(gpu::setDevice(0), ncclSuccess);
+  void* buf = nullptr;
+  ASSERT_EQ(ncclMemAlloc(&buf, bytes), ncclSuccess);
+  void* handle = nullptr;
+  ASSERT_EQ(ncclCommRegister(comms[0], buf, bytes, &handle), ncclSuccess);
+  // Same process: the peer stores at this address.
+  EXPECT_EQ(directRecvTarget(comms[0], 1, buf, bytes), reinterpret_cast<uintptr_t>(buf));
+  // The peer in another process: slots.
+  const uint64_t savedHash = comms[0]->peers[1].processHash;
+  comms[0]->peers[1].processHash = savedHash + 1;
+  const uint64_t exports = fake::callCount("memExportFd");
+  EXPECT_EQ(directRecvTarget(comms[0], 1, buf, bytes), 0u);
+  EXPECT_EQ(directRecvTarget(comms[0], 1, buf, bytes), 0u);   // decided once, then remembered
+  EXPECT_EQ(fake::callCount("memExportFd"), exports);
+  comms[0]->peers[1].processHash = savedHash;
+  EXPECT_EQ(ncclCommDeregister(comms[0], handle), ncclSuccess);
+  EXPECT_EQ(ncclMemFree(buf), ncclSuccess);
   for (ncclComm_t c : comms) EXPECT_EQ(ncclCommDestroy(c), ncclSuccess);
 }
 
