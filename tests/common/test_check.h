@@ -81,108 +81,101 @@ inline void failAt(const char* file, int line, const char* what, const char* fmt
   va_end(ap);
 }
 
-// The same, then ends the process with status 1.
-[[noreturn]] inline void failAndExit(const char* file, int line, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-[[noreturn]] inline void failAndExit(const char* file, int line, const char* fmt, ...) {
-  detail::failureCount()++;
-  va_list ap;
-  va_start(ap, fmt);
-  detail::vreport(file, line, nullptr, fmt, ap);
-  va_end(ap);
-  fflush(stdout);
-  exit(1);
-}
-
 // The library's last error text on this thread, never null.
 inline const char* ncclLastError() {
   const char* e = ncclGetLastError(nullptr);
   return e ? e : "";
 }
 
+// Whether an NCCL call failed; a failure is reported (the call's text, the
+// error's name and the last error) and counted.
+inline bool ncclFailed(ncclResult_t result, const char* file, int line, const char* call) {
+  if (result == ncclSuccess) return false;
+  failAt(file, line, nullptr, "%s -> %s: %s", call, ncclGetErrorString(result), ncclLastError());
+  return true;
+}
+
+// Whether a runtime call failed (`error`: its error text, null on success);
+// a failure is reported and counted.
+inline bool runtimeFailed(const char* error, const char* file, int line, const char* call) {
+  if (error == nullptr) return false;
+  failAt(file, line, nullptr, "%s: %s", call, error);
+  return true;
+}
+
+// After a failure a program cannot go on from: status 1, what it printed kept.
+[[noreturn]] inline void exitFailed() {
+  fflush(stdout);
+  exit(1);
+}
+
 }  // namespace testcheck
 
-#define CHECK(cond, ...)                                                  \
-  do {                                                                    \
+#define CHECK(cond, ...)                                                      \
+  do {                                                                        \
     if (!(cond)) ::testcheck::failAt(__FILE__, __LINE__, #cond, __VA_ARGS__); \
   } while (0)
 
-#define CHECK_EQ(got, want, ...)                                                                        \
-  do {                                                                                                  \
-    const long long got_ = (long long)(got), want_ = (long long)(want);                                 \
-    if (got_ != want_) {                                                                                \
-      char what_[256];                                                                                  \
-      snprintf(what_, sizeof(what_), "%s = %lld, want %lld", #got, got_, want_);                        \
-      ::testcheck::failAt(__FILE__, __LINE__, what_, __VA_ARGS__);                                      \
-    }                                                                                                   \
+#define CHECK_EQ(got, want, ...)                                                 \
+  do {                                                                           \
+    const long long got_ = (long long)(got), want_ = (long long)(want);          \
+    if (got_ != want_) {                                                         \
+      char what_[256];                                                           \
+      snprintf(what_, sizeof(what_), "%s = %lld, want %lld", #got, got_, want_); \
+      ::testcheck::failAt(__FILE__, __LINE__, what_, __VA_ARGS__);               \
+    }                                                                            \
   } while (0)
 
 #define ADD_FAILURE(...) ::testcheck::failAt(__FILE__, __LINE__, nullptr, __VA_ARGS__)
 
-#define REQUIRE(cond, ...)                                                \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      ::testcheck::failAt(__FILE__, __LINE__, #cond, __VA_ARGS__);        \
-      return false;                                                       \
-    }                                                                     \
+#define REQUIRE(cond, ...)                                         \
+  do {                                                             \
+    if (!(cond)) {                                                 \
+      ::testcheck::failAt(__FILE__, __LINE__, #cond, __VA_ARGS__); \
+      return false;                                                \
+    }                                                              \
   } while (0)
 
-#define NCCL_OK(call)                                                                                   \
-  do {                                                                                                  \
-    const ncclResult_t r_ = (call);                                                                     \
-    if (r_ != ncclSuccess) {                                                                            \
-      ::testcheck::failAt(__FILE__, __LINE__, nullptr, "%s -> %s: %s", #call, ncclGetErrorString(r_),   \
-                          ::testcheck::ncclLastError());                                                \
-      return false;                                                                                     \
-    }                                                                                                   \
+#define NCCL_OK(call)                                                             \
+  do {                                                                            \
+    if (::testcheck::ncclFailed((call), __FILE__, __LINE__, #call)) return false; \
   } while (0)
 
-#define GROUPED_OK(call)                                                                                \
-  do {                                                                                                  \
-    const ncclResult_t r_ = (call);                                                                     \
-    if (r_ != ncclSuccess) {                                                                            \
-      ::testcheck::failAt(__FILE__, __LINE__, nullptr, "%s -> %s: %s", #call, ncclGetErrorString(r_),   \
-                          ::testcheck::ncclLastError());                                                \
-      ncclGroupEnd();                                                                                   \
-      return false;                                                                                     \
-    }                                                                                                   \
+#define GROUPED_OK(call)                                              \
+  do {                                                                \
+    if (::testcheck::ncclFailed((call), __FILE__, __LINE__, #call)) { \
+      ncclGroupEnd();                                                 \
+      return false;                                                   \
+    }                                                                 \
   } while (0)
 
-#define RT_OK(call)                                                                 \
-  do {                                                                              \
-    const char* e_ = (call);                                                        \
-    if (e_ != nullptr) {                                                            \
-      ::testcheck::failAt(__FILE__, __LINE__, nullptr, "%s: %s", #call, e_);        \
-      return false;                                                                 \
-    }                                                                               \
+#define RT_OK(call)                                                                  \
+  do {                                                                               \
+    if (::testcheck::runtimeFailed((call), __FILE__, __LINE__, #call)) return false; \
   } while (0)
 
-#define CHECK_ERR(call, code, needle)                                                                     \
-  do {                                                                                                    \
-    const ncclResult_t r_ = (call);                                                                       \
-    CHECK(r_ == (code), "%s -> %s, expected %s", #call, ncclGetErrorString(r_), ncclGetErrorString(code)); \
+#define CHECK_ERR(call, code, needle)                                                                           \
+  do {                                                                                                          \
+    const ncclResult_t r_ = (call);                                                                             \
+    CHECK(r_ == (code), "%s -> %s, expected %s", #call, ncclGetErrorString(r_), ncclGetErrorString(code));      \
     CHECK(strstr(::testcheck::ncclLastError(), needle) != nullptr, "%s: last error '%s' does not mention '%s'", \
-          #call, ::testcheck::ncclLastError(), needle);                                                   \
+          #call, ::testcheck::ncclLastError(), needle);                                                         \
   } while (0)
 
-#define NCCL_OK_OR_EXIT(call)                                                                            \
-  do {                                                                                                   \
-    const ncclResult_t r_ = (call);                                                                      \
-    if (r_ != ncclSuccess)                                                                               \
-      ::testcheck::failAndExit(__FILE__, __LINE__, "%s -> %s: %s", #call, ncclGetErrorString(r_),        \
-                               ::testcheck::ncclLastError());                                            \
+#define NCCL_OK_OR_EXIT(call)                                                                  \
+  do {                                                                                         \
+    if (::testcheck::ncclFailed((call), __FILE__, __LINE__, #call)) ::testcheck::exitFailed(); \
   } while (0)
 
-#define RT_OK_OR_EXIT(call)                                                            \
-  do {                                                                                 \
-    const char* e_ = (call);                                                           \
-    if (e_ != nullptr) ::testcheck::failAndExit(__FILE__, __LINE__, "%s: %s", #call, e_); \
+#define RT_OK_OR_EXIT(call)                                                                       \
+  do {                                                                                            \
+    if (::testcheck::runtimeFailed((call), __FILE__, __LINE__, #call)) ::testcheck::exitFailed(); \
   } while (0)
 
-#define CHECK_OR_ABORT(cond)                                  \
-  do {                                                        \
-    if (!(cond)) {                                            \
+#define CHECK_OR_ABORT(cond)                                          \
+  do {                                                                \
+    if (!(cond)) {                                                    \
       fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-      abort();                                                \
-    }                                                         \
+      abort();                                                        \
+    }                                                                 \
   } while (0)
