@@ -120,9 +120,13 @@ struct EmuEvent {
 // allocation's device for pointerGetInfo and memGetAddressRange.
 enum class RangeKind { Device, HostPinned, HostMapped, Registered, Mapped };
 struct Range {
-  size_t bytes;
-  RangeKind kind;
-  int device;  // Device and Mapped only
+  Range() = default;
+  Range(size_t b, RangeKind k, int dev, MemHandle h = 0, std::vector<int> access = {}, bool poll = false)
+      : bytes(b), kind(k), device(dev), handle(h), accessDevices(std::move(access)), polled(poll) {}
+
+  size_t bytes = 0;
+  RangeKind kind = RangeKind::Device;
+  int device = -1;  // Device and Mapped only
   MemHandle handle = 0;              // Mapped only: the physical allocation
   std::vector<int> accessDevices;    // Mapped only: memMap's device, then memSetAccess's
   bool polled = false;               // memory others may poll (emu::polledRange)

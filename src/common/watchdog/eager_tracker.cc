@@ -1,11 +1,8 @@
 #include "common/watchdog/eager_tracker.h"
 
-namespace uniccl {
+#include "common/watchdog/gpu_word.h"
 
-namespace {
-// The GPU writes these words behind the compiler's back.
-uint64_t readWord(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-}  // namespace
+namespace uniccl {
 
 void EagerTracker::launched(uint64_t id, unsigned grid, const WorkDesc& desc) {
   if (id == 0) return;
@@ -25,11 +22,11 @@ void EagerTracker::push(const Entry& e) {
   count_++;
 }
 
-bool EagerTracker::started(const Entry& e) const { return readWord(&words_->started) >= e.id; }
+bool EagerTracker::started(const Entry& e) const { return readGpuWord(&words_->started) >= e.id; }
 
 bool EagerTracker::done(const Entry& e) const {
   for (unsigned b = 0; b < e.grid && b < (unsigned)dev::kMaxChannels; b++)
-    if (readWord(&words_->done[b]) < e.id) return false;
+    if (readGpuWord(&words_->done[b]) < e.id) return false;
   return true;
 }
 

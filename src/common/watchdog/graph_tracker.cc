@@ -4,6 +4,7 @@
 
 #include "common/check.h"
 #include "common/util/debug.h"
+#include "common/watchdog/gpu_word.h"
 
 namespace uniccl {
 
@@ -64,9 +65,6 @@ void returnFlag(GraphReleaseFlag* f) {
 void onGraphReleased(void* arg) {
   static_cast<GraphReleaseFlag*>(arg)->released.store(true, std::memory_order_release);
 }
-
-// The GPU writes these words behind the compiler's back.
-uint64_t readWord(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
 }  // namespace
 
@@ -159,8 +157,8 @@ TrackerCheck GraphTracker::checkAll(int64_t nowMs, int64_t timeoutMs) {
     const dev::GraphProgress& w = wordsHost_[st.slot];
     for (int b = 0; b < dev::kMaxChannels; b++) {
       Running& r = st.running[b];
-      const uint64_t started = readWord(&w.started[b]);
-      if (started == readWord(&w.done[b])) {
+      const uint64_t started = readGpuWord(&w.started[b]);
+      if (started == readGpuWord(&w.done[b])) {
         r.id = 0;
         continue;
       }

@@ -22,8 +22,10 @@
 #include "common/bootstrap/unique_id.h"
 #include "common/bootstrap/wire.h"
 #include "common/util/debug.h"
+#include "test_ids.h"
 
 using namespace uniccl;
+using namespace uniccl::bootstrap_test;
 
 namespace {
 
@@ -139,23 +141,9 @@ ncclResult_t exercise(Bootstrap& b, uint64_t salt) {
   return b.barrier();
 }
 
-ncclUniqueId newId() {
-  ncclUniqueId id;
-  EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  return id;
-}
+SocketAddress rootOf(const ncclUniqueId& id) { return contentsOf(id).root; }
 
-SocketAddress rootOf(const ncclUniqueId& id) {
-  UniqueIdContents c;
-  EXPECT_EQ(decodeUniqueId(id, &c), ncclSuccess);
-  return c.root;
-}
-
-uint64_t magicOf(const ncclUniqueId& id) {
-  UniqueIdContents c;
-  EXPECT_EQ(decodeUniqueId(id, &c), ncclSuccess);
-  return c.magic;
-}
+uint64_t magicOf(const ncclUniqueId& id) { return contentsOf(id).magic; }
 
 bool haveIpv6Loopback() {
   SocketAddress a;

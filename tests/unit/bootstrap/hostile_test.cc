@@ -32,28 +32,18 @@
 #include "common/bootstrap/unique_id.h"
 #include "common/bootstrap/wire.h"
 #include "common/util/debug.h"
+#include "test_ids.h"
 
 using namespace uniccl;
 using namespace uniccl::bootstrap;
+using namespace uniccl::bootstrap_test;
 
 namespace {
 
-struct PeerInfo {
+struct RankTag {
   int32_t rank;
   uint32_t salt;
 };
-
-ncclUniqueId newId() {
-  ncclUniqueId id;
-  EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  return id;
-}
-
-UniqueIdContents contentsOf(const ncclUniqueId& id) {
-  UniqueIdContents c;
-  EXPECT_EQ(decodeUniqueId(id, &c), ncclSuccess);
-  return c;
-}
 
 // The same root, another secret: what a process without the id can make.
 ncclUniqueId withOtherSecret(const ncclUniqueId& id) {
@@ -90,12 +80,12 @@ JobResult runJob(const ncclUniqueId& id, int n, uint32_t salt, const std::functi
   for (int r = 0; r < n; r++) {
     threads.emplace_back([&, r] {
       if (startRank) startRank(r);
-      PeerInfo mine = {r, salt};
+      RankTag mine = {r, salt};
       std::unique_ptr<Bootstrap> b;
       ncclResult_t res = Bootstrap::init(id, r, n, &mine, sizeof(mine), &b);
       if (res == ncclSuccess) {
         for (int p = 0; p < n && res == ncclSuccess; p++) {
-          const PeerInfo* info = static_cast<const PeerInfo*>(b->peerInfo(p));
+          const RankTag* info = static_cast<const RankTag*>(b->peerInfo(p));
           if (info->rank != p || info->salt != salt) res = ncclInternalError;
         }
       }
@@ -258,7 +248,7 @@ TEST(Hostile, FakeRankZeroAndWrongSecretAreRefused) {
   EXPECT_NE(std::string(lastErrorMessage()).find("refused"), std::string::npos) << lastErrorMessage();
 
   auto t0 = Clock::now();
-  PeerInfo mine = {0, 99};
+  RankTag mine = {0, 99};
   std::unique_ptr<Bootstrap> b;
   EXPECT_EQ(Bootstrap::init(forged, 0, 2, &mine, sizeof(mine), &b), ncclInvalidUsage);
   std::string err = lastErrorMessage();
@@ -283,7 +273,7 @@ TEST(Hostile, WrongSecretAtARankListener) {
     std::vector<std::thread> t;
     for (int r = 0; r < 2; r++)
       t.emplace_back([&, r] {
-        PeerInfo mine = {r, 13};
+        RankTag mine = {r, 13};
         res[r] = Bootstrap::init(id, r, 2, &mine, sizeof(mine), &b[r]);
       });
     for (auto& x : t) x.join();

@@ -414,7 +414,9 @@ TEST(FlatLayout, PeersAtOneStrideWhateverTheirOffsets) {
     // The buffer of peer p lands at flatBase + p * stride.
     EXPECT_EQ(l.mapOffset[p] + peers[p].offset, l.flatBaseOffset + p * l.stride) << p;
     EXPECT_LE(l.mapOffset[p] + peers[p].allocBytes, l.reserveBytes) << p;
-    if (p > 0) EXPECT_LE(l.mapOffset[p - 1] + peers[p - 1].allocBytes, l.mapOffset[p]) << "overlap at " << p;
+    if (p > 0) {
+      EXPECT_LE(l.mapOffset[p - 1] + peers[p - 1].allocBytes, l.mapOffset[p]) << "overlap at " << p;
+    }
   }
   // Over 4 GiB an allocation takes a wider stride.
   std::vector<FlatPeer> big = {{(size_t)5 << 30, 0}, {(size_t)5 << 30, 0}};

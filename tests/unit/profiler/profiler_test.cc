@@ -18,6 +18,7 @@
 #include "common/profiler/kernel_ch.h"
 #include "common/profiler/kernel_ch_poller.h"
 #include "common/profiler/profiler.h"
+#include "gpu_stamp.h"
 #include "test_sink.h"
 
 using namespace uniccl;
@@ -367,16 +368,6 @@ TEST_F(ProfilerTest, V4PluginRunsBehindTheAdapter) {
 }
 
 // ------------------------------------------------------------------ KernelCh
-namespace {
-
-// Writes a stamp as the kernel does: timer, release, counter.
-void gpuStamp(KernelChStamp* s, uint64_t counter, uint64_t timer) {
-  __atomic_store_n(&s->timer, timer, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->counter, counter, __ATOMIC_RELEASE);
-}
-
-}  // namespace
-
 TEST_F(ProfilerTest, KernelChEventsComeFromTheRings) {
   setenv("NCCL_PROFILER_PLUGIN", "testprof", 1);
   auto ctx = profilerInit(commInfo());

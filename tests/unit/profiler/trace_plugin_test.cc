@@ -16,6 +16,7 @@
 
 #include "common/profiler/kernel_ch.h"
 #include "common/profiler/profiler.h"
+#include "gpu_stamp.h"
 
 using namespace uniccl;
 
@@ -25,11 +26,6 @@ uint64_t epochNs() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-void gpuStamp(KernelChStamp* s, uint64_t counter, uint64_t timer) {
-  __atomic_store_n(&s->timer, timer, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->counter, counter, __ATOMIC_RELEASE);
 }
 
 std::string tempPrefix() {
