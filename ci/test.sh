@@ -28,6 +28,13 @@ nvidia-smi -L >/dev/null 2>&1 && default_filter=all default_emu_filter=all defau
 filter=${UNICCL_KERNEL_FILTER:-$default_filter}
 emu_filter=${UNICCL_KERNEL_FILTER:-$default_emu_filter}
 jobs=${UNICCL_JOBS:-$(nproc)}
+# On a machine of a few cores (CI's has 2) every tier is a unity build: each
+# batch of sources is one translation unit, so the library's and the tests'
+# headers are parsed once per batch, not once per file (a fifth of the
+# library's compile time). With more cores the sources compile one by one,
+# in parallel. The GPU kernels stay apart either way (kernel_build_options).
+unity=off
+[ "$jobs" -le 4 ] && unity=on
 # The per-test ThreadSanitizer builds (*-tsan) only where the TSan tier below
 # does not run: it runs the same tests on a wholly instrumented build.
 tsan_tests=false
@@ -80,7 +87,7 @@ else
 fi
 
 echo "=== cuda build (kernels: $filter; emulated: $emu_filter) ==="
-if configure "$build/cuda" -Dgpu_backend=cuda -Dgpu_archs="$default_archs" -Dkernel_filter="$filter" -Demu_kernel_filter="$emu_filter" -Dnccl_home="$nccl_home" -Dtsan_tests=$tsan_tests \
+if configure "$build/cuda" -Dunity=$unity -Dgpu_backend=cuda -Dgpu_archs="$default_archs" -Dkernel_filter="$filter" -Demu_kernel_filter="$emu_filter" -Dnccl_home="$nccl_home" -Dtsan_tests=$tsan_tests \
    && ninja -C "$build/cuda" -j "$jobs"; then
   run_suite cuda-unit "$build/cuda" unit || status=1
   if nvidia-smi -L >/dev/null 2>&1; then run_suite cuda-gpu "$build/cuda" gpu || status=1; fi
@@ -119,7 +126,7 @@ if [ "${UNICCL_SKIP_SANITIZERS:-0}" != 1 ]; then
     [ "$san" = thread ] || san_args=(-Dcpp_args=-fno-sanitize=null,alignment -Dc_args=-fno-sanitize=null,alignment)
     echo "=== $label build ==="
     dir=$build/$label
-    if configure "$dir" -Dgpu_backend=cuda -Dkernel_filter=f32 -Dbench=false "${san_args[@]}" \
+    if configure "$dir" -Dunity=$unity -Dgpu_backend=cuda -Dkernel_filter=f32 -Dbench=false "${san_args[@]}" \
          -Db_sanitize=$san -Db_lundef=false -Doptimization=1 -Db_ndebug=true \
        && targets=$(python3 ci/suite_targets.py "$dir" unit --exclude emu $no_suites) \
        && ninja -C "$dir" -j "$jobs" $targets; then
@@ -169,7 +176,7 @@ elif [ "${UNICCL_SKIP_HIP:-0}" != 1 ]; then
   # same code for both backends; this tier runs the tests that depend on the
   # backend and its compiler (headers, exports, device code checks, the
   # benchmark self-test).
-  if CXX=hipcc configure "$build/hip" -Dgpu_backend=hip -Dkernel_filter="$hip_filter" -Dmpi=disabled -Dtsan_tests=false -Dhost_tests=false \
+  if CXX=hipcc configure "$build/hip" -Dunity=$unity -Dgpu_backend=hip -Dkernel_filter="$hip_filter" -Dmpi=disabled -Dtsan_tests=false -Dhost_tests=false \
      -Dgpu_archs=gfx90a -Dgpu_check_archs=gfx940,gfx1030,gfx1100 \
      && ninja -C "$build/hip" -j "$jobs"; then
     # The emulator's runs are the CUDA tier's (the same single-source code).
