@@ -25,7 +25,8 @@ inline ncclResult_t failAlloc(const char* call, gpuError_t err) {
 
 }  // namespace uniccl::gpu::backend
 
-// The vendor's name of an aliased call, for messages: GPU_CALL_NAME(gpuMalloc) is "cudaMalloc" or "hipMalloc".
+// The vendor's name of an aliased call, for messages: GPU_CALL_NAME(gpuMalloc)
+// is the runtime's own spelling of gpuMalloc (vendor_alias.h).
 #define GPU_CALL_NAME(call) UNICCL_GPU_QUOTE_(call)
 #define UNICCL_GPU_QUOTE_(text) #text
 
