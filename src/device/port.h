@@ -2,7 +2,10 @@
 // vendor. Everything the kernels need from the hardware (scoped atomics,
 // fences, cache-bypassing and 16-byte loads/stores, sub-group barriers,
 // sleep, timer) is a small inline function here with one CUDA and one HIP
-// body, so the algorithms above it are single-source.
+// body, so the algorithms above it are single-source. The system-scope
+// accesses, fences and polling pause whose semantics the Device API shares
+// come from its public include/nccl_device/impl/sync.h (devapi::); what is
+// here is the kernels' own (docs/architecture.md, "Device portability").
 //
 // Included by host-only code too (the test harness reuses the float
 // conversions): without a device compiler only UNICCL_HD is defined.
@@ -33,6 +36,7 @@
 #define UNICCL_DEV_CUDA 1
 #include <cuda_runtime.h>
 #endif
+#include "nccl_device/impl/sync.h"
 
 // -Damd_sync=true (CUDA builds only): the kernels run the AMD path's
 // synchronization on an NVIDIA GPU, so that the HIP algorithms meet real
@@ -133,7 +137,7 @@ struct alignas(16) Pack16 {
 // the same wait). port_check.py reads the generated code for these bits.
 UDEV uint64_t pollCounter(const uint64_t* p) {
 #if defined(UNICCL_DEV_HIP)
-  return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  return devapi::loadSys<__ATOMIC_RELAXED>(p);
 #elif defined(UNICCL_AMD_SYNC_CUDA)
   uint64_t v;
   asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
@@ -153,7 +157,7 @@ UDEV void acquireAfterPoll() {
 #if defined(UNICCL_DEV_HIP)
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "agent");
 #elif defined(UNICCL_AMD_SYNC_CUDA)
-  asm volatile("fence.acq_rel.sys;" ::: "memory");
+  devapi::fenceAcquireSys();
 #endif
 }
 
@@ -164,11 +168,12 @@ UDEV void postCounter(uint64_t* p, uint64_t v) {
 #if defined(__GFX9__)
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "agent");
 #else
-  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "");   // system scope
+  devapi::fenceReleaseSys();
 #endif
-  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  devapi::storeSys<__ATOMIC_RELAXED>(p, v);
 #elif defined(UNICCL_AMD_SYNC_CUDA)
-  asm volatile("fence.acq_rel.sys;\n\tst.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  devapi::fenceReleaseSys();
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 #else
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 #endif
@@ -188,15 +193,15 @@ UDEV void postCounter(uint64_t* p, uint64_t v) {
 // / acquireAfterPoll, already at system scope.
 UDEV void postCounterSystem(uint64_t* p, uint64_t v) {
 #if defined(UNICCL_DEV_HIP)
-  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "");   // system scope
-  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  devapi::fenceReleaseSys();
+  devapi::storeSys<__ATOMIC_RELAXED>(p, v);
 #else
   postCounter(p, v);
 #endif
 }
 UDEV void acquireAfterPollSystem(const uint64_t* p) {
 #if defined(UNICCL_DEV_HIP)
-  (void)__hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
+  (void)devapi::loadSys<__ATOMIC_ACQUIRE>(p);
 #else
   (void)p;
   acquireAfterPoll();
@@ -208,7 +213,7 @@ UDEV void acquireAfterPollSystem(const uint64_t* p) {
 // barrier), but still reaches polled memory with the coherence bits.
 UDEV void postCounterRelaxed(uint64_t* p, uint64_t v) {
 #if defined(UNICCL_DEV_HIP)
-  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  devapi::storeSys<__ATOMIC_RELAXED>(p, v);
 #elif defined(UNICCL_AMD_SYNC_CUDA)
   asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 #else
@@ -217,14 +222,9 @@ UDEV void postCounterRelaxed(uint64_t* p, uint64_t v) {
 }
 
 // Orders every store of this thread (and, after a barrier, of the threads
-// that synchronized with it) before later stores, as seen by peers and host.
-UDEV void fenceSystem() {
-#if defined(UNICCL_DEV_HIP)
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);  // system scope by default on AMDGPU
-#else
-  asm volatile("fence.sc.sys;" ::: "memory");
-#endif
-}
+// that synchronized with it) before later stores, as seen by peers and host:
+// a seq_cst fence at system scope (fence.sc.sys; AMDGPU's default scope).
+UDEV void fenceSystem() { devapi::fenceSeqCstSys(); }
 
 UDEV void fenceBlock() { __threadfence_block(); }
 
@@ -244,8 +244,8 @@ UDEV void storeVolatile64(int64_t* p, int64_t v) { *reinterpret_cast<volatile in
 // 2x H200). HIP: the value, then the counter with a system-scope release.
 UDEV void storeStampPair(uint64_t* p, uint64_t counter, uint64_t value) {
 #if defined(UNICCL_DEV_HIP)
-  __hip_atomic_store(p + 1, value, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
-  __hip_atomic_store(p, counter, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+  devapi::storeSys<__ATOMIC_RELAXED>(p + 1, value);
+  devapi::storeSys<__ATOMIC_RELEASE>(p, counter);
 #elif defined(UNICCL_AMD_SYNC_CUDA)
   asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p + 1), "l"(value) : "memory");
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(counter) : "memory");
@@ -365,8 +365,8 @@ UDEV void storeLLLine(Pack16* p, uint32_t d0, uint32_t d1, uint32_t flag) {
 UDEV Pack16 loadLLLine(const Pack16* p) {
 #if defined(UNICCL_DEV_HIP)
   const uint64_t* q = reinterpret_cast<const uint64_t*>(p);
-  const uint64_t a = __hip_atomic_load(q, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
-  const uint64_t b = __hip_atomic_load(q + 1, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  const uint64_t a = devapi::loadSys<__ATOMIC_RELAXED>(q);
+  const uint64_t b = devapi::loadSys<__ATOMIC_RELAXED>(q + 1);
   return Pack16{(uint32_t)a, (uint32_t)(a >> 32), (uint32_t)b, (uint32_t)(b >> 32)};
 #elif defined(UNICCL_AMD_SYNC_CUDA)
   const uint64_t* q = reinterpret_cast<const uint64_t*>(p);
@@ -424,8 +424,8 @@ UDEV void storeLL128(uint64_t* line, int sub, uint64_t v0, uint64_t v1) {
 UDEV bool loadLL128(const uint64_t* line, int sub, uint64_t flag, uint64_t* v0, uint64_t* v1) {
 #if defined(UNICCL_DEV_HIP)
   const uint64_t* q = line + 2 * sub;
-  *v0 = __hip_atomic_load(q, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
-  *v1 = __hip_atomic_load(q + 1, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  *v0 = devapi::loadSys<__ATOMIC_RELAXED>(q);
+  *v1 = devapi::loadSys<__ATOMIC_RELAXED>(q + 1);
 #else
   asm volatile("ld.volatile.global.v2.u64 {%0,%1}, [%2];" : "=l"(*v0), "=l"(*v1) : "l"(line + 2 * sub) : "memory");
 #endif
@@ -585,14 +585,10 @@ UDEV void releaseDependentGrids() {
 // One iteration of a spin on polled memory (a counter, an LL flag). HIP: a
 // short s_sleep as RCCL does in every wait, so a spinning wavefront leaves
 // its SIMD's issue slots to the others (the copy loops, the peer's blocks
-// on a shared GPU). CUDA: nothing (NVIDIA's spins stay as they were).
-UDEV void spinPause() {
-#if defined(UNICCL_DEV_HIP)
-  __builtin_amdgcn_s_sleep(1);
-#elif defined(UNICCL_AMD_SYNC_CUDA)
-  __nanosleep(32);   // about s_sleep 1 (64 clocks)
-#endif
-}
+// on a shared GPU). CUDA: nothing (NVIDIA's spins stay as they were);
+// amd_sync: a nanosleep of about s_sleep 1. The Device API's spins pause
+// the same way.
+UDEV void spinPause() { devapi::pollPause(); }
 
 UDEV void sleepBrief() {
 #if defined(UNICCL_DEV_HIP)

@@ -11,13 +11,18 @@
 //
 // Included only by port.h. The thread and block context (threadIdx,
 // blockIdx, the block's shared memory and barriers) is set by the emulator's
-// kernel runner (tests/emu/emu_runtime.cc).
+// kernel runner (tests/emu/emu_runtime.cc). The accesses of words other
+// agents read or write (counters, flags, LL lines, stamps) are the Device
+// API's emulator primitives (include/nccl_device/impl/sync.h, devapi::),
+// with this port's own polled-memory check and polling yields around them.
 #pragma once
 
 #include <sched.h>
 #include <time.h>
 
 #include <cstdint>
+
+#include "nccl_device/impl/sync.h"
 
 #define UNICCL_DEVICE_COMPILER 1
 #define UNICCL_DEV_CPU_PORT 1
@@ -91,38 +96,38 @@ UDEV T& blockShared() {
 UDEV uint64_t pollCounter(const uint64_t* p) {
   polledAccess(p, "pollCounter (a counter)");
   emuPoll();
-  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+  return devapi::loadSys<__ATOMIC_ACQUIRE>(p);
 }
-UDEV void acquireAfterPoll() { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
+UDEV void acquireAfterPoll() { devapi::fenceAcquireSys(); }
 UDEV void postCounter(uint64_t* p, uint64_t v) {
   polledAccess(p, "postCounter (a counter)");
-  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+  devapi::storeSys<__ATOMIC_RELEASE>(p, v);
 }
 UDEV void postCounterRelaxed(uint64_t* p, uint64_t v) {
   polledAccess(p, "postCounterRelaxed (a counter)");
-  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+  devapi::storeSys<__ATOMIC_RELAXED>(p, v);
 }
 // One coherent memory: the system-scope pair is the same pair (port.h).
 UDEV void postCounterSystem(uint64_t* p, uint64_t v) { postCounter(p, v); }
 UDEV void acquireAfterPollSystem(const uint64_t*) { acquireAfterPoll(); }
-UDEV void fenceSystem() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+UDEV void fenceSystem() { devapi::fenceSeqCstSys(); }
 UDEV void fenceBlock() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 UDEV uint32_t loadVolatile32(const volatile uint32_t* p) {
   polledAccess(const_cast<const uint32_t*>(p), "loadVolatile32 (the abort flag)");
-  return __atomic_load_n(const_cast<const uint32_t*>(p), __ATOMIC_ACQUIRE);
+  return devapi::loadSys<__ATOMIC_ACQUIRE>(const_cast<const uint32_t*>(p));
 }
 UDEV void storeVolatile64(int64_t* p, int64_t v) {
   polledAccess(p, "storeVolatile64 (a conn FIFO entry)");
-  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+  devapi::storeSys<__ATOMIC_RELAXED>(p, v);
 }
 UDEV void storeVolatileU64(uint64_t* p, uint64_t v) {
   polledAccess(p, "storeVolatileU64 (a watchdog progress word)");
-  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+  devapi::storeSys<__ATOMIC_RELAXED>(p, v);
 }
 UDEV void storeStampPair(uint64_t* p, uint64_t counter, uint64_t value) {
   polledAccess(p, "storeStampPair (a profiler stamp)");
-  __atomic_store_n(p + 1, value, __ATOMIC_RELAXED);
-  __atomic_store_n(p, counter, __ATOMIC_RELEASE);
+  devapi::storeSys<__ATOMIC_RELAXED>(p + 1, value);
+  devapi::storeSys<__ATOMIC_RELEASE>(p, counter);
 }
 
 // Receive slots are rewritten by the peer: read them with relaxed atomics
@@ -163,24 +168,21 @@ UDEV void store16(Pack16* p, const Pack16& v) {
 UDEV void storeLLLine(Pack16* p, uint32_t d0, uint32_t d1, uint32_t flag) {
   polledAccess(p, "storeLLLine (an LL line)");
   uint64_t* q = reinterpret_cast<uint64_t*>(p);
-  __atomic_store_n(q, (uint64_t)d0 | ((uint64_t)flag << 32), __ATOMIC_RELAXED);
-  __atomic_store_n(q + 1, (uint64_t)d1 | ((uint64_t)flag << 32), __ATOMIC_RELAXED);
+  devapi::storeSys<__ATOMIC_RELAXED>(q, (uint64_t)d0 | ((uint64_t)flag << 32));
+  devapi::storeSys<__ATOMIC_RELAXED>(q + 1, (uint64_t)d1 | ((uint64_t)flag << 32));
 }
-// Two relaxed 8-byte loads (the slots' loadCG, unchecked).
-UDEV Pack16 loadPair64(const Pack16* p) {
-  const uint64_t* q = reinterpret_cast<const uint64_t*>(p);
-  const uint64_t a = __atomic_load_n(q, __ATOMIC_RELAXED), b = __atomic_load_n(q + 1, __ATOMIC_RELAXED);
-  return Pack16{(uint32_t)a, (uint32_t)(a >> 32), (uint32_t)b, (uint32_t)(b >> 32)};
-}
+// A work item: two relaxed 8-byte loads (the slots' loadCG).
 UDEV Pack16 loadVolatile16(const Pack16* p) {
   polledAccess(p, "loadVolatile16 (a work item)");
   emuPoll();
-  return loadPair64(p);
+  return loadCG(p);
 }
 UDEV Pack16 loadLLLine(const Pack16* p) {
   polledAccess(p, "loadLLLine (an LL line)");
   emuPoll();
-  return loadPair64(p);
+  const uint64_t* q = reinterpret_cast<const uint64_t*>(p);
+  const uint64_t a = devapi::loadSys<__ATOMIC_RELAXED>(q), b = devapi::loadSys<__ATOMIC_RELAXED>(q + 1);
+  return Pack16{(uint32_t)a, (uint32_t)(a >> 32), (uint32_t)b, (uint32_t)(b >> 32)};
 }
 
 // LL128 (device/port.h says what the GPU guarantees: a warp's 128-byte
@@ -204,22 +206,22 @@ UDEV void storeLL128(uint64_t* line, int sub, uint64_t v0, uint64_t v1) {
   polledAccess(line, "storeLL128 (an LL128 line)");
   uint64_t* q = line + 2 * sub;
   if (sub != kLL128LanesPerLine - 1) {
-    __atomic_store_n(q, v0, __ATOMIC_RELAXED);
-    __atomic_store_n(q + 1, v1, __ATOMIC_RELAXED);
+    devapi::storeSys<__ATOMIC_RELAXED>(q, v0);
+    devapi::storeSys<__ATOMIC_RELAXED>(q + 1, v1);
     emuLaneSync(kLL128LanesPerLine);
   } else {
     emuLaneSync(kLL128LanesPerLine);
-    __atomic_store_n(q, v0, __ATOMIC_RELAXED);
-    __atomic_store_n(q + 1, v1, __ATOMIC_RELEASE);   // the flag, last
+    devapi::storeSys<__ATOMIC_RELAXED>(q, v0);
+    devapi::storeSys<__ATOMIC_RELEASE>(q + 1, v1);   // the flag, last
   }
 }
 UDEV bool loadLL128(const uint64_t* line, int sub, uint64_t flag, uint64_t* v0, uint64_t* v1) {
   polledAccess(line, "loadLL128 (an LL128 line)");
   emuPoll();
-  if (__atomic_load_n(line + kLL128LineWords - 1, __ATOMIC_ACQUIRE) != flag) return false;
+  if (devapi::loadSys<__ATOMIC_ACQUIRE>(line + kLL128LineWords - 1) != flag) return false;
   const uint64_t* q = line + 2 * sub;
-  *v0 = __atomic_load_n(q, __ATOMIC_RELAXED);
-  *v1 = __atomic_load_n(q + 1, __ATOMIC_RELAXED);
+  *v0 = devapi::loadSys<__ATOMIC_RELAXED>(q);
+  *v1 = devapi::loadSys<__ATOMIC_RELAXED>(q + 1);
   return true;
 }
 UDEV bool ll128PollAgain(bool again) { return again; }

@@ -1,58 +1,34 @@
-// src/common/gpu.h over HIP. Thin by design: each function translates
-// arguments and result codes and nothing more. Calls that older ROCm releases
-// lack sit behind HIP_VERSION checks and answer ncclInvalidUsage there, with
-// a WARN naming the missing runtime call.
+// What HIP answers differently from CUDA in src/common/gpu.h: device
+// properties' vendor fields, peer links (XGMI only), polled memory, pointer
+// attributes, virtual memory, launches; gpu_common/gpu_runtime.cc holds the
+// rest, written once for both backends. Thin by design: each function
+// translates arguments and result codes and nothing more. Calls that older
+// ROCm releases lack sit behind HIP_VERSION checks (hip/rocm_features.h)
+// and answer ncclInvalidUsage there, with a WARN naming the missing runtime
+// call.
 #include <hip/hip_ext.h>
 #include <hip/hip_runtime.h>
 #include <hip/hip_version.h>
 #include <hsa/hsa_ext_amd.h>   // HSA_AMD_LINK_INFO_TYPE_XGMI
 
-#include <cctype>
 #include <cstdlib>
-#include <cstring>
-#include <map>
-#include <mutex>
 
 #include "common/check.h"
 #include "common/gpu.h"
 #include "common/util/debug.h"
 #include "common/util/knobs.h"
+#include "gpu_common/relaxed_capture.h"
+#include "gpu_common/runtime_check.h"
+#include "gpu_common/vendor_hooks.h"
+#include "hip/rocm_features.h"
 #include "hip/vmm_abi.h"
-
-// First ROCm releases known to ship these calls (HIP_VERSION = major*1e7 + minor*1e5 + patch).
-#define UNICCL_HIP_HAS_USER_OBJECTS (HIP_VERSION >= 50300000)
-// 5.2 leaves hipExtLaunchKernel out of a capture, and has no user objects.
-#define UNICCL_HIP_HAS_CAPTURE (HIP_VERSION >= 50300000)
-#define UNICCL_HIP_HAS_MEMORY_TYPE_FIELD (HIP_VERSION >= 60000000)  // hipPointerAttribute_t::type
-#define UNICCL_HIP_HAS_WALL_CLOCK_RATE (HIP_VERSION >= 60000000)  // hipDeviceAttributeWallClockRate
-#define UNICCL_HIP_HAS_STACK_LIMIT (HIP_VERSION >= 60000000)  // hipLimitStackSize (5.2's hipLimit_t lacks it)
-// Virtual memory (hipMemCreate .. hipMemUnmap, fd export): declared since
-// ROCm 5.2 as "beta", but 5.2 has no attribute saying whether a device
-// supports it and the ROCm 5 runtimes answer "no" for every device (bug
-// ROCm/hip#3151, 5.4.2); CLR implements the calls over ROCr's vmem API from 6.0.
-#define UNICCL_HIP_HAS_VMM (HIP_VERSION >= 60000000)
-// Uncached VMM memory (hipMemAllocationTypeUncached): declared and served
-// by hipMemCreate from ROCm 7.2; the runtime loaded must be as new.
-#define UNICCL_HIP_HAS_UNCACHED_VMM (HIP_VERSION >= 70200000)
-#define UNICCL_HIP_UNCACHED_VMM_RUNTIME 70200000
 
 namespace uniccl::gpu {
 
-static_assert(sizeof(hipIpcMemHandle_t) <= kIpcHandleBytes, "IpcMemHandle must hold hipIpcMemHandle_t");
+using backend::fail;
+using backend::RelaxedCapture;
 
 namespace {
-
-// Logs a failed runtime call once, where it happened, and clears the
-// non-sticky error so the next unrelated check does not report it again.
-ncclResult_t fail(const char* call, hipError_t err, ncclResult_t res = ncclUnhandledCudaError) {
-  WARN("%s failed: %s", call, hipGetErrorString(err));
-  (void)hipGetLastError();
-  return res;
-}
-
-ncclResult_t failAlloc(const char* call, hipError_t err) {
-  return fail(call, err, err == hipErrorOutOfMemory ? ncclSystemError : ncclUnhandledCudaError);
-}
 
 // HIP_VERSION of the runtime loaded (libamdhip64), which may be newer than
 // the headers this was built with; 0 where it cannot say. The virtual-memory
@@ -75,107 +51,26 @@ ncclResult_t failAlloc(const char* call, hipError_t err) {
   return ncclInvalidUsage;
 }
 
-}  // namespace
+#define UNICCL_KNOB UNICCL_KNOB_CONSTANT
+#include "hip/knobs.def"
+#undef UNICCL_KNOB
 
-#define HIP_TRY(call)                              \
-  do {                                             \
-    hipError_t uniccl_err_ = (call);               \
-    if (uniccl_err_ != hipSuccess) return fail(#call, uniccl_err_); \
-  } while (0)
-
-// Calls the enqueue path makes while a stream of this (or, in global capture
-// mode, any) thread may be capturing a graph: completion polling, graph-owned
-// work buffers, freeing the buffers of destroyed graphs, and connecting to a
-// peer first used inside a capture (allocation, IPC, copies). Global capture
-// mode forbids them; they touch nothing the capture records, so run them
-// relaxed.
-class RelaxedCapture {
- public:
-  // A failure to switch leaves the mode as it was: the guarded call then
-  // reports the capture error itself.
-  RelaxedCapture() { (void)hipThreadExchangeStreamCaptureMode(&mode_); }
-  ~RelaxedCapture() { (void)hipThreadExchangeStreamCaptureMode(&mode_); }
-
- private:
-  hipStreamCaptureMode mode_ = hipStreamCaptureModeRelaxed;
-};
-
-namespace {
-// Synchronous copies and fills run on a private non-blocking stream of the
-// current device, then wait for it: on the legacy stream they would wait for
-// (and during a capture break) a blocking stream the application captures
-// on. One stream per device, for the life of the process.
-ncclResult_t privateStream(hipStream_t* out) {
-  static std::mutex& mu = *new std::mutex();   // never destroyed: used until the process ends
-  static std::map<int, hipStream_t>& streams = *new std::map<int, hipStream_t>();
-  int dev = 0;
-  HIP_TRY(hipGetDevice(&dev));
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = streams.find(dev);
-  if (it == streams.end()) {
-    hipStream_t s = nullptr;
-    HIP_TRY(hipStreamCreateWithFlags(&s, hipStreamNonBlocking));
-    it = streams.emplace(dev, s).first;
-  }
-  *out = it->second;
-  return ncclSuccess;
-}
 }  // namespace
 
 // ------------------------------------------------------------------ devices
-ncclResult_t getDeviceCount(int* count) {
-  HIP_TRY(hipGetDeviceCount(count));
-  return ncclSuccess;
-}
-ncclResult_t getDevice(int* dev) {
-  HIP_TRY(hipGetDevice(dev));
-  return ncclSuccess;
-}
-ncclResult_t setDevice(int dev) {
-  HIP_TRY(hipSetDevice(dev));
-  return ncclSuccess;
-}
-
-// Not finding the device is an expected answer (a peer's GPU hidden from
-// this process), so it returns ncclInvalidArgument without a WARN.
-ncclResult_t deviceGetByBusId(const char* busId, int* dev) {
-  hipError_t e = hipDeviceGetByPCIBusId(dev, busId);
-  if (e != hipSuccess) {
-    (void)hipGetLastError();
-    return ncclInvalidArgument;
-  }
-  return ncclSuccess;
-}
-
-ncclResult_t getDeviceProps(int dev, DeviceProps* props) {
-  hipDeviceProp_t p;
-  HIP_TRY(hipGetDeviceProperties(&p, dev));
-  DeviceProps out{};
-  std::strncpy(out.name, p.name, sizeof(out.name) - 1);
-  out.multiProcessorCount = p.multiProcessorCount;
-  out.warpSize = p.warpSize;
+ncclResult_t backend::vendorDeviceProps(int dev, const hipDeviceProp_t&, DeviceProps* out) {
   // No 128-byte store atomicity is promised to uniccl's LL128 on AMD GPUs
   // (RCCL enables LL128 per architecture, gfx90a/gfx942 with its own
   // checks): LL128 stays off on HIP (docs/amd.md).
-  out.lineStoreAtomic128 = 0;
+  out->lineStoreAtomic128 = 0;
 #if UNICCL_HIP_HAS_WALL_CLOCK_RATE
   int khz = 0;
-  HIP_TRY(hipDeviceGetAttribute(&khz, hipDeviceAttributeWallClockRate, dev));
-  out.timerRateKHz = khz > 0 ? khz : 100000;
+  GPU_TRY(hipDeviceGetAttribute(&khz, hipDeviceAttributeWallClockRate, dev));
+  out->timerRateKHz = khz > 0 ? khz : 100000;
 #else
-  out.timerRateKHz = 100000;   // the constant 100 MHz wall clock of gfx9, gfx10 and gfx11
+  (void)dev;
+  out->timerRateKHz = 100000;   // the constant 100 MHz wall clock of gfx9, gfx10 and gfx11
 #endif
-  out.computeMajor = p.major;
-  out.computeMinor = p.minor;
-  out.totalGlobalMem = p.totalGlobalMem;
-  out.pciDomain = p.pciDomainID;
-  out.pciBus = p.pciBusID;
-  out.pciDevice = p.pciDeviceID;
-  out.canMapHostMemory = p.canMapHostMemory;
-  out.concurrentManagedAccess = p.concurrentManagedAccess;
-  HIP_TRY(hipDeviceGetPCIBusId(out.busId, sizeof(out.busId), dev));
-  for (char* c = out.busId; *c; ++c) *c = (char)std::tolower((unsigned char)*c);
-  *props = out;
   return ncclSuccess;
 }
 
@@ -192,7 +87,7 @@ ncclResult_t p2pLinkKeepsLines(int /*dev*/, int /*peer*/, bool* whole) {
 
 ncclResult_t canAccessPeer(int dev, int peer, bool* can) {
   int v = 0;
-  HIP_TRY(hipDeviceCanAccessPeer(&v, dev, peer));
+  GPU_TRY(hipDeviceCanAccessPeer(&v, dev, peer));
   if (v != 0) {
     uint32_t type = 0, hops = 0;
     hipError_t err = hipExtGetLinkTypeAndHopCount(dev, peer, &type, &hops);
@@ -211,7 +106,7 @@ ncclResult_t canAccessPeer(int dev, int peer, bool* can) {
 // PCIe: the path crosses the host.
 ncclResult_t peerLinkKind(int dev, int peer, int* kind, int* count) {
   int can = 0;
-  HIP_TRY(hipDeviceCanAccessPeer(&can, dev, peer));
+  GPU_TRY(hipDeviceCanAccessPeer(&can, dev, peer));
   *kind = kPeerLinkNone;
   *count = 0;
   if (can == 0) return ncclSuccess;
@@ -230,55 +125,6 @@ ncclResult_t peerLinkKind(int dev, int peer, int* kind, int* count) {
   return ncclSuccess;
 }
 
-ncclResult_t enablePeerAccess(int peer) {
-  RelaxedCapture relaxed;
-  hipError_t err = hipDeviceEnablePeerAccess(peer, 0);
-  if (err == hipErrorPeerAccessAlreadyEnabled) {
-    (void)hipGetLastError();
-    return ncclSuccess;
-  }
-  if (err != hipSuccess) return fail("hipDeviceEnablePeerAccess", err);
-  return ncclSuccess;
-}
-
-// ------------------------------------------------------------------ streams
-ncclResult_t streamCreate(Stream* s) {
-  RelaxedCapture relaxed;  // may come during a capture (the side stream, core/side_stream.h)
-  hipStream_t st;
-  HIP_TRY(hipStreamCreateWithFlags(&st, hipStreamNonBlocking));
-  *s = st;
-  return ncclSuccess;
-}
-ncclResult_t streamDestroy(Stream s) {
-  HIP_TRY(hipStreamDestroy((hipStream_t)s));
-  return ncclSuccess;
-}
-ncclResult_t streamSynchronize(Stream s) {
-  HIP_TRY(hipStreamSynchronize((hipStream_t)s));
-  return ncclSuccess;
-}
-ncclResult_t streamWaitEvent(Stream s, Event e) {
-  HIP_TRY(hipStreamWaitEvent((hipStream_t)s, (hipEvent_t)e, 0));
-  return ncclSuccess;
-}
-
-ncclResult_t streamGetCaptureInfo(Stream s, CaptureInfo* info) {
-  hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
-  unsigned long long id = 0;
-  hipGraph_t graph = nullptr;
-  HIP_TRY(hipStreamGetCaptureInfo_v2((hipStream_t)s, &status, &id, &graph, nullptr, nullptr));
-  CaptureInfo out{};
-  switch (status) {
-    case hipStreamCaptureStatusActive: out.status = CaptureStatus::Active; break;
-    case hipStreamCaptureStatusInvalidated: out.status = CaptureStatus::Invalidated; break;
-    default: out.status = CaptureStatus::None; break;
-  }
-  out.graphId = out.status == CaptureStatus::None ? 0 : id;
-  out.graph = out.status == CaptureStatus::Active ? graph : nullptr;
-  *info = out;
-  return ncclSuccess;
-}
-
 bool graphCaptureSupported(const char** why) {
 #if UNICCL_HIP_HAS_CAPTURE
   *why = nullptr;
@@ -290,44 +136,7 @@ bool graphCaptureSupported(const char** why) {
 #endif
 }
 
-// ------------------------------------------------------------------- events
-ncclResult_t eventCreate(Event* e, unsigned flags) {
-  RelaxedCapture relaxed;
-  unsigned f = hipEventDefault;
-  if (flags & kEventDisableTiming) f |= hipEventDisableTiming;
-  if (flags & kEventInterprocess) f |= hipEventInterprocess;
-  if (flags & kEventBlockingSync) f |= hipEventBlockingSync;
-  hipEvent_t ev;
-  HIP_TRY(hipEventCreateWithFlags(&ev, f));
-  *e = ev;
-  return ncclSuccess;
-}
-ncclResult_t eventDestroy(Event e) {
-  HIP_TRY(hipEventDestroy((hipEvent_t)e));
-  return ncclSuccess;
-}
-ncclResult_t eventRecord(Event e, Stream s) {
-  HIP_TRY(hipEventRecord((hipEvent_t)e, (hipStream_t)s));
-  return ncclSuccess;
-}
-ncclResult_t eventQuery(Event e) {
-  RelaxedCapture relaxed;
-  hipError_t err = hipEventQuery((hipEvent_t)e);
-  if (err == hipSuccess) return ncclSuccess;
-  if (err == hipErrorNotReady) return ncclInProgress;  // not an error: nothing to clear
-  return fail("hipEventQuery", err);
-}
-ncclResult_t eventSynchronize(Event e) {
-  HIP_TRY(hipEventSynchronize((hipEvent_t)e));
-  return ncclSuccess;
-}
-
 // ------------------------------------------------------------------- memory
-ncclResult_t deviceAlloc(void** ptr, size_t bytes) {
-  RelaxedCapture relaxed;
-  HIP_TRY(hipMalloc(ptr, bytes));
-  return ncclSuccess;
-}
 // RCCL's choice for everything peers poll: uncached device memory
 // (hipDeviceMallocUncached, ROCm 5.7+), fine-grained before that. Stores
 // then reach memory without an L2 writeback and a peer's loads see them.
@@ -349,73 +158,6 @@ ncclResult_t deviceAllocPolled(void** ptr, size_t bytes) {
   }
   return ncclSuccess;
 }
-ncclResult_t deviceFree(void* ptr) {
-  RelaxedCapture relaxed;
-  HIP_TRY(hipFree(ptr));
-  return ncclSuccess;
-}
-// Coherent (fine-grained) whatever HIP_HOST_COHERENT says: the host and the
-// kernels poll this memory while kernels run.
-ncclResult_t hostAllocMapped(void** hostPtr, void** devPtr, size_t bytes) {
-  RelaxedCapture relaxed;
-  void* h = nullptr;
-  hipError_t err = hipHostMalloc(&h, bytes, hipHostMallocMapped | hipHostMallocPortable | hipHostMallocCoherent);
-  if (err != hipSuccess) return failAlloc("hipHostMalloc(mapped)", err);
-  void* d = nullptr;
-  err = hipHostGetDevicePointer(&d, h, 0);
-  if (err != hipSuccess) {
-    ncclResult_t res = fail("hipHostGetDevicePointer", err);
-    (void)hipHostFree(h);
-    return res;
-  }
-  *hostPtr = h;
-  *devPtr = d;
-  return ncclSuccess;
-}
-ncclResult_t hostFree(void* ptr) {
-  RelaxedCapture relaxed;
-  HIP_TRY(hipHostFree(ptr));
-  return ncclSuccess;
-}
-ncclResult_t hostRegister(void* ptr, size_t bytes, void** devPtr) {
-  RelaxedCapture relaxed;
-  HIP_TRY(hipHostRegister(ptr, bytes, hipHostRegisterMapped | hipHostRegisterPortable));
-  void* d = nullptr;
-  hipError_t err = hipHostGetDevicePointer(&d, ptr, 0);
-  if (err != hipSuccess) {
-    ncclResult_t res = fail("hipHostGetDevicePointer", err);
-    (void)hipHostUnregister(ptr);
-    return res;
-  }
-  *devPtr = d;
-  return ncclSuccess;
-}
-ncclResult_t hostUnregister(void* ptr) {
-  RelaxedCapture relaxed;
-  HIP_TRY(hipHostUnregister(ptr));
-  return ncclSuccess;
-}
-ncclResult_t memcpyAsync(void* dst, const void* src, size_t bytes, Stream s) {
-  HIP_TRY(hipMemcpyAsync(dst, src, bytes, hipMemcpyDefault, (hipStream_t)s));
-  return ncclSuccess;
-}
-ncclResult_t memcpy(void* dst, const void* src, size_t bytes) {
-  RelaxedCapture relaxed;
-  hipStream_t s;
-  UCHECK(privateStream(&s));
-  HIP_TRY(hipMemcpyAsync(dst, src, bytes, hipMemcpyDefault, s));
-  HIP_TRY(hipStreamSynchronize(s));
-  return ncclSuccess;
-}
-ncclResult_t memset(void* dst, int value, size_t bytes) {
-  RelaxedCapture relaxed;
-  hipStream_t s;
-  UCHECK(privateStream(&s));
-  HIP_TRY(hipMemsetAsync(dst, value, bytes, s));
-  HIP_TRY(hipStreamSynchronize(s));
-  return ncclSuccess;
-}
-
 ncclResult_t pointerGetInfo(const void* ptr, PointerInfo* info) {
   hipPointerAttribute_t a;
   hipError_t err = hipPointerGetAttributes(&a, ptr);
@@ -449,7 +191,7 @@ ncclResult_t pointerGetInfo(const void* ptr, PointerInfo* info) {
 ncclResult_t memGetAddressRange(const void* ptr, void** base, size_t* size) {
   hipDeviceptr_t b = nullptr;
   size_t n = 0;
-  HIP_TRY(hipMemGetAddressRange(&b, &n, (hipDeviceptr_t)ptr));
+  GPU_TRY(hipMemGetAddressRange(&b, &n, (hipDeviceptr_t)ptr));
   *base = (void*)b;
   *size = n;
   return ncclSuccess;
@@ -481,7 +223,7 @@ MemHandle fromHip(hipMemGenericAllocationHandle_t h) { return reinterpret_cast<M
 
 ncclResult_t vmmQuery(int dev, VmmInfo* info) {
   int vmm = 0;
-  HIP_TRY(hipDeviceGetAttribute(&vmm, hipDeviceAttributeVirtualMemoryManagementSupported, dev));
+  GPU_TRY(hipDeviceGetAttribute(&vmm, hipDeviceAttributeVirtualMemoryManagementSupported, dev));
   if (vmm == 0) {
     *info = VmmInfo{false, false, 0, "the GPU or its driver does not support virtual memory management "
                     "(hipDeviceAttributeVirtualMemoryManagementSupported is 0)"};
@@ -489,7 +231,7 @@ ncclResult_t vmmQuery(int dev, VmmInfo* info) {
   }
   const hipMemAllocationProp prop = allocationProp(dev);
   size_t granularity = 0;
-  HIP_TRY(hipMemGetAllocationGranularity(&granularity, &prop, hipMemAllocationGranularityMinimum));
+  GPU_TRY(hipMemGetAllocationGranularity(&granularity, &prop, hipMemAllocationGranularityMinimum));
   // ROCm 6.0 and 6.1 implement the calls inside one process only: export
   // and import answer "not supported".
   const bool fdExport = runtimeVersion() >= hipabi::kVmmFdExport;
@@ -500,7 +242,7 @@ ncclResult_t vmmQuery(int dev, VmmInfo* info) {
     // One granularity serves both kinds: the larger of the two.
     const hipMemAllocationProp polledProp = allocationProp(dev, true);
     size_t g = 0;
-    HIP_TRY(hipMemGetAllocationGranularity(&g, &polledProp, hipMemAllocationGranularityMinimum));
+    GPU_TRY(hipMemGetAllocationGranularity(&g, &polledProp, hipMemAllocationGranularityMinimum));
     if (g > info->granularity) info->granularity = g;
     info->polled = true;
   }
@@ -520,18 +262,18 @@ ncclResult_t memCreate(MemHandle* handle, size_t bytes, int dev, bool polled) {
 #endif
   const hipMemAllocationProp prop = allocationProp(dev, polled);
   hipMemGenericAllocationHandle_t h = nullptr;
-  HIP_TRY(hipMemCreate(&h, bytes, &prop, 0));
+  GPU_TRY(hipMemCreate(&h, bytes, &prop, 0));
   *handle = fromHip(h);
   return ncclSuccess;
 }
 ncclResult_t memRelease(MemHandle handle) {
   RelaxedCapture relaxed;
-  HIP_TRY(hipMemRelease(toHip(handle)));
+  GPU_TRY(hipMemRelease(toHip(handle)));
   return ncclSuccess;
 }
 ncclResult_t memExportFd(MemHandle handle, int* fd) {
   int out = -1;
-  HIP_TRY(hipMemExportToShareableHandle(&out, toHip(handle), hipMemHandleTypePosixFileDescriptor, 0));
+  GPU_TRY(hipMemExportToShareableHandle(&out, toHip(handle), hipMemHandleTypePosixFileDescriptor, 0));
   *fd = out;
   return ncclSuccess;
 }
@@ -542,7 +284,7 @@ ncclResult_t memImportFd(int fd, MemHandle* handle) {
   if (version < hipabi::kVmmFdExport) return missing("hipMemImportFromShareableHandle (fd import)");
   hipMemGenericAllocationHandle_t h = nullptr;
   int value = fd;
-  HIP_TRY(hipMemImportFromShareableHandle(&h, hipabi::shareableFdArgument(version, &value),
+  GPU_TRY(hipMemImportFromShareableHandle(&h, hipabi::shareableFdArgument(version, &value),
                                           hipMemHandleTypePosixFileDescriptor));
   *handle = fromHip(h);
   return ncclSuccess;
@@ -577,17 +319,17 @@ ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** map
 }
 ncclResult_t addressReserve(void** va, size_t bytes, size_t align) {
   RelaxedCapture relaxed;
-  HIP_TRY(hipMemAddressReserve(va, bytes, align, nullptr, 0));
+  GPU_TRY(hipMemAddressReserve(va, bytes, align, nullptr, 0));
   return ncclSuccess;
 }
 ncclResult_t addressFree(void* va, size_t bytes) {
   RelaxedCapture relaxed;
-  HIP_TRY(hipMemAddressFree(va, bytes));
+  GPU_TRY(hipMemAddressFree(va, bytes));
   return ncclSuccess;
 }
 ncclResult_t memMap(void* va, size_t bytes, MemHandle handle, int dev) {
   RelaxedCapture relaxed;
-  HIP_TRY(hipMemMap(va, bytes, 0, toHip(handle), 0));
+  GPU_TRY(hipMemMap(va, bytes, 0, toHip(handle), 0));
   hipMemAccessDesc access = {};
   access.location.type = hipMemLocationTypeDevice;
   access.location.id = dev;
@@ -606,12 +348,12 @@ ncclResult_t memSetAccess(void* va, size_t bytes, int dev) {
   access.location.type = hipMemLocationTypeDevice;
   access.location.id = dev;
   access.flags = hipMemAccessFlagsProtReadWrite;
-  HIP_TRY(hipMemSetAccess(va, bytes, &access, 1));
+  GPU_TRY(hipMemSetAccess(va, bytes, &access, 1));
   return ncclSuccess;
 }
 ncclResult_t memUnmap(void* va, size_t bytes) {
   RelaxedCapture relaxed;
-  HIP_TRY(hipMemUnmap(va, bytes));
+  GPU_TRY(hipMemUnmap(va, bytes));
   return ncclSuccess;
 }
 #else
@@ -643,29 +385,6 @@ ncclResult_t memSetAccess(void*, size_t, int) { return noVmm("memSetAccess"); }
 ncclResult_t memUnmap(void*, size_t) { return noVmm("memUnmap"); }
 #endif
 
-// -------------------------------------------------------------- IPC handles
-ncclResult_t ipcGetMemHandle(IpcMemHandle* handle, void* devPtr) {
-  RelaxedCapture relaxed;
-  hipIpcMemHandle_t h;
-  HIP_TRY(hipIpcGetMemHandle(&h, devPtr));
-  IpcMemHandle out{};
-  std::memcpy(out.bytes, &h, sizeof(h));
-  *handle = out;
-  return ncclSuccess;
-}
-ncclResult_t ipcOpenMemHandle(void** devPtr, const IpcMemHandle& handle) {
-  RelaxedCapture relaxed;
-  hipIpcMemHandle_t h;
-  std::memcpy(&h, handle.bytes, sizeof(h));
-  HIP_TRY(hipIpcOpenMemHandle(devPtr, h, hipIpcMemLazyEnablePeerAccess));
-  return ncclSuccess;
-}
-ncclResult_t ipcCloseMemHandle(void* devPtr) {
-  RelaxedCapture relaxed;
-  HIP_TRY(hipIpcCloseMemHandle(devPtr));
-  return ncclSuccess;
-}
-
 // ------------------------------------------------------------------ kernels
 // hipExtLaunchKernel signals `done` from the kernel's own completion packet:
 // no separate event record is enqueued behind the launch.
@@ -673,25 +392,12 @@ ncclResult_t ipcCloseMemHandle(void* devPtr) {
 // what stream capture records on every ROCm release.
 ncclResult_t launchKernel(const void* kernel, const LaunchConfig& cfg, void** args, Event done) {
   if (done == nullptr) {
-    HIP_TRY(hipLaunchKernel(kernel, dim3(cfg.gridX), dim3(cfg.blockX), args, cfg.sharedMemBytes,
+    GPU_TRY(hipLaunchKernel(kernel, dim3(cfg.gridX), dim3(cfg.blockX), args, cfg.sharedMemBytes,
                             (hipStream_t)cfg.stream));
     return ncclSuccess;
   }
-  HIP_TRY(hipExtLaunchKernel(kernel, dim3(cfg.gridX), dim3(cfg.blockX), args, cfg.sharedMemBytes,
+  GPU_TRY(hipExtLaunchKernel(kernel, dim3(cfg.gridX), dim3(cfg.blockX), args, cfg.sharedMemBytes,
                              (hipStream_t)cfg.stream, nullptr, (hipEvent_t)done, 0));
-  return ncclSuccess;
-}
-ncclResult_t preloadKernel(const void* kernel) {
-  hipFuncAttributes attr;
-  HIP_TRY(hipFuncGetAttributes(&attr, kernel));
-#if UNICCL_HIP_HAS_STACK_LIMIT
-  // Reserve the kernel's per-thread stack now, as the CUDA backend does: a
-  // first launch that has to grow it waits for the kernels already running
-  // on this GPU, which may spin on a peer this thread has yet to launch.
-  size_t stack = 0;
-  HIP_TRY(hipDeviceGetLimit(&stack, hipLimitStackSize));
-  if ((size_t)attr.localSizeBytes > stack) HIP_TRY(hipDeviceSetLimit(hipLimitStackSize, attr.localSizeBytes));
-#endif
   return ncclSuccess;
 }
 // HIP has no programmatic dependent launch: kernels always start after the
@@ -700,27 +406,9 @@ ncclResult_t programmaticLaunchSupported(const void*, bool* supported) {
   *supported = false;
   return ncclSuccess;
 }
-ncclResult_t kernelResidentBlocks(const void* kernel, unsigned blockThreads, int* blocks) {
-  int dev = 0, perCu = 0, cus = 0;
-  HIP_TRY(hipGetDevice(&dev));
-  HIP_TRY(hipDeviceGetAttribute(&cus, hipDeviceAttributeMultiprocessorCount, dev));
-  HIP_TRY(hipOccupancyMaxActiveBlocksPerMultiprocessor(&perCu, kernel, (int)blockThreads, 0));
-  *blocks = perCu * cus;
-  return ncclSuccess;
-}
-namespace {
-#define UNICCL_KNOB UNICCL_KNOB_CONSTANT
-#include "hip/knobs.def"
-#undef UNICCL_KNOB
-}  // namespace
+// HIP's runtime spreads streams over GPU_MAX_HW_QUEUES hardware queues.
+const KnobSpec& backend::workQueuesKnob() { return kGPU_MAX_HW_QUEUES; }
 
-WorkQueues workQueues() {
-  // HIP's runtime spreads streams over GPU_MAX_HW_QUEUES hardware queues (default 4).
-  const KnobSpec& k = kGPU_MAX_HW_QUEUES;
-  const char* v = knobValue(k);
-  int n = v != nullptr ? atoi(v) : (int)k.intDefault;
-  return WorkQueues{n > 0 ? n : (int)k.intDefault, k.name};
-}
 ncclResult_t processesShareDevice(bool* concurrent, const char** how) {
   // Not established for ROCm here (no AMD GPU has run uniccl): ranks of
   // different processes on one GPU are refused rather than risked.
@@ -730,29 +418,13 @@ ncclResult_t processesShareDevice(bool* concurrent, const char** how) {
 }
 
 // ------------------------------------------------------------------- graphs
-// Ownership of `arg` always passes to this call: destroy(arg) runs exactly
-// once, when the graph goes away or, on any failure, by the time this
-// returns (or when the runtime drops the object we release).
-ncclResult_t graphRetainNewUserObject(Graph g, void (*destroy)(void*), void* arg) {
-#if UNICCL_HIP_HAS_USER_OBJECTS
-  hipUserObject_t obj = nullptr;
-  hipError_t err = hipUserObjectCreate(&obj, arg, destroy, 1, hipUserObjectNoDestructorSync);
-  if (err != hipSuccess) {
-    ncclResult_t res = fail("hipUserObjectCreate", err);
-    destroy(arg);
-    return res;
-  }
-  err = hipGraphRetainUserObject((hipGraph_t)g, obj, 1, hipGraphUserObjectMove);
-  if (err != hipSuccess) {
-    ncclResult_t res = fail("hipGraphRetainUserObject", err);
-    (void)hipUserObjectRelease(obj, 1);
-    return res;
-  }
-  return ncclSuccess;
-#else
+#if !UNICCL_HIP_HAS_USER_OBJECTS
+// Before ROCm 5.3 (graph capture is refused there: graphCaptureSupported).
+// Ownership of `arg` passes to this call: destroy(arg) runs before it returns.
+ncclResult_t graphRetainNewUserObject(Graph, void (*destroy)(void*), void* arg) {
   destroy(arg);
   return missing("hipUserObjectCreate/hipGraphRetainUserObject");
-#endif
 }
+#endif
 
 }  // namespace uniccl::gpu

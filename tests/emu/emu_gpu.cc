@@ -1,6 +1,6 @@
 // src/common/gpu.h emulated on the CPU (see emu_gpu.h for the model), so that
 // the whole library runs end to end without a GPU. Semantics and result codes
-// follow src/cuda/gpu_cuda.cc: runtime failures are ncclUnhandledCudaError,
+// follow the GPU backends (src/gpu_common/gpu_runtime.cc): runtime failures are ncclUnhandledCudaError,
 // failed host allocations ncclSystemError, a pending event ncclInProgress.
 //
 // One mutex guards all emulator state; waits sleep on condition variables.
@@ -1218,7 +1218,7 @@ ncclResult_t processesShareDevice(bool* concurrent, const char** how) {
 }
 
 // ------------------------------------------------------------------- graphs
-// Ownership of `arg` passes to this call even when it fails (gpu_cuda.cc).
+// Ownership of `arg` passes to this call even when it fails (gpu_common/gpu_runtime.cc).
 ncclResult_t graphRetainNewUserObject(Graph, void (*destroy)(void*), void* arg) {
   if (destroy != nullptr) destroy(arg);
   return fail(ncclInvalidUsage, "graphRetainNewUserObject failed: graph capture is not emulated");

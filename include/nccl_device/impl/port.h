@@ -1,8 +1,9 @@
 /*
  * uniccl's Device API: the portability block of the device-side functions.
- * The only file under include/ that names a vendor's intrinsics; the
- * pointer functions, cooperative groups and sessions are written once over
- * the functions below (namespace uniccl::devapi, not part of the API).
+ * With impl/sync.h, the only file under include/ that names a vendor's
+ * intrinsics; the pointer functions, cooperative groups and sessions are
+ * written once over the functions below (namespace uniccl::devapi, not part
+ * of the API).
  *
  * Three targets (include/nccl_device/utility.h picks one):
  *   CUDA  nvcc; memory orders are libcu++'s cuda::memory_order (NCCL's
@@ -10,11 +11,12 @@
  *   HIP   hipcc; a "warp" is the hardware wavefront (64 lanes on CDNA,
  *         32 on RDNA), decided per --offload-arch.
  *   EMU   uniccl's CPU emulator (-DUNICCL_DEV_CPU, tests/emu): every GPU
- *         thread is an OS thread; the thread context, barriers and polling
- *         pause come from the emulator's kernel runner through the extern
- *         "C" functions declared below (tests/emu/emu_runtime.cc defines
- *         them). Its wavefront is the runner's (32, or 64 in the wave64
- *         build), so it runs the HIP shape of the code at both widths.
+ *         thread is a fiber of its block's host thread; the thread context,
+ *         barriers and polling pause come from the emulator's kernel runner
+ *         through the extern "C" functions declared below and in impl/sync.h
+ *         (tests/emu/emu_runtime.cc defines them). Its wavefront is the
+ *         runner's (32, or 64 in the wave64 build), so it runs the HIP shape
+ *         of the code at both widths.
  * HIP and the emulator have no libcu++: they get uniccl's own memory-order
  * enum, also reachable as cuda::memory_order / cuda::memory_order_relaxed
  * ... so that code written for NCCL compiles unchanged. (Where a program
@@ -28,6 +30,10 @@
  * halves, sleeping spins. Scopes stay system (a CUDA peer's memory is
  * ordinary memory of another GPU). Never defined in a user's build.
  *
+ * The system-scope accesses, fences and the polling pause are impl/sync.h's,
+ * which uniccl's own kernels build on too; what is here is the Device API's
+ * alone (docs/architecture.md, "Device portability").
+ *
  * Memory model of the sessions: peers are other GPUs, so every flag access
  * is at system scope. A release store publishes the storing thread's
  * earlier accesses and, after a barrier of its group, the group's; an
@@ -37,14 +43,12 @@
 #ifndef UNICCL_NCCL_DEVICE_IMPL_PORT_H
 #define UNICCL_NCCL_DEVICE_IMPL_PORT_H
 #include "../utility.h"
+#include "sync.h"
 
 #if UNICCL_DEVICE_API
 
 #if defined(UNICCL_DEVICE_API_CUDA)
 #include <cuda/atomic>
-#if defined(UNICCL_AMD_SYNC)
-#define UNICCL_DEVICE_API_AMD_SYNC 1
-#endif
 #endif
 
 #if defined(UNICCL_DEVICE_API_EMU)
@@ -55,7 +59,6 @@ unsigned uniccl_emu_block_threads(void);    /* blockDim.x */
 unsigned uniccl_emu_wave_size(void);        /* lanes of an emulated wavefront */
 void uniccl_emu_barrier(int id, int nThreads); /* named barrier; id 0 with blockDim.x threads: __syncthreads */
 void uniccl_emu_lane_sync(int nLanes);      /* the aligned group of nLanes lanes (a power of two) meets */
-void uniccl_emu_poll(void);                 /* a polling loop's pause */
 /* p is a word another agent accesses while the kernel runs: with the
  * emulator's polled-memory check on, it must lie in polled memory. */
 void uniccl_emu_check_polled(const void* p, const char* what);
@@ -100,33 +103,6 @@ NCCL_DEVICE_INLINE memory_order loadOrderOf(memory_order o) {
 NCCL_DEVICE_INLINE memory_order storeOrderOf(memory_order o) {
   return o == orderAcquire || o == orderConsume ? orderRelaxed : o == orderAcqRel ? orderRelease : o;
 }
-
-#if defined(UNICCL_DEVICE_API_AMD_SYNC)
-/* The HIP bodies' system-scope accesses and fences as PTX (AMD sync above).
- * Generic addresses: the words may be device, VMM or host-mapped memory. */
-NCCL_DEVICE_INLINE uint32_t amdSyncLoad32(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-NCCL_DEVICE_INLINE uint64_t amdSyncLoad64(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-NCCL_DEVICE_INLINE void amdSyncStore32(uint32_t* p, uint32_t v) {
-  asm volatile("st.relaxed.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-NCCL_DEVICE_INLINE void amdSyncStore64(uint64_t* p, uint64_t v) {
-  asm volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-/* An acquire, release or acq_rel fence at system scope (HIP's
- * __builtin_amdgcn_fence with those orders), and a seq_cst one. */
-NCCL_DEVICE_INLINE void amdSyncFence() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
-NCCL_DEVICE_INLINE void amdSyncFenceSeqCst() { asm volatile("fence.sc.sys;" ::: "memory"); }
-/* HIP's s_sleep 1 between polls (64 clocks). */
-NCCL_DEVICE_INLINE void amdSyncPause() { __nanosleep(32); }
-#endif
 
 /* The order of each poll of a spin that ends with order o: CUDA polls with
  * o itself, as NCCL does; HIP, the emulator and AMD sync poll relaxed and
@@ -232,24 +208,20 @@ NCCL_DEVICE_INLINE void store32(uint32_t* p, uint32_t v, memory_order o) {
 #if defined(UNICCL_DEVICE_API_AMD_SYNC)
   switch (storeOrderOf(o)) {
     case orderRelaxed: break;
-    case orderRelease: amdSyncFence(); break;
-    default: amdSyncFenceSeqCst(); break;
+    case orderRelease: fenceReleaseSys(); break;
+    default: fenceSeqCstSys(); break;
   }
-  amdSyncStore32(p, v);
+  storeSys<__ATOMIC_RELAXED>(p, v);
 #elif defined(UNICCL_DEVICE_API_CUDA)
   cuda::atomic_ref<uint32_t, cuda::thread_scope_system>(*p).store(v, storeOrderOf(o));
-#elif defined(UNICCL_DEVICE_API_HIP)
-  switch (storeOrderOf(o)) {
-    case orderRelaxed: __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM); break;
-    case orderRelease: __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM); break;
-    default: __hip_atomic_store(p, v, __ATOMIC_SEQ_CST, __HIP_MEMORY_SCOPE_SYSTEM); break;
-  }
 #else
+#if defined(UNICCL_DEVICE_API_EMU)
   uniccl_emu_check_polled(p, "store32 (an LSA barrier flag)");
+#endif
   switch (storeOrderOf(o)) {
-    case orderRelaxed: __atomic_store_n(p, v, __ATOMIC_RELAXED); break;
-    case orderRelease: __atomic_store_n(p, v, __ATOMIC_RELEASE); break;
-    default: __atomic_store_n(p, v, __ATOMIC_SEQ_CST); break;
+    case orderRelaxed: storeSys<__ATOMIC_RELAXED>(p, v); break;
+    case orderRelease: storeSys<__ATOMIC_RELEASE>(p, v); break;
+    default: storeSys<__ATOMIC_SEQ_CST>(p, v); break;
   }
 #endif
 }
@@ -270,36 +242,26 @@ NCCL_DEVICE_INLINE void store32(uint32_t* p, uint32_t v, memory_order o) {
 template <typename Done>
 NCCL_DEVICE_INLINE uint32_t spinLoad32(uint32_t* p, memory_order o, Done done) {
   memory_order lo = loadOrderOf(o);
-#if defined(UNICCL_DEVICE_API_AMD_SYNC)
-  uint32_t v;
-  while (!done(v = amdSyncLoad32(p))) amdSyncPause();
-  if (lo == orderSeqCst)
-    amdSyncFenceSeqCst();
-  else if (lo != orderRelaxed)
-    amdSyncFence();
-  return v;
-#elif defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_CUDA) && !defined(UNICCL_DEVICE_API_AMD_SYNC)
   cuda::atomic_ref<uint32_t, cuda::thread_scope_system> ref(*p);
   uint32_t v;
   while (!done(v = ref.load(lo))) {
   }
   return v;
-#elif defined(UNICCL_DEVICE_API_HIP)
-  uint32_t v;
-  while (!done(v = __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM))) __builtin_amdgcn_s_sleep(1);
-  if (lo == orderSeqCst)
-    __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "");
-  else if (lo != orderRelaxed)
-    (void)__hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
-  return v;
 #else
+#if defined(UNICCL_DEVICE_API_EMU)
   uniccl_emu_check_polled(p, "spinLoad32 (an LSA barrier flag)");
+#endif
   uint32_t v;
-  while (!done(v = __atomic_load_n(p, __ATOMIC_RELAXED))) uniccl_emu_poll();
+  while (!done(v = loadSys<__ATOMIC_RELAXED>(p))) pollPause();
   if (lo == orderSeqCst)
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    fenceSeqCstSys();
   else if (lo != orderRelaxed)
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+#if defined(UNICCL_DEVICE_API_HIP)
+    (void)loadSys<__ATOMIC_ACQUIRE>(p);
+#else
+    fenceAcquireSys();
+#endif
   return v;
 #endif
 }
@@ -315,51 +277,33 @@ struct alignas(16) Line {
 };
 
 NCCL_DEVICE_INLINE void storeLine(Line* p, uint32_t d0, uint32_t d1, uint32_t flag) {
-#if defined(UNICCL_DEVICE_API_AMD_SYNC)
-  uint64_t* q = reinterpret_cast<uint64_t*>(p);
-  amdSyncStore64(q, (uint64_t)d0 | ((uint64_t)flag << 32));
-  amdSyncStore64(q + 1, (uint64_t)d1 | ((uint64_t)flag << 32));
-#elif defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_CUDA) && !defined(UNICCL_DEVICE_API_AMD_SYNC)
   asm volatile("st.volatile.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(d0), "r"(flag), "r"(d1), "r"(flag)
                : "memory");
 #else
+#if defined(UNICCL_DEVICE_API_EMU)
+  uniccl_emu_check_polled(p, "storeLine (an LL all-to-all line)");
+#endif
   uint64_t* q = reinterpret_cast<uint64_t*>(p);
   uint64_t lo = (uint64_t)d0 | ((uint64_t)flag << 32), hi = (uint64_t)d1 | ((uint64_t)flag << 32);
-#if defined(UNICCL_DEVICE_API_HIP)
-  __hip_atomic_store(q, lo, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
-  __hip_atomic_store(q + 1, hi, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
-#else
-  uniccl_emu_check_polled(p, "storeLine (an LL all-to-all line)");
-  __atomic_store_n(q, lo, __ATOMIC_RELAXED);
-  __atomic_store_n(q + 1, hi, __ATOMIC_RELAXED);
-#endif
+  storeSys<__ATOMIC_RELAXED>(q, lo);
+  storeSys<__ATOMIC_RELAXED>(q + 1, hi);
 #endif
 }
 
 NCCL_DEVICE_INLINE Line loadLine(const Line* p) {
   Line l;
-#if defined(UNICCL_DEVICE_API_AMD_SYNC)
-  const uint64_t* q = reinterpret_cast<const uint64_t*>(p);
-  const uint64_t lo = amdSyncLoad64(q), hi = amdSyncLoad64(q + 1);
-  l.data0 = (uint32_t)lo;
-  l.flag0 = (uint32_t)(lo >> 32);
-  l.data1 = (uint32_t)hi;
-  l.flag1 = (uint32_t)(hi >> 32);
-#elif defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_CUDA) && !defined(UNICCL_DEVICE_API_AMD_SYNC)
   asm volatile("ld.volatile.v4.u32 {%0,%1,%2,%3}, [%4];"
                : "=r"(l.data0), "=r"(l.flag0), "=r"(l.data1), "=r"(l.flag1)
                : "l"(p)
                : "memory");
 #else
-  const uint64_t* q = reinterpret_cast<const uint64_t*>(p);
-#if defined(UNICCL_DEVICE_API_HIP)
-  uint64_t lo = __hip_atomic_load(q, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
-  uint64_t hi = __hip_atomic_load(q + 1, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
-#else
+#if defined(UNICCL_DEVICE_API_EMU)
   uniccl_emu_check_polled(p, "loadLine (an LL all-to-all line)");
-  uint64_t lo = __atomic_load_n(q, __ATOMIC_RELAXED);
-  uint64_t hi = __atomic_load_n(q + 1, __ATOMIC_RELAXED);
 #endif
+  const uint64_t* q = reinterpret_cast<const uint64_t*>(p);
+  const uint64_t lo = loadSys<__ATOMIC_RELAXED>(q), hi = loadSys<__ATOMIC_RELAXED>(q + 1);
   l.data0 = (uint32_t)lo;
   l.flag0 = (uint32_t)(lo >> 32);
   l.data1 = (uint32_t)hi;
@@ -368,49 +312,34 @@ NCCL_DEVICE_INLINE Line loadLine(const Line* p) {
   return l;
 }
 
-/* One iteration of a loop that polls LL lines. */
-NCCL_DEVICE_INLINE void pollPause() {
-#if defined(UNICCL_DEVICE_API_AMD_SYNC)
-  amdSyncPause();
-#elif defined(UNICCL_DEVICE_API_HIP)
-  __builtin_amdgcn_s_sleep(1);
-#elif defined(UNICCL_DEVICE_API_EMU)
-  uniccl_emu_poll();
-#endif
-}
-
 /* ------------------------------------------------------ GIN (gin.h) words */
 /* 64-bit system-scope words: GIN signals and counters (host-mapped memory the
  * proxy thread adds into) and 32-bit FIFO indices. HIP: an acquire is the
  * load's own order (no fence: see spinLoad32). */
 NCCL_DEVICE_INLINE uint64_t load64(uint64_t* p, memory_order o) {
   memory_order lo = loadOrderOf(o);
-#if defined(UNICCL_DEVICE_API_AMD_SYNC)
-  uint64_t v = amdSyncLoad64(p);
-  if (lo != orderRelaxed) amdSyncFence();
-  return v;
-#elif defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_CUDA) && !defined(UNICCL_DEVICE_API_AMD_SYNC)
   return cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).load(lo);
 #elif defined(UNICCL_DEVICE_API_HIP)
-  if (lo == orderRelaxed) return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
-  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
+  if (lo == orderRelaxed) return loadSys<__ATOMIC_RELAXED>(p);
+  return loadSys<__ATOMIC_ACQUIRE>(p);
 #else
+#if defined(UNICCL_DEVICE_API_EMU)
   uniccl_emu_check_polled(p, "load64 (a GIN signal or counter)");
-  uint64_t v = __atomic_load_n(p, __ATOMIC_RELAXED);
-  if (lo != orderRelaxed) __atomic_thread_fence(__ATOMIC_ACQUIRE);
+#endif
+  uint64_t v = loadSys<__ATOMIC_RELAXED>(p);
+  if (lo != orderRelaxed) fenceAcquireSys();
   return v;
 #endif
 }
 NCCL_DEVICE_INLINE void store64(uint64_t* p, uint64_t v) {
-#if defined(UNICCL_DEVICE_API_AMD_SYNC)
-  amdSyncStore64(p, v);
-#elif defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_CUDA) && !defined(UNICCL_DEVICE_API_AMD_SYNC)
   cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).store(v, cuda::memory_order_relaxed);
-#elif defined(UNICCL_DEVICE_API_HIP)
-  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
+#if defined(UNICCL_DEVICE_API_EMU)
   uniccl_emu_check_polled(p, "store64 (a GIN signal or counter)");
-  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+  storeSys<__ATOMIC_RELAXED>(p, v);
 #endif
 }
 /* Adds to a word only the calling block's threads touch (signal shadows). */
@@ -422,15 +351,13 @@ NCCL_DEVICE_INLINE void addLocal64(uint64_t* p, uint64_t v) {
 #endif
 }
 NCCL_DEVICE_INLINE uint32_t load32Relaxed(const volatile uint32_t* p) {
-#if defined(UNICCL_DEVICE_API_AMD_SYNC)
-  return amdSyncLoad32(const_cast<const uint32_t*>(p));
-#elif defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_CUDA) && !defined(UNICCL_DEVICE_API_AMD_SYNC)
   return *p; /* volatile: read from memory every time (host-mapped words) */
-#elif defined(UNICCL_DEVICE_API_HIP)
-  return __hip_atomic_load(const_cast<uint32_t*>(p), __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
+#if defined(UNICCL_DEVICE_API_EMU)
   uniccl_emu_check_polled(const_cast<const uint32_t*>(p), "load32Relaxed (a GIN queue index or the abort flag)");
-  return __atomic_load_n(const_cast<uint32_t*>(p), __ATOMIC_RELAXED);
+#endif
+  return loadSys<__ATOMIC_RELAXED>(const_cast<const uint32_t*>(p));
 #endif
 }
 NCCL_DEVICE_INLINE uint32_t fetchAdd32(uint32_t* p, uint32_t v) {
@@ -445,23 +372,17 @@ NCCL_DEVICE_INLINE uint32_t fetchAdd32(uint32_t* p, uint32_t v) {
 }
 /* Publishes this thread's earlier stores to the host (and peers). */
 NCCL_DEVICE_INLINE void fenceReleaseSystem() {
-#if defined(UNICCL_DEVICE_API_AMD_SYNC)
-  amdSyncFence();
-#elif defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_CUDA) && !defined(UNICCL_DEVICE_API_AMD_SYNC)
   __threadfence_system();
-#elif defined(UNICCL_DEVICE_API_HIP)
-  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "");
 #else
-  __atomic_thread_fence(__ATOMIC_RELEASE);
+  fenceReleaseSys();
 #endif
 }
 /* A 64-byte descriptor into host-mapped memory; the reader knows it is whole
  * when every 8-byte word's bit 0 is set, so the stores may land in any order
  * (CUDA: four 16-byte write-through stores, as NCCL's proxy GIN writes). */
 NCCL_DEVICE_INLINE void storeDescriptor64B(void* dst, const uint64_t* q) {
-#if defined(UNICCL_DEVICE_API_AMD_SYNC)
-  for (int i = 0; i < 8; i++) amdSyncStore64((uint64_t*)dst + i, q[i]);
-#elif defined(UNICCL_DEVICE_API_CUDA)
+#if defined(UNICCL_DEVICE_API_CUDA) && !defined(UNICCL_DEVICE_API_AMD_SYNC)
   for (int i = 0; i < 4; i++) {
     uint4 v;
     v.x = (uint32_t)q[2 * i];
@@ -470,11 +391,11 @@ NCCL_DEVICE_INLINE void storeDescriptor64B(void* dst, const uint64_t* q) {
     v.w = (uint32_t)(q[2 * i + 1] >> 32);
     __stwt((uint4*)dst + i, v);
   }
-#elif defined(UNICCL_DEVICE_API_HIP)
-  for (int i = 0; i < 8; i++) __hip_atomic_store((uint64_t*)dst + i, q[i], __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #else
+#if defined(UNICCL_DEVICE_API_EMU)
   uniccl_emu_check_polled(dst, "storeDescriptor64B (a GIN queue entry)");
-  for (int i = 0; i < 8; i++) __atomic_store_n((uint64_t*)dst + i, q[i], __ATOMIC_RELAXED);
+#endif
+  for (int i = 0; i < 8; i++) storeSys<__ATOMIC_RELAXED>((uint64_t*)dst + i, q[i]);
 #endif
 }
 

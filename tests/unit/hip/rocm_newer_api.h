@@ -1,14 +1,15 @@
 // COMPILE CHECK ONLY: never used to build anything that runs.
 //
-// CI's hipcc is Debian's ROCm 5.2, so the branches of src/hip/gpu_hip.cc
-// that need a newer ROCm (HIP_VERSION >= 5.3: graph user objects; >= 6.0:
-// virtual memory, hipPointerAttribute_t::type, the wall-clock rate, the
-// stack limit; >= 7.2: uncached virtual memory) are never compiled there.
-// tests/unit/hip/meson.build compiles gpu_hip.cc with this header forced in
-// first (-include) and UNICCL_TEST_HIP_VERSION set: the installed headers,
-// then HIP_VERSION raised to that version, then what ROCm added after 5.2
-// that gpu_hip.cc uses, declared as ROCm 6.x / 7.x document them (same
-// names, types and values; hip_runtime_api.h of those releases). A
+// CI's hipcc is Debian's ROCm 5.2, so the branches of the HIP backend
+// (src/hip/gpu_hip.cc, and src/gpu_common/gpu_runtime.cc over
+// src/hip/vendor_alias.h) that need a newer ROCm (HIP_VERSION >= 5.3: graph
+// user objects; >= 6.0: virtual memory, hipPointerAttribute_t::type, the
+// wall-clock rate, the stack limit; >= 7.2: uncached virtual memory) are
+// never compiled there. tests/unit/hip/meson.build compiles both files with
+// this header forced in first (-include) and UNICCL_TEST_HIP_VERSION set:
+// the installed headers, then HIP_VERSION raised to that version, then what
+// ROCm added after 5.2 that they use, declared as ROCm 6.x / 7.x document
+// them (same names, types and values; hip_runtime_api.h of those releases). A
 // mistyped call, a wrong argument or a name missing here in a newer
 // branch fails the check. What it cannot catch: the newer runtimes'
 // behaviour (docs/amd.md, "ROCm versions").
@@ -41,7 +42,7 @@
 #undef hipMemoryTypeUnified
 
 #if HIP_VERSION >= UNICCL_TEST_HIP_VERSION
-#error "rocm_newer_api.h: the installed HIP is as new as the version asked for: compile gpu_hip.cc as it is"
+#error "rocm_newer_api.h: the installed HIP is as new as the version asked for: compile the HIP backend as it is"
 #endif
 #undef HIP_VERSION
 #undef HIP_VERSION_MAJOR
