@@ -50,7 +50,7 @@ ncclResult_t revoke(ncclComm* comm) {
   // graphs captured earlier (they would compute nothing after a revoke).
   __atomic_store_n(comm->abortFlagHost, 1u, __ATOMIC_RELEASE);
   ncclResult_t res = drainLaunches(comm);
-  if (res == ncclSuccess && comm->ceStream != nullptr) res = gpu::streamSynchronize(comm->ceStream);
+  if (res == ncclSuccess && comm->sides.stream != nullptr) res = gpu::streamSynchronize(comm->sides.stream);
   if (saved >= 0) gpu::setDevice(saved);
   if (res != ncclSuccess) {
     WARN("Rank %d: waiting for the revoked operations failed (%s); abort the communicator", comm->rank,

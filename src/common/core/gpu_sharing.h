@@ -31,6 +31,8 @@ struct ncclComm;
 
 namespace uniccl {
 
+class GroupPlan;
+
 // Fills this rank's sharing fields: the resident blocks of the kernels it
 // may launch (blockThreads each) on the current device, the ranks it accepts on its GPU
 // (UNICCL_RANKS_PER_GPU; any number with a virtual id), the work queues of
@@ -59,6 +61,6 @@ ncclResult_t checkGpuSharing(const std::vector<PeerInfo>& peers, int myRank, Gpu
 // stream of the device). Communicators that share no GPU are not looked at.
 // Not seen: ranks driven by different threads, each in its own group, that
 // pass the same stream (documented in docs/gpu-sharing.md).
-ncclResult_t checkSharedGpuStreams(ncclComm* const* comms, size_t n);
+ncclResult_t checkSharedGpuStreams(const GroupPlan& group);
 
 }  // namespace uniccl

@@ -23,7 +23,7 @@
 #include "common/core/pat_scratch.h"
 #include "common/core/tuning.h"
 #include "common/core/validate.h"
-#include "common/profiler/comm_hooks.h"
+#include "common/core/launch_profiling.h"
 #include "common/profiler/kernel_ch_poller.h"
 #include "common/symmetric/symmetric.h"
 #include "common/topo/comm_topology.h"
@@ -362,17 +362,9 @@ void commFree(ncclComm* comm, bool abort) {
   for (void* p : comm->deviceAllocs) gpu::deviceFree(p);
   comm->deviceAllocs.clear();
   if (comm->orderEvent != nullptr) gpu::eventDestroy(comm->orderEvent);
-  // Copy-engine transfers touch only user buffers, but destroy promises the
-  // comm's operations are over: its side stream drains first.
-  if (comm->ceStream != nullptr) {
-    gpu::streamSynchronize(comm->ceStream);
-    gpu::streamDestroy(comm->ceStream);
-  }
-  if (comm->ceExit != nullptr) gpu::eventDestroy(comm->ceExit);
-  if (comm->ceKernelsDone != nullptr) gpu::eventDestroy(comm->ceKernelsDone);
-  if (comm->ceEntry != nullptr) gpu::eventDestroy(comm->ceEntry);
-  releaseStaging(comm, abort);
-  releasePatScratch(comm);   // the launches that used it drained above
+  releaseSideStreams(&comm->sides);
+  releaseStaging(&comm->stageScratch, abort);
+  releasePatScratch(&comm->patScratch);   // the launches that used it drained above
   if (comm->abortFlagHost != nullptr) gpu::hostFree(const_cast<uint32_t*>(comm->abortFlagHost));
   comm->liveness.reset();
   comm->bootstrap.reset();
