@@ -77,9 +77,9 @@ void markProfiledWorks(CommPlan& p, KernelChTracker* tracker) {
   for (size_t i = 0; i < plan.works.size(); i++) {
     const size_t task = (size_t)plan.workTask[i];
     dev::Work& w = plan.works[i];
-    void* parent = task < events.size() ? events[task] : nullptr;
-    for (int c = w.channelLo; c <= w.channelHi && c < dev::kMaxProfiledChannels; c++)
-      if (tracker->expect(c, parent) != 0) w.profMask |= 1ull << c;
+    const int hi = std::min<int>(w.channelHi, dev::kMaxProfiledChannels - 1);
+    if (w.channelLo > hi) continue;
+    w.profMask |= tracker->expectChannels(w.channelLo, hi, task < events.size() ? events[task] : nullptr);
   }
 }
 
