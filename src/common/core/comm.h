@@ -17,7 +17,7 @@
 #include "common/core/config.h"
 #include "common/core/peer_info.h"
 #include "common/core/redop.h"
-#include "common/core/import_service.h"
+#include "common/core/direct_recv.h"
 #include "common/core/inplace_stage.h"
 #include "common/core/pat_scratch.h"
 #include "common/core/registry.h"
@@ -151,11 +151,10 @@ struct ncclComm {
 
   uniccl::RedOpTable redOps;                  // ncclRedOpCreatePreMulSum ops of this comm
   uniccl::BufferRegistry registry;            // ncclCommRegister'ed buffers
-  // Maps peers' registered buffers for their direct receives (core/import_service.h;
-  // nullptr: no peer of this host in another process, or direct messages off).
-  std::unique_ptr<uniccl::ImportService> importService;
-  uint64_t p2pDirectRecvs = 0;    // messages planned as direct receives (core/direct_recv.h), for tests and logs
-  uint64_t collDirectRecvs = 0;   // AllGather / Broadcast outputs offered to the ring predecessor (the same)
+  // Direct receives (core/direct_recv.h): the import service and importer
+  // (none: no peer of this host in another process, or direct messages
+  // off), and what the planner planned.
+  uniccl::DirectRecvs direct;
   // Symmetric memory windows and the device window table
   // (common/symmetric/symmetric.h); created by the first registration,
   // released by releaseSymmetric() at destroy and abort.

@@ -271,14 +271,17 @@ ncclResult_t startImportService(ncclComm* comm) {
   for (int r = 0; r < comm->nRanks; r++)
     needed |= comm->peers[r].hostHash == me.hostHash && comm->peers[r].processHash != me.processHash;
   if (!needed) return ncclSuccess;
-  comm->importService = std::make_unique<ImportService>();
-  if (comm->importService->start(comm->bootstrap->secret(), comm->commHash, comm->rank, comm->gpuDev) != ncclSuccess) {
+  DirectRecvs& d = comm->direct;
+  d.service = std::make_unique<ImportService>();
+  if (d.service->start(comm->bootstrap->secret(), comm->commHash, comm->rank, comm->gpuDev) != ncclSuccess) {
     // An optimization only: the communicator works without it (peers that
     // ask get no answer and receive through the slots).
     WARN("rank %d: the import service for direct receives could not start; peers' registered buffers are not "
          "mapped here (their messages go through the slots)", comm->rank);
-    comm->importService.reset();
+    d.service.reset();
   }
+  // The other direction: this rank's registered buffers mapped by its peers.
+  d.importer = std::make_unique<DirectImporter>(importEndpoint(comm), &comm->registry);
   return ncclSuccess;
 }
 

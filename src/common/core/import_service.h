@@ -114,10 +114,12 @@ inline ncclResult_t releaseAtPeer(ncclComm* comm, int peer, uintptr_t allocBase)
   return releaseAtPeer(importEndpoint(comm), peer, allocBase);
 }
 
-// Starts comm->importService when some peer is on this host in another
-// process and direct messages are on (UNICCL_P2P_DIRECT_MIN_BYTES > 0). A
-// service that cannot start (its socket name taken, which a name derived
-// from the secret makes unlikely) is a WARN, not a failed init: without it the peers' messages go through the slots.
+// Starts comm->direct's service (and makes its importer,
+// core/direct_importer.h) when some peer is on this host in another process
+// and direct messages are on (UNICCL_P2P_DIRECT_MIN_BYTES > 0). A service
+// that cannot start (its socket name taken, which a name derived from the
+// secret makes unlikely) is a WARN, not a failed init: without it the
+// peers' messages go through the slots.
 ncclResult_t startImportService(ncclComm* comm);
 
 }  // namespace uniccl

@@ -333,6 +333,9 @@ void commFree(ncclComm* comm, bool abort) {
   }
   // From here on the watchdog thread no longer looks at this comm.
   watchdogUnregister(comm);
+  // No more direct-receive imports (an abort ends the one in flight): the
+  // registry they report to goes with the comm.
+  if (comm->direct.importer) comm->direct.importer->stop();
   int saved = -1;
   gpu::getDevice(&saved);
   if (comm->gpuDev >= 0) gpu::setDevice(comm->gpuDev);
@@ -349,8 +352,8 @@ void commFree(ncclComm* comm, bool abort) {
   comm->transports.release();
   // Peers' buffers mapped for this rank's sends: the kernels that stored
   // into them have ended.
-  if (comm->importService) comm->importService->stop();
-  comm->importService.reset();
+  if (comm->direct.service) comm->direct.service->stop();
+  comm->direct.service.reset();
   if (comm->kernelCh) {
     kernel_ch_poller::remove(comm->kernelCh.get());
     comm->kernelCh->poll();    // the kernels have ended: every stamp that will come is there

@@ -61,7 +61,7 @@ void offerCollectiveOutput(ncclComm* comm, const Task& t, dev::Work* w) {
   for (int c = w->channelLo + 1; c <= w->channelHi; c++)
     if (comm->channelsHost[c].ringPrev != prev) return;
   const uintptr_t to = directRecvTarget(comm, prev, t.recvbuff, out);
-  if (setRecvView(to, w, &w->c.recvViewHi)) comm->collDirectRecvs++;
+  if (setRecvView(to, w, &w->c.recvViewHi)) comm->direct.collPlanned++;
 }
 
 dev::Work collWork(ncclComm* comm, const Task& t) {
@@ -152,7 +152,7 @@ ncclResult_t p2pWorks(CommPlan& p, std::vector<dev::Work>* out, std::vector<int>
         // (core/direct_recv.h); the item carries the sender's view of it.
         if (r != 0 && dev::p2pExchanges(w.p.recvProto, w.p.recvBytes, comm->devCommHost.p2pDirectMinBytes)) {
           const uintptr_t to = directRecvTarget(comm, recvPeer, t.recvbuff, w.p.recvBytes);
-          if (setRecvView(to, &w, &w.p.recvViewHi)) comm->p2pDirectRecvs++;
+          if (setRecvView(to, &w, &w.p.recvViewHi)) comm->direct.p2pPlanned++;
         }
       }
       out->push_back(w);
