@@ -122,7 +122,7 @@ struct ncclComm {
   std::unique_ptr<uniccl::KernelChTracker> kernelCh;
   void* profRingsHost = nullptr;
 
-  uniccl::TaskList tasks;                     // tasks of the open group (the group end's plan takes them)
+  uniccl::TaskList tasks;                     // tasks of the open group (the group end's plan reads and clears them)
   bool inGroupList = false;                   // queued in the thread's group comm list
   // The storage of this communicator's last plan (core/comm_plan.h), which
   // the next group end takes and gives back: its vectors keep their

@@ -7,13 +7,18 @@
 
 namespace uniccl {
 
+CommPlan::CommPlan(ncclComm* c)
+    : comm(c), tasks(c->tasks), sides(&c->sides), stageScratch(&c->stageScratch) {}
+
 void CommPlan::clear() {
   tasks.clear();
   launch.clear();
   side.clear();
-  stage.clear();
-  newPeers.clear();
-  events.clear();
+  // The rest is written before it is read: newPeers by peersToConnect, the
+  // staging offsets by their stage step; only a plan that staged or was
+  // observed has more to forget.
+  if (stage.eagerStream != nullptr) stage.clear();
+  if (observer != nullptr) events.clear();
   launchJob = -1;
   launched = false;
 }
@@ -23,19 +28,14 @@ CommPlan& GroupPlan::add(ncclComm* comm) {
   // state needs. A communicator whose plan is out (a second group end on it
   // before the first gave it back, which NCCL's rules exclude) gets new storage.
   std::unique_ptr<CommPlan> storage = std::move(comm->planStorage);
-  if (!storage) storage = std::make_unique<CommPlan>();
+  if (!storage) storage = std::make_unique<CommPlan>(comm);
   CommPlan* p = storage.release();
-  p->comm = comm;
+  // What init fixed, read again for hand-built communicators that change it.
   p->rank = comm->rank;
   p->nRanks = comm->nRanks;
   p->gpuDev = comm->gpuDev;
   p->gpuShared = comm->gpuShared;
-  p->sides = &comm->sides;
-  p->stageScratch = &comm->stageScratch;
   p->observer = launchObserverOf(comm);
-  // The recorded tasks move into the plan; the communicator keeps the
-  // plan's cleared vectors (and their capacity) for the next group.
-  std::swap(p->tasks, comm->tasks);
   p->next_ = nullptr;
   if (last_ != nullptr) last_->next_ = p;
   else first_ = p;

@@ -7,12 +7,13 @@
 // watchdog, the profiler and the copy engines get the plan (or the piece
 // they need) and their own state, not the communicator.
 //
-// A CommPlan takes the communicator's recorded tasks (ncclComm::tasks) when
-// it joins the GroupPlan, so the communicator is free to record the next
-// group's. No allocation in steady state: each communicator keeps the
-// storage of its last plan (ncclComm::planStorage, nothing reads it), the
-// next GroupPlan takes it and gives it back cleared, with the capacity of
-// its vectors.
+// A CommPlan reads the tasks its communicator recorded for the group
+// (ncclComm::tasks; API calls on a communicator cannot come during its group
+// end, NCCL's rule of one thread at a time) and clears them when it goes. No
+// allocation in steady state: each communicator keeps the storage of its
+// last plan (ncclComm::planStorage, nothing reads it), the next GroupPlan
+// takes it and gives it back cleared, with the capacity of its vectors; a
+// plan's storage serves one communicator for its whole life.
 #pragma once
 
 #include <cstddef>
@@ -34,19 +35,23 @@ struct InPlaceScratch;  // core/inplace_stage.h
 
 // One communicator's part of a group.
 struct CommPlan {
-  ncclComm* comm = nullptr;   // whose plan it is (the planner and the tuning read it)
+  explicit CommPlan(ncclComm* c);
+  CommPlan(const CommPlan&) = delete;
+  CommPlan& operator=(const CommPlan&) = delete;
+
+  ncclComm* const comm;       // whose plan it is (the planner and the tuning read it)
   int rank = -1;              // comm's rank, rank count, GPU and GPU sharing, for the steps that do not read
   int nRanks = 0;             // the communicator
   int gpuDev = -1;
   bool gpuShared = false;
-  TaskList tasks;             // the group's tasks, taken from ncclComm::tasks
+  TaskList& tasks;            // the group's tasks (ncclComm::tasks)
   LaunchPlan launch;          // works, kernel launches, streams (core/launch_plan.h)
   SidePlan side;              // copy engines and side kernels (core/launch_plan.h)
   StagePlan stage;            // in-place AlltoAll sends copied aside (core/inplace_stage.h)
-  std::vector<int> newPeers;  // peers the kernels need that are not connected yet (peersToConnect)
+  std::vector<int> newPeers;  // peers the kernels need that are not connected yet (written by peersToConnect)
   // The communicator's state of the modules the group end drives.
-  SideStreams* sides = nullptr;           // ncclComm::sides
-  InPlaceScratch* stageScratch = nullptr; // ncclComm::stageScratch
+  SideStreams* const sides;               // ncclComm::sides
+  InPlaceScratch* const stageScratch;     // ncclComm::stageScratch
   // Who watches the launch sequence (the profiler, core/launch_observer.h),
   // and the events it opened for this launch; nullptr: nobody.
   LaunchObserver* observer = nullptr;
@@ -55,7 +60,8 @@ struct CommPlan {
   int launchJob = -1;
   bool launched = false;      // launchTasks queued all of it
 
-  // What one group decided; the vectors keep their capacity.
+  // Forgets what one group decided (and the communicator's recorded
+  // tasks); the vectors keep their capacity.
   void clear();
 
  private:
@@ -74,7 +80,7 @@ class GroupPlan {
   GroupPlan(const GroupPlan&) = delete;
   GroupPlan& operator=(const GroupPlan&) = delete;
 
-  // Takes comm's recorded tasks into a plan of this group (the storage of
+  // comm's plan in this group, over the tasks comm recorded (the storage of
   // comm's last plan when it has one).
   CommPlan& add(ncclComm* comm);
 

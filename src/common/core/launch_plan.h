@@ -134,7 +134,8 @@ struct SidePlan {
       if (x.what == SideWhat::SelfCopy) return true;
     return false;
   }
-  // The tuning's scratch: the rank's sends to and recvs from itself, paired.
+  // The tuning's scratch (written before it is read): the rank's sends to
+  // and recvs from itself, paired.
   std::vector<size_t> selfSends, selfRecvs;
   // Bookkeeping of the group's side-stream steps (core/side_stream.cc).
   bool ceMatched = false;   // matched for copy engines: leaves the path with its partners when a copy fails
@@ -170,7 +171,7 @@ struct LaunchPlan {
   // where it is free again.
   bool usesPatScratch = false;
   std::vector<KernelLaunch> launches;
-  std::vector<int> p2pRounds;       // the planner's scratch: rounds that carry messages
+  std::vector<int> p2pRounds;       // the planner's scratch (written before it is read): rounds that carry messages
 
   // Capture state of the group's first stream, once the group end asked
   // (checkTaskStreams): later steps do not ask the runtime again.

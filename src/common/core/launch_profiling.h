@@ -40,7 +40,10 @@ inline void profilerDropTasks(ncclComm* comm) {
 }
 
 // The observer of comm's launches: the profiler's when comm has one, else nullptr.
-LaunchObserver* launchObserverOf(const ncclComm* comm);
+LaunchObserver* profilingObserver();
+inline LaunchObserver* launchObserverOf(const ncclComm* comm) {
+  return __builtin_expect(comm->profiler == nullptr, 1) ? nullptr : profilingObserver();
+}
 
 // Ends the group's GroupApi events when the scope closes (outermost
 // ncclGroupEnd, or the implicit group of a call made outside any group).

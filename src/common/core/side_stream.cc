@@ -181,11 +181,9 @@ void ensurePostedCounters(SideStreams* s, int nRanks) {
   }
 }
 
-void countPostedTasks(SideStreams* s, int nRanks, const TaskList& tasks) {
-  s->collsPosted += tasks.colls.size();
-  if (tasks.p2p.empty()) return;
+void countPostedMessages(SideStreams* s, int nRanks, const std::vector<Task>& p2p) {
   ensurePostedCounters(s, nRanks);
-  for (const Task& t : tasks.p2p) {
+  for (const Task& t : p2p) {
     if (t.peer() < 0 || t.peer() >= nRanks) continue;
     if (t.kind == TaskKind::Send) s->sentTo[t.peer()]++;
     else s->recvdFrom[t.peer()]++;

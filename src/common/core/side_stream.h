@@ -29,6 +29,7 @@
 
 #include "common/core/group.h"
 #include "common/core/launch_plan.h"
+#include "common/core/tasks.h"
 #include "common/gpu.h"
 #include "uniccl.h"
 
@@ -36,7 +37,6 @@ namespace uniccl {
 
 class GroupPlan;
 struct CommPlan;
-struct TaskList;
 
 // What one communicator keeps for its side work, from group to group
 // (ncclComm::sides): the messages it ever posted to and from each peer and
@@ -78,7 +78,11 @@ void ensurePostedCounters(SideStreams* s, int nRanks);
 
 // Counts the tasks of a group as posted, so later groups still match
 // tasks by their order.
-void countPostedTasks(SideStreams* s, int nRanks, const TaskList& tasks);
+void countPostedMessages(SideStreams* s, int nRanks, const std::vector<Task>& p2p);
+inline void countPostedTasks(SideStreams* s, int nRanks, const TaskList& tasks) {
+  s->collsPosted += tasks.colls.size();
+  if (!tasks.p2p.empty()) countPostedMessages(s, nRanks, tasks.p2p);
+}
 
 // After a failed group the counts may no longer agree between ranks: the
 // communicator leaves the copy-engine path for good.

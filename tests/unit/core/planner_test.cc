@@ -25,7 +25,7 @@ namespace uniccl {
 namespace {
 
 // The plan a group end would make of the open group's communicators, built
-// on demand (each communicator's recorded tasks move into it) and dropped
+// on demand (over the tasks each communicator recorded) and dropped
 // with the group.
 struct OpenPlan {
   std::unique_ptr<GroupPlan> group;
