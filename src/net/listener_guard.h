@@ -23,16 +23,31 @@
 // and one accept() call takes at most kMaxAcceptsPerCall connections, so it
 // returns quickly. A connection that closes, stays silent or fails its proof
 // is dropped and accept() goes on: none of that is an error of the listener.
+// acceptPending() is that loop, once for both transports; each supplies only
+// what one pending connection of its own wire does next.
+//
+// The bootstrap's listeners (common/bootstrap/listener_loop.h) bound their
+// connections by the same rules but keep their own loop, because they are
+// driven the other way round: each owns a thread that sleeps in poll() on the
+// listener and every pending socket and hands a proven connection to a
+// handler, sizes its table from RLIMIT_NOFILE, and pauses accepting for a
+// while when no fd can be freed. A net listener has no thread of its own:
+// the caller of the net API's non-blocking accept() calls it again and
+// again, so one call takes only what waits, steps each connection once and
+// returns.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "common/util/auth.h"
+#include "common/util/debug.h"
 #include "common/util/socket.h"
+#include "net/net.h"
 
 namespace uniccl {
 
@@ -67,6 +82,7 @@ class RefusalLog {
   void note(Refusal why, const SocketAddress& peer, const SocketAddress& listener, const std::string& detail = {});
   void summary(const SocketAddress& listener) const;
   uint64_t count(Refusal why) const { return counts_[(int)why]; }
+  const char* net() const { return net_; }
 
  private:
   const char* net_;
@@ -87,16 +103,99 @@ bool connectionWaiting(const Socket& listener);
 
 // Takes out the oldest connection that has not proven the key yet (records
 // are kept in arrival order); null when every pending one has.
-template <typename Pending, typename Proven>
-std::unique_ptr<Pending> takeOldestUnproven(std::vector<std::unique_ptr<Pending>>& pending, Proven proven) {
+template <typename Stage>
+std::unique_ptr<Stage> takeOldestUnproven(std::vector<std::unique_ptr<Stage>>& pending) {
   for (auto it = pending.begin(); it != pending.end(); ++it) {
-    if (!proven(**it)) {
-      std::unique_ptr<Pending> p = std::move(*it);
+    if (!(*it)->proven) {
+      std::unique_ptr<Stage> p = std::move(*it);
       pending.erase(it);
       return p;
     }
   }
   return nullptr;
+}
+
+// What one step of a pending connection left it in.
+enum class PendingStep {
+  kWait,     // needs more from the peer: stays pending
+  kDone,     // settled: the transport took what it needed from it
+  kDropped,  // refused or given up (the step said why): its socket closes
+};
+
+namespace detail {
+// One step of `st`; the loop's own rule on top: a connection still without
+// its proof after its deadline is dropped as silent.
+template <typename Stage, typename Step>
+ncclResult_t stepPending(Stage& st, Step& step, RefusalLog& refusals, const SocketAddress& here,
+                         PendingStep* out) {
+  ncclResult_t res = step(st, out);
+  if (res != ncclSuccess) return res;
+  if (*out == PendingStep::kWait && !st.proven && Clock::now() > st.deadline) {
+    refusals.note(Refusal::kSilent, st.sock.address(), here);
+    *out = PendingStep::kDropped;
+  }
+  return ncclSuccess;
+}
+}  // namespace detail
+
+// One accept() call of a net listener: takes up to kMaxAcceptsPerCall
+// newcomers from the backlog, then steps every pending connection once.
+//
+// Stage is the transport's record of a pending connection, with at least
+// `Socket sock`, `Deadline deadline` (set here: UNICCL_NET_CONNECT_TIMEOUT_MS
+// from the accept) and `bool proven` (set by the step once the peer proved
+// the key). step(Stage&, PendingStep*) does what the connection allows
+// without blocking; it returns an error only for a failure of the proven
+// peer, which ends this call (the stage is dropped, the rest wait for the
+// next call). Everything an unproven peer does ends in a drop, never an
+// error: only a broken listening socket is the listener's own error.
+template <typename Stage, typename Step>
+ncclResult_t acceptPending(const Socket& listener, std::vector<std::unique_ptr<Stage>>& pending,
+                           RefusalLog& refusals, Step step) {
+  const SocketAddress& here = listener.address();
+  for (int taken = 0; taken < kMaxAcceptsPerCall; taken++) {
+    Socket sock;
+    int err = 0;
+    AcceptResult got = acceptOne(listener, &sock, &err);
+    if (got == AcceptResult::kNone) break;
+    if (got == AcceptResult::kNoFds) {
+      // The connection stays in the backlog; freeing one fd lets a later call take it.
+      if (!connectionWaiting(listener)) break;
+      refusals.note(Refusal::kNoFds, emptySocketAddress(), here, strerror(err));
+      if (auto old = takeOldestUnproven(pending)) refusals.note(Refusal::kEvicted, old->sock.address(), here);
+      break;
+    }
+    if (got == AcceptResult::kFailed) {
+      WARN("NET/%s: accept on %s failed: %s", refusals.net(), here.toString().c_str(), strerror(err));
+      return ncclSystemError;
+    }
+    auto st = std::make_unique<Stage>();
+    st->sock = std::move(sock);
+    st->deadline = deadlineAfterMs(netConnectTimeoutMs());
+    // A real peer's proof is usually here already: settled at once, it takes no room.
+    PendingStep now = PendingStep::kWait;
+    ncclResult_t res = detail::stepPending(*st, step, refusals, here, &now);
+    if (res != ncclSuccess) return res;
+    if (now != PendingStep::kWait) continue;
+    if (pending.size() >= kMaxPendingConnections) {
+      auto old = takeOldestUnproven(pending);
+      if (old == nullptr) old = std::move(st);  // all proven (cannot be many): the newcomer goes
+      refusals.note(Refusal::kEvicted, old->sock.address(), here);
+      if (st == nullptr) continue;
+    }
+    pending.push_back(std::move(st));
+  }
+  for (size_t i = 0; i < pending.size();) {
+    PendingStep now = PendingStep::kWait;
+    ncclResult_t res = detail::stepPending(*pending[i], step, refusals, here, &now);
+    if (res == ncclSuccess && now == PendingStep::kWait) {
+      i++;
+      continue;
+    }
+    pending.erase(pending.begin() + i);
+    if (res != ncclSuccess) return res;
+  }
+  return ncclSuccess;
 }
 
 }  // namespace uniccl

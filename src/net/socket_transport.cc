@@ -782,12 +782,10 @@ ncclResult_t socketConnect(int dev, void* opaqueHandle, void** sendComm, ncclNet
   return res;
 }
 
-// What became of a pending socket after one look at it.
-enum class PendingStep { kWait, kJoined, kDropped };
-
-// Reads what a pending socket sent and acts on it, without blocking: checks
-// its proof of the key (nothing else is read before), answers with ours, and
-// then lets it join the connection being assembled.
+// acceptPending's step: reads what a pending socket sent and acts on it,
+// without blocking: checks its proof of the key (nothing else is read
+// before), answers with ours, and then lets it join the connection being
+// assembled (kDone). Silence before the proof is acceptPending's to drop.
 PendingStep progressPending(ListenComm* lc, PendingSocket* p) {
   const SocketAddress& peer = p->sock.address();
   const SocketAddress& here = lc->listener.address();
@@ -799,11 +797,7 @@ PendingStep progressPending(ListenComm* lc, PendingSocket* p) {
       return PendingStep::kDropped;
     }
     p->got += (size_t)n;
-    if (p->got < sizeof(Opening)) {
-      if (Clock::now() <= p->deadline) return PendingStep::kWait;
-      lc->refusals.note(Refusal::kSilent, peer, here);
-      return PendingStep::kDropped;
-    }
+    if (p->got < sizeof(Opening)) return PendingStep::kWait;
     if (!checkResponse(lc->secret.key, kAuthContext, lc->secret.challenge, p->opening.response)) {
       lc->refusals.note(Refusal::kBadProof, peer, here);
       return PendingStep::kDropped;
@@ -851,53 +845,17 @@ PendingStep progressPending(ListenComm* lc, PendingSocket* p) {
   }
   lc->socks[hl.index] = std::move(p->sock);
   lc->arrived++;
-  return PendingStep::kJoined;
+  return PendingStep::kDone;
 }
-
-bool isProven(const PendingSocket& p) { return p.proven; }
 
 ncclResult_t socketAccept(void* listenComm, void** recvComm, ncclNetDeviceHandle_v8_t** recvDevComm) {
   *recvComm = nullptr;
   if (recvDevComm) *recvDevComm = nullptr;
   ListenComm* lc = static_cast<ListenComm*>(listenComm);
-  const SocketAddress& here = lc->listener.address();
-  for (int taken = 0; taken < kMaxAcceptsPerCall; taken++) {
-    Socket sock;
-    int err = 0;
-    AcceptResult got = acceptOne(lc->listener, &sock, &err);
-    if (got == AcceptResult::kNone) break;
-    if (got == AcceptResult::kNoFds) {
-      // The connection stays in the backlog; freeing one fd lets a later call take it.
-      if (!connectionWaiting(lc->listener)) break;
-      lc->refusals.note(Refusal::kNoFds, emptySocketAddress(), here, strerror(err));
-      if (auto old = takeOldestUnproven(lc->pending, isProven))
-        lc->refusals.note(Refusal::kEvicted, old->sock.address(), here);
-      break;
-    }
-    if (got == AcceptResult::kFailed) {
-      WARN("NET/Socket: accept on %s failed: %s", here.toString().c_str(), strerror(err));
-      return ncclSystemError;
-    }
-    auto p = std::make_unique<PendingSocket>();
-    p->sock = std::move(sock);
-    p->deadline = deadlineAfterMs(netConnectTimeoutMs());
-    // A real peer's proof is usually here already: settled at once, it takes no room.
-    if (progressPending(lc, p.get()) != PendingStep::kWait) continue;
-    if (lc->pending.size() >= kMaxPendingConnections) {
-      auto old = takeOldestUnproven(lc->pending, isProven);
-      if (old == nullptr) old = std::move(p);  // all proven (cannot be many): the newcomer goes
-      lc->refusals.note(Refusal::kEvicted, old->sock.address(), here);
-      if (p == nullptr) continue;
-    }
-    lc->pending.push_back(std::move(p));
-  }
-  for (size_t i = 0; i < lc->pending.size();) {
-    if (progressPending(lc, lc->pending[i].get()) == PendingStep::kWait) {
-      i++;
-      continue;
-    }
-    lc->pending.erase(lc->pending.begin() + i);
-  }
+  UCHECK(acceptPending(lc->listener, lc->pending, lc->refusals, [lc](PendingSocket& p, PendingStep* out) {
+    *out = progressPending(lc, &p);
+    return ncclSuccess;
+  }));
   if (lc->nSocks >= 0 && lc->arrived == lc->nSocks + 1) {
     SocketAddress peer = lc->socks[0].address();
     auto comm = makeComm(false, peer, &lc->socks);

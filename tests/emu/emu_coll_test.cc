@@ -77,6 +77,7 @@
 #include "traffic_check.h"
 #include "nccl.h"
 #include "rccl/rccl.h"   // ncclCommInitRankMulti
+#include "test_check.h"
 
 using namespace uniccl;
 
@@ -93,16 +94,6 @@ std::mt19937 gRng(20261122);
 // the tuner must give them (--expect-algo=pat): PAT rounds for the ops
 // without a scalar, the ring for ncclAvg and PreMulSum.
 uint64_t gRsPatWanted = 0, gRsRingWanted = 0;
-
-#define EXPECT_OK(call)                                                                       \
-  do {                                                                                        \
-    ncclResult_t r_ = (call);                                                                 \
-    if (r_ != ncclSuccess) {                                                                  \
-      fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", __FILE__, __LINE__, #call,                \
-              ncclGetErrorString(r_), ncclGetLastError(nullptr));                             \
-      exit(1);                                                                                \
-    }                                                                                         \
-  } while (0)
 
 struct Rank {
   int dev;
@@ -134,33 +125,33 @@ float fromBf16(uint16_t h) {
 }
 
 void upload(Rank& r, char* dst, const std::vector<float>& v) {
-  EXPECT_OK(gpu::setDevice(r.dev));
+  NCCL_OK_OR_EXIT(gpu::setDevice(r.dev));
   if (v.empty()) return;
   if (gType == ncclBfloat16) {
     std::vector<uint16_t> h(v.size());
     for (size_t i = 0; i < v.size(); i++) h[i] = toBf16(v[i]);
-    EXPECT_OK(gpu::memcpy(dst, h.data(), h.size() * 2));
+    NCCL_OK_OR_EXIT(gpu::memcpy(dst, h.data(), h.size() * 2));
   } else {
-    EXPECT_OK(gpu::memcpy(dst, v.data(), v.size() * sizeof(float)));
+    NCCL_OK_OR_EXIT(gpu::memcpy(dst, v.data(), v.size() * sizeof(float)));
   }
 }
 std::vector<float> download(Rank& r, const char* src, size_t n) {
   std::vector<float> v(n);
-  EXPECT_OK(gpu::setDevice(r.dev));
+  NCCL_OK_OR_EXIT(gpu::setDevice(r.dev));
   if (n == 0) return v;
   if (gType == ncclBfloat16) {
     std::vector<uint16_t> h(n);
-    EXPECT_OK(gpu::memcpy(h.data(), src, n * 2));
+    NCCL_OK_OR_EXIT(gpu::memcpy(h.data(), src, n * 2));
     for (size_t i = 0; i < n; i++) v[i] = fromBf16(h[i]);
   } else {
-    EXPECT_OK(gpu::memcpy(v.data(), src, n * sizeof(float)));
+    NCCL_OK_OR_EXIT(gpu::memcpy(v.data(), src, n * sizeof(float)));
   }
   return v;
 }
 void syncAll(std::vector<Rank>& ranks) {
   for (Rank& r : ranks) {
-    EXPECT_OK(gpu::setDevice(r.dev));
-    EXPECT_OK(gpu::streamSynchronize(static_cast<gpu::Stream>(r.stream)));
+    NCCL_OK_OR_EXIT(gpu::setDevice(r.dev));
+    NCCL_OK_OR_EXIT(gpu::streamSynchronize(static_cast<gpu::Stream>(r.stream)));
   }
 }
 
@@ -235,22 +226,24 @@ void runPatGroup(std::vector<Rank>& ranks) {
     upload(R, R.recv + (rB + r * agB) * gElem, inB[r]);
     upload(R, R.recv + rRsB * gElem, inRsB[r]);
   }
-  EXPECT_OK(ncclGroupStart());
+  NCCL_OK_OR_EXIT(ncclGroupStart());
   for (int r = 0; r < n; r++) {
     Rank& R = ranks[r];
-    EXPECT_OK(ncclAllGather(R.send + sA * gElem, R.recv + rA * gElem, agA, gType, R.comm, R.stream));
-    EXPECT_OK(ncclSend(R.send + sMsg * gElem, msg, gType, (r + 1) % n, R.comm, R.stream));
-    EXPECT_OK(ncclRecv(R.recv + rMsg * gElem, msg, gType, (r - 1 + n) % n, R.comm, R.stream));
+    NCCL_OK_OR_EXIT(ncclAllGather(R.send + sA * gElem, R.recv + rA * gElem, agA, gType, R.comm, R.stream));
+    NCCL_OK_OR_EXIT(ncclSend(R.send + sMsg * gElem, msg, gType, (r + 1) % n, R.comm, R.stream));
+    NCCL_OK_OR_EXIT(ncclRecv(R.recv + rMsg * gElem, msg, gType, (r - 1 + n) % n, R.comm, R.stream));
     char* arBuf = R.recv + rAr * gElem;
-    EXPECT_OK(ncclAllReduce(arBuf, arBuf, ar, gType, ncclSum, R.comm, R.stream));
+    NCCL_OK_OR_EXIT(ncclAllReduce(arBuf, arBuf, ar, gType, ncclSum, R.comm, R.stream));
     char* outB = R.recv + rB * gElem;
-    EXPECT_OK(ncclAllGather(outB + r * agB * gElem, outB, agB, gType, R.comm, R.stream));
-    EXPECT_OK(ncclReduceScatter(R.send + sRsA * gElem, R.recv + rRsA * gElem, rsA, gType, ncclMax, R.comm, R.stream));
+    NCCL_OK_OR_EXIT(ncclAllGather(outB + r * agB * gElem, outB, agB, gType, R.comm, R.stream));
+    NCCL_OK_OR_EXIT(ncclReduceScatter(R.send + sRsA * gElem, R.recv + rRsA * gElem, rsA, gType, ncclMax, R.comm,
+                                      R.stream));
     char* inOutB = R.recv + rRsB * gElem;
-    EXPECT_OK(ncclReduceScatter(inOutB, inOutB + r * rsB * gElem, rsB, gType, ncclSum, R.comm, R.stream));
-    EXPECT_OK(ncclReduceScatter(R.send + sRsC * gElem, R.recv + rRsC * gElem, rsC, gType, ncclAvg, R.comm, R.stream));
+    NCCL_OK_OR_EXIT(ncclReduceScatter(inOutB, inOutB + r * rsB * gElem, rsB, gType, ncclSum, R.comm, R.stream));
+    NCCL_OK_OR_EXIT(ncclReduceScatter(R.send + sRsC * gElem, R.recv + rRsC * gElem, rsC, gType, ncclAvg, R.comm,
+                                      R.stream));
   }
-  EXPECT_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   syncAll(ranks);
   gRsPatWanted += 2 * (uint64_t)n;
   gRsRingWanted += (uint64_t)n;
@@ -326,20 +319,20 @@ void runCase(std::vector<Rank>& ranks, const char* coll, size_t count, bool inPl
     }
   }
   const uint64_t copiesBefore = oneRankCopies(), stagedBefore = stagedBytes();
-  EXPECT_OK(ncclGroupStart());
+  NCCL_OK_OR_EXIT(ncclGroupStart());
   for (int r = 0; r < n; r++) {
     Rank& R = ranks[r];
     const char* s = inPlace ? (ag ? R.recv + r * count * gElem : R.recv) : R.send;
     char* d = R.recv;
     if (rs && inPlace) d = R.recv + r * count * gElem;
-    if (!strcmp(coll, "AllReduce")) EXPECT_OK(ncclAllReduce(s, d, count, gType, op, R.comm, R.stream));
-    else if (!strcmp(coll, "Broadcast")) EXPECT_OK(ncclBroadcast(s, d, count, gType, root, R.comm, R.stream));
-    else if (!strcmp(coll, "Reduce")) EXPECT_OK(ncclReduce(s, d, count, gType, op, root, R.comm, R.stream));
-    else if (ag) EXPECT_OK(ncclAllGather(s, d, count, gType, R.comm, R.stream));
-    else if (rs) EXPECT_OK(ncclReduceScatter(s, d, count, gType, op, R.comm, R.stream));
-    else if (a2a) EXPECT_OK(ncclAlltoAll(s, d, count, gType, R.comm, R.stream));
+    if (!strcmp(coll, "AllReduce")) NCCL_OK_OR_EXIT(ncclAllReduce(s, d, count, gType, op, R.comm, R.stream));
+    else if (!strcmp(coll, "Broadcast")) NCCL_OK_OR_EXIT(ncclBroadcast(s, d, count, gType, root, R.comm, R.stream));
+    else if (!strcmp(coll, "Reduce")) NCCL_OK_OR_EXIT(ncclReduce(s, d, count, gType, op, root, R.comm, R.stream));
+    else if (ag) NCCL_OK_OR_EXIT(ncclAllGather(s, d, count, gType, R.comm, R.stream));
+    else if (rs) NCCL_OK_OR_EXIT(ncclReduceScatter(s, d, count, gType, op, R.comm, R.stream));
+    else if (a2a) NCCL_OK_OR_EXIT(ncclAlltoAll(s, d, count, gType, R.comm, R.stream));
   }
-  EXPECT_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   syncAll(ranks);
   if (rs && count > 0) (op == ncclAvg ? gRsRingWanted : gRsPatWanted) += (uint64_t)n;
 
@@ -408,23 +401,23 @@ void runPreMulSum(std::vector<Rank>& ranks, const char* coll, size_t count, bool
   const uint16_t scalarBf16 = toBf16(scalar);
   for (int r = 0; r < n; r++) {
     Rank& R = ranks[r];
-    EXPECT_OK(gpu::setDevice(R.dev));
+    NCCL_OK_OR_EXIT(gpu::setDevice(R.dev));
     const void* sp = gType == ncclBfloat16 ? (const void*)&scalarBf16 : (const void*)&scalar;
-    EXPECT_OK(ncclRedOpCreatePreMulSum(&ops[r], const_cast<void*>(sp), gType, ncclScalarHostImmediate, R.comm));
+    NCCL_OK_OR_EXIT(ncclRedOpCreatePreMulSum(&ops[r], const_cast<void*>(sp), gType, ncclScalarHostImmediate, R.comm));
     in[r] = randomData(sendCount);
     upload(R, R.recv, randomData(sendCount));
     upload(R, inPlace ? R.recv : R.send, in[r]);
   }
   const uint64_t copiesBefore = oneRankCopies();
-  EXPECT_OK(ncclGroupStart());
+  NCCL_OK_OR_EXIT(ncclGroupStart());
   for (int r = 0; r < n; r++) {
     Rank& R = ranks[r];
     const char* s = inPlace ? R.recv : R.send;
     char* d = rs && inPlace ? R.recv + r * count * gElem : R.recv;
-    if (rs) EXPECT_OK(ncclReduceScatter(s, d, count, gType, ops[r], R.comm, R.stream));
-    else EXPECT_OK(ncclAllReduce(s, d, count, gType, ops[r], R.comm, R.stream));
+    if (rs) NCCL_OK_OR_EXIT(ncclReduceScatter(s, d, count, gType, ops[r], R.comm, R.stream));
+    else NCCL_OK_OR_EXIT(ncclAllReduce(s, d, count, gType, ops[r], R.comm, R.stream));
   }
-  EXPECT_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   syncAll(ranks);
   if (rs && count > 0) gRsRingWanted += (uint64_t)n;
   for (int r = 0; r < n; r++) {
@@ -437,7 +430,7 @@ void runPreMulSum(std::vector<Rank>& ranks, const char* coll, size_t count, bool
     }
     const char* at = rs && inPlace ? ranks[r].recv + r * count * gElem : ranks[r].recv;
     check(name + "/rank" + std::to_string(r), download(ranks[r], at, count), want);
-    EXPECT_OK(ncclRedOpDestroy(ops[r], ranks[r].comm));
+    NCCL_OK_OR_EXIT(ncclRedOpDestroy(ops[r], ranks[r].comm));
   }
   gChecks++;
   if (oneRankCopies() != copiesBefore) {
@@ -452,11 +445,11 @@ void runSelfMessagesOneRank(Rank& R, size_t count) {
   std::vector<float> v = randomData(count);
   upload(R, R.recv, v);
   const uint64_t before = oneRankCopies();
-  EXPECT_OK(ncclGroupStart());
-  EXPECT_OK(ncclSend(R.recv, count, gType, 0, R.comm, R.stream));
-  EXPECT_OK(ncclRecv(R.recv, count, gType, 0, R.comm, R.stream));
-  EXPECT_OK(ncclGroupEnd());
-  EXPECT_OK(gpu::streamSynchronize(static_cast<gpu::Stream>(R.stream)));
+  NCCL_OK_OR_EXIT(ncclGroupStart());
+  NCCL_OK_OR_EXIT(ncclSend(R.recv, count, gType, 0, R.comm, R.stream));
+  NCCL_OK_OR_EXIT(ncclRecv(R.recv, count, gType, 0, R.comm, R.stream));
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(gpu::streamSynchronize(static_cast<gpu::Stream>(R.stream)));
   check("SelfInPlace/c" + std::to_string(count), download(R, R.recv, count), v);
   gChecks++;
   if (oneRankCopies() != before) {
@@ -475,13 +468,13 @@ void runSendRecv(std::vector<Rank>& ranks, size_t count) {
     upload(ranks[r], ranks[r].recv, randomData(count));
   }
   // A ring shift: every rank sends to r+1 and receives from r-1 in one group.
-  EXPECT_OK(ncclGroupStart());
+  NCCL_OK_OR_EXIT(ncclGroupStart());
   for (int r = 0; r < n; r++) {
     Rank& R = ranks[r];
-    EXPECT_OK(ncclSend(R.send, count, gType, (r + 1) % n, R.comm, R.stream));
-    EXPECT_OK(ncclRecv(R.recv, count, gType, (r + n - 1) % n, R.comm, R.stream));
+    NCCL_OK_OR_EXIT(ncclSend(R.send, count, gType, (r + 1) % n, R.comm, R.stream));
+    NCCL_OK_OR_EXIT(ncclRecv(R.recv, count, gType, (r + n - 1) % n, R.comm, R.stream));
   }
-  EXPECT_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   syncAll(ranks);
   for (int r = 0; r < n; r++)
     check("SendRecv/c" + std::to_string(count) + "/rank" + std::to_string(r),
@@ -498,10 +491,10 @@ void messageCase(std::vector<Rank>& ranks, int from, int to, size_t n, const std
   upload(S, S.send, v);
   upload(R, R.recv, randomData(n));
   const uint64_t before = copyEngineTransfers();
-  EXPECT_OK(ncclGroupStart());
-  EXPECT_OK(ncclRecv(R.recv, n, gType, from, R.comm, R.stream));
-  EXPECT_OK(ncclSend(S.send, n, gType, to, S.comm, S.stream));
-  EXPECT_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclGroupStart());
+  NCCL_OK_OR_EXIT(ncclRecv(R.recv, n, gType, from, R.comm, R.stream));
+  NCCL_OK_OR_EXIT(ncclSend(S.send, n, gType, to, S.comm, S.stream));
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   syncAll(ranks);
   check(what, download(R, R.recv, n), v);
   const uint64_t moved = copyEngineTransfers() - before;
@@ -552,13 +545,13 @@ void runAllReduceCe(std::vector<Rank>& ranks, bool expectCe) {
     upload(ranks[r], ranks[r].send + big * gElem, b[r]);
   }
   const uint64_t before = copyEngineTransfers();
-  EXPECT_OK(ncclGroupStart());
+  NCCL_OK_OR_EXIT(ncclGroupStart());
   for (Rank& R : ranks) {
-    EXPECT_OK(ncclAllReduce(R.send, R.recv, big, gType, ncclSum, R.comm, R.stream));
+    NCCL_OK_OR_EXIT(ncclAllReduce(R.send, R.recv, big, gType, ncclSum, R.comm, R.stream));
     char* second = R.send + big * gElem;
-    EXPECT_OK(ncclAllReduce(second, second, big, gType, ncclMin, R.comm, R.stream));
+    NCCL_OK_OR_EXIT(ncclAllReduce(second, second, big, gType, ncclMin, R.comm, R.stream));
   }
-  EXPECT_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   syncAll(ranks);
   std::vector<float> sum(big), mn(big);
   for (size_t i = 0; i < big; i++) {
@@ -598,19 +591,19 @@ void selfWithOtherWork(std::vector<Rank>& ranks, size_t big, bool withColl, bool
     upload(ranks[r], ranks[r].send + (big + small) * gElem, ar[r]);
   }
   const uint64_t before = copyEngineTransfers(), selfBefore = selfCopyLaunches();
-  EXPECT_OK(ncclGroupStart());
-  EXPECT_OK(ncclSend(A.send, big, gType, 0, A.comm, A.stream));
+  NCCL_OK_OR_EXIT(ncclGroupStart());
+  NCCL_OK_OR_EXIT(ncclSend(A.send, big, gType, 0, A.comm, A.stream));
   if (withColl) {
     for (Rank& R : ranks) {
       char* x = R.send + (big + small) * gElem;
-      EXPECT_OK(ncclAllReduce(x, x, small, gType, ncclSum, R.comm, R.stream));
+      NCCL_OK_OR_EXIT(ncclAllReduce(x, x, small, gType, ncclSum, R.comm, R.stream));
     }
   } else {
-    EXPECT_OK(ncclSend(A.send + big * gElem, small, gType, 1, A.comm, A.stream));
-    EXPECT_OK(ncclRecv(B.recv + big * gElem, small, gType, 0, B.comm, B.stream));
+    NCCL_OK_OR_EXIT(ncclSend(A.send + big * gElem, small, gType, 1, A.comm, A.stream));
+    NCCL_OK_OR_EXIT(ncclRecv(B.recv + big * gElem, small, gType, 0, B.comm, B.stream));
   }
-  EXPECT_OK(ncclRecv(A.recv, big, gType, 0, A.comm, A.stream));
-  EXPECT_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclRecv(A.recv, big, gType, 0, A.comm, A.stream));
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   syncAll(ranks);
   check(what + "/self", download(A, A.recv, big), self);
   if (withColl) {
@@ -664,10 +657,12 @@ void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
   upload(A, A.send, all);
   upload(B, B.recv, randomData(all.size()));
   uint64_t ce0 = copyEngineTransfers();
-  EXPECT_OK(ncclGroupStart());
-  for (size_t i = 0; i < sizes.size(); i++) EXPECT_OK(ncclSend(sendAt(offs[i]), sizes[i], gType, 1, A.comm, A.stream));
-  for (size_t i = 0; i < sizes.size(); i++) EXPECT_OK(ncclRecv(recvAt(offs[i]), sizes[i], gType, 0, B.comm, B.stream));
-  EXPECT_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclGroupStart());
+  for (size_t i = 0; i < sizes.size(); i++)
+    NCCL_OK_OR_EXIT(ncclSend(sendAt(offs[i]), sizes[i], gType, 1, A.comm, A.stream));
+  for (size_t i = 0; i < sizes.size(); i++)
+    NCCL_OK_OR_EXIT(ncclRecv(recvAt(offs[i]), sizes[i], gType, 0, B.comm, B.stream));
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   syncAll(ranks);
   check("P2pOrder/three-sizes", download(B, B.recv, all.size()), all);
   const uint64_t ce1 = copyEngineTransfers();
@@ -681,12 +676,12 @@ void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
   upload(A, A.send, d);
   upload(A, A.send + big * esz, e);
   upload(B, B.recv, randomData(2 * big));
-  EXPECT_OK(ncclSend(A.send, big, gType, 1, A.comm, A.stream));   // alone: waits on the GPU for its recv
-  EXPECT_OK(ncclGroupStart());
-  EXPECT_OK(ncclSend(A.send + big * esz, big, gType, 1, A.comm, A.stream));
-  EXPECT_OK(ncclRecv(B.recv, big, gType, 0, B.comm, B.stream));
-  EXPECT_OK(ncclRecv(B.recv + big * esz, big, gType, 0, B.comm, B.stream));
-  EXPECT_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclSend(A.send, big, gType, 1, A.comm, A.stream));   // alone: waits on the GPU for its recv
+  NCCL_OK_OR_EXIT(ncclGroupStart());
+  NCCL_OK_OR_EXIT(ncclSend(A.send + big * esz, big, gType, 1, A.comm, A.stream));
+  NCCL_OK_OR_EXIT(ncclRecv(B.recv, big, gType, 0, B.comm, B.stream));
+  NCCL_OK_OR_EXIT(ncclRecv(B.recv + big * esz, big, gType, 0, B.comm, B.stream));
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   syncAll(ranks);
   check("P2pOrder/lone-send-first", download(B, B.recv, big), d);
   check("P2pOrder/lone-send-second", download(B, B.recv + big * esz, big), e);
@@ -713,9 +708,9 @@ void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
   std::vector<float> g = randomData(big);
   upload(B, B.send, g);
   for (Rank& R : ranks) upload(R, R.recv, randomData(big));
-  EXPECT_OK(ncclGroupStart());
-  for (Rank& R : ranks) EXPECT_OK(ncclBroadcast(R.send, R.recv, big, gType, 1, R.comm, R.stream));
-  EXPECT_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclGroupStart());
+  for (Rank& R : ranks) NCCL_OK_OR_EXIT(ncclBroadcast(R.send, R.recv, big, gType, 1, R.comm, R.stream));
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   syncAll(ranks);
   for (int r = 0; r < n; r++) check("P2pOrder/broadcast/rank" + std::to_string(r), download(ranks[r], ranks[r].recv, big), g);
   if (expectCe && n == 2 && copyEngineTransfers() - ce5 != 1) {
@@ -733,12 +728,12 @@ void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
   upload(A, A.send + big * esz, y);
   upload(B, B.recv, randomData(big));
   upload(C, C.recv, randomData(big));
-  EXPECT_OK(ncclGroupStart());
-  EXPECT_OK(ncclSend(A.send, big, gType, 1, A.comm, A.stream));
-  EXPECT_OK(ncclSend(A.send + big * esz, big, gType, 2, A.comm, A.stream));
-  EXPECT_OK(ncclRecv(B.recv, big, gType, 0, B.comm, B.stream));
-  EXPECT_OK(ncclRecv(C.recv, big, gType, 0, C.comm, C.stream));
-  EXPECT_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclGroupStart());
+  NCCL_OK_OR_EXIT(ncclSend(A.send, big, gType, 1, A.comm, A.stream));
+  NCCL_OK_OR_EXIT(ncclSend(A.send + big * esz, big, gType, 2, A.comm, A.stream));
+  NCCL_OK_OR_EXIT(ncclRecv(B.recv, big, gType, 0, B.comm, B.stream));
+  NCCL_OK_OR_EXIT(ncclRecv(C.recv, big, gType, 0, C.comm, C.stream));
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   syncAll(ranks);
   check("P2pOrder/fan-out/rank1", download(B, B.recv, big), x);
   check("P2pOrder/fan-out/rank2", download(C, C.recv, big), y);
@@ -758,14 +753,14 @@ void runP2pOrder(std::vector<Rank>& ranks, bool expectCe) {
 void runRevokeShrink(std::vector<Rank>& ranks) {
   const int n = (int)ranks.size();
   for (int it = 0; it < 3; it++) {
-    EXPECT_OK(ncclGroupStart());
-    for (Rank& R : ranks) EXPECT_OK(ncclAllReduce(R.send, R.recv, 70001, gType, ncclSum, R.comm, R.stream));
-    EXPECT_OK(ncclGroupEnd());
+    NCCL_OK_OR_EXIT(ncclGroupStart());
+    for (Rank& R : ranks) NCCL_OK_OR_EXIT(ncclAllReduce(R.send, R.recv, 70001, gType, ncclSum, R.comm, R.stream));
+    NCCL_OK_OR_EXIT(ncclGroupEnd());
   }
-  for (Rank& R : ranks) EXPECT_OK(ncclCommRevoke(R.comm, NCCL_REVOKE_DEFAULT));
+  for (Rank& R : ranks) NCCL_OK_OR_EXIT(ncclCommRevoke(R.comm, NCCL_REVOKE_DEFAULT));
   for (Rank& R : ranks) {
     ncclResult_t async = ncclInProgress;
-    EXPECT_OK(ncclCommGetAsyncError(R.comm, &async));
+    NCCL_OK_OR_EXIT(ncclCommGetAsyncError(R.comm, &async));
     gChecks++;
     if (async != ncclSuccess) {
       fprintf(stderr, "FAIL revoke: async error %s after ncclCommRevoke\n", ncclGetErrorString(async));
@@ -782,19 +777,19 @@ void runRevokeShrink(std::vector<Rank>& ranks) {
   std::vector<int> excluded;
   if (n >= 3) excluded.push_back(1);
   std::vector<Rank> rest;
-  EXPECT_OK(ncclGroupStart());
+  NCCL_OK_OR_EXIT(ncclGroupStart());
   for (int r = 0; r < n; r++) {
     if (std::find(excluded.begin(), excluded.end(), r) != excluded.end()) continue;
     rest.push_back(ranks[r]);
-    EXPECT_OK(gpu::setDevice(ranks[r].dev));
-    EXPECT_OK(ncclCommShrink(ranks[r].comm, excluded.data(), (int)excluded.size(), &rest.back().comm, nullptr,
-                             NCCL_SHRINK_DEFAULT));
+    NCCL_OK_OR_EXIT(gpu::setDevice(ranks[r].dev));
+    NCCL_OK_OR_EXIT(ncclCommShrink(ranks[r].comm, excluded.data(), (int)excluded.size(), &rest.back().comm, nullptr,
+                                   NCCL_SHRINK_DEFAULT));
   }
-  EXPECT_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   for (size_t i = 0; i < rest.size(); i++) {
     int rank = -1, count = 0;
-    EXPECT_OK(ncclCommUserRank(rest[i].comm, &rank));
-    EXPECT_OK(ncclCommCount(rest[i].comm, &count));
+    NCCL_OK_OR_EXIT(ncclCommUserRank(rest[i].comm, &rank));
+    NCCL_OK_OR_EXIT(ncclCommCount(rest[i].comm, &count));
     gChecks++;
     if (rank != (int)i || count != (int)rest.size()) {
       fprintf(stderr, "FAIL shrink: rank %d of %d, expected %zu of %zu\n", rank, count, i, rest.size());
@@ -805,7 +800,7 @@ void runRevokeShrink(std::vector<Rank>& ranks) {
     runCase(rest, "AllReduce", count, false, ncclSum, 0);
     runCase(rest, "AlltoAll", count, true, ncclSum, 0);
   }
-  for (Rank& R : rest) EXPECT_OK(ncclCommDestroy(R.comm));
+  for (Rank& R : rest) NCCL_OK_OR_EXIT(ncclCommDestroy(R.comm));
   printf("emu_coll_test: revoke with work in flight on %d ranks, shrink to %zu: done\n", n, rest.size());
 }
 
@@ -815,12 +810,12 @@ void runHangAllReduce(std::vector<Rank>& ranks) {
   const Clock::time_point t0 = Clock::now();
   auto secs = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   Rank& R = ranks[0];
-  EXPECT_OK(gpu::setDevice(R.dev));
+  NCCL_OK_OR_EXIT(gpu::setDevice(R.dev));
   const gpu::Stream st = static_cast<gpu::Stream>(R.stream);
-  EXPECT_OK(ncclAllReduce(R.send, R.recv, 4099, gType, ncclSum, R.comm, R.stream));
+  NCCL_OK_OR_EXIT(ncclAllReduce(R.send, R.recv, 4099, gType, ncclSum, R.comm, R.stream));
   ncclResult_t async = ncclSuccess;
   while (secs() < 60) {
-    EXPECT_OK(ncclCommGetAsyncError(R.comm, &async));
+    NCCL_OK_OR_EXIT(ncclCommGetAsyncError(R.comm, &async));
     if (async != ncclSuccess && async != ncclInProgress) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -832,7 +827,7 @@ void runHangAllReduce(std::vector<Rank>& ranks) {
   const double detected = secs();
   // The kernel left its polls: the stream drains.
   gpu::Event probe = nullptr;
-  EXPECT_OK(gpu::eventCreate(&probe));
+  NCCL_OK_OR_EXIT(gpu::eventCreate(&probe));
   ncclResult_t q = ncclInProgress;
   while (secs() < detected + 20) {
     if (gpu::eventRecord(probe, st) != ncclSuccess) break;
@@ -847,8 +842,8 @@ void runHangAllReduce(std::vector<Rank>& ranks) {
   }
   gpu::eventDestroy(probe);
   for (Rank& r : ranks) {
-    EXPECT_OK(gpu::setDevice(r.dev));
-    EXPECT_OK(ncclCommAbort(r.comm));
+    NCCL_OK_OR_EXIT(gpu::setDevice(r.dev));
+    NCCL_OK_OR_EXIT(ncclCommAbort(r.comm));
     r.comm = nullptr;
   }
   printf("emu_coll_test: lone AllReduce: %s after %.1f s, stream drained after %.1f s\n", ncclGetErrorString(async),
@@ -877,46 +872,48 @@ void runMixedGroup(std::vector<Rank>& ranks, int rounds) {
   const int kOps = (int)(sizeof(ops) / sizeof(ops[0]));
   std::vector<std::vector<char*>> sb(n, std::vector<char*>(kOps)), rb(n, std::vector<char*>(kOps));
   for (int r = 0; r < n; r++) {
-    EXPECT_OK(gpu::setDevice(ranks[r].dev));
+    NCCL_OK_OR_EXIT(gpu::setDevice(ranks[r].dev));
     for (int k = 0; k < kOps; k++) {
       const size_t bytes = ops[k].count * n * ops[k].elem;
       void* p = nullptr;
-      EXPECT_OK(gpu::deviceAlloc(&p, bytes));
+      NCCL_OK_OR_EXIT(gpu::deviceAlloc(&p, bytes));
       sb[r][k] = static_cast<char*>(p);
-      EXPECT_OK(gpu::deviceAlloc(&p, bytes));
+      NCCL_OK_OR_EXIT(gpu::deviceAlloc(&p, bytes));
       rb[r][k] = static_cast<char*>(p);
       std::vector<char> junk(bytes);
       for (char& c : junk) c = (char)(gRng() % 7);   // small: int8 max, products stay finite
-      EXPECT_OK(gpu::memcpy(sb[r][k], junk.data(), bytes));
-      EXPECT_OK(gpu::memcpy(rb[r][k], junk.data(), bytes));
+      NCCL_OK_OR_EXIT(gpu::memcpy(sb[r][k], junk.data(), bytes));
+      NCCL_OK_OR_EXIT(gpu::memcpy(rb[r][k], junk.data(), bytes));
     }
   }
   for (int round = 0; round < rounds; round++) {
     std::vector<std::vector<float>> f32in(n);
     std::vector<std::vector<int8_t>> i8in(n);
     for (int r = 0; r < n; r++) {
-      EXPECT_OK(gpu::setDevice(ranks[r].dev));
+      NCCL_OK_OR_EXIT(gpu::setDevice(ranks[r].dev));
       f32in[r] = randomData(1023);
-      EXPECT_OK(gpu::memcpy(sb[r][0], f32in[r].data(), 1023 * 4));
+      NCCL_OK_OR_EXIT(gpu::memcpy(sb[r][0], f32in[r].data(), 1023 * 4));
       i8in[r].resize(2049);
       for (int8_t& x : i8in[r]) x = (int8_t)((int)(gRng() % 200) - 100);
-      EXPECT_OK(gpu::memcpy(rb[r][5], i8in[r].data(), 2049));
+      NCCL_OK_OR_EXIT(gpu::memcpy(rb[r][5], i8in[r].data(), 2049));
     }
-    EXPECT_OK(ncclGroupStart());
+    NCCL_OK_OR_EXIT(ncclGroupStart());
     for (int k = 0; k < kOps; k++) {
       const Op& o = ops[k];
       for (int r = 0; r < n; r++) {
         Rank& R = ranks[r];
         const char* s = o.inPlace ? rb[r][k] : sb[r][k];
         char* d = rb[r][k];
-        if (!strcmp(o.coll, "AllReduce")) EXPECT_OK(ncclAllReduce(s, d, o.count, o.type, o.op, R.comm, R.stream));
-        else if (!strcmp(o.coll, "Broadcast")) EXPECT_OK(ncclBroadcast(s, d, o.count, o.type, o.root, R.comm, R.stream));
-        else if (!strcmp(o.coll, "Reduce")) EXPECT_OK(ncclReduce(s, d, o.count, o.type, o.op, o.root, R.comm, R.stream));
-        else if (!strcmp(o.coll, "AllGather")) EXPECT_OK(ncclAllGather(s, d, o.count, o.type, R.comm, R.stream));
-        else EXPECT_OK(ncclReduceScatter(s, d, o.count, o.type, o.op, R.comm, R.stream));
+        if (!strcmp(o.coll, "AllReduce")) NCCL_OK_OR_EXIT(ncclAllReduce(s, d, o.count, o.type, o.op, R.comm, R.stream));
+        else if (!strcmp(o.coll, "Broadcast")) NCCL_OK_OR_EXIT(ncclBroadcast(s, d, o.count, o.type, o.root, R.comm,
+                                                                             R.stream));
+        else if (!strcmp(o.coll, "Reduce")) NCCL_OK_OR_EXIT(ncclReduce(s, d, o.count, o.type, o.op, o.root, R.comm,
+                                                                       R.stream));
+        else if (!strcmp(o.coll, "AllGather")) NCCL_OK_OR_EXIT(ncclAllGather(s, d, o.count, o.type, R.comm, R.stream));
+        else NCCL_OK_OR_EXIT(ncclReduceScatter(s, d, o.count, o.type, o.op, R.comm, R.stream));
       }
     }
-    EXPECT_OK(ncclGroupEnd());
+    NCCL_OK_OR_EXIT(ncclGroupEnd());
     syncAll(ranks);
     for (int r = 0; r < n; r++) {
       std::vector<float> want(1023), got(1023);
@@ -925,11 +922,11 @@ void runMixedGroup(std::vector<Rank>& ranks, int rounds) {
         for (int k = 0; k < n; k++) v += f32in[k][i];
         want[i] = v;
       }
-      EXPECT_OK(gpu::setDevice(ranks[r].dev));
-      EXPECT_OK(gpu::memcpy(got.data(), rb[r][0], 1023 * 4));
+      NCCL_OK_OR_EXIT(gpu::setDevice(ranks[r].dev));
+      NCCL_OK_OR_EXIT(gpu::memcpy(got.data(), rb[r][0], 1023 * 4));
       check("mixed-group/f32-allreduce/rank" + std::to_string(r), got, want);
       std::vector<int8_t> g8(2049);
-      EXPECT_OK(gpu::memcpy(g8.data(), rb[r][5], 2049));
+      NCCL_OK_OR_EXIT(gpu::memcpy(g8.data(), rb[r][5], 2049));
       std::vector<float> w8(2049), gf(2049);
       for (size_t i = 0; i < 2049; i++) {
         int8_t v = i8in[0][i];
@@ -941,7 +938,7 @@ void runMixedGroup(std::vector<Rank>& ranks, int rounds) {
     }
   }
   for (int r = 0; r < n; r++) {
-    EXPECT_OK(gpu::setDevice(ranks[r].dev));
+    NCCL_OK_OR_EXIT(gpu::setDevice(ranks[r].dev));
     for (int k = 0; k < kOps; k++) {
       gpu::deviceFree(sb[r][k]);
       gpu::deviceFree(rb[r][k]);
@@ -1007,7 +1004,7 @@ int main(int argc, char** argv) {
   }
   emu::installCpuKernelRunner();
   int ndev = 0;
-  EXPECT_OK(gpu::getDeviceCount(&ndev));
+  NCCL_OK_OR_EXIT(gpu::getDeviceCount(&ndev));
   if (ndev * ranksPerGpu < nranks) {
     fprintf(stderr, "emu_coll_test: %d emulated devices x %d ranks per GPU, %d ranks requested (set UNICCL_EMU_DEVICES)\n",
             ndev, ranksPerGpu, nranks);
@@ -1019,12 +1016,12 @@ int main(int argc, char** argv) {
   ncclResult_t initRes = ncclSuccess;
   if (groupInit) {
     ncclUniqueId id;
-    EXPECT_OK(ncclGetUniqueId(&id));
-    EXPECT_OK(ncclGroupStart());
+    NCCL_OK_OR_EXIT(ncclGetUniqueId(&id));
+    NCCL_OK_OR_EXIT(ncclGroupStart());
     for (int i = 0; i < nranks; i++) {
-      EXPECT_OK(gpu::setDevice(devs[i]));
-      if (ranksPerGpu > 1) EXPECT_OK(ncclCommInitRankMulti(&comms[i], nranks, id, i, i % ranksPerGpu));
-      else EXPECT_OK(ncclCommInitRank(&comms[i], nranks, id, i));
+      NCCL_OK_OR_EXIT(gpu::setDevice(devs[i]));
+      if (ranksPerGpu > 1) NCCL_OK_OR_EXIT(ncclCommInitRankMulti(&comms[i], nranks, id, i, i % ranksPerGpu));
+      else NCCL_OK_OR_EXIT(ncclCommInitRank(&comms[i], nranks, id, i));
     }
     initRes = ncclGroupEnd();
   } else {
@@ -1041,7 +1038,7 @@ int main(int argc, char** argv) {
       if (c != nullptr) ncclCommDestroy(c);
     return ok ? 0 : 1;
   }
-  EXPECT_OK(initRes);
+  NCCL_OK_OR_EXIT(initRes);
 
   const std::vector<size_t> counts =
       smallCounts ? std::vector<size_t>{0, 1, 7, 1000} : std::vector<size_t>{0, 1, 7, 1000, 4099, 70001};
@@ -1052,26 +1049,26 @@ int main(int argc, char** argv) {
     Rank& R = ranks[r];
     R.dev = devs[r];
     R.comm = comms[r];
-    EXPECT_OK(gpu::setDevice(R.dev));
+    NCCL_OK_OR_EXIT(gpu::setDevice(R.dev));
     gpu::Stream st = nullptr;
-    EXPECT_OK(gpu::streamCreate(&st));
+    NCCL_OK_OR_EXIT(gpu::streamCreate(&st));
     R.stream = static_cast<uniccl_stream_t>(st);
     // runP2pOrder moves two 70001-element messages whatever the counts (--small too).
     R.cap = std::max(maxCount * nranks, size_t(4 * 70001));
     void* p = nullptr;
     if (memAllocBuffers) {
-      EXPECT_OK(ncclMemAlloc(&p, R.cap * sizeof(float)));
+      NCCL_OK_OR_EXIT(ncclMemAlloc(&p, R.cap * sizeof(float)));
       R.send = static_cast<char*>(p);
-      EXPECT_OK(ncclMemAlloc(&p, R.cap * sizeof(float)));
+      NCCL_OK_OR_EXIT(ncclMemAlloc(&p, R.cap * sizeof(float)));
       R.recv = static_cast<char*>(p);
       MemAllocInfo info{};
       const bool vmm = memAllocFind(R.send, &info) && info.vmm && info.device == R.dev;
       check("mem-alloc/rank" + std::to_string(r) + " is a mapping of the rank's GPU", std::vector<float>{vmm ? 1.0f : 0.0f},
             std::vector<float>{1.0f});
     } else {
-      EXPECT_OK(gpu::deviceAlloc(&p, R.cap * sizeof(float)));
+      NCCL_OK_OR_EXIT(gpu::deviceAlloc(&p, R.cap * sizeof(float)));
       R.send = static_cast<char*>(p);
-      EXPECT_OK(gpu::deviceAlloc(&p, R.cap * sizeof(float)));
+      NCCL_OK_OR_EXIT(gpu::deviceAlloc(&p, R.cap * sizeof(float)));
       R.recv = static_cast<char*>(p);
     }
   }
@@ -1084,8 +1081,8 @@ int main(int argc, char** argv) {
   if (revokeShrink) {
     runRevokeShrink(ranks);
     for (Rank& R : ranks) {
-      EXPECT_OK(gpu::setDevice(R.dev));
-      EXPECT_OK(ncclCommDestroy(R.comm));
+      NCCL_OK_OR_EXIT(gpu::setDevice(R.dev));
+      NCCL_OK_OR_EXIT(ncclCommDestroy(R.comm));
     }
     printf("emu_coll_test: %d checks, %d failures\n", gChecks, gFailures);
     return gFailures == 0 ? 0 : 1;
@@ -1146,12 +1143,12 @@ int main(int argc, char** argv) {
       upload(ranks[r], ranks[r].recv, in);
     }
     for (int it = 0; it < kIters; it++) {
-      EXPECT_OK(ncclGroupStart());
+      NCCL_OK_OR_EXIT(ncclGroupStart());
       for (Rank& R : ranks) {
         char* slice = R.recv + it * kCount * gElem;
-        EXPECT_OK(ncclAllReduce(slice, slice, kCount, gType, ncclSum, R.comm, R.stream));
+        NCCL_OK_OR_EXIT(ncclAllReduce(slice, slice, kCount, gType, ncclSum, R.comm, R.stream));
       }
-      EXPECT_OK(ncclGroupEnd());
+      NCCL_OK_OR_EXIT(ncclGroupEnd());
     }
     syncAll(ranks);
     std::vector<float> want(kCount * kIters, 0.0f);
@@ -1169,11 +1166,11 @@ int main(int argc, char** argv) {
   }
 
   for (Rank& R : ranks) {
-    EXPECT_OK(gpu::setDevice(R.dev));
-    EXPECT_OK(ncclCommDestroy(R.comm));
+    NCCL_OK_OR_EXIT(gpu::setDevice(R.dev));
+    NCCL_OK_OR_EXIT(ncclCommDestroy(R.comm));
     if (memAllocBuffers) {
-      EXPECT_OK(ncclMemFree(R.send));
-      EXPECT_OK(ncclMemFree(R.recv));
+      NCCL_OK_OR_EXIT(ncclMemFree(R.send));
+      NCCL_OK_OR_EXIT(ncclMemFree(R.recv));
     } else {
       gpu::deviceFree(R.send);
       gpu::deviceFree(R.recv);

@@ -33,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -53,31 +54,11 @@
 #endif
 #include "nccl.h"
 #include "pipe_io.h"
+#include "test_check.h"
 
 using namespace uniccl;
 
 namespace {
-
-int gFailures = 0;
-#define CHECK(cond, ...)                                                \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);   \
-      fprintf(stderr, __VA_ARGS__);                                     \
-      fputc('\n', stderr);                                              \
-      gFailures++;                                                      \
-    }                                                                   \
-  } while (0)
-#define NCHECK(call)                                                                                   \
-  do {                                                                                                 \
-    ncclResult_t r_ = (call);                                                                          \
-    if (r_ != ncclSuccess) {                                                                           \
-      fprintf(stderr, "FAIL %s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_), \
-              ncclGetLastError(nullptr));                                                              \
-      gFailures++;                                                                                     \
-      return;                                                                                          \
-    }                                                                                                  \
-  } while (0)
 
 #ifndef UNICCL_SERVICE_ONLY
 uint64_t minDirectBytes() {
@@ -92,7 +73,7 @@ struct RankBufs {
   void* regHandle = nullptr;
 };
 
-void runRanks(int n) {
+bool runRanks(int n) {
   const uint64_t minBytes = minDirectBytes();
   const size_t sizes[] = {minBytes, minBytes - 1, minBytes + 13, 3 * minBytes + 5, 1, 100000};
   size_t maxBytes = 0;
@@ -101,14 +82,14 @@ void runRanks(int n) {
   std::vector<ncclComm_t> comms(n);
   std::vector<int> devs(n);
   for (int i = 0; i < n; i++) devs[i] = i;
-  NCHECK(ncclCommInitAll(comms.data(), n, devs.data()));
+  NCCL_OK(ncclCommInitAll(comms.data(), n, devs.data()));
   std::vector<RankBufs> b(n);
   for (int r = 0; r < n; r++) {
-    NCHECK(gpu::setDevice(r));
-    NCHECK(ncclMemAlloc(&b[r].send, stride * n));
-    NCHECK(ncclMemAlloc(&b[r].regRecv, stride * n));
-    NCHECK(gpu::deviceAlloc(&b[r].plainRecv, stride * n));
-    NCHECK(ncclCommRegister(comms[r], b[r].regRecv, stride * n, &b[r].regHandle));
+    NCCL_OK(gpu::setDevice(r));
+    NCCL_OK(ncclMemAlloc(&b[r].send, stride * n));
+    NCCL_OK(ncclMemAlloc(&b[r].regRecv, stride * n));
+    NCCL_OK(gpu::deviceAlloc(&b[r].plainRecv, stride * n));
+    NCCL_OK(ncclCommRegister(comms[r], b[r].regRecv, stride * n, &b[r].regHandle));
   }
   std::mt19937_64 rng(0x5eed0000u + n);
   uint64_t expectDirect[8] = {};
@@ -120,27 +101,27 @@ void runRanks(int n) {
         std::vector<std::vector<uint8_t>> host(n, std::vector<uint8_t>(stride * n));
         for (int r = 0; r < n; r++) {
           for (auto& x : host[r]) x = (uint8_t)rng();
-          NCHECK(gpu::memcpy(b[r].send, host[r].data(), stride * n));
-          NCHECK(gpu::memset(reg ? b[r].regRecv : b[r].plainRecv, 0, stride * n));
+          NCCL_OK(gpu::memcpy(b[r].send, host[r].data(), stride * n));
+          NCCL_OK(gpu::memset(reg ? b[r].regRecv : b[r].plainRecv, 0, stride * n));
         }
-        NCHECK(ncclGroupStart());
+        NCCL_OK(ncclGroupStart());
         for (int r = 0; r < n; r++) {
           uint8_t* rb = static_cast<uint8_t*>(reg ? b[r].regRecv : b[r].plainRecv);
           for (int p = 0; p < n; p++) {
             if (p == r) continue;
-            NCHECK(ncclSend(static_cast<uint8_t*>(b[r].send) + p * stride + off, bytes, ncclUint8, p, comms[r],
-                            nullptr));
-            NCHECK(ncclRecv(rb + p * stride + off, bytes, ncclUint8, p, comms[r], nullptr));
+            NCCL_OK(ncclSend(static_cast<uint8_t*>(b[r].send) + p * stride + off, bytes, ncclUint8, p, comms[r],
+                             nullptr));
+            NCCL_OK(ncclRecv(rb + p * stride + off, bytes, ncclUint8, p, comms[r], nullptr));
             if (reg && bytes >= minBytes) expectDirect[r]++;
           }
         }
-        NCHECK(ncclGroupEnd());
+        NCCL_OK(ncclGroupEnd());
         rounds++;
         for (int r = 0; r < n; r++) {
-          NCHECK(gpu::setDevice(r));
-          NCHECK(emu::deviceSynchronize());
+          NCCL_OK(gpu::setDevice(r));
+          NCCL_OK(emu::deviceSynchronize());
           std::vector<uint8_t> got(stride * n);
-          NCHECK(gpu::memcpy(got.data(), reg ? b[r].regRecv : b[r].plainRecv, stride * n));
+          NCCL_OK(gpu::memcpy(got.data(), reg ? b[r].regRecv : b[r].plainRecv, stride * n));
           for (int p = 0; p < n; p++) {
             if (p == r) continue;
             const uint8_t* want = host[p].data() + r * stride + off;
@@ -171,30 +152,30 @@ void runRanks(int n) {
       std::vector<std::vector<uint8_t>> host(n, std::vector<uint8_t>(bytes));
       for (int r = 0; r < n; r++) {
         for (auto& x : host[r]) x = (uint8_t)rng();
-        NCHECK(gpu::setDevice(r));
-        NCHECK(gpu::memcpy(b[r].send, host[r].data(), bytes));
-        NCHECK(gpu::memset(b[r].regRecv, 0, bytes));
+        NCCL_OK(gpu::setDevice(r));
+        NCCL_OK(gpu::memcpy(b[r].send, host[r].data(), bytes));
+        NCCL_OK(gpu::memset(b[r].regRecv, 0, bytes));
       }
       if (bytes == big) {
-        NCHECK(gpu::setDevice(1));
-        NCHECK(emu::launchHostFunc(nullptr, [](void*) { usleep(100 * 1000); }, nullptr));
+        NCCL_OK(gpu::setDevice(1));
+        NCCL_OK(emu::launchHostFunc(nullptr, [](void*) { usleep(100 * 1000); }, nullptr));
       }
-      NCHECK(ncclGroupStart());
-      for (int r = 0; r < n; r++) NCHECK(ncclSend(b[r].send, bytes, ncclUint8, 1 - r, comms[r], nullptr));
+      NCCL_OK(ncclGroupStart());
+      for (int r = 0; r < n; r++) NCCL_OK(ncclSend(b[r].send, bytes, ncclUint8, 1 - r, comms[r], nullptr));
       if (bytes == big)
-        for (int r = 0; r < n; r++) NCHECK(ncclRecv(b[r].regRecv, bytes, ncclUint8, 1 - r, comms[r], nullptr));
-      NCHECK(ncclGroupEnd());
+        for (int r = 0; r < n; r++) NCCL_OK(ncclRecv(b[r].regRecv, bytes, ncclUint8, 1 - r, comms[r], nullptr));
+      NCCL_OK(ncclGroupEnd());
       if (bytes == fits) {
-        NCHECK(ncclGroupStart());
-        for (int r = 0; r < n; r++) NCHECK(ncclRecv(b[r].regRecv, bytes, ncclUint8, 1 - r, comms[r], nullptr));
-        NCHECK(ncclGroupEnd());
+        NCCL_OK(ncclGroupStart());
+        for (int r = 0; r < n; r++) NCCL_OK(ncclRecv(b[r].regRecv, bytes, ncclUint8, 1 - r, comms[r], nullptr));
+        NCCL_OK(ncclGroupEnd());
       }
       for (int r = 0; r < n; r++) {
         expectDirect[r]++;
-        NCHECK(gpu::setDevice(r));
-        NCHECK(emu::deviceSynchronize());
+        NCCL_OK(gpu::setDevice(r));
+        NCCL_OK(emu::deviceSynchronize());
         std::vector<uint8_t> got(bytes);
-        NCHECK(gpu::memcpy(got.data(), b[r].regRecv, bytes));
+        NCCL_OK(gpu::memcpy(got.data(), b[r].regRecv, bytes));
         CHECK(got == host[1 - r], "%zu bytes (%s): rank %d received wrong data", bytes,
               bytes == fits ? "sends and receives in separate groups" : "late receiver", r);
       }
@@ -206,15 +187,16 @@ void runRanks(int n) {
     CHECK(expectDirect[r] > 0, "the sizes include direct ones");
   }
   for (int r = 0; r < n; r++) {
-    NCHECK(gpu::setDevice(r));
-    NCHECK(ncclCommDeregister(comms[r], b[r].regHandle));
+    NCCL_OK(gpu::setDevice(r));
+    NCCL_OK(ncclCommDeregister(comms[r], b[r].regHandle));
     ncclMemFree(b[r].send);
     ncclMemFree(b[r].regRecv);
     gpu::deviceFree(b[r].plainRecv);
-    NCHECK(ncclCommDestroy(comms[r]));
+    NCCL_OK(ncclCommDestroy(comms[r]));
   }
   printf("%d ranks: %d groups checked, %llu direct receives on rank 0\n", n, rounds,
          (unsigned long long)expectDirect[0]);
+  return true;
 }
 
 // AllGather, Broadcast and AllReduce with registered outputs
@@ -223,7 +205,7 @@ void runRanks(int n) {
 // step there (AllReduce: its all-gather half); odd counts, in and out of
 // place, sizes around the threshold; checked against the host, and every
 // offer counted (DirectRecvs::collPlanned).
-void runCopyCollectives(int n) {
+bool runCopyCollectives(int n) {
   const uint64_t minBytes = minDirectBytes();
   // floats per rank (the kernel filter always has f32): outputs around the threshold
   const size_t counts[] = {minBytes / 4 / n, minBytes / 4 / n - 1, 3 * minBytes / 4 / n + 7, 7, 12501};
@@ -232,13 +214,13 @@ void runCopyCollectives(int n) {
   std::vector<ncclComm_t> comms(n);
   std::vector<int> devs(n);
   for (int i = 0; i < n; i++) devs[i] = i;
-  NCHECK(ncclCommInitAll(comms.data(), n, devs.data()));
+  NCCL_OK(ncclCommInitAll(comms.data(), n, devs.data()));
   std::vector<void*> in(n), out(n), handle(n);
   for (int r = 0; r < n; r++) {
-    NCHECK(gpu::setDevice(r));
-    NCHECK(ncclMemAlloc(&in[r], maxCount * n * 4));
-    NCHECK(ncclMemAlloc(&out[r], maxCount * n * 4));
-    NCHECK(ncclCommRegister(comms[r], out[r], maxCount * n * 4, &handle[r]));
+    NCCL_OK(gpu::setDevice(r));
+    NCCL_OK(ncclMemAlloc(&in[r], maxCount * n * 4));
+    NCCL_OK(ncclMemAlloc(&out[r], maxCount * n * 4));
+    NCCL_OK(ncclCommRegister(comms[r], out[r], maxCount * n * 4, &handle[r]));
   }
   std::mt19937_64 rng(0xa11ca7u + n);
   std::vector<uint64_t> expect(n, 0);
@@ -253,25 +235,25 @@ void runCopyCollectives(int n) {
         std::vector<std::vector<float>> host(n, std::vector<float>(inCount));
         for (int r = 0; r < n; r++) {
           for (auto& x : host[r]) x = (float)(rng() % 1000003);
-          NCHECK(gpu::setDevice(r));
-          NCHECK(gpu::memset(out[r], 0, maxCount * n * 4));
+          NCCL_OK(gpu::setDevice(r));
+          NCCL_OK(gpu::memset(out[r], 0, maxCount * n * 4));
           void* src = inPlace ? (coll == 0 ? static_cast<float*>(out[r]) + r * count : out[r]) : in[r];
-          NCHECK(gpu::memcpy(src, host[r].data(), inCount * 4));
+          NCCL_OK(gpu::memcpy(src, host[r].data(), inCount * 4));
         }
-        NCHECK(ncclGroupStart());
+        NCCL_OK(ncclGroupStart());
         for (int r = 0; r < n; r++) {
           void* src = inPlace ? (coll == 0 ? static_cast<float*>(out[r]) + r * count : out[r]) : in[r];
-          if (coll == 0) NCHECK(ncclAllGather(src, out[r], count, ncclFloat, comms[r], nullptr));
-          else if (coll == 1) NCHECK(ncclBroadcast(src, out[r], count, ncclFloat, root, comms[r], nullptr));
-          else NCHECK(ncclAllReduce(src, out[r], inCount, ncclFloat, ncclSum, comms[r], nullptr));
+          if (coll == 0) NCCL_OK(ncclAllGather(src, out[r], count, ncclFloat, comms[r], nullptr));
+          else if (coll == 1) NCCL_OK(ncclBroadcast(src, out[r], count, ncclFloat, root, comms[r], nullptr));
+          else NCCL_OK(ncclAllReduce(src, out[r], inCount, ncclFloat, ncclSum, comms[r], nullptr));
           if (outBytes >= minBytes && !(coll == 1 && r == root)) expect[r]++;
         }
-        NCHECK(ncclGroupEnd());
+        NCCL_OK(ncclGroupEnd());
         for (int r = 0; r < n; r++) {
-          NCHECK(gpu::setDevice(r));
-          NCHECK(emu::deviceSynchronize());
+          NCCL_OK(gpu::setDevice(r));
+          NCCL_OK(emu::deviceSynchronize());
           std::vector<float> got(outCount);
-          NCHECK(gpu::memcpy(got.data(), out[r], outBytes));
+          NCCL_OK(gpu::memcpy(got.data(), out[r], outBytes));
           size_t bad = 0;
           for (size_t i = 0; i < outCount; i++) {
             float want = 0;
@@ -293,14 +275,15 @@ void runCopyCollectives(int n) {
     CHECK(expect[r] > 0, "the sizes include offered ones");
   }
   for (int r = 0; r < n; r++) {
-    NCHECK(gpu::setDevice(r));
-    NCHECK(ncclCommDeregister(comms[r], handle[r]));
+    NCCL_OK(gpu::setDevice(r));
+    NCCL_OK(ncclCommDeregister(comms[r], handle[r]));
     ncclMemFree(in[r]);
     ncclMemFree(out[r]);
-    NCHECK(ncclCommDestroy(comms[r]));
+    NCCL_OK(ncclCommDestroy(comms[r]));
   }
   printf("%d ranks: %d AllGather/Broadcast/AllReduce checked, %llu outputs offered by rank 1\n", n, checked,
          (unsigned long long)expect[1]);
+  return true;
 }
 
 #endif  // UNICCL_SERVICE_ONLY
@@ -353,7 +336,7 @@ uint64_t ask(int cmdFd, int ansFd, Cmd c) {
 // (waitDirectImports: no sleep), the next plan gets the child's address,
 // through which the child reads the parent's bytes. Deregistering has the
 // child unmap it, also when it comes before the importer's answer.
-void runPlannerImports(const ImportEndpoint& self, int cmdFd, int ansFd, void* vmm, size_t bytes, uint64_t sum) {
+bool runPlannerImports(const ImportEndpoint& self, int cmdFd, int ansFd, void* vmm, size_t bytes, uint64_t sum) {
   ncclComm comm;
   comm.rank = 0;
   comm.nRanks = 2;
@@ -367,7 +350,7 @@ void runPlannerImports(const ImportEndpoint& self, int cmdFd, int ansFd, void* v
   comm.transports.setReachForTesting(2, std::vector<uint8_t>(4, 1));
   comm.direct.importer = std::make_unique<DirectImporter>(self, &comm.registry);
   void* handle = nullptr;
-  NCHECK(comm.registry.add(vmm, bytes, 0, &handle));
+  NCCL_OK(comm.registry.add(vmm, bytes, 0, &handle));
   CHECK(directRecvTarget(&comm, 1, vmm, bytes) == 0, "the first receive goes through the slots");
   waitDirectImports(&comm);
   CHECK(comm.direct.importer->answered() == 1, "one request, answered");
@@ -378,36 +361,34 @@ void runPlannerImports(const ImportEndpoint& self, int cmdFd, int ansFd, void* v
   CHECK(directRecvTarget(&comm, 1, vmm, bytes) == view && comm.direct.importer->answered() == 1,
         "asked once per allocation");
   std::vector<PeerView> views;
-  NCHECK(comm.registry.remove(handle, &views));
+  NCCL_OK(comm.registry.remove(handle, &views));
   releaseDirectViews(&comm, views);
   CHECK(ask(cmdFd, ansFd, Cmd{'c', 0, 0}) == 0, "no mapping after the deregistration");
 
-  NCHECK(comm.registry.add(vmm, bytes, 0, &handle));
+  NCCL_OK(comm.registry.add(vmm, bytes, 0, &handle));
   CHECK(directRecvTarget(&comm, 1, vmm, bytes) == 0, "a new registration: the slots again");
   views.clear();
-  NCHECK(comm.registry.remove(handle, &views));   // before or after the answer: either way nothing stays mapped
+  NCCL_OK(comm.registry.remove(handle, &views));   // before or after the answer: either way nothing stays mapped
   releaseDirectViews(&comm, views);
   waitDirectImports(&comm);
   CHECK(comm.direct.importer->answered() == 2, "the second request answered");
   CHECK(ask(cmdFd, ansFd, Cmd{'c', 0, 0}) == 0, "no mapping left by a registration that went first");
   comm.direct.importer->stop();
+  return true;
 }
 
-void runService() {
+bool runService() {
   int cmd[2], ans[2];
-  if (pipe(cmd) != 0 || pipe(ans) != 0) {
-    CHECK(false, "pipe");
-    return;
-  }
+  REQUIRE(pipe(cmd) == 0 && pipe(ans) == 0, "%s", strerror(errno));
   AuthSecret secret{};   // the communicator's, which both processes know
-  NCHECK(randomSecret(&secret));
+  NCCL_OK(randomSecret(&secret));
   pid_t pid = fork();
   if (pid == 0) serviceChild(secret, cmd[0], ans[1]);
   uint64_t started = 0;
   testpipe::readUntil(ans[0], &started, sizeof(started), testpipe::Clock::now() + std::chrono::seconds(30));
   CHECK(started == 1, "the child's service started");
 
-  NCHECK(gpu::setDevice(0));
+  NCCL_OK(gpu::setDevice(0));
   std::atomic<uint32_t> abortFlag{0};
   ImportEndpoint self;   // what the client side reads: secret, hash, rank, abort flag
   self.secret = secret;
@@ -416,37 +397,37 @@ void runService() {
   self.abortFlag = &abortFlag;
   const size_t bytes = 3 << 20;
   void* vmm = nullptr;
-  NCHECK(memAlloc(&vmm, bytes));
+  NCCL_OK(memAlloc(&vmm, bytes));
   MemAllocInfo mi;
   CHECK(memAllocFind(vmm, &mi) && mi.vmm, "ncclMemAlloc gives VMM memory on the emulator");
   std::vector<uint8_t> h(bytes);
   std::mt19937_64 rng(7);
   uint64_t sum = 0;
   for (auto& x : h) x = (uint8_t)rng(), sum = sum * 131 + x;
-  NCHECK(gpu::memcpy(vmm, h.data(), bytes));
+  NCCL_OK(gpu::memcpy(vmm, h.data(), bytes));
   uintptr_t peerBase = 0, again = 0;
-  NCHECK(importAtPeer(self, 1, (uintptr_t)mi.base, mi.bytes, true, &peerBase));
+  NCCL_OK(importAtPeer(self, 1, (uintptr_t)mi.base, mi.bytes, true, &peerBase));
   CHECK(peerBase != 0, "mapped");
   CHECK(ask(cmd[1], ans[0], Cmd{'r', peerBase + ((uintptr_t)vmm - (uintptr_t)mi.base), bytes}) == sum,
         "the child reads the parent's bytes through its mapping");
-  NCHECK(importAtPeer(self, 1, (uintptr_t)mi.base, mi.bytes, true, &again));
+  NCCL_OK(importAtPeer(self, 1, (uintptr_t)mi.base, mi.bytes, true, &again));
   CHECK(again == peerBase, "a second request shares the mapping (%#lx vs %#lx)", (unsigned long)again,
         (unsigned long)peerBase);
   CHECK(ask(cmd[1], ans[0], Cmd{'c', 0, 0}) == 1, "one mapping");
-  NCHECK(releaseAtPeer(self, 1, (uintptr_t)mi.base));
+  NCCL_OK(releaseAtPeer(self, 1, (uintptr_t)mi.base));
   CHECK(ask(cmd[1], ans[0], Cmd{'c', 0, 0}) == 1, "still one mapping after the first release");
-  NCHECK(releaseAtPeer(self, 1, (uintptr_t)mi.base));
+  NCCL_OK(releaseAtPeer(self, 1, (uintptr_t)mi.base));
   CHECK(ask(cmd[1], ans[0], Cmd{'c', 0, 0}) == 0, "no mapping after the second release");
   CHECK(releaseAtPeer(self, 1, (uintptr_t)mi.base) == ncclInvalidArgument, "a third release is refused");
 
   // Ordinary device memory travels as an IPC handle, which the emulator opens
   // only in the process that made it: the service answers an error.
   void* plain = nullptr;
-  NCHECK(gpu::deviceAlloc(&plain, 1 << 16));
+  NCCL_OK(gpu::deviceAlloc(&plain, 1 << 16));
   CHECK(importAtPeer(self, 1, (uintptr_t)plain, 1 << 16, false, &again) != ncclSuccess,
         "an allocation the peer cannot map is refused");
   CHECK(ask(cmd[1], ans[0], Cmd{'c', 0, 0}) == 0, "nothing mapped by a refused request");
-  runPlannerImports(self, cmd[1], ans[0], vmm, bytes, sum);
+  if (!runPlannerImports(self, cmd[1], ans[0], vmm, bytes, sum)) return false;
   {
     // A second service under the child's name cannot listen: start fails
     // (startImportService then warns and the communicator goes on without one).
@@ -466,8 +447,9 @@ void runService() {
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK(sec < 5.0, "and does so quickly (%.2f s)", sec);
   gpu::deviceFree(plain);
-  NCHECK(memFree(vmm));
+  NCCL_OK(memFree(vmm));
   printf("service: map, share, release, refuse, peer gone (%.2f s)\n", sec);
+  return true;
 }
 
 }  // namespace
@@ -491,6 +473,6 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: emu_direct_recv_test --case=ranks|service\n");
     return 2;
   }
-  printf("%s\n", gFailures ? "FAILED" : "ok");
-  return gFailures ? 1 : 0;
+  printf("%s\n", testcheck::failures() ? "FAILED" : "ok");
+  return testcheck::failures() ? 1 : 0;
 }

@@ -32,6 +32,7 @@
 #include "common/gpu.h"
 #include "emu_runtime.h"
 #include "nccl.h"
+#include "test_check.h"
 
 using namespace uniccl;
 
@@ -40,16 +41,6 @@ namespace {
 int gFailures = 0;
 int gChecks = 0;
 std::mt19937 gRng(20261202);
-
-#define EXPECT_OK(call)                                                                          \
-  do {                                                                                           \
-    ncclResult_t r_ = (call);                                                                    \
-    if (r_ != ncclSuccess) {                                                                     \
-      fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", __FILE__, __LINE__, #call,                   \
-              ncclGetErrorString(r_), ncclGetLastError(nullptr));                                \
-      exit(1);                                                                                   \
-    }                                                                                            \
-  } while (0)
 
 // One fp8 format, from its definition.
 struct Format {
@@ -111,19 +102,19 @@ struct Rank {
 const size_t kCap = 10 * (3 * 20001 + 64);   // 10 cases of up to 3 x 20001 bytes
 
 void put(Rank& r, uint8_t* dst, const std::vector<uint8_t>& v) {
-  EXPECT_OK(gpu::setDevice(r.dev));
-  if (!v.empty()) EXPECT_OK(gpu::memcpy(dst, v.data(), v.size()));
+  NCCL_OK_OR_EXIT(gpu::setDevice(r.dev));
+  if (!v.empty()) NCCL_OK_OR_EXIT(gpu::memcpy(dst, v.data(), v.size()));
 }
 std::vector<uint8_t> get(Rank& r, const uint8_t* src, size_t n) {
   std::vector<uint8_t> v(n);
-  EXPECT_OK(gpu::setDevice(r.dev));
-  if (n) EXPECT_OK(gpu::memcpy(v.data(), src, n));
+  NCCL_OK_OR_EXIT(gpu::setDevice(r.dev));
+  if (n) NCCL_OK_OR_EXIT(gpu::memcpy(v.data(), src, n));
   return v;
 }
 void syncAll(std::vector<Rank>& ranks) {
   for (Rank& r : ranks) {
-    EXPECT_OK(gpu::setDevice(r.dev));
-    EXPECT_OK(gpu::streamSynchronize(static_cast<gpu::Stream>(r.stream)));
+    NCCL_OK_OR_EXIT(gpu::setDevice(r.dev));
+    NCCL_OK_OR_EXIT(gpu::streamSynchronize(static_cast<gpu::Stream>(r.stream)));
   }
 }
 
@@ -223,7 +214,7 @@ void runCases(std::vector<Rank>& ranks, const Format& f, const std::vector<Case>
       std::copy(u.in[r].begin(), u.in[r].end(), send[r].begin() + k * stride);
       if (c.op == kPreMul) {
         uint8_t sc = (uint8_t)u.scalar;
-        EXPECT_OK(ncclRedOpCreatePreMulSum(&u.ops[r], &sc, f.type, ncclScalarHostImmediate, ranks[r].comm));
+        NCCL_OK_OR_EXIT(ncclRedOpCreatePreMulSum(&u.ops[r], &sc, f.type, ncclScalarHostImmediate, ranks[r].comm));
       }
     }
   }
@@ -231,19 +222,21 @@ void runCases(std::vector<Rank>& ranks, const Format& f, const std::vector<Case>
     put(ranks[r], ranks[r].send, send[r]);
     put(ranks[r], ranks[r].recv, recv[r]);
   }
-  EXPECT_OK(ncclGroupStart());
+  NCCL_OK_OR_EXIT(ncclGroupStart());
   for (size_t k = 0; k < cases.size(); k++) {
     for (int r = 0; r < n; r++) {
       Rank& R = ranks[r];
       const uint8_t* s = R.send + k * stride;
       uint8_t* d = R.recv + k * stride;
       const ncclRedOp_t op = runs[k].ops[r];
-      if (!strcmp(cases[k].coll, "ReduceScatter")) EXPECT_OK(ncclReduceScatter(s, d, count, f.type, op, R.comm, R.stream));
-      else if (!strcmp(cases[k].coll, "Reduce")) EXPECT_OK(ncclReduce(s, d, count, f.type, op, root, R.comm, R.stream));
-      else EXPECT_OK(ncclAllReduce(s, d, count, f.type, op, R.comm, R.stream));
+      if (!strcmp(cases[k].coll, "ReduceScatter")) NCCL_OK_OR_EXIT(ncclReduceScatter(s, d, count, f.type, op, R.comm,
+                                                                                     R.stream));
+      else if (!strcmp(cases[k].coll, "Reduce")) NCCL_OK_OR_EXIT(ncclReduce(s, d, count, f.type, op, root, R.comm,
+                                                                            R.stream));
+      else NCCL_OK_OR_EXIT(ncclAllReduce(s, d, count, f.type, op, R.comm, R.stream));
     }
   }
-  EXPECT_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   syncAll(ranks);
   for (int r = 0; r < n; r++) {
     const std::vector<uint8_t> got = get(ranks[r], ranks[r].recv, stride * cases.size());
@@ -255,7 +248,7 @@ void runCases(std::vector<Rank>& ranks, const Format& f, const std::vector<Case>
                                "/c" + std::to_string(count) + "/rank" + std::to_string(r);
       compare(name, f, std::vector<uint8_t>(got.begin() + k * stride, got.begin() + k * stride + count),
               model(f, c.op, runs[k].in, rs ? r * count : 0, count, runs[k].scalar));
-      if (c.op == kPreMul) EXPECT_OK(ncclRedOpDestroy(runs[k].ops[r], ranks[r].comm));
+      if (c.op == kPreMul) NCCL_OK_OR_EXIT(ncclRedOpDestroy(runs[k].ops[r], ranks[r].comm));
     }
   }
 }
@@ -264,20 +257,20 @@ void runRanks(int n, bool fnuz) {
   std::vector<int> devs(n);
   for (int i = 0; i < n; i++) devs[i] = i;
   std::vector<ncclComm_t> comms(n);
-  EXPECT_OK(ncclCommInitAll(comms.data(), n, devs.data()));
+  NCCL_OK_OR_EXIT(ncclCommInitAll(comms.data(), n, devs.data()));
   std::vector<Rank> ranks(n);
   for (int r = 0; r < n; r++) {
     Rank& R = ranks[r];
     R.dev = r;
     R.comm = comms[r];
-    EXPECT_OK(gpu::setDevice(r));
+    NCCL_OK_OR_EXIT(gpu::setDevice(r));
     gpu::Stream st = nullptr;
-    EXPECT_OK(gpu::streamCreate(&st));
+    NCCL_OK_OR_EXIT(gpu::streamCreate(&st));
     R.stream = static_cast<uniccl_stream_t>(st);
     void* p = nullptr;
-    EXPECT_OK(gpu::deviceAlloc(&p, kCap));
+    NCCL_OK_OR_EXIT(gpu::deviceAlloc(&p, kCap));
     R.send = static_cast<uint8_t*>(p);
-    EXPECT_OK(gpu::deviceAlloc(&p, kCap));
+    NCCL_OK_OR_EXIT(gpu::deviceAlloc(&p, kCap));
     R.recv = static_cast<uint8_t*>(p);
   }
   const Format formats[] = {Format(fnuz ? "e4m3fnuz" : "e4m3fn", ncclFloat8e4m3, 4, 3, fnuz),
@@ -293,8 +286,8 @@ void runRanks(int n, bool fnuz) {
     for (size_t count : {(size_t)7, (size_t)4099, (size_t)20001}) runCases(ranks, f, cases, count);
   }
   for (Rank& R : ranks) {
-    EXPECT_OK(gpu::setDevice(R.dev));
-    EXPECT_OK(ncclCommDestroy(R.comm));
+    NCCL_OK_OR_EXIT(gpu::setDevice(R.dev));
+    NCCL_OK_OR_EXIT(ncclCommDestroy(R.comm));
     gpu::deviceFree(R.send);
     gpu::deviceFree(R.recv);
     gpu::streamDestroy(static_cast<gpu::Stream>(R.stream));
@@ -315,7 +308,7 @@ int main(int argc, char** argv) {
   }
   emu::installCpuKernelRunner();
   int ndev = 0;
-  EXPECT_OK(gpu::getDeviceCount(&ndev));
+  NCCL_OK_OR_EXIT(gpu::getDeviceCount(&ndev));
   if (ndev < 3) {
     fprintf(stderr, "emu_fp8_test: %d emulated devices, 3 needed (set UNICCL_EMU_DEVICES=3)\n", ndev);
     return 2;

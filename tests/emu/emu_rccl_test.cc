@@ -19,6 +19,7 @@
 #include "common/gpu.h"
 #include "emu_runtime.h"
 #include "rccl/rccl.h"
+#include "test_check.h"
 
 // What RCCL programs test for, and RCCL's fp8 names with RCCL's values.
 #if !defined(RCCL_BFLOAT16) || !defined(RCCL_FLOAT8) || !defined(RCCL_GATHER_SCATTER) || !defined(RCCL_ALLTOALLV)
@@ -35,16 +36,6 @@ int gFailures = 0;
 int gChecks = 0;
 std::mt19937 gRng(20261124);
 const float kSentinel = -12345.0f;
-
-#define EXPECT_OK(call)                                                                          \
-  do {                                                                                           \
-    ncclResult_t r_ = (call);                                                                    \
-    if (r_ != ncclSuccess) {                                                                     \
-      fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", __FILE__, __LINE__, #call,                   \
-              ncclGetErrorString(r_), ncclGetLastError(nullptr));                                \
-      exit(1);                                                                                   \
-    }                                                                                            \
-  } while (0)
 
 void check(bool ok, const std::string& what) {
   gChecks++;
@@ -65,19 +56,19 @@ struct Rank {
 const size_t kCap = 1 << 18;   // elements of each buffer
 
 void put(Rank& r, float* dst, const std::vector<float>& v) {
-  EXPECT_OK(gpu::setDevice(r.dev));
-  EXPECT_OK(gpu::memcpy(dst, v.data(), v.size() * sizeof(float)));
+  NCCL_OK_OR_EXIT(gpu::setDevice(r.dev));
+  NCCL_OK_OR_EXIT(gpu::memcpy(dst, v.data(), v.size() * sizeof(float)));
 }
 std::vector<float> get(Rank& r, const float* src, size_t n) {
   std::vector<float> v(n);
-  EXPECT_OK(gpu::setDevice(r.dev));
-  EXPECT_OK(gpu::memcpy(v.data(), src, n * sizeof(float)));
+  NCCL_OK_OR_EXIT(gpu::setDevice(r.dev));
+  NCCL_OK_OR_EXIT(gpu::memcpy(v.data(), src, n * sizeof(float)));
   return v;
 }
 void syncAll(std::vector<Rank>& ranks) {
   for (Rank& r : ranks) {
-    EXPECT_OK(gpu::setDevice(r.dev));
-    EXPECT_OK(gpu::streamSynchronize(static_cast<gpu::Stream>(r.stream)));
+    NCCL_OK_OR_EXIT(gpu::setDevice(r.dev));
+    NCCL_OK_OR_EXIT(gpu::streamSynchronize(static_cast<gpu::Stream>(r.stream)));
   }
 }
 
@@ -135,13 +126,13 @@ void runAllToAllv(std::vector<Rank>& ranks, const Plan& p, const std::string& na
       sc[i][j] = p.C[i][j];
       rc[i][j] = p.C[j][i];
     }
-  EXPECT_OK(ncclGroupStart());
+  NCCL_OK_OR_EXIT(ncclGroupStart());
   for (int i = 0; i < n; i++) {
     Rank& R = ranks[i];
-    EXPECT_OK(ncclAllToAllv(R.send, sc[i].data(), p.sdispl[i].data(), R.recv, rc[i].data(), p.rdispl[i].data(),
-                            ncclFloat, R.comm, R.stream));
+    NCCL_OK_OR_EXIT(ncclAllToAllv(R.send, sc[i].data(), p.sdispl[i].data(), R.recv, rc[i].data(), p.rdispl[i].data(),
+                                  ncclFloat, R.comm, R.stream));
   }
-  EXPECT_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   syncAll(ranks);
   for (int j = 0; j < n; j++) {
     std::vector<float> want(p.recvLen, kSentinel);
@@ -166,9 +157,9 @@ void runAllToAll(std::vector<Rank>& ranks, size_t count) {
     put(ranks[i], ranks[i].send, in[i]);
     put(ranks[i], ranks[i].recv, std::vector<float>(count * n + 1, kSentinel));
   }
-  EXPECT_OK(ncclGroupStart());
-  for (Rank& R : ranks) EXPECT_OK(ncclAllToAll(R.send, R.recv, count, ncclFloat, R.comm, R.stream));
-  EXPECT_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclGroupStart());
+  for (Rank& R : ranks) NCCL_OK_OR_EXIT(ncclAllToAll(R.send, R.recv, count, ncclFloat, R.comm, R.stream));
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   syncAll(ranks);
   for (int j = 0; j < n; j++) {
     std::vector<float> want(count * n + 1, kSentinel);
@@ -208,20 +199,20 @@ void runRanks(int n) {
   std::vector<int> devs(n);
   for (int i = 0; i < n; i++) devs[i] = i;
   std::vector<ncclComm_t> comms(n);
-  EXPECT_OK(ncclCommInitAll(comms.data(), n, devs.data()));
+  NCCL_OK_OR_EXIT(ncclCommInitAll(comms.data(), n, devs.data()));
   std::vector<Rank> ranks(n);
   for (int r = 0; r < n; r++) {
     Rank& R = ranks[r];
     R.dev = r;
     R.comm = comms[r];
-    EXPECT_OK(gpu::setDevice(r));
+    NCCL_OK_OR_EXIT(gpu::setDevice(r));
     gpu::Stream st = nullptr;
-    EXPECT_OK(gpu::streamCreate(&st));
+    NCCL_OK_OR_EXIT(gpu::streamCreate(&st));
     R.stream = static_cast<uniccl_stream_t>(st);
     void* p = nullptr;
-    EXPECT_OK(gpu::deviceAlloc(&p, kCap * sizeof(float)));
+    NCCL_OK_OR_EXIT(gpu::deviceAlloc(&p, kCap * sizeof(float)));
     R.send = static_cast<float*>(p);
-    EXPECT_OK(gpu::deviceAlloc(&p, kCap * sizeof(float)));
+    NCCL_OK_OR_EXIT(gpu::deviceAlloc(&p, kCap * sizeof(float)));
     R.recv = static_cast<float*>(p);
   }
 
@@ -254,8 +245,8 @@ void runRanks(int n) {
                "after-bad-input");
 
   for (Rank& R : ranks) {
-    EXPECT_OK(gpu::setDevice(R.dev));
-    EXPECT_OK(ncclCommDestroy(R.comm));
+    NCCL_OK_OR_EXIT(gpu::setDevice(R.dev));
+    NCCL_OK_OR_EXIT(ncclCommDestroy(R.comm));
     gpu::deviceFree(R.send);
     gpu::deviceFree(R.recv);
     gpu::streamDestroy(static_cast<gpu::Stream>(R.stream));
@@ -267,7 +258,7 @@ void runRanks(int n) {
 int main() {
   emu::installCpuKernelRunner();
   int ndev = 0;
-  EXPECT_OK(gpu::getDeviceCount(&ndev));
+  NCCL_OK_OR_EXIT(gpu::getDeviceCount(&ndev));
   if (ndev < 4) {
     fprintf(stderr, "emu_rccl_test: %d emulated devices, 4 needed (set UNICCL_EMU_DEVICES=4)\n", ndev);
     return 2;

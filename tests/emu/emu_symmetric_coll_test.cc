@@ -37,33 +37,13 @@
 #include "emu_gpu.h"
 #include "emu_runtime.h"
 #include "nccl.h"
+#include "test_check.h"
 
 namespace gpu = uniccl::gpu;
 namespace dev = uniccl::dev;
 using uniccl::TaskKind;
 
 namespace {
-
-int gFailures = 0;
-#define CHECK(cond, ...)                                               \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                    \
-      fputc('\n', stderr);                                             \
-      gFailures++;                                                     \
-    }                                                                  \
-  } while (0)
-#define NCCL_OK(call)                                                                                 \
-  do {                                                                                                \
-    ncclResult_t r_ = (call);                                                                         \
-    if (r_ != ncclSuccess) {                                                                          \
-      fprintf(stderr, "FAIL %s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_), \
-              ncclGetLastError(nullptr));                                                             \
-      gFailures++;                                                                                    \
-      return false;                                                                                   \
-    }                                                                                                 \
-  } while (0)
 
 bool gExpectOff = false;
 
@@ -82,11 +62,8 @@ std::vector<ncclResult_t> onEveryRank(int n, const std::function<ncclResult_t(in
 
 bool allOk(const std::vector<ncclResult_t>& res, const char* what) {
   for (size_t r = 0; r < res.size(); r++)
-    if (res[r] != ncclSuccess) {
-      fprintf(stderr, "FAIL %s: rank %zu: %s (%s)\n", what, r, ncclGetErrorString(res[r]), ncclGetLastError(nullptr));
-      gFailures++;
-      return false;
-    }
+    REQUIRE(res[r] == ncclSuccess, "%s: rank %zu: %s (%s)", what, r, ncclGetErrorString(res[r]),
+            testcheck::ncclLastError());
   return true;
 }
 
@@ -523,8 +500,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "-- abort while rank 0 waits in the barrier\n");
     testAbort(rankCounts[0] >= 2 ? rankCounts[0] : 2);
   }
-  if (gFailures) {
-    fprintf(stderr, "%d failure(s)\n", gFailures);
+  if (testcheck::failures()) {
+    fprintf(stderr, "%d failure(s)\n", testcheck::failures());
     return 1;
   }
   printf("OK\n");

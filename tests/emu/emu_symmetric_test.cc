@@ -32,31 +32,11 @@
 #include "emu_gpu.h"
 #include "nccl.h"
 #include "nccl_device.h"
+#include "test_check.h"
 
 namespace gpu = uniccl::gpu;
 
 namespace {
-
-int gFailures = 0;
-#define CHECK(cond, ...)                                               \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                    \
-      fputc('\n', stderr);                                             \
-      gFailures++;                                                     \
-    }                                                                  \
-  } while (0)
-#define NCCL_OK(call)                                                                                 \
-  do {                                                                                                \
-    ncclResult_t r_ = (call);                                                                         \
-    if (r_ != ncclSuccess) {                                                                          \
-      fprintf(stderr, "FAIL %s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_), \
-              ncclGetLastError(nullptr));                                                             \
-      gFailures++;                                                                                    \
-      return false;                                                                                   \
-    }                                                                                                 \
-  } while (0)
 
 struct Comms {
   std::vector<ncclComm_t> c;
@@ -403,14 +383,14 @@ int main(int argc, char** argv) {
   }
   if (noUncached) {
     for (int n : ranks) withoutUncachedMemory(n, count);
-    printf("%s\n", gFailures ? "FAILED" : "ok");
-    return gFailures ? 1 : 0;
+    printf("%s\n", testcheck::failures() ? "FAILED" : "ok");
+    return testcheck::failures() ? 1 : 0;
   }
   for (int n : ranks) {
     windowsInGroup(n);
     windowsPerThread(n);
   }
   cycles(2, count);
-  printf("%s\n", gFailures ? "FAILED" : "ok");
-  return gFailures ? 1 : 0;
+  printf("%s\n", testcheck::failures() ? "FAILED" : "ok");
+  return testcheck::failures() ? 1 : 0;
 }

@@ -13,43 +13,27 @@
 
 #include "nccl.h"
 #include "nccl_device.h"
+#include "test_check.h"
 
 namespace {
 
-int gFailures = 0;
-#define EXPECT_EQI(got, want, ...)                                                          \
-  do {                                                                                      \
-    long g_ = (long)(got), w_ = (long)(want);                                               \
-    if (g_ != w_) {                                                                         \
-      fprintf(stderr, "FAIL %s:%d: %s = %ld, want %ld: ", __FILE__, __LINE__, #got, g_, w_); \
-      fprintf(stderr, __VA_ARGS__);                                                         \
-      fputc('\n', stderr);                                                                  \
-      gFailures++;                                                                          \
-    }                                                                                       \
-  } while (0)
-
-void checkTeams(int nRanks, bool p2p) {
+bool checkTeams(int nRanks, bool p2p) {
   std::vector<ncclComm_t> comms(nRanks);
   std::vector<int> devs(nRanks);
   for (int i = 0; i < nRanks; i++) devs[i] = i;
-  ncclResult_t res = ncclCommInitAll(comms.data(), nRanks, devs.data());
-  if (res != ncclSuccess) {
-    fprintf(stderr, "FAIL ncclCommInitAll(%d): %s (%s)\n", nRanks, ncclGetErrorString(res), ncclGetLastError(nullptr));
-    gFailures++;
-    return;
-  }
+  NCCL_OK(ncclCommInitAll(comms.data(), nRanks, devs.data()));
   int lsaSize = p2p ? nRanks : 1;
   for (int r = 0; r < nRanks; r++) {
     ncclComm_t c = comms[r];
     ncclTeam_t world = ncclTeamWorld(c), lsa = ncclTeamLsa(c), rail = ncclTeamRail(c);
-    EXPECT_EQI(world.nRanks, nRanks, "rank %d", r);
-    EXPECT_EQI(world.rank, r, "rank %d", r);
-    EXPECT_EQI(lsa.nRanks, lsaSize, "rank %d of %d", r, nRanks);
-    EXPECT_EQI(lsa.rank, r % lsaSize, "rank %d of %d", r, nRanks);
-    EXPECT_EQI(rail.nRanks, nRanks / lsaSize, "rank %d of %d", r, nRanks);
-    EXPECT_EQI(rail.stride, lsaSize, "rank %d of %d", r, nRanks);
-    for (int i = 0; i < lsa.nRanks; i++) EXPECT_EQI(ncclTeamRankToWorld(c, lsa, i), r - r % lsaSize + i, "lsa %d", i);
-    for (int i = 0; i < rail.nRanks; i++) EXPECT_EQI(ncclTeamRankToWorld(c, rail, i), r % lsaSize + i * lsaSize, "rail %d", i);
+    CHECK_EQ(world.nRanks, nRanks, "rank %d", r);
+    CHECK_EQ(world.rank, r, "rank %d", r);
+    CHECK_EQ(lsa.nRanks, lsaSize, "rank %d of %d", r, nRanks);
+    CHECK_EQ(lsa.rank, r % lsaSize, "rank %d of %d", r, nRanks);
+    CHECK_EQ(rail.nRanks, nRanks / lsaSize, "rank %d of %d", r, nRanks);
+    CHECK_EQ(rail.stride, lsaSize, "rank %d of %d", r, nRanks);
+    for (int i = 0; i < lsa.nRanks; i++) CHECK_EQ(ncclTeamRankToWorld(c, lsa, i), r - r % lsaSize + i, "lsa %d", i);
+    for (int i = 0; i < rail.nRanks; i++) CHECK_EQ(ncclTeamRankToWorld(c, rail, i), r % lsaSize + i * lsaSize, "rail %d", i);
   }
   // Device communicators (collective: one group drives every rank) carry the same teams.
   std::vector<ncclDevComm> dc(nRanks);
@@ -57,17 +41,18 @@ void checkTeams(int nRanks, bool p2p) {
   reqs.lsaBarrierCount = 1;
   ncclGroupStart();
   for (int r = 0; r < nRanks; r++) ncclDevCommCreate(comms[r], &reqs, &dc[r]);
-  res = ncclGroupEnd();
-  EXPECT_EQI(res, ncclSuccess, "ncclDevCommCreate: %s", ncclGetLastError(nullptr));
+  ncclResult_t res = ncclGroupEnd();
+  CHECK_EQ(res, ncclSuccess, "ncclDevCommCreate: %s", ncclGetLastError(nullptr));
   for (int r = 0; r < nRanks && res == ncclSuccess; r++) {
-    EXPECT_EQI(dc[r].lsaSize, lsaSize, "devComm of rank %d", r);
-    EXPECT_EQI(dc[r].lsaRank, r % lsaSize, "devComm of rank %d", r);
+    CHECK_EQ(dc[r].lsaSize, lsaSize, "devComm of rank %d", r);
+    CHECK_EQ(dc[r].lsaRank, r % lsaSize, "devComm of rank %d", r);
     ncclTeam_t rail = ncclTeamRail(dc[r]);
-    EXPECT_EQI(rail.nRanks, nRanks / lsaSize, "devComm rail of rank %d", r);
-    EXPECT_EQI(ncclDevCommDestroy(comms[r], &dc[r]), ncclSuccess, "%s", ncclGetLastError(nullptr));
+    CHECK_EQ(rail.nRanks, nRanks / lsaSize, "devComm rail of rank %d", r);
+    CHECK_EQ(ncclDevCommDestroy(comms[r], &dc[r]), ncclSuccess, "%s", ncclGetLastError(nullptr));
   }
   for (ncclComm_t c : comms) ncclCommDestroy(c);
   printf("%d ranks: LSA teams of %d, rails of %d\n", nRanks, lsaSize, nRanks / lsaSize);
+  return true;
 }
 
 }  // namespace
@@ -75,6 +60,6 @@ void checkTeams(int nRanks, bool p2p) {
 int main(int argc, char** argv) {
   bool p2p = !(argc > 1 && strcmp(argv[1], "--no-p2p") == 0);
   for (int n = 2; n <= 4; n++) checkTeams(n, p2p);
-  printf("%s\n", gFailures ? "FAILED" : "ok");
-  return gFailures ? 1 : 0;
+  printf("%s\n", testcheck::failures() ? "FAILED" : "ok");
+  return testcheck::failures() ? 1 : 0;
 }

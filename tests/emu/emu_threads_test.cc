@@ -23,6 +23,7 @@
 #include "common/gpu.h"
 #include "emu_runtime.h"
 #include "nccl.h"
+#include "test_check.h"
 
 using namespace uniccl;
 
@@ -31,22 +32,6 @@ namespace {
 constexpr int kRanks = 2;
 constexpr int kCount = 257;   // odd: a tail on every channel share
 int gScalableIds = 0;         // --scalable=K: ncclCommInitRankScalable with K ids
-
-std::mutex gPrintMu;
-#define FAILF(...)                                   \
-  do {                                               \
-    std::lock_guard<std::mutex> lk_(gPrintMu);       \
-    fprintf(stderr, __VA_ARGS__);                    \
-    fputc('\n', stderr);                             \
-  } while (0)
-#define CHECK_OK(call)                                                                                  \
-  do {                                                                                                  \
-    ncclResult_t r_ = (call);                                                                           \
-    if (r_ != ncclSuccess) {                                                                            \
-      FAILF("%s:%d: %s: %s (%s)", __FILE__, __LINE__, #call, ncclGetErrorString(r_), ncclGetLastError(nullptr)); \
-      return false;                                                                                     \
-    }                                                                                                   \
-  } while (0)
 
 class Barrier {
  public:
@@ -80,37 +65,37 @@ struct Clique {
     for (int r = 0; r < kRanks; r++) devs[r] = r;
     if (gScalableIds > 0) {
       std::vector<ncclUniqueId> ids(gScalableIds);
-      for (ncclUniqueId& id : ids) CHECK_OK(ncclGetUniqueId(&id));
-      CHECK_OK(ncclGroupStart());
+      for (ncclUniqueId& id : ids) NCCL_OK(ncclGetUniqueId(&id));
+      NCCL_OK(ncclGroupStart());
       for (int r = 0; r < kRanks; r++) {
-        CHECK_OK(gpu::setDevice(devs[r]));
-        CHECK_OK(ncclCommInitRankScalable(&comms[r], kRanks, r, gScalableIds, ids.data(), nullptr));
+        NCCL_OK(gpu::setDevice(devs[r]));
+        NCCL_OK(ncclCommInitRankScalable(&comms[r], kRanks, r, gScalableIds, ids.data(), nullptr));
       }
-      CHECK_OK(ncclGroupEnd());
+      NCCL_OK(ncclGroupEnd());
     } else {
-      CHECK_OK(ncclCommInitAll(comms, kRanks, devs));
+      NCCL_OK(ncclCommInitAll(comms, kRanks, devs));
     }
     std::mt19937 rng(seed);
     std::uniform_int_distribution<int> d(-4, 4);
     for (int r = 0; r < kRanks; r++) {
-      CHECK_OK(gpu::setDevice(r));
-      CHECK_OK(gpu::streamCreate(&streams[r]));
+      NCCL_OK(gpu::setDevice(r));
+      NCCL_OK(gpu::streamCreate(&streams[r]));
       void* p = nullptr;
-      CHECK_OK(gpu::deviceAlloc(&p, kCount * sizeof(float)));
+      NCCL_OK(gpu::deviceAlloc(&p, kCount * sizeof(float)));
       buf[r] = static_cast<float*>(p);
       value[r].resize(kCount);
       for (float& x : value[r]) x = (float)d(rng);
-      CHECK_OK(gpu::memcpy(buf[r], value[r].data(), kCount * sizeof(float)));
+      NCCL_OK(gpu::memcpy(buf[r], value[r].data(), kCount * sizeof(float)));
     }
     return true;
   }
 
   // In-place AllReduce with `op` on every rank; the host model follows.
   bool issue(ncclRedOp_t op) {
-    CHECK_OK(ncclGroupStart());
+    NCCL_OK(ncclGroupStart());
     for (int r = 0; r < kRanks; r++)
-      CHECK_OK(ncclAllReduce(buf[r], buf[r], kCount, ncclFloat, op, comms[r], static_cast<uniccl_stream_t>(streams[r])));
-    CHECK_OK(ncclGroupEnd());
+      NCCL_OK(ncclAllReduce(buf[r], buf[r], kCount, ncclFloat, op, comms[r], static_cast<uniccl_stream_t>(streams[r])));
+    NCCL_OK(ncclGroupEnd());
     for (int i = 0; i < kCount; i++) {
       float v = value[0][i];
       for (int r = 1; r < kRanks; r++) v = op == ncclMax ? std::max(v, value[r][i]) : op == ncclMin ? std::min(v, value[r][i]) : v + value[r][i];
@@ -121,23 +106,20 @@ struct Clique {
 
   bool verify(int thread, int round) {
     for (int r = 0; r < kRanks; r++) {
-      CHECK_OK(gpu::setDevice(r));
-      CHECK_OK(gpu::streamSynchronize(streams[r]));
+      NCCL_OK(gpu::setDevice(r));
+      NCCL_OK(gpu::streamSynchronize(streams[r]));
       std::vector<float> got(kCount);
-      CHECK_OK(gpu::memcpy(got.data(), buf[r], kCount * sizeof(float)));
-      for (int i = 0; i < kCount; i++) {
-        if (got[i] != value[r][i]) {
-          FAILF("thread %d round %d rank %d: element %d is %g, expected %g", thread, round, r, i, got[i], value[r][i]);
-          return false;
-        }
-      }
+      NCCL_OK(gpu::memcpy(got.data(), buf[r], kCount * sizeof(float)));
+      for (int i = 0; i < kCount; i++)
+        REQUIRE(got[i] == value[r][i], "thread %d round %d rank %d: element %d is %g, expected %g", thread, round, r,
+                i, got[i], value[r][i]);
     }
     return true;
   }
 
   bool release() {
     for (int r = 0; r < kRanks; r++) {
-      if (comms[r] != nullptr) CHECK_OK(ncclCommDestroy(comms[r]));
+      if (comms[r] != nullptr) NCCL_OK(ncclCommDestroy(comms[r]));
       comms[r] = nullptr;
       gpu::setDevice(r);
       if (buf[r] != nullptr) gpu::deviceFree(buf[r]);

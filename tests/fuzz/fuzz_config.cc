@@ -50,16 +50,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ncclResult_t res = readConfig(reinterpret_cast<const ncclConfig_t*>(exact), &out);
   delete[] exact;
   if (res == ncclSuccess) {
-    FUZZ_CHECK(claimed >= 24 && magic == 0xcafebeef);
-    FUZZ_CHECK(out.minCTAs >= 1 && out.maxCTAs <= kMaxCTAs && out.minCTAs <= out.maxCTAs);
-    FUZZ_CHECK(out.ctaPolicy >= NCCL_CTA_POLICY_DEFAULT && out.ctaPolicy <= NCCL_CTA_POLICY_ZERO);
-    FUZZ_CHECK(out.userVersion == version);
+    CHECK_OR_ABORT(claimed >= 24 && magic == 0xcafebeef);
+    CHECK_OR_ABORT(out.minCTAs >= 1 && out.maxCTAs <= kMaxCTAs && out.minCTAs <= out.maxCTAs);
+    CHECK_OR_ABORT(out.ctaPolicy >= NCCL_CTA_POLICY_DEFAULT && out.ctaPolicy <= NCCL_CTA_POLICY_ZERO);
+    CHECK_OR_ABORT(out.userVersion == version);
   } else {
-    FUZZ_CHECK(res == ncclInvalidArgument);
-    FUZZ_CHECK(out.commName == "untouched" && out.minCTAs == -7);
+    CHECK_OR_ABORT(res == ncclInvalidArgument);
+    CHECK_OR_ABORT(out.commName == "untouched" && out.minCTAs == -7);
   }
   // No config at all: defaults.
   CommConfig dflt;
-  FUZZ_CHECK(readConfig(nullptr, &dflt) == ncclSuccess);
+  CHECK_OR_ABORT(readConfig(nullptr, &dflt) == ncclSuccess);
   return 0;
 }

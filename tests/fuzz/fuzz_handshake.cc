@@ -27,8 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   AuthSecret secret;
   memset(secret.bytes, 0x42, sizeof(secret.bytes));
   AcceptorHandshake hs;
-  FUZZ_CHECK(hs.begin());
-  FUZZ_CHECK(hs.wantsWrite() && !hs.done() && !hs.peerSpoke());
+  CHECK_OR_ABORT(hs.begin());
+  CHECK_OR_ABORT(hs.wantsWrite() && !hs.done() && !hs.peerSpoke());
 
   AcceptorHandshake::Step step = AcceptorHandshake::Step::kBusy;
   int err = 0;
@@ -44,19 +44,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     step = hs.progress(acceptor, secret, kRootAuthContext, &err);
   }
   // Without the secret nothing passes; 48 bytes decide, whatever follows.
-  FUZZ_CHECK(step != AcceptorHandshake::Step::kDone && !hs.done());
-  if (wireBytes >= sizeof(AuthResponse)) FUZZ_CHECK(step == AcceptorHandshake::Step::kRefused);
-  else FUZZ_CHECK(step == AcceptorHandshake::Step::kClosed);
-  FUZZ_CHECK(hs.peerSpoke() == (wireBytes > 0));
+  CHECK_OR_ABORT(step != AcceptorHandshake::Step::kDone && !hs.done());
+  if (wireBytes >= sizeof(AuthResponse)) CHECK_OR_ABORT(step == AcceptorHandshake::Step::kRefused);
+  else CHECK_OR_ABORT(step == AcceptorHandshake::Step::kClosed);
+  CHECK_OR_ABORT(hs.peerSpoke() == (wireBytes > 0));
 
   // What the peer got: the challenge, then (refused) the refusal.
   AuthChallenge challenge;
-  FUZZ_CHECK(read(fds[0], &challenge, sizeof(challenge)) == (ssize_t)sizeof(challenge));
-  FUZZ_CHECK(challenge.tag == kAuthTag);
+  CHECK_OR_ABORT(read(fds[0], &challenge, sizeof(challenge)) == (ssize_t)sizeof(challenge));
+  CHECK_OR_ABORT(challenge.tag == kAuthTag);
   if (step == AcceptorHandshake::Step::kRefused) {
     AuthConfirm answer;
-    FUZZ_CHECK(read(fds[0], &answer, sizeof(answer)) == (ssize_t)sizeof(answer));
-    FUZZ_CHECK(isRefusal(answer));
+    CHECK_OR_ABORT(read(fds[0], &answer, sizeof(answer)) == (ssize_t)sizeof(answer));
+    CHECK_OR_ABORT(isRefusal(answer));
   }
   close(fds[0]);
   return 0;

@@ -27,20 +27,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ncclResult_t res = recvHeader(sock, magic, maxLength, &h, deadlineAfterMs(1000), nullptr, "fuzz");
 
   if (wireBytes < sizeof(WireHeader)) {
-    FUZZ_CHECK(res != ncclSuccess);
+    CHECK_OR_ABORT(res != ncclSuccess);
     return 0;
   }
   WireHeader sent;
   memcpy(&sent, in.rest(), sizeof(sent));
   HeaderStatus status = checkHeader(sent, magic, maxLength);
-  FUZZ_CHECK((res == ncclSuccess) == (status == HeaderStatus::kOk));
+  CHECK_OR_ABORT((res == ncclSuccess) == (status == HeaderStatus::kOk));
   if (status == HeaderStatus::kOk) {
-    FUZZ_CHECK(memcmp(&h, &sent, sizeof(h)) == 0);
-    FUZZ_CHECK(h.magic == magic && h.length <= maxLength);
+    CHECK_OR_ABORT(memcmp(&h, &sent, sizeof(h)) == 0);
+    CHECK_OR_ABORT(h.magic == magic && h.length <= maxLength);
   } else {
-    FUZZ_CHECK(res == ncclRemoteError);
-    FUZZ_CHECK(status == HeaderStatus::kWrongMagic ? sent.magic != magic : sent.length > maxLength);
+    CHECK_OR_ABORT(res == ncclRemoteError);
+    CHECK_OR_ABORT(status == HeaderStatus::kWrongMagic ? sent.magic != magic : sent.length > maxLength);
   }
-  FUZZ_CHECK(msgTypeName(sent.type) != nullptr);
+  CHECK_OR_ABORT(msgTypeName(sent.type) != nullptr);
   return 0;
 }

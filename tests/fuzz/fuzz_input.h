@@ -1,5 +1,7 @@
 // Reads typed values off a libFuzzer input; past the end it yields zeros, so
-// every input, however short, is a valid test case.
+// every input, however short, is a valid test case. The targets check the
+// parsers' promises with CHECK_OR_ABORT (test_check.h), which aborts so that
+// libFuzzer keeps the input.
 #pragma once
 
 #include <cstddef>
@@ -7,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "test_check.h"  // CHECK_OR_ABORT: a property the parser promises was broken
 
 namespace uniccl {
 namespace fuzz {
@@ -39,12 +43,3 @@ class Input {
 
 }  // namespace fuzz
 }  // namespace uniccl
-
-// A property the parser promises was broken: abort so libFuzzer saves the input.
-#define FUZZ_CHECK(cond)                                                      \
-  do {                                                                        \
-    if (!(cond)) {                                                            \
-      fprintf(stderr, "%s:%d: fuzz property failed: %s\n", __FILE__, __LINE__, #cond); \
-      abort();                                                                \
-    }                                                                         \
-  } while (0)

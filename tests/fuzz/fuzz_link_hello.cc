@@ -20,17 +20,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int peer = -12345;
   LinkHello kind = classifyLinkHello(h, magic, nranks, &peer);
   if (kind == LinkHello::kInvalid) {
-    FUZZ_CHECK(peer == -12345);
+    CHECK_OR_ABORT(peer == -12345);
   } else {
     // The caller indexes its per-rank link table with peer.
-    FUZZ_CHECK(nranks > 0 && peer >= 0 && peer < nranks);
-    FUZZ_CHECK(h.magic == magic && h.length == 0);
-    FUZZ_CHECK(h.type == (kind == LinkHello::kRing ? (uint32_t)kMsgRingHello : (uint32_t)kMsgP2pHello));
+    CHECK_OR_ABORT(nranks > 0 && peer >= 0 && peer < nranks);
+    CHECK_OR_ABORT(h.magic == magic && h.length == 0);
+    CHECK_OR_ABORT(h.type == (kind == LinkHello::kRing ? (uint32_t)kMsgRingHello : (uint32_t)kMsgP2pHello));
   }
 
   RingStatus rs = checkRingHeader(h, magic, seq, bytesPerRank);
-  if (rs == RingStatus::kOk) FUZZ_CHECK(h.magic == magic && h.type == kMsgRing && h.tag == seq && h.length == bytesPerRank);
-  if (rs == RingStatus::kWrongSequence) FUZZ_CHECK(h.tag != seq);
-  if (rs == RingStatus::kWrongLength) FUZZ_CHECK(h.tag == seq && h.length != bytesPerRank);
+  if (rs == RingStatus::kOk)
+    CHECK_OR_ABORT(h.magic == magic && h.type == kMsgRing && h.tag == seq && h.length == bytesPerRank);
+  if (rs == RingStatus::kWrongSequence) CHECK_OR_ABORT(h.tag != seq);
+  if (rs == RingStatus::kWrongLength) CHECK_OR_ABORT(h.tag == seq && h.length != bytesPerRank);
   return 0;
 }

@@ -15,8 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   WireHeader h = in.take<WireHeader>();
   RootAnswer kind = classifyRootAnswer(h);
   if (kind == RootAnswer::kError)
-    FUZZ_CHECK(h.type == kMsgRootError && h.length > 4 && h.length <= kMaxRootErrorBytes);
-  if (kind == RootAnswer::kSuccessor) FUZZ_CHECK(h.type == kMsgRootReply && h.length == sizeof(SocketAddress));
+    CHECK_OR_ABORT(h.type == kMsgRootError && h.length > 4 && h.length <= kMaxRootErrorBytes);
+  if (kind == RootAnswer::kSuccessor) CHECK_OR_ABORT(h.type == kMsgRootReply && h.length == sizeof(SocketAddress));
 
   // Both decoders see every body, whatever the header said: the rank reads
   // header.length bytes, but the decoders must stand on their own.
@@ -24,16 +24,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t bytes = in.remaining();
   std::string text;
   ncclResult_t code = decodeRootError(body, bytes, &text);
-  FUZZ_CHECK(code > ncclSuccess && code < ncclInProgress);
-  FUZZ_CHECK(text.size() + 4 <= (bytes < 4 ? 4 : bytes));
-  FUZZ_CHECK(text.find('\0') == std::string::npos);
+  CHECK_OR_ABORT(code > ncclSuccess && code < ncclInProgress);
+  CHECK_OR_ABORT(text.size() + 4 <= (bytes < 4 ? 4 : bytes));
+  CHECK_OR_ABORT(text.find('\0') == std::string::npos);
 
   SocketAddress next = emptySocketAddress();
   if (decodeSuccessor(body, bytes, &next)) {
-    FUZZ_CHECK(bytes == sizeof(SocketAddress) && next.valid());
-    FUZZ_CHECK(!next.toString().empty());
+    CHECK_OR_ABORT(bytes == sizeof(SocketAddress) && next.valid());
+    CHECK_OR_ABORT(!next.toString().empty());
   } else {
-    FUZZ_CHECK(!next.valid());  // untouched on failure
+    CHECK_OR_ABORT(!next.valid());  // untouched on failure
   }
   return 0;
 }

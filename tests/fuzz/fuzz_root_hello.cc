@@ -21,11 +21,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   HelloHeaderStatus hs = checkHelloHeader(h, magic);
   if (hs == HelloHeaderStatus::kOk)
-    FUZZ_CHECK(h.magic == magic &&
-               ((h.type == kMsgHello && h.length >= sizeof(HelloBody) && h.length <= kMaxInitMessageBytes) ||
+    CHECK_OR_ABORT(h.magic == magic &&
+                   ((h.type == kMsgHello && h.length >= sizeof(HelloBody) && h.length <= kMaxInitMessageBytes) ||
                 (h.type == kMsgNextFirst && h.length == sizeof(NextFirstBody))));
   else if (hs == HelloHeaderStatus::kWrongMagic)
-    FUZZ_CHECK(h.magic != magic);
+    CHECK_OR_ABORT(h.magic != magic);
 
   // The root reads exactly header.length bytes; the body here is what is left
   // (its length need not match the header, parseHello is given the truth).
@@ -36,19 +36,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   why[0] = '\x7f';
   ncclResult_t res = parseHello(body, bytes, &hello, why, sizeof(why));
   if (res == ncclSuccess) {
-    FUZZ_CHECK(bytes >= sizeof(HelloBody));
-    FUZZ_CHECK(hello.blobBytes == bytes - sizeof(HelloBody));
-    FUZZ_CHECK(hello.nranks > 0 && hello.nranks <= kMaxRanks && hello.rank >= 0 && hello.rank < hello.nranks);
-    FUZZ_CHECK(hello.nRoots >= 1 && hello.nRoots <= hello.nranks && hello.rootIndex >= 0 &&
-               hello.rootIndex < hello.nRoots);
+    CHECK_OR_ABORT(bytes >= sizeof(HelloBody));
+    CHECK_OR_ABORT(hello.blobBytes == bytes - sizeof(HelloBody));
+    CHECK_OR_ABORT(hello.nranks > 0 && hello.nranks <= kMaxRanks && hello.rank >= 0 && hello.rank < hello.nranks);
+    CHECK_OR_ABORT(hello.nRoots >= 1 && hello.nRoots <= hello.nranks && hello.rootIndex >= 0 &&
+                   hello.rootIndex < hello.nRoots);
     RootBlock block = rootBlock(hello.rootIndex, hello.nranks, hello.nRoots);
-    FUZZ_CHECK(block.first <= hello.rank && hello.rank < block.end);
-    FUZZ_CHECK(hello.listen.valid() && hello.listen.port() > 0 && hello.listen.port() < 65536);
+    CHECK_OR_ABORT(block.first <= hello.rank && hello.rank < block.end);
+    CHECK_OR_ABORT(hello.listen.valid() && hello.listen.port() > 0 && hello.listen.port() < 65536);
     std::string text = hello.listen.toString();
-    FUZZ_CHECK(!text.empty());
+    CHECK_OR_ABORT(!text.empty());
   } else {
-    FUZZ_CHECK(res == ncclRemoteError || res == ncclInvalidUsage);
-    FUZZ_CHECK(why[0] != '\x7f' && strnlen(why, sizeof(why)) < sizeof(why));
+    CHECK_OR_ABORT(res == ncclRemoteError || res == ncclInvalidUsage);
+    CHECK_OR_ABORT(why[0] != '\x7f' && strnlen(why, sizeof(why)) < sizeof(why));
   }
   // The same bytes as the next block's first rank's message to a root
   // (several roots): its rank must open the block after that root's.
@@ -56,11 +56,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int nRoots = 1 + (int)(h.tag % 64), rootIndex = (int)((h.tag >> 8) % (uint32_t)nRoots);
   res = parseNextFirst(body, bytes, rootIndex, nRoots, &next, why, sizeof(why));
   if (res == ncclSuccess) {
-    FUZZ_CHECK(bytes == sizeof(NextFirstBody) && nRoots >= 2 && next.nranks >= nRoots && next.nranks <= kMaxRanks);
-    FUZZ_CHECK(next.rank == rootBlock((rootIndex + 1) % nRoots, next.nranks, nRoots).first);
-    FUZZ_CHECK(next.listen.valid() && next.listen.port() > 0);
+    CHECK_OR_ABORT(bytes == sizeof(NextFirstBody) && nRoots >= 2 && next.nranks >= nRoots && next.nranks <= kMaxRanks);
+    CHECK_OR_ABORT(next.rank == rootBlock((rootIndex + 1) % nRoots, next.nranks, nRoots).first);
+    CHECK_OR_ABORT(next.listen.valid() && next.listen.port() > 0);
   } else {
-    FUZZ_CHECK(res == ncclRemoteError || res == ncclInvalidUsage);
+    CHECK_OR_ABORT(res == ncclRemoteError || res == ncclInvalidUsage);
   }
   // Logged for every hello the root drops, whatever its family bytes hold.
   if (bytes >= sizeof(HelloBody)) {

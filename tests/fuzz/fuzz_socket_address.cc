@@ -44,14 +44,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   SocketAddress a = emptySocketAddress();
   ncclResult_t res = parseSocketAddress(s, &a);
   if (res == ncclSuccess) {
-    FUZZ_CHECK(a.valid() && a.port() >= 0 && a.port() <= 65535);
+    CHECK_OR_ABORT(a.valid() && a.port() >= 0 && a.port() <= 65535);
     std::string back = a.toString();
     SocketAddress b = emptySocketAddress();
-    FUZZ_CHECK(parseSocketAddress(back.c_str(), &b) == ncclSuccess);
-    FUZZ_CHECK(sameEndpoint(a, b));
+    CHECK_OR_ABORT(parseSocketAddress(back.c_str(), &b) == ncclSuccess);
+    CHECK_OR_ABORT(sameEndpoint(a, b));
   } else {
-    FUZZ_CHECK(res == ncclInvalidArgument);
-    FUZZ_CHECK(!a.valid());  // untouched on failure
+    CHECK_OR_ABORT(res == ncclInvalidArgument);
+    CHECK_OR_ABORT(!a.valid());  // untouched on failure
   }
 
   std::string spec = text.substr(0, split < text.size() ? split : text.size());

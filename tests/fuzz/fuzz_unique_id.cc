@@ -14,16 +14,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   memset(&c, 0xa5, sizeof(c));
   ncclResult_t res = decodeUniqueId(id, &c);
   if (res == ncclSuccess) {
-    FUZZ_CHECK(c.version == kUniqueIdVersion && c.magic != 0 && c.root.valid() && c.root.port() > 0);
-    FUZZ_CHECK(memcmp(&c, &id, sizeof(c)) == 0);
-    FUZZ_CHECK(!c.root.toString().empty());
+    CHECK_OR_ABORT(c.version == kUniqueIdVersion && c.magic != 0 && c.root.valid() && c.root.port() > 0);
+    CHECK_OR_ABORT(memcmp(&c, &id, sizeof(c)) == 0);
+    CHECK_OR_ABORT(!c.root.toString().empty());
     // Round trip: what encode writes decodes to the same contents.
     ncclUniqueId again;
     encodeUniqueId(c, &again);
     UniqueIdContents d;
-    FUZZ_CHECK(decodeUniqueId(again, &d) == ncclSuccess && memcmp(&c, &d, sizeof(c)) == 0);
+    CHECK_OR_ABORT(decodeUniqueId(again, &d) == ncclSuccess && memcmp(&c, &d, sizeof(c)) == 0);
   } else {
-    FUZZ_CHECK(res == ncclInvalidArgument);
+    CHECK_OR_ABORT(res == ncclInvalidArgument);
   }
   return 0;
 }

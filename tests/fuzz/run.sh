@@ -60,7 +60,7 @@ sed -e "s/@UNICCL_VERSION@/$uniccl_version/" -e "s/@NCCL_VERSION@/$nccl_version/
 # ---- build: the parsers' sources once, instrumented; one binary per target
 cuda_inc=/usr/local/cuda/include
 [ -d "$cuda_inc" ] || cuda_inc=/opt/rocm/include
-flags=(-std=c++17 -O1 -g -fno-omit-frame-pointer -Iinclude -Isrc -I"$work/gen" -isystem "$cuda_inc"
+flags=(-std=c++17 -O1 -g -fno-omit-frame-pointer -Iinclude -Isrc -Itests/common -I"$work/gen" -isystem "$cuda_inc"
        -fsanitize=address,undefined -fno-sanitize-recover=undefined -pthread)
 lib_srcs=(src/common/bootstrap/wire.cc src/common/bootstrap/unique_id.cc src/common/bootstrap/root.cc
           src/common/bootstrap/handshake.cc src/common/bootstrap/listener_loop.cc
@@ -124,7 +124,7 @@ for t in "${targets[@]}"; do
     passed=$((passed + 1))
   else
     echo "FAIL $t (exit $rc); log $work/logs/$t.log; crashing input under $work/artifacts/:"
-    grep -E 'property failed|ERROR|SUMMARY|runtime error|^ *#[0-9]+ |Test unit written|^Base64' "$work/logs/$t.log" | head -40
+    grep -E '^FAIL |ERROR|SUMMARY|runtime error|^ *#[0-9]+ |Test unit written|^Base64' "$work/logs/$t.log" | head -40
     failed=$((failed + 1))
   fi
 done

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -240,11 +241,10 @@ struct ListenComm {
   ListenerSecret secret;
   Socket listener;
   std::vector<std::unique_ptr<AcceptStage>> stages;  // in arrival order
+  std::deque<std::unique_ptr<Comm>> accepted;        // ready, not returned by accept() yet
   RefusalLog refusals{"IB"};
   ~ListenComm() { refusals.summary(listener.address()); }
 };
-
-bool isProven(const AcceptStage& st) { return st.proven; }
 
 // Builds the receiving end once the connector's proof and ConnInfo are in, and replies.
 ncclResult_t acceptBuild(ListenComm* lc, AcceptStage* st) {
@@ -280,13 +280,13 @@ ncclResult_t acceptBuild(ListenComm* lc, AcceptStage* st) {
   return ncclSuccess;
 }
 
-// One step of one pending connection: ncclSuccess with *done when it is
-// ready, with *drop when it is refused. Before its proof of the key, whatever
-// the peer does (close, silence, garbage) drops it quietly; after, a failure
-// is the real peer's and is returned as an error.
-ncclResult_t acceptStep(ListenComm* lc, AcceptStage* st, bool* done, bool* drop) {
-  *done = false;
-  *drop = false;
+// One step of one pending connection (acceptPending's step). Before its
+// proof of the key, whatever the peer does (close, garbage) drops it quietly,
+// and silence is dropped by acceptPending at the deadline; after, a failure
+// is the real peer's and is returned as an error, and so is not finishing
+// within the deadline.
+ncclResult_t acceptStep(ListenComm* lc, AcceptStage* st, PendingStep* out) {
+  *out = PendingStep::kWait;
   const SocketAddress& peer = st->sock.address();
   const SocketAddress& here = lc->listener.address();
   if (!st->proven) {
@@ -294,33 +294,39 @@ ncclResult_t acceptStep(ListenComm* lc, AcceptStage* st, bool* done, bool* drop)
     ssize_t n = st->sock.tryRecv(reinterpret_cast<char*>(&st->opening) + st->got, sizeof(Opening) - st->got, &err);
     if (n < 0) {
       lc->refusals.note(Refusal::kClosed, peer, here);
-      *drop = true;
+      *out = PendingStep::kDropped;
       return ncclSuccess;
     }
     st->got += (size_t)n;
-    if (st->got < sizeof(Opening)) {
-      if (Clock::now() > st->deadline) {
-        lc->refusals.note(Refusal::kSilent, peer, here);
-        *drop = true;
-      }
-      return ncclSuccess;
-    }
+    if (st->got < sizeof(Opening)) return ncclSuccess;
     if (!checkResponse(lc->secret.key, kAuthContext, lc->secret.challenge, st->opening.response)) {
       lc->refusals.note(Refusal::kBadProof, peer, here);
-      *drop = true;
+      *out = PendingStep::kDropped;
       return ncclSuccess;
     }
     st->proven = true;
     std::string why;
     if (!checkConnInfo(st->opening.info, &why)) {
       WARN("NET/IB: rejected a connection from %s: %s", peer.toString().c_str(), why.c_str());
-      *drop = true;
+      *out = PendingStep::kDropped;
       return ncclSuccess;
     }
   }
   if (!st->replied) UCHECK(acceptBuild(lc, st));
   UCHECK(receiveSome(st->sock, &st->ready, 1, &st->readyGot, "accept (waiting for the peer's QP)"));
-  *done = st->readyGot == 1;
+  if (st->readyGot == 1) {
+    INFO(kSubsysNet, "NET/IB: accepted %s on %s:%d", st->comm->peer.c_str(), st->comm->dev.name.c_str(),
+         st->comm->dev.port);
+    lc->accepted.push_back(std::move(st->comm));
+    *out = PendingStep::kDone;
+    return ncclSuccess;
+  }
+  if (Clock::now() > st->deadline) {
+    WARN("NET/IB: a peer (%s) began connecting to %s but did not finish within %lld ms "
+         "(UNICCL_NET_CONNECT_TIMEOUT_MS sets the limit)",
+         peer.toString().c_str(), here.toString().c_str(), (long long)netConnectTimeoutMs());
+    return ncclRemoteError;
+  }
   return ncclSuccess;
 }
 
@@ -522,65 +528,11 @@ ncclResult_t ibAccept(void* listenComm, void** recvComm, ncclNetDeviceHandle_v8_
   *recvComm = nullptr;
   if (recvDevComm) *recvDevComm = nullptr;
   ListenComm* lc = static_cast<ListenComm*>(listenComm);
-  const SocketAddress& here = lc->listener.address();
-  for (int taken = 0; taken < kMaxAcceptsPerCall; taken++) {
-    Socket sock;
-    int err = 0;
-    AcceptResult got = acceptOne(lc->listener, &sock, &err);
-    if (got == AcceptResult::kNone) break;
-    if (got == AcceptResult::kNoFds) {
-      // The connection stays in the backlog; freeing one fd lets a later call take it.
-      if (!connectionWaiting(lc->listener)) break;
-      lc->refusals.note(Refusal::kNoFds, emptySocketAddress(), here, strerror(err));
-      if (auto old = takeOldestUnproven(lc->stages, isProven))
-        lc->refusals.note(Refusal::kEvicted, old->sock.address(), here);
-      break;
-    }
-    if (got == AcceptResult::kFailed) {
-      WARN("NET/IB: accept on %s failed: %s", here.toString().c_str(), strerror(err));
-      return ncclSystemError;
-    }
-    if (lc->stages.size() >= kMaxPendingConnections) {
-      auto old = takeOldestUnproven(lc->stages, isProven);
-      if (old == nullptr) {  // all proven (cannot be many): the newcomer goes
-        lc->refusals.note(Refusal::kEvicted, sock.address(), here);
-        continue;
-      }
-      lc->refusals.note(Refusal::kEvicted, old->sock.address(), here);
-    }
-    auto st = std::make_unique<AcceptStage>();
-    st->sock = std::move(sock);
-    st->deadline = deadlineAfterMs(netConnectTimeoutMs());
-    lc->stages.push_back(std::move(st));
-  }
-  for (size_t i = 0; i < lc->stages.size();) {
-    AcceptStage* st = lc->stages[i].get();
-    bool done = false, drop = false;
-    ncclResult_t res = acceptStep(lc, st, &done, &drop);
-    if (res == ncclSuccess && st->proven && !done && !drop && Clock::now() > st->deadline) {
-      WARN("NET/IB: a peer (%s) began connecting to %s but did not finish within %lld ms "
-           "(UNICCL_NET_CONNECT_TIMEOUT_MS sets the limit)",
-           st->sock.address().toString().c_str(), lc->listener.address().toString().c_str(),
-           (long long)netConnectTimeoutMs());
-      res = ncclRemoteError;
-    }
-    if (res != ncclSuccess) {
-      lc->stages.erase(lc->stages.begin() + i);
-      return res;
-    }
-    if (drop) {
-      lc->stages.erase(lc->stages.begin() + i);
-      continue;
-    }
-    if (done) {
-      std::unique_ptr<Comm> comm = std::move(st->comm);
-      lc->stages.erase(lc->stages.begin() + i);
-      INFO(kSubsysNet, "NET/IB: accepted %s on %s:%d", comm->peer.c_str(), comm->dev.name.c_str(), comm->dev.port);
-      *recvComm = comm.release();
-      return ncclSuccess;
-    }
-    i++;
-  }
+  UCHECK(acceptPending(lc->listener, lc->stages, lc->refusals,
+                       [lc](AcceptStage& st, PendingStep* out) { return acceptStep(lc, &st, out); }));
+  if (lc->accepted.empty()) return ncclSuccess;
+  *recvComm = lc->accepted.front().release();
+  lc->accepted.pop_front();
   return ncclSuccess;
 }
 

@@ -23,10 +23,10 @@
 
 #include "../coll/rt.h"
 #include "chain.h"
-#include "check.h"
 #include "graphs.h"
 #include "inplace.h"
 #include "nccl.h"
+#include "test_check.h"
 
 namespace rt = colltest::rt;
 
@@ -47,21 +47,21 @@ struct Rank {
 float value(int replay, int rank, size_t i) { return (float)((replay * 7 + rank * 13 + (int)(i % 97)) % 41 - 20); }
 
 bool record(std::vector<Rank>& ranks, int n) {
-  NC(ncclGroupStart());
+  NCCL_OK(ncclGroupStart());
   for (Rank& r : ranks) {
     int me = (int)(&r - ranks.data());
-    NC(ncclAllReduce(r.in, r.out[kAllReduce], kCount, ncclFloat32, ncclSum, r.comm, r.stream));
-    NC(ncclBroadcast(r.in, r.out[kBcast], kCount, ncclFloat32, n - 1, r.comm, r.stream));
-    NC(ncclReduce(r.in, r.out[kReduce], kCount, ncclFloat32, ncclMax, 0, r.comm, r.stream));
-    NC(ncclAllGather(r.in, r.out[kAllGather], kCount, ncclFloat32, r.comm, r.stream));
-    NC(ncclReduceScatter(r.in, r.out[kReduceScatter], kCount, ncclFloat32, ncclSum, r.comm, r.stream));
-    NC(ncclSend(r.in, kCount, ncclFloat32, (me + 1) % n, r.comm, r.stream));
-    NC(ncclRecv(r.out[kSendRecv], kCount, ncclFloat32, (me - 1 + n) % n, r.comm, r.stream));
-    NC(ncclAlltoAll(r.in, r.out[kAlltoAll], kCount, ncclFloat32, r.comm, r.stream));
-    NC(ncclGather(r.in, r.out[kGather], kCount, ncclFloat32, 0, r.comm, r.stream));
-    NC(ncclScatter(r.in, r.out[kScatter], kCount, ncclFloat32, n - 1, r.comm, r.stream));
+    NCCL_OK(ncclAllReduce(r.in, r.out[kAllReduce], kCount, ncclFloat32, ncclSum, r.comm, r.stream));
+    NCCL_OK(ncclBroadcast(r.in, r.out[kBcast], kCount, ncclFloat32, n - 1, r.comm, r.stream));
+    NCCL_OK(ncclReduce(r.in, r.out[kReduce], kCount, ncclFloat32, ncclMax, 0, r.comm, r.stream));
+    NCCL_OK(ncclAllGather(r.in, r.out[kAllGather], kCount, ncclFloat32, r.comm, r.stream));
+    NCCL_OK(ncclReduceScatter(r.in, r.out[kReduceScatter], kCount, ncclFloat32, ncclSum, r.comm, r.stream));
+    NCCL_OK(ncclSend(r.in, kCount, ncclFloat32, (me + 1) % n, r.comm, r.stream));
+    NCCL_OK(ncclRecv(r.out[kSendRecv], kCount, ncclFloat32, (me - 1 + n) % n, r.comm, r.stream));
+    NCCL_OK(ncclAlltoAll(r.in, r.out[kAlltoAll], kCount, ncclFloat32, r.comm, r.stream));
+    NCCL_OK(ncclGather(r.in, r.out[kGather], kCount, ncclFloat32, 0, r.comm, r.stream));
+    NCCL_OK(ncclScatter(r.in, r.out[kScatter], kCount, ncclFloat32, n - 1, r.comm, r.stream));
   }
-  NC(ncclGroupEnd());
+  NCCL_OK(ncclGroupEnd());
   return true;
 }
 
@@ -69,10 +69,10 @@ bool check(std::vector<Rank>& ranks, int n, int replay) {
   std::vector<float> host((size_t)n * kCount);
   for (int me = 0; me < n; me++) {
     Rank& r = ranks[me];
-    RT(rt::setDevice(r.dev));
+    RT_OK(rt::setDevice(r.dev));
     auto in = [&](int q, size_t i) { return value(replay, q, i); };
     for (int b = 0; b < kNumBufs; b++) {
-      RT(rt::toHost(host.data(), r.out[b], host.size() * sizeof(float)));
+      RT_OK(rt::toHost(host.data(), r.out[b], host.size() * sizeof(float)));
       for (size_t i = 0; i < kCount; i++) {
         float want;
         bool skip = false;
@@ -85,14 +85,14 @@ bool check(std::vector<Rank>& ranks, int n, int replay) {
           case kScatter: want = in(n - 1, me * kCount + i); break;
           default: skip = true; want = 0;   // n-chunk outputs, below
         }
-        if (!skip) CHECK(host[i] == want, "replay %d rank %d buffer %d [%zu]: %g, want %g", replay, me, b, i, host[i], want);
+        if (!skip) REQUIRE(host[i] == want, "replay %d rank %d buffer %d [%zu]: %g, want %g", replay, me, b, i, host[i], want);
       }
       if (b == kAllGather || b == kAlltoAll || (b == kGather && me == 0)) {
         for (int q = 0; q < n; q++)
           for (size_t i = 0; i < kCount; i++) {
             float want = b == kAlltoAll ? in(q, me * kCount + i) : in(q, i);
             float got = host[q * kCount + i];
-            CHECK(got == want, "replay %d rank %d buffer %d [%d][%zu]: %g, want %g", replay, me, b, q, i, got, want);
+            REQUIRE(got == want, "replay %d rank %d buffer %d [%d][%zu]: %g, want %g", replay, me, b, q, i, got, want);
           }
       }
     }
@@ -105,14 +105,14 @@ bool run(const std::vector<int>& devs) {
   std::vector<Rank> ranks(n);
   for (int i = 0; i < n; i++) ranks[i].dev = devs[i];
   std::vector<ncclComm_t> comms(n);
-  NC(ncclCommInitAll(comms.data(), n, devs.data()));
+  NCCL_OK(ncclCommInitAll(comms.data(), n, devs.data()));
   for (int i = 0; i < n; i++) {
     Rank& r = ranks[i];
     r.comm = comms[i];
-    RT(rt::setDevice(r.dev));
-    RT(rt::streamCreate(&r.stream));
-    RT(rt::malloc((void**)&r.in, (size_t)n * kCount * sizeof(float)));
-    for (float*& o : r.out) RT(rt::malloc((void**)&o, (size_t)n * kCount * sizeof(float)));
+    RT_OK(rt::setDevice(r.dev));
+    RT_OK(rt::streamCreate(&r.stream));
+    RT_OK(rt::malloc((void**)&r.in, (size_t)n * kCount * sizeof(float)));
+    for (float*& o : r.out) RT_OK(rt::malloc((void**)&o, (size_t)n * kCount * sizeof(float)));
   }
   // One graph per rank (per GPU unless ranks share one) holding the group of nine operations.
   GpuGraphs g;
@@ -126,9 +126,9 @@ bool run(const std::vector<int>& devs) {
   for (int rep = 0; rep < kReplays; rep++) {
     for (int i = 0; i < n; i++) {
       for (size_t k = 0; k < host.size(); k++) host[k] = value(rep, i, k);
-      RT(rt::setDevice(ranks[i].dev));
-      for (float* o : ranks[i].out) RT(rt::memset(o, 0xA5, host.size() * sizeof(float)));
-      RT(rt::toDevice(ranks[i].in, host.data(), host.size() * sizeof(float)));
+      RT_OK(rt::setDevice(ranks[i].dev));
+      for (float* o : ranks[i].out) RT_OK(rt::memset(o, 0xA5, host.size() * sizeof(float)));
+      RT_OK(rt::toDevice(ranks[i].in, host.data(), host.size() * sizeof(float)));
     }
     if (!g.launchAndWait()) return false;
     if (!check(ranks, n, rep)) return false;
@@ -139,30 +139,30 @@ bool run(const std::vector<int>& devs) {
   if (n >= 1) {
     Rank& r = ranks[0];
     rtStream other;
-    RT(rt::setDevice(r.dev));
-    RT(rt::streamCreate(&other));
-    RT(rt::err(COLLTEST_RT(StreamBeginCapture)(r.stream, COLLTEST_RT_CAPTURE_GLOBAL)));
+    RT_OK(rt::setDevice(r.dev));
+    RT_OK(rt::streamCreate(&other));
+    RT_OK(rt::err(COLLTEST_RT(StreamBeginCapture)(r.stream, COLLTEST_RT_CAPTURE_GLOBAL)));
     ncclGroupStart();
     ncclResult_t a = ncclAllReduce(r.in, r.out[0], kCount, ncclFloat32, ncclSum, r.comm, r.stream);
     ncclResult_t b = ncclAllReduce(r.in, r.out[1], kCount, ncclFloat32, ncclSum, r.comm, other);
     ncclResult_t e = ncclGroupEnd();
     rtGraph dropped = nullptr;
-    RT(rt::err(COLLTEST_RT(StreamEndCapture)(r.stream, &dropped)));
+    RT_OK(rt::err(COLLTEST_RT(StreamEndCapture)(r.stream, &dropped)));
     if (dropped) COLLTEST_RT(GraphDestroy)(dropped);
-    CHECK(a == ncclSuccess && b == ncclSuccess && e == ncclInvalidUsage,
-          "mixed captured/uncaptured group: calls %s/%s, group end %s (want ncclInvalidUsage)",
-          ncclGetErrorString(a), ncclGetErrorString(b), ncclGetErrorString(e));
-    CHECK(strstr(ncclGetLastError(nullptr), "captured") != nullptr, "last error '%s'", ncclGetLastError(nullptr));
-    RT(rt::streamDestroy(other));
+    REQUIRE(a == ncclSuccess && b == ncclSuccess && e == ncclInvalidUsage,
+            "mixed captured/uncaptured group: calls %s/%s, group end %s (want ncclInvalidUsage)",
+            ncclGetErrorString(a), ncclGetErrorString(b), ncclGetErrorString(e));
+    REQUIRE(strstr(ncclGetLastError(nullptr), "captured") != nullptr, "last error '%s'", ncclGetLastError(nullptr));
+    RT_OK(rt::streamDestroy(other));
     printf("  a group mixing captured and uncaptured streams: ncclInvalidUsage, \"%s\"\n", ncclGetLastError(nullptr));
   }
   g.destroy();
   for (Rank& r : ranks) {
-    RT(rt::setDevice(r.dev));
-    RT(rt::free(r.in));
-    for (float* o : r.out) RT(rt::free(o));
-    RT(rt::streamDestroy(r.stream));
-    NC(ncclCommDestroy(r.comm));
+    RT_OK(rt::setDevice(r.dev));
+    RT_OK(rt::free(r.in));
+    for (float* o : r.out) RT_OK(rt::free(o));
+    RT_OK(rt::streamDestroy(r.stream));
+    NCCL_OK(ncclCommDestroy(r.comm));
   }
   return true;
 }
@@ -195,6 +195,6 @@ int main(int argc, char** argv) {
   bool ok = run(devs);
   ok = runDependentChains(devs) && ok;
   ok = runInPlaceAndOneRank(ngpus) && ok;
-  printf("capture_test: %s\n", ok && gCaptureFails == 0 ? "PASS" : "FAIL");
-  return ok && gCaptureFails == 0 ? 0 : 1;
+  printf("capture_test: %s\n", ok && testcheck::failures() == 0 ? "PASS" : "FAIL");
+  return ok && testcheck::failures() == 0 ? 0 : 1;
 }

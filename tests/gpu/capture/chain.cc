@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "../coll/rt.h"
-#include "check.h"
 #include "graphs.h"
 #include "nccl.h"
+#include "test_check.h"
 
 namespace rt = colltest::rt;
 
@@ -37,14 +37,14 @@ int rootOf(int step, int n) { return (step / 2) % n; }
 bool enqueueChain(std::vector<ChainRank>& ranks, size_t count) {
   const int n = (int)ranks.size();
   for (int k = 0; k < kSteps; k++) {
-    NC(ncclGroupStart());
+    NCCL_OK(ncclGroupStart());
     for (ChainRank& r : ranks) {
       if (k % 2 == 0)
-        NC(ncclAllReduce(r.bufs[k], r.bufs[k + 1], count, ncclUint32, ncclSum, r.comm, r.stream));
+        NCCL_OK(ncclAllReduce(r.bufs[k], r.bufs[k + 1], count, ncclUint32, ncclSum, r.comm, r.stream));
       else
-        NC(ncclBroadcast(r.bufs[k], r.bufs[k + 1], count, ncclUint32, rootOf(k, n), r.comm, r.stream));
+        NCCL_OK(ncclBroadcast(r.bufs[k], r.bufs[k + 1], count, ncclUint32, rootOf(k, n), r.comm, r.stream));
     }
-    NC(ncclGroupEnd());
+    NCCL_OK(ncclGroupEnd());
   }
   return true;
 }
@@ -55,9 +55,9 @@ bool prepare(std::vector<ChainRank>& ranks, size_t count, int run) {
   for (int me = 0; me < (int)ranks.size(); me++) {
     ChainRank& r = ranks[me];
     for (size_t i = 0; i < count; i++) host[i] = inputValue(run, me, i);
-    RT(rt::setDevice(r.dev));
-    RT(rt::toDevice(r.bufs[0], host.data(), count * sizeof(uint32_t)));
-    for (int k = 1; k <= kSteps; k++) RT(rt::memset(r.bufs[k], 0xA5, count * sizeof(uint32_t)));
+    RT_OK(rt::setDevice(r.dev));
+    RT_OK(rt::toDevice(r.bufs[0], host.data(), count * sizeof(uint32_t)));
+    for (int k = 1; k <= kSteps; k++) RT_OK(rt::memset(r.bufs[k], 0xA5, count * sizeof(uint32_t)));
   }
   return true;
 }
@@ -82,10 +82,10 @@ bool check(std::vector<ChainRank>& ranks, size_t count, int run, const char* mod
     }
     for (int r = 0; r < n; r++) {
       model[r] = next;
-      RT(rt::setDevice(ranks[r].dev));
-      RT(rt::toHost(got.data(), ranks[r].bufs[k + 1], count * sizeof(uint32_t)));
+      RT_OK(rt::setDevice(ranks[r].dev));
+      RT_OK(rt::toHost(got.data(), ranks[r].bufs[k + 1], count * sizeof(uint32_t)));
       for (size_t i = 0; i < count; i++)
-        CHECK(got[i] == next[i], "%s chain, %zu elements, run %d, rank %d, after step %d (%s) [%zu]: %u, want %u",
+        REQUIRE(got[i] == next[i], "%s chain, %zu elements, run %d, rank %d, after step %d (%s) [%zu]: %u, want %u",
                     mode, count, run, r, k, k % 2 == 0 ? "AllReduce" : "Broadcast", i, got[i], next[i]);
     }
   }
@@ -96,9 +96,9 @@ constexpr int kReplays = 10, kEagerRuns = 5;
 
 bool runOneSize(std::vector<ChainRank>& ranks, size_t count) {
   for (ChainRank& r : ranks) {
-    RT(rt::setDevice(r.dev));
+    RT_OK(rt::setDevice(r.dev));
     r.bufs.assign(kSteps + 1, nullptr);
-    for (uint32_t*& b : r.bufs) RT(rt::malloc((void**)&b, count * sizeof(uint32_t)));
+    for (uint32_t*& b : r.bufs) RT_OK(rt::malloc((void**)&b, count * sizeof(uint32_t)));
   }
   // Captured: one graph per rank (per GPU unless ranks share one) holding the
   // whole chain, replayed with fresh inputs.
@@ -118,18 +118,18 @@ bool runOneSize(std::vector<ChainRank>& ranks, size_t count) {
   for (int run = kReplays; run < kReplays + kEagerRuns; run++) {
     if (!prepare(ranks, count, run)) return false;
     for (ChainRank& r : ranks) {
-      RT(rt::setDevice(r.dev));
-      RT(rt::deviceSync());   // the inputs are in place before the first step starts
+      RT_OK(rt::setDevice(r.dev));
+      RT_OK(rt::deviceSync());   // the inputs are in place before the first step starts
     }
     if (!enqueueChain(ranks, count)) return false;
-    for (ChainRank& r : ranks) RT(rt::streamSync(r.stream));
+    for (ChainRank& r : ranks) RT_OK(rt::streamSync(r.stream));
     if (!check(ranks, count, run, "eager")) return false;
   }
   printf("  %d ranks, %zu elements: %d dependent AllReduce/Broadcast steps, %d graph replays and %d eager runs: "
          "every step exact\n", (int)ranks.size(), count, kSteps, kReplays, kEagerRuns);
   for (ChainRank& r : ranks) {
-    RT(rt::setDevice(r.dev));
-    for (uint32_t* b : r.bufs) RT(rt::free(b));
+    RT_OK(rt::setDevice(r.dev));
+    for (uint32_t* b : r.bufs) RT_OK(rt::free(b));
   }
   return true;
 }
@@ -141,19 +141,19 @@ bool runDependentChains(const std::vector<int>& devs) {
   std::vector<ChainRank> ranks(n);
   for (int i = 0; i < n; i++) ranks[i].dev = devs[i];
   std::vector<ncclComm_t> comms(n);
-  NC(ncclCommInitAll(comms.data(), n, devs.data()));
+  NCCL_OK(ncclCommInitAll(comms.data(), n, devs.data()));
   bool ok = true;
   for (int i = 0; i < n; i++) {
     ranks[i].comm = comms[i];
-    RT(rt::setDevice(ranks[i].dev));
-    RT(rt::streamCreate(&ranks[i].stream));
+    RT_OK(rt::setDevice(ranks[i].dev));
+    RT_OK(rt::streamCreate(&ranks[i].stream));
   }
   // 1003: one channel, the LL protocol; 1 Mi + 5: many channels, Simple.
   for (size_t count : {(size_t)1003, (size_t)(1 << 20) + 5}) ok = ok && runOneSize(ranks, count);
   for (ChainRank& r : ranks) {
-    RT(rt::setDevice(r.dev));
-    RT(rt::streamDestroy(r.stream));
-    NC(ncclCommDestroy(r.comm));
+    RT_OK(rt::setDevice(r.dev));
+    RT_OK(rt::streamDestroy(r.stream));
+    NCCL_OK(ncclCommDestroy(r.comm));
   }
   return ok;
 }

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "../coll/rt.h"
-#include "check.h"
+#include "test_check.h"
 
 struct GpuGraphs {
   std::vector<int> devs;
@@ -22,18 +22,18 @@ struct GpuGraphs {
     graphs.assign(n, nullptr);
     execs.assign(n, nullptr);
     for (size_t i = 0; i < n; i++) {
-      RT(rt::setDevice(devs[i]));
-      RT(rt::err(COLLTEST_RT(StreamBeginCapture)(streams[i], COLLTEST_RT_CAPTURE_GLOBAL)));
+      RT_OK(rt::setDevice(devs[i]));
+      RT_OK(rt::err(COLLTEST_RT(StreamBeginCapture)(streams[i], COLLTEST_RT_CAPTURE_GLOBAL)));
     }
     const bool recorded = record();
     for (size_t i = 0; i < n; i++) {
-      RT(rt::setDevice(devs[i]));
-      RT(rt::err(COLLTEST_RT(StreamEndCapture)(streams[i], &graphs[i])));
+      RT_OK(rt::setDevice(devs[i]));
+      RT_OK(rt::err(COLLTEST_RT(StreamEndCapture)(streams[i], &graphs[i])));
     }
     if (!recorded) return false;
     for (size_t i = 0; i < n; i++) {
-      RT(rt::setDevice(devs[i]));
-      RT(rt::graphInstantiate(&execs[i], graphs[i]));
+      RT_OK(rt::setDevice(devs[i]));
+      RT_OK(rt::graphInstantiate(&execs[i], graphs[i]));
     }
     return true;
   }
@@ -41,10 +41,10 @@ struct GpuGraphs {
   bool launchAndWait() {
     namespace rt = colltest::rt;
     for (size_t i = 0; i < devs.size(); i++) {
-      RT(rt::setDevice(devs[i]));
-      RT(rt::err(COLLTEST_RT(GraphLaunch)(execs[i], streams[i])));
+      RT_OK(rt::setDevice(devs[i]));
+      RT_OK(rt::err(COLLTEST_RT(GraphLaunch)(execs[i], streams[i])));
     }
-    for (size_t i = 0; i < devs.size(); i++) RT(rt::streamSync(streams[i]));
+    for (size_t i = 0; i < devs.size(); i++) RT_OK(rt::streamSync(streams[i]));
     return true;
   }
 

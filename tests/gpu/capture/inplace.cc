@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "../coll/rt.h"
-#include "check.h"
 #include "graphs.h"
 #include "nccl.h"
+#include "test_check.h"
 
 namespace rt = colltest::rt;
 
@@ -27,8 +27,8 @@ struct Rank {
 bool fill(Rank& r, int n, int me, int round, size_t count) {
   std::vector<float> h((size_t)n * count);
   for (size_t i = 0; i < h.size(); i++) h[i] = value(round, me, i);
-  RT(rt::setDevice(r.dev));
-  RT(rt::toDevice(r.buf, h.data(), h.size() * sizeof(float)));
+  RT_OK(rt::setDevice(r.dev));
+  RT_OK(rt::toDevice(r.buf, h.data(), h.size() * sizeof(float)));
   return true;
 }
 
@@ -36,12 +36,12 @@ bool checkAlltoAll(std::vector<Rank>& ranks, int round, size_t count, const char
   const int n = (int)ranks.size();
   std::vector<float> h((size_t)n * count);
   for (int me = 0; me < n; me++) {
-    RT(rt::setDevice(ranks[me].dev));
-    RT(rt::toHost(h.data(), ranks[me].buf, h.size() * sizeof(float)));
+    RT_OK(rt::setDevice(ranks[me].dev));
+    RT_OK(rt::toHost(h.data(), ranks[me].buf, h.size() * sizeof(float)));
     for (int q = 0; q < n; q++)
       for (size_t i = 0; i < count; i++) {
         const float want = value(round, q, me * count + i), got = h[q * count + i];
-        CHECK(got == want, "%s round %d rank %d block %d [%zu]: %g, want %g", what, round, me, q, i, got, want);
+        REQUIRE(got == want, "%s round %d rank %d block %d [%zu]: %g, want %g", what, round, me, q, i, got, want);
       }
   }
   return true;
@@ -51,12 +51,12 @@ bool eagerAlltoAll(std::vector<Rank>& ranks, int round) {
   const int n = (int)ranks.size();
   for (int me = 0; me < n; me++)
     if (!fill(ranks[me], n, me, round, kEagerCount)) return false;
-  NC(ncclGroupStart());
-  for (Rank& r : ranks) NC(ncclAlltoAll(r.buf, r.buf, kEagerCount, ncclFloat32, r.comm, r.stream));
-  NC(ncclGroupEnd());
+  NCCL_OK(ncclGroupStart());
+  for (Rank& r : ranks) NCCL_OK(ncclAlltoAll(r.buf, r.buf, kEagerCount, ncclFloat32, r.comm, r.stream));
+  NCCL_OK(ncclGroupEnd());
   for (Rank& r : ranks) {
-    RT(rt::setDevice(r.dev));
-    RT(rt::streamSync(r.stream));
+    RT_OK(rt::setDevice(r.dev));
+    RT_OK(rt::streamSync(r.stream));
   }
   return checkAlltoAll(ranks, round, kEagerCount, "eager in-place AlltoAll");
 }
@@ -66,21 +66,21 @@ bool runInPlaceAlltoAll(int n) {
   std::vector<int> devs(n);
   std::vector<ncclComm_t> comms(n);
   for (int i = 0; i < n; i++) devs[i] = ranks[i].dev = i;
-  NC(ncclCommInitAll(comms.data(), n, devs.data()));
+  NCCL_OK(ncclCommInitAll(comms.data(), n, devs.data()));
   GpuGraphs g;
   for (int i = 0; i < n; i++) {
     Rank& r = ranks[i];
     r.comm = comms[i];
-    RT(rt::setDevice(r.dev));
-    RT(rt::streamCreate(&r.stream));
-    RT(rt::malloc((void**)&r.buf, (size_t)n * kEagerCount * sizeof(float)));
+    RT_OK(rt::setDevice(r.dev));
+    RT_OK(rt::streamCreate(&r.stream));
+    RT_OK(rt::malloc((void**)&r.buf, (size_t)n * kEagerCount * sizeof(float)));
     g.devs.push_back(r.dev);
     g.streams.push_back(r.stream);
   }
   bool ok = g.capture([&] {
-    NC(ncclGroupStart());
-    for (Rank& r : ranks) NC(ncclAlltoAll(r.buf, r.buf, kGraphCount, ncclFloat32, r.comm, r.stream));
-    NC(ncclGroupEnd());
+    NCCL_OK(ncclGroupStart());
+    for (Rank& r : ranks) NCCL_OK(ncclAlltoAll(r.buf, r.buf, kGraphCount, ncclFloat32, r.comm, r.stream));
+    NCCL_OK(ncclGroupEnd());
     return true;
   });
   const int kReplays = 20;
@@ -106,22 +106,22 @@ bool runOneRank() {
   constexpr size_t kCount = 1 << 20;
   int dev = 0;
   ncclComm_t comm = nullptr;
-  NC(ncclCommInitAll(&comm, 1, &dev));
+  NCCL_OK(ncclCommInitAll(&comm, 1, &dev));
   rtStream stream = nullptr;
   float *a = nullptr, *b = nullptr, *c = nullptr;
-  RT(rt::setDevice(dev));
-  RT(rt::streamCreate(&stream));
-  RT(rt::malloc((void**)&a, kCount * sizeof(float)));
-  RT(rt::malloc((void**)&b, kCount * sizeof(float)));
-  RT(rt::malloc((void**)&c, kCount * sizeof(float)));
+  RT_OK(rt::setDevice(dev));
+  RT_OK(rt::streamCreate(&stream));
+  RT_OK(rt::malloc((void**)&a, kCount * sizeof(float)));
+  RT_OK(rt::malloc((void**)&b, kCount * sizeof(float)));
+  RT_OK(rt::malloc((void**)&c, kCount * sizeof(float)));
   GpuGraphs g;
   g.devs.push_back(dev);
   g.streams.push_back(stream);
   bool ok = g.capture([&] {
-    NC(ncclAllReduce(a, b, kCount, ncclFloat32, ncclSum, comm, stream));
-    NC(ncclAllReduce(b, b, kCount, ncclFloat32, ncclMax, comm, stream));
-    NC(ncclAlltoAll(b, b, kCount, ncclFloat32, comm, stream));
-    NC(ncclAlltoAll(b, c, kCount, ncclFloat32, comm, stream));
+    NCCL_OK(ncclAllReduce(a, b, kCount, ncclFloat32, ncclSum, comm, stream));
+    NCCL_OK(ncclAllReduce(b, b, kCount, ncclFloat32, ncclMax, comm, stream));
+    NCCL_OK(ncclAlltoAll(b, b, kCount, ncclFloat32, comm, stream));
+    NCCL_OK(ncclAlltoAll(b, c, kCount, ncclFloat32, comm, stream));
     return true;
   });
   std::vector<float> in(kCount), got(kCount);
@@ -132,8 +132,7 @@ bool runOneRank() {
          rt::toHost(got.data(), c, kCount * sizeof(float)) == nullptr;
     for (size_t i = 0; ok && i < kCount; i++)
       if (got[i] != in[i]) {
-        fprintf(stderr, "FAIL one-rank graph replay %d [%zu]: %g, want %g\n", rep, i, got[i], in[i]);
-        gCaptureFails++;
+        ADD_FAILURE("one-rank graph replay %d [%zu]: %g, want %g", rep, i, got[i], in[i]);
         ok = false;
       }
   }

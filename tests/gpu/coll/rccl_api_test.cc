@@ -10,29 +10,11 @@
 
 #include "rccl/rccl.h"
 #include "rt.h"
+#include "test_check.h"
 
 namespace rt = colltest::rt;
 
 namespace {
-
-int gFailures = 0;
-
-#define NCCL_OK(call)                                                                                      \
-  do {                                                                                                     \
-    ncclResult_t r_ = (call);                                                                              \
-    if (r_ != ncclSuccess) {                                                                               \
-      fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_),           \
-              ncclGetLastError(nullptr));                                                                  \
-      exit(1);                                                                                             \
-    }                                                                                                      \
-  } while (0)
-#define RT_OK(call)                                                                    \
-  do {                                                                                 \
-    if (const char* e_ = (call)) {                                                     \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, e_);               \
-      exit(1);                                                                         \
-    }                                                                                  \
-  } while (0)
 
 // Elements rank i sends to rank j: uneven, zero on the diagonal of every
 // third pair and for a whole rank when `idle` >= 0; a 1 MiB block in there.
@@ -71,24 +53,24 @@ void allToAllv(std::vector<Dev>& devs, int idle, size_t gap) {
   for (int i = 0; i < n; i++) {
     in[i].resize(sendLen[i]);
     for (size_t k = 0; k < in[i].size(); k++) in[i][k] = (float)((i * 7919 + k) % 65521);
-    RT_OK(rt::setDevice(i));
-    RT_OK(rt::malloc((void**)&devs[i].send, sendLen[i] * sizeof(float)));
-    RT_OK(rt::malloc((void**)&devs[i].recv, recvLen[i] * sizeof(float)));
-    RT_OK(rt::toDevice(devs[i].send, in[i].data(), sendLen[i] * sizeof(float)));
-    RT_OK(rt::memset(devs[i].recv, 0xff, recvLen[i] * sizeof(float)));   // NaN everywhere: gaps must stay so
+    RT_OK_OR_EXIT(rt::setDevice(i));
+    RT_OK_OR_EXIT(rt::malloc((void**)&devs[i].send, sendLen[i] * sizeof(float)));
+    RT_OK_OR_EXIT(rt::malloc((void**)&devs[i].recv, recvLen[i] * sizeof(float)));
+    RT_OK_OR_EXIT(rt::toDevice(devs[i].send, in[i].data(), sendLen[i] * sizeof(float)));
+    RT_OK_OR_EXIT(rt::memset(devs[i].recv, 0xff, recvLen[i] * sizeof(float)));   // NaN everywhere: gaps must stay so
   }
-  NCCL_OK(ncclGroupStart());
+  NCCL_OK_OR_EXIT(ncclGroupStart());
   for (int i = 0; i < n; i++) {
-    RT_OK(rt::setDevice(i));
-    NCCL_OK(ncclAllToAllv(devs[i].send, sc[i].data(), sd[i].data(), devs[i].recv, rc[i].data(), rd[i].data(),
+    RT_OK_OR_EXIT(rt::setDevice(i));
+    NCCL_OK_OR_EXIT(ncclAllToAllv(devs[i].send, sc[i].data(), sd[i].data(), devs[i].recv, rc[i].data(), rd[i].data(),
                           ncclFloat, devs[i].comm, devs[i].stream));
   }
-  NCCL_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   for (int j = 0; j < n; j++) {
-    RT_OK(rt::setDevice(j));
-    RT_OK(rt::streamSync(devs[j].stream));
+    RT_OK_OR_EXIT(rt::setDevice(j));
+    RT_OK_OR_EXIT(rt::streamSync(devs[j].stream));
     std::vector<float> got(recvLen[j]);
-    RT_OK(rt::toHost(got.data(), devs[j].recv, recvLen[j] * sizeof(float)));
+    RT_OK_OR_EXIT(rt::toHost(got.data(), devs[j].recv, recvLen[j] * sizeof(float)));
     std::vector<char> inBlock(recvLen[j], 0);
     size_t bad = 0;
     for (int i = 0; i < n; i++)
@@ -98,12 +80,9 @@ void allToAllv(std::vector<Dev>& devs, int idle, size_t gap) {
       }
     for (size_t k = 0; k < recvLen[j]; k++)
       if (!inBlock[k] && got[k] == got[k]) bad++;   // a gap was written
-    if (bad) {
-      gFailures++;
-      fprintf(stderr, "FAIL AllToAllv idle=%d gap=%zu rank %d: %zu wrong elements\n", idle, gap, j, bad);
-    }
-    RT_OK(rt::free(devs[j].send));
-    RT_OK(rt::free(devs[j].recv));
+    CHECK(bad == 0, "AllToAllv idle=%d gap=%zu rank %d: %zu wrong elements", idle, gap, j, bad);
+    RT_OK_OR_EXIT(rt::free(devs[j].send));
+    RT_OK_OR_EXIT(rt::free(devs[j].recv));
   }
 }
 
@@ -112,32 +91,29 @@ void allToAll(std::vector<Dev>& devs, size_t count) {
   for (int i = 0; i < n; i++) {
     std::vector<float> in(count * n);
     for (size_t k = 0; k < in.size(); k++) in[k] = (float)(i * 100000 + (int)k);
-    RT_OK(rt::setDevice(i));
-    RT_OK(rt::malloc((void**)&devs[i].send, in.size() * sizeof(float)));
-    RT_OK(rt::malloc((void**)&devs[i].recv, in.size() * sizeof(float)));
-    RT_OK(rt::toDevice(devs[i].send, in.data(), in.size() * sizeof(float)));
+    RT_OK_OR_EXIT(rt::setDevice(i));
+    RT_OK_OR_EXIT(rt::malloc((void**)&devs[i].send, in.size() * sizeof(float)));
+    RT_OK_OR_EXIT(rt::malloc((void**)&devs[i].recv, in.size() * sizeof(float)));
+    RT_OK_OR_EXIT(rt::toDevice(devs[i].send, in.data(), in.size() * sizeof(float)));
   }
-  NCCL_OK(ncclGroupStart());
+  NCCL_OK_OR_EXIT(ncclGroupStart());
   for (int i = 0; i < n; i++) {
-    RT_OK(rt::setDevice(i));
-    NCCL_OK(ncclAllToAll(devs[i].send, devs[i].recv, count, ncclFloat, devs[i].comm, devs[i].stream));
+    RT_OK_OR_EXIT(rt::setDevice(i));
+    NCCL_OK_OR_EXIT(ncclAllToAll(devs[i].send, devs[i].recv, count, ncclFloat, devs[i].comm, devs[i].stream));
   }
-  NCCL_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   for (int j = 0; j < n; j++) {
-    RT_OK(rt::setDevice(j));
-    RT_OK(rt::streamSync(devs[j].stream));
+    RT_OK_OR_EXIT(rt::setDevice(j));
+    RT_OK_OR_EXIT(rt::streamSync(devs[j].stream));
     std::vector<float> got(count * n);
-    RT_OK(rt::toHost(got.data(), devs[j].recv, got.size() * sizeof(float)));
+    RT_OK_OR_EXIT(rt::toHost(got.data(), devs[j].recv, got.size() * sizeof(float)));
     size_t bad = 0;
     for (int i = 0; i < n; i++)
       for (size_t k = 0; k < count; k++)
         if (got[i * count + k] != (float)(i * 100000 + (int)(j * count + k))) bad++;
-    if (bad) {
-      gFailures++;
-      fprintf(stderr, "FAIL AllToAll count %zu rank %d: %zu wrong elements\n", count, j, bad);
-    }
-    RT_OK(rt::free(devs[j].send));
-    RT_OK(rt::free(devs[j].recv));
+    CHECK(bad == 0, "AllToAll count %zu rank %d: %zu wrong elements", count, j, bad);
+    RT_OK_OR_EXIT(rt::free(devs[j].send));
+    RT_OK_OR_EXIT(rt::free(devs[j].recv));
   }
 }
 
@@ -151,20 +127,20 @@ int main() {
   }
   std::vector<Dev> devs(n);
   std::vector<ncclComm_t> comms(n);
-  NCCL_OK(ncclCommInitAll(comms.data(), n, nullptr));
+  NCCL_OK_OR_EXIT(ncclCommInitAll(comms.data(), n, nullptr));
   for (int i = 0; i < n; i++) {
     devs[i].comm = comms[i];
-    RT_OK(rt::setDevice(i));
-    RT_OK(rt::streamCreate(&devs[i].stream));
+    RT_OK_OR_EXIT(rt::setDevice(i));
+    RT_OK_OR_EXIT(rt::streamCreate(&devs[i].stream));
   }
   for (int idle : {-1, 1 % n})
     for (size_t gap : {(size_t)0, (size_t)5}) allToAllv(devs, idle, gap);
   for (size_t count : {(size_t)1, (size_t)4099, (size_t)(1 << 20)}) allToAll(devs, count);
   for (int i = 0; i < n; i++) {
-    RT_OK(rt::setDevice(i));
-    NCCL_OK(ncclCommDestroy(devs[i].comm));
-    RT_OK(rt::streamDestroy(devs[i].stream));
+    RT_OK_OR_EXIT(rt::setDevice(i));
+    NCCL_OK_OR_EXIT(ncclCommDestroy(devs[i].comm));
+    RT_OK_OR_EXIT(rt::streamDestroy(devs[i].stream));
   }
-  printf("rccl_api_test: %d GPU(s), %d failure(s)\n", n, gFailures);
-  return gFailures == 0 ? 0 : 1;
+  printf("rccl_api_test: %d GPU(s), %d failure(s)\n", n, testcheck::failures());
+  return testcheck::failures() == 0 ? 0 : 1;
 }

@@ -28,37 +28,11 @@
 #include "lsa_kernel.h"
 #include "nccl.h"
 #include "nccl_device.h"
+#include "test_check.h"
 
 namespace {
 
 namespace rt = colltest::rt;
-int gFailures = 0;
-#define CHECK(cond, ...)                                               \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                    \
-      fputc('\n', stderr);                                             \
-      gFailures++;                                                     \
-    }                                                                  \
-  } while (0)
-#define NCCL_OK(call)                                                                                 \
-  do {                                                                                                \
-    ncclResult_t r_ = (call);                                                                         \
-    if (r_ != ncclSuccess) {                                                                          \
-      fprintf(stderr, "FAIL %s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_), \
-              ncclGetLastError(nullptr));                                                             \
-      return 1;                                                                                       \
-    }                                                                                                 \
-  } while (0)
-#define RT_OK(call)                                                          \
-  do {                                                                       \
-    const char* e_ = (call);                                                 \
-    if (e_ != nullptr) {                                                     \
-      fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, e_); \
-      return 1;                                                              \
-    }                                                                        \
-  } while (0)
 
 int intArg(int argc, char** argv, const char* name, int dflt) {
   const size_t n = strlen(name);
@@ -94,7 +68,7 @@ int main(int argc, char** argv) {
   std::vector<int> devs(n);
   for (int r = 0; r < n; r++) devs[r] = r / perGpu;
   std::vector<ncclComm_t> comms(n);
-  NCCL_OK(ncclCommInitAll(comms.data(), n, devs.data()));
+  NCCL_OK_OR_EXIT(ncclCommInitAll(comms.data(), n, devs.data()));
 
   // Each window holds [block][writer][thread] words.
   const size_t bytes = gin ? ginBytes * (1 + 2 * (size_t)n) : (size_t)blocks * n * threads * sizeof(uint32_t);
@@ -115,21 +89,22 @@ int main(int argc, char** argv) {
   ncclDevResourceRequirements llReq{};
   if (ll) {
     reqs.lsaBarrierCount = 0;
-    NCCL_OK(ncclLLA2ACreateRequirement(blocks, llSlots(n), &llHandle, &llReq));
+    NCCL_OK_OR_EXIT(ncclLLA2ACreateRequirement(blocks, llSlots(n), &llHandle, &llReq));
     reqs.resourceRequirementsList = &llReq;
   }
   for (int r = 0; r < n; r++) {
-    RT_OK(rt::setDevice(devs[r]));
-    NCCL_OK(ncclMemAlloc(&buf[r], bytes));
-    RT_OK(rt::memset(buf[r], 0, bytes));
-    RT_OK(rt::streamCreate(&stream[r]));
-    RT_OK(rt::malloc((void**)&errors[r], sizeof(unsigned long long)));
-    RT_OK(rt::memset(errors[r], 0, sizeof(unsigned long long)));
+    RT_OK_OR_EXIT(rt::setDevice(devs[r]));
+    NCCL_OK_OR_EXIT(ncclMemAlloc(&buf[r], bytes));
+    RT_OK_OR_EXIT(rt::memset(buf[r], 0, bytes));
+    RT_OK_OR_EXIT(rt::streamCreate(&stream[r]));
+    RT_OK_OR_EXIT(rt::malloc((void**)&errors[r], sizeof(unsigned long long)));
+    RT_OK_OR_EXIT(rt::memset(errors[r], 0, sizeof(unsigned long long)));
   }
-  NCCL_OK(ncclGroupStart());
-  for (int r = 0; r < n; r++) NCCL_OK(ncclCommWindowRegister(comms[r], buf[r], bytes, &win[r], NCCL_WIN_COLL_SYMMETRIC));
-  for (int r = 0; r < n; r++) NCCL_OK(ncclDevCommCreate(comms[r], &reqs, &dc[r]));
-  NCCL_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclGroupStart());
+  for (int r = 0; r < n; r++)
+    NCCL_OK_OR_EXIT(ncclCommWindowRegister(comms[r], buf[r], bytes, &win[r], NCCL_WIN_COLL_SYMMETRIC));
+  for (int r = 0; r < n; r++) NCCL_OK_OR_EXIT(ncclDevCommCreate(comms[r], &reqs, &dc[r]));
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   for (int r = 0; r < n && !gin; r++) {
     CHECK(dc[r].lsaSize == n, "rank %d: LSA team of %d, expected all %d ranks (P2P between the GPUs?)", r,
           dc[r].lsaSize, n);
@@ -138,7 +113,7 @@ int main(int argc, char** argv) {
 
   // Every rank's kernel before any wait: they spin on each other.
   for (int r = 0; r < n; r++) {
-    RT_OK(rt::setDevice(devs[r]));
+    RT_OK_OR_EXIT(rt::setDevice(devs[r]));
     const char* e = gin  ? launchGinExchange(dc[r], win[r], ginBytes, rounds, errors[r], stream[r])
                     : ll ? launchLLExchange(dc[r], llHandle, blocks, rounds, errors[r], stream[r])
                          : launchLsaExchange(dc[r], win[r], blocks, threads, rounds, errors[r], stream[r]);
@@ -146,33 +121,33 @@ int main(int argc, char** argv) {
   }
   unsigned long long total = 0;
   for (int r = 0; r < n; r++) {
-    RT_OK(rt::setDevice(devs[r]));
-    RT_OK(rt::streamSync(stream[r]));
+    RT_OK_OR_EXIT(rt::setDevice(devs[r]));
+    RT_OK_OR_EXIT(rt::streamSync(stream[r]));
     unsigned long long e = 0;
-    RT_OK(rt::toHost(&e, errors[r], sizeof(e)));
+    RT_OK_OR_EXIT(rt::toHost(&e, errors[r], sizeof(e)));
     CHECK(e == 0, "rank %d: %llu wrong %s", r, e, gin ? "bytes or counters" : ll ? "values" : "words");
     total += e;
   }
 
-  NCCL_OK(ncclGroupStart());
-  for (int r = 0; r < n; r++) NCCL_OK(ncclDevCommDestroy(comms[r], &dc[r]));
-  NCCL_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclGroupStart());
+  for (int r = 0; r < n; r++) NCCL_OK_OR_EXIT(ncclDevCommDestroy(comms[r], &dc[r]));
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   for (int r = 0; r < n; r++) {
-    NCCL_OK(ncclCommWindowDeregister(comms[r], win[r]));
-    RT_OK(rt::setDevice(devs[r]));
-    NCCL_OK(ncclMemFree(buf[r]));
-    RT_OK(rt::free(errors[r]));
-    RT_OK(rt::streamDestroy(stream[r]));
+    NCCL_OK_OR_EXIT(ncclCommWindowDeregister(comms[r], win[r]));
+    RT_OK_OR_EXIT(rt::setDevice(devs[r]));
+    NCCL_OK_OR_EXIT(ncclMemFree(buf[r]));
+    RT_OK_OR_EXIT(rt::free(errors[r]));
+    RT_OK_OR_EXIT(rt::streamDestroy(stream[r]));
   }
-  for (ncclComm_t c : comms) NCCL_OK(ncclCommDestroy(c));
+  for (ncclComm_t c : comms) NCCL_OK_OR_EXIT(ncclCommDestroy(c));
   if (ll)
     printf("LL all-to-all: %d ranks (%d per GPU), %d blocks x %d epochs: %llu wrong values; %s\n", n, perGpu, blocks,
-           rounds, total, gFailures ? "FAILED" : "PASS");
+           rounds, total, testcheck::failures() ? "FAILED" : "PASS");
   else if (gin)
     printf("GIN: %d ranks (%d per GPU), %zu-byte puts x %d rounds: %llu wrong; %s\n", n, perGpu, ginBytes, rounds, total,
-           gFailures ? "FAILED" : "PASS");
+           testcheck::failures() ? "FAILED" : "PASS");
   else
     printf("%d ranks (%d per GPU), %d blocks x %d rounds: %llu wrong words; %s\n", n, perGpu, blocks, rounds, total,
-           gFailures ? "FAILED" : "PASS");
-  return gFailures ? 1 : 0;
+           testcheck::failures() ? "FAILED" : "PASS");
+  return testcheck::failures() ? 1 : 0;
 }

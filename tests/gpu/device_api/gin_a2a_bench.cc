@@ -22,29 +22,13 @@
 #include "gin_a2a_kernel.h"
 #include "nccl.h"
 #include "nccl_device.h"
+#include "test_check.h"
 
 namespace {
 
 namespace rt = colltest::rt;
 using Clock = std::chrono::steady_clock;
 
-#define NCCL_OK(call)                                                                                 \
-  do {                                                                                                \
-    ncclResult_t r_ = (call);                                                                         \
-    if (r_ != ncclSuccess) {                                                                          \
-      fprintf(stderr, "FAIL %s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_), \
-              ncclGetLastError(nullptr));                                                             \
-      return 1;                                                                                       \
-    }                                                                                                 \
-  } while (0)
-#define RT_OK(call)                                                          \
-  do {                                                                       \
-    const char* e_ = (call);                                                 \
-    if (e_ != nullptr) {                                                     \
-      fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, e_); \
-      return 1;                                                              \
-    }                                                                        \
-  } while (0)
 
 long long longArg(int argc, char** argv, const char* name, long long dflt) {
   const size_t n = strlen(name);
@@ -66,7 +50,7 @@ struct World {
 };
 
 // Fills every rank's send blocks and clears its receive blocks.
-int fill(World& w, size_t block) {
+bool fill(World& w, size_t block) {
   const int n = w.n;
   std::vector<unsigned char> h((size_t)n * block);
   for (int r = 0; r < n; r++) {
@@ -76,7 +60,7 @@ int fill(World& w, size_t block) {
     RT_OK(rt::toDevice(w.buf[r], h.data(), h.size()));
     RT_OK(rt::memset(static_cast<char*>(w.buf[r]) + (size_t)n * block, 0, (size_t)n * block));
   }
-  return 0;
+  return true;
 }
 
 // Wrong bytes in every rank's receive blocks, or -1 when they cannot be read.
@@ -94,12 +78,12 @@ long long wrongBytes(World& w, size_t block) {
   return bad;
 }
 
-int syncAll(World& w) {
+bool syncAll(World& w) {
   for (int r = 0; r < w.n; r++) {
     RT_OK(rt::setDevice(w.devs[r]));
     RT_OK(rt::streamSync(w.stream[r]));
   }
-  return 0;
+  return true;
 }
 
 }  // namespace
@@ -122,7 +106,7 @@ int main(int argc, char** argv) {
   w.devs.resize(n);
   for (int r = 0; r < n; r++) w.devs[r] = r / perGpu;
   w.comms.resize(n);
-  NCCL_OK(ncclCommInitAll(w.comms.data(), n, w.devs.data()));
+  NCCL_OK_OR_EXIT(ncclCommInitAll(w.comms.data(), n, w.devs.data()));
 
   const size_t maxBlock = (maxBytes + n - 1) / n;
   const size_t winBytes = 2 * (size_t)n * maxBlock;
@@ -134,27 +118,27 @@ int main(int argc, char** argv) {
   reqs.barrierCount = 1;     // the world barrier between iterations
   reqs.ginSignalCount = 1;   // counts every put that landed
   for (int r = 0; r < n; r++) {
-    RT_OK(rt::setDevice(w.devs[r]));
-    NCCL_OK(ncclMemAlloc(&w.buf[r], winBytes));
-    RT_OK(rt::streamCreate(&w.stream[r]));
+    RT_OK_OR_EXIT(rt::setDevice(w.devs[r]));
+    NCCL_OK_OR_EXIT(ncclMemAlloc(&w.buf[r], winBytes));
+    RT_OK_OR_EXIT(rt::streamCreate(&w.stream[r]));
   }
-  NCCL_OK(ncclGroupStart());
+  NCCL_OK_OR_EXIT(ncclGroupStart());
   for (int r = 0; r < n; r++)
-    NCCL_OK(ncclCommWindowRegister(w.comms[r], w.buf[r], winBytes, &w.win[r], NCCL_WIN_COLL_SYMMETRIC));
-  for (int r = 0; r < n; r++) NCCL_OK(ncclDevCommCreate(w.comms[r], &reqs, &w.dc[r]));
-  NCCL_OK(ncclGroupEnd());
+    NCCL_OK_OR_EXIT(ncclCommWindowRegister(w.comms[r], w.buf[r], winBytes, &w.win[r], NCCL_WIN_COLL_SYMMETRIC));
+  for (int r = 0; r < n; r++) NCCL_OK_OR_EXIT(ncclDevCommCreate(w.comms[r], &reqs, &w.dc[r]));
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
 
   uint64_t signalBase = 0;   // puts each rank's signal 0 has counted
-  auto ginRun = [&](size_t block, int times) -> int {
+  auto ginRun = [&](size_t block, int times) -> bool {
     for (int r = 0; r < n; r++) {
       RT_OK(rt::setDevice(w.devs[r]));
       RT_OK(launchGinAllToAll(w.dc[r], w.win[r], block, times, signalBase, w.stream[r]));
     }
-    if (syncAll(w) != 0) return 1;
+    if (!syncAll(w)) return false;
     signalBase += (uint64_t)times * n;
-    return 0;
+    return true;
   };
-  auto a2aRun = [&](size_t block, int times) -> int {
+  auto a2aRun = [&](size_t block, int times) -> bool {
     for (int k = 0; k < times; k++) {
       NCCL_OK(ncclGroupStart());
       for (int r = 0; r < n; r++)
@@ -172,14 +156,14 @@ int main(int argc, char** argv) {
     const size_t block = size / n;
     if (block == 0) continue;
     const size_t bytes = block * n;
-    if (fill(w, block) != 0 || ginRun(block, 1) != 0) return 1;
+    if (!fill(w, block) || !ginRun(block, 1)) return 1;
     auto t0 = Clock::now();
-    if (ginRun(block, iters) != 0) return 1;
+    if (!ginRun(block, iters)) return 1;
     const double ginUs = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters;
     long long wrong = wrongBytes(w, block);
-    if (fill(w, block) != 0 || a2aRun(block, 1) != 0) return 1;
+    if (!fill(w, block) || !a2aRun(block, 1)) return 1;
     t0 = Clock::now();
-    if (a2aRun(block, iters) != 0) return 1;
+    if (!a2aRun(block, iters)) return 1;
     const double a2aUs = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters;
     const long long a2aWrong = wrongBytes(w, block);
     wrong = (wrong < 0 || a2aWrong < 0) ? -1 : wrong + a2aWrong;
@@ -189,16 +173,16 @@ int main(int argc, char** argv) {
     totalWrong += wrong < 0 ? 1 : wrong;
   }
 
-  NCCL_OK(ncclGroupStart());
-  for (int r = 0; r < n; r++) NCCL_OK(ncclDevCommDestroy(w.comms[r], &w.dc[r]));
-  NCCL_OK(ncclGroupEnd());
+  NCCL_OK_OR_EXIT(ncclGroupStart());
+  for (int r = 0; r < n; r++) NCCL_OK_OR_EXIT(ncclDevCommDestroy(w.comms[r], &w.dc[r]));
+  NCCL_OK_OR_EXIT(ncclGroupEnd());
   for (int r = 0; r < n; r++) {
-    NCCL_OK(ncclCommWindowDeregister(w.comms[r], w.win[r]));
-    RT_OK(rt::setDevice(w.devs[r]));
-    NCCL_OK(ncclMemFree(w.buf[r]));
-    RT_OK(rt::streamDestroy(w.stream[r]));
+    NCCL_OK_OR_EXIT(ncclCommWindowDeregister(w.comms[r], w.win[r]));
+    RT_OK_OR_EXIT(rt::setDevice(w.devs[r]));
+    NCCL_OK_OR_EXIT(ncclMemFree(w.buf[r]));
+    RT_OK_OR_EXIT(rt::streamDestroy(w.stream[r]));
   }
-  for (ncclComm_t c : w.comms) NCCL_OK(ncclCommDestroy(c));
+  for (ncclComm_t c : w.comms) NCCL_OK_OR_EXIT(ncclCommDestroy(c));
   printf("%s\n", totalWrong == 0 ? "PASS" : "FAILED: wrong bytes");
   return totalWrong == 0 ? 0 : 1;
 }

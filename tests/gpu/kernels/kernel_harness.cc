@@ -41,21 +41,12 @@
 #include "device/kernel_choices.h"
 #include "device/kernels.h"
 #include "device/small_float.h"
+#include "test_check.h"
 
 using namespace uniccl;
 using namespace uniccl::dev;
 
 namespace {
-
-#define HCHECK(call)                                                                  \
-  do {                                                                                \
-    ncclResult_t r_ = (call);                                                         \
-    if (r_ != ncclSuccess) {                                                          \
-      fprintf(stderr, "%s:%d: %s failed (%d): %s\n", __FILE__, __LINE__, #call, (int)r_, \
-              lastErrorMessage());                                                     \
-      exit(1);                                                                        \
-    }                                                                                 \
-  } while (0)
 
 const char* kTypeNames[kNumDataTypes] = {"i8", "u8", "i32", "u32", "i64", "u64",
                                           "f16", "f32", "f64", "bf16", "f8e4m3", "f8e5m2"};
@@ -150,10 +141,10 @@ struct Fabric {
   std::vector<std::vector<int>> ringOrder;  // per channel: position -> rank
 
   void* devAlloc(int dev, size_t bytes) {
-    HCHECK(gpu::setDevice(dev));
+    NCCL_OK_OR_EXIT(gpu::setDevice(dev));
     void* p;
-    HCHECK(gpu::deviceAlloc(&p, bytes));
-    HCHECK(gpu::memset(p, 0, bytes));
+    NCCL_OK_OR_EXIT(gpu::deviceAlloc(&p, bytes));
+    NCCL_OK_OR_EXIT(gpu::memset(p, 0, bytes));
     allocs.push_back(p);
     return p;
   }
@@ -164,9 +155,9 @@ struct Fabric {
     for (int r = 0; r < R; r++) devOf[r] = r % nGpus;
     for (int a = 0; a < nGpus; a++)
       for (int b = 0; b < nGpus; b++)
-        if (a != b) { HCHECK(gpu::setDevice(a)); HCHECK(gpu::enablePeerAccess(b)); }
+        if (a != b) { NCCL_OK_OR_EXIT(gpu::setDevice(a)); NCCL_OK_OR_EXIT(gpu::enablePeerAccess(b)); }
     void* hp; void* dp;
-    HCHECK(gpu::hostAllocMapped(&hp, &dp, 64));
+    NCCL_OK_OR_EXIT(gpu::hostAllocMapped(&hp, &dp, 64));
     abortHost = (volatile uint32_t*)hp;
     abortDev = (uint32_t*)dp;
     *abortHost = 0;
@@ -202,9 +193,9 @@ struct Fabric {
     streams.resize(R);
     events.resize(R);
     for (int r = 0; r < R; r++) {
-      HCHECK(gpu::setDevice(devOf[r]));
-      HCHECK(gpu::streamCreate(&streams[r]));
-      HCHECK(gpu::eventCreate(&events[r]));
+      NCCL_OK_OR_EXIT(gpu::setDevice(devOf[r]));
+      NCCL_OK_OR_EXIT(gpu::streamCreate(&streams[r]));
+      NCCL_OK_OR_EXIT(gpu::eventCreate(&events[r]));
       std::vector<Channel> ch(kMaxChannels);
       memset(ch.data(), 0, sizeof(Channel) * kMaxChannels);
       for (int c = 0; c < kGrid; c++) {
@@ -214,21 +205,21 @@ struct Fabric {
         ch[c].ringNext = o[(pos + 1) % R];
         ch[c].ringPrev = o[(pos + R - 1) % R];
         int* rr = (int*)devAlloc(devOf[r], sizeof(int) * R);
-        HCHECK(gpu::memcpy(rr, o.data(), sizeof(int) * R));
+        NCCL_OK_OR_EXIT(gpu::memcpy(rr, o.data(), sizeof(int) * R));
         ch[c].ringRanks = rr;
         Peer* pd = (Peer*)devAlloc(devOf[r], sizeof(Peer) * R);
-        HCHECK(gpu::memcpy(pd, peers[r][c].data(), sizeof(Peer) * R));
+        NCCL_OK_OR_EXIT(gpu::memcpy(pd, peers[r][c].data(), sizeof(Peer) * R));
         ch[c].peers = pd;
       }
       Channel* chd = (Channel*)devAlloc(devOf[r], sizeof(Channel) * kMaxChannels);
-      HCHECK(gpu::memcpy(chd, ch.data(), sizeof(Channel) * kMaxChannels));
+      NCCL_OK_OR_EXIT(gpu::memcpy(chd, ch.data(), sizeof(Channel) * kMaxChannels));
       DevComm dc{};
       dc.rank = r; dc.nRanks = R; dc.nChannels = kGrid;
       dc.buffBytes[kProtoLL] = kLLBuff; dc.buffBytes[kProtoSimple] = kSimpleBuff; dc.buffBytes[kProtoLL128] = kLL128Buff;
       dc.abortFlag = abortDev; dc.channels = chd;
       dChannels[r] = chd;
       dComm[r] = (DevComm*)devAlloc(devOf[r], sizeof(DevComm));
-      HCHECK(gpu::memcpy(dComm[r], &dc, sizeof(DevComm)));
+      NCCL_OK_OR_EXIT(gpu::memcpy(dComm[r], &dc, sizeof(DevComm)));
     }
   }
 
@@ -462,14 +453,14 @@ int main(int argc, char** argv) {
   // may launch (every GPU of the fabric is alike).
   int resident = 1 << 30;
   {
-    HCHECK(gpu::setDevice(0));
+    NCCL_OK_OR_EXIT(gpu::setDevice(0));
     std::vector<const void*> ks = {p2pKernel()};
     for (int t : types)
       for (int p = 0; p < kNumProtos; p++)
         if (const void* k = collectiveKernel((ncclDataType_t)t, p)) ks.push_back(k);
     for (const void* k : ks) {
       int b = 0;
-      HCHECK(gpu::kernelResidentBlocks(k, kThreadsPerBlock, &b));
+      NCCL_OK_OR_EXIT(gpu::kernelResidentBlocks(k, kThreadsPerBlock, &b));
       resident = std::min(resident, b);
     }
   }
@@ -611,7 +602,7 @@ int main(int argc, char** argv) {
       for (int r = 0; r < R; r++) {
         ar[r].initial = ar[r].host;
         ar[r].dev = (uint8_t*)fab.devAlloc(fab.devOf[r], ar[r].host.size());
-        HCHECK(gpu::memcpy(ar[r].dev, ar[r].host.data(), ar[r].host.size()));
+        NCCL_OK_OR_EXIT(gpu::memcpy(ar[r].dev, ar[r].host.data(), ar[r].host.size()));
       }
       // Work items per rank.
       std::vector<std::vector<Work>> works(R);
@@ -648,7 +639,7 @@ int main(int argc, char** argv) {
       // one (p2p items ride along with any).
       const void* kernel = (allP2p || !haveKernel) ? p2pKernel() : collectiveKernel((ncclDataType_t)t, kProtoSimple);
       bool pdl = false;   // programmatic launches possible (every GPU of the fabric is alike)
-      HCHECK(gpu::programmaticLaunchSupported(kernel, &pdl));
+      NCCL_OK_OR_EXIT(gpu::programmaticLaunchSupported(kernel, &pdl));
       const size_t nItems = cases.size();
       std::vector<Work*> devWorks(R);
       std::vector<Work*> ringHost(R), ringDev(R);
@@ -656,10 +647,10 @@ int main(int argc, char** argv) {
       while (ringBytes < nItems * sizeof(Work) + 4096) ringBytes *= 2;
       for (int r = 0; r < R; r++) {
         devWorks[r] = (Work*)fab.devAlloc(fab.devOf[r], nItems * sizeof(Work));
-        HCHECK(gpu::memcpy(devWorks[r], works[r].data(), nItems * sizeof(Work)));
+        NCCL_OK_OR_EXIT(gpu::memcpy(devWorks[r], works[r].data(), nItems * sizeof(Work)));
         void* hp; void* dp;
-        HCHECK(gpu::setDevice(fab.devOf[r]));
-        HCHECK(gpu::hostAllocMapped(&hp, &dp, ringBytes));
+        NCCL_OK_OR_EXIT(gpu::setDevice(fab.devOf[r]));
+        NCCL_OK_OR_EXIT(gpu::hostAllocMapped(&hp, &dp, ringBytes));
         ringHost[r] = (Work*)hp; ringDev[r] = (Work*)dp;
       }
       const uint32_t ringStart = (uint32_t)(ringBytes - 3 * sizeof(Work));  // wraps inside the first launch
@@ -696,14 +687,14 @@ int main(int argc, char** argv) {
           void* args[] = {&a};
           gpu::LaunchConfig cfg;
           cfg.gridX = kGrid; cfg.blockX = kThreadsPerBlock; cfg.stream = fab.streams[r];
-          HCHECK(gpu::setDevice(fab.devOf[r]));
+          NCCL_OK_OR_EXIT(gpu::setDevice(fab.devOf[r]));
           // Programmatic launches (where supported) and early releases at
           // random: a kernel must read nothing an earlier one wrote before its wait.
           cfg.programmatic = pdl && rng.range(2) == 0;
           a.releaseEarly = (uint32_t)rng.range(2);
           // Only the last launch records the event waitAll() polls (an event
           // record between two kernels may keep the second from starting early).
-          HCHECK(gpu::launchKernel(chunkKernel, cfg, args, at + k == nItems ? fab.events[r] : nullptr));
+          NCCL_OK_OR_EXIT(gpu::launchKernel(chunkKernel, cfg, args, at + k == nItems ? fab.events[r] : nullptr));
         }
         at += k;
       }
@@ -716,7 +707,7 @@ int main(int argc, char** argv) {
         return 1;  // connection steps are now inconsistent: stop here
       }
       for (int r = 0; r < R; r++) {
-        HCHECK(gpu::memcpy(ar[r].host.data(), ar[r].dev, ar[r].host.size()));
+        NCCL_OK_OR_EXIT(gpu::memcpy(ar[r].host.data(), ar[r].dev, ar[r].host.size()));
         gpu::hostFree(ringHost[r]);
       }
       // Stray writes: every arena byte outside the cases' receive buffers
@@ -806,7 +797,7 @@ int main(int argc, char** argv) {
     void* args[] = {&a};
     gpu::LaunchConfig cfg;
     cfg.gridX = kGrid; cfg.blockX = kThreadsPerBlock; cfg.stream = fab.streams[0];
-    HCHECK(gpu::launchKernel(p2pKernel(), cfg, args, fab.events[0]));
+    NCCL_OK_OR_EXIT(gpu::launchKernel(p2pKernel(), cfg, args, fab.events[0]));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     abortOk = gpu::eventQuery(fab.events[0]) == ncclInProgress;  // must still be waiting
     *fab.abortHost = 1;

@@ -36,7 +36,8 @@ bool noAsyncError(const std::vector<ncclComm_t>& comms) {
   for (size_t r = 0; r < comms.size(); r++) {
     ncclResult_t e = ncclSuccess;
     NCCL_OK(ncclCommGetAsyncError(comms[r], &e));
-    REQUIRE(e == ncclSuccess, "rank %zu has async error %s: %s", r, ncclGetErrorString(e), lastError());
+    REQUIRE(e == ncclSuccess, "rank %zu has async error %s: %s", r, ncclGetErrorString(e),
+            testcheck::ncclLastError());
   }
   return true;
 }

@@ -92,7 +92,8 @@ bool survive(ncclComm_t& comm, GpuSide& g, Report* rep) {
     REQUIRE(state >= 0, "the stream failed (%s) instead of being stopped by the watchdog", err);
     if (state == 1) {
       ncclResult_t r = ncclAllReduce(g.bufs[2], g.bufs[2], kBigCount, ncclFloat32, ncclMax, comm, g.stream);
-      REQUIRE(r == ncclSuccess || r == ncclRemoteError, "large AllReduce -> %s: %s", ncclGetErrorString(r), lastError());
+      REQUIRE(r == ncclSuccess || r == ncclRemoteError, "large AllReduce -> %s: %s", ncclGetErrorString(r),
+              testcheck::ncclLastError());
       rep->bigOps += r == ncclSuccess;
     }
     std::this_thread::sleep_for(std::chrono::microseconds(500));
@@ -148,7 +149,7 @@ int refusalChildMain(int rank, ncclUniqueId id, DeadPeerTransport transport, int
   } else {
     ncclComm_t comm = nullptr;
     ncclResult_t r = ncclCommInitRank(&comm, 2, id, rank);
-    const char* last = lastError();
+    const char* last = testcheck::ncclLastError();
     ok = r == ncclInvalidUsage && strstr(last, "MPS") != nullptr;
     snprintf(msg, sizeof(msg), "ncclCommInitRank -> %s: %s", ncclGetErrorString(r), last);
     if (r == ncclSuccess) ncclCommAbort(comm);   // its peer may never run: do not wait for it
@@ -163,7 +164,7 @@ int refusalChildMain(int rank, ncclUniqueId id, DeadPeerTransport transport, int
 int childMain(int rank, ncclUniqueId id, unsigned seed, DeadPeerTransport transport, int ranksPerGpu, int fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);   // never outlive the parent (e.g. its watchdog fired)
   alarm(90);
-  setFailPrefix("rank " + std::to_string(rank) + " (pid " + std::to_string(getpid()) + "): ");
+  testcheck::setFailPrefix("rank " + std::to_string(rank) + " (pid " + std::to_string(getpid()) + "): ");
   const int dev = rankDevice(rank, ranksPerGpu);
   // The defaults: the watchdog must not be what finds the dead peer.
   unsetenv("UNICCL_TIMEOUT_MS");
@@ -192,7 +193,7 @@ int childMain(int rank, ncclUniqueId id, unsigned seed, DeadPeerTransport transp
       // Until killed. An error here is the parent's to notice (no kill target).
       while (ncclAllReduce(g.bufs[2], g.bufs[2], kBigCount, ncclFloat32, ncclMax, comm, g.stream) == ncclSuccess)
         rt::streamSync(g.stream);
-      fail("large AllReduce failed before the kill: %s", lastError());
+      ADD_FAILURE("large AllReduce failed before the kill: %s", testcheck::ncclLastError());
       for (;;) pause();
     }
     return survive(comm, g, &rep);
@@ -246,7 +247,8 @@ bool refusedWithoutMps(DeadPeerTransport transport, int ranksPerGpu) {
     bool got = readUntil(fd[r], &verdict, 1, deadline) == 1 && readUntil(fd[r], msg, sizeof(msg), deadline) == sizeof(msg);
     msg[sizeof(msg) - 1] = '\0';
     if (!got || verdict != 'Y') {
-      fail("rank %d: %s; expected ncclInvalidUsage and a message naming MPS", r, got ? msg : "no answer within 60 s");
+      ADD_FAILURE("rank %d: %s; expected ncclInvalidUsage and a message naming MPS", r,
+                  got ? msg : "no answer within 60 s");
       ok = false;
     } else if (first.empty()) {
       first = msg;

@@ -90,7 +90,8 @@ bool soak(int ngpus, int ranksPerGpu) {
   for (int r = 0; r < n; r++) {
     ncclResult_t e = ncclSuccess;
     NCCL_OK(ncclCommGetAsyncError(comms[r], &e));
-    REQUIRE(e == ncclSuccess, "rank %d has async error %s: %s", r, ncclGetErrorString(e), lastError());
+    REQUIRE(e == ncclSuccess, "rank %d has async error %s: %s", r, ncclGetErrorString(e),
+            testcheck::ncclLastError());
   }
   const char* p2p = getenv("NCCL_P2P_DISABLE");
   const char* shm = getenv("NCCL_SHM_DISABLE");

@@ -1,5 +1,4 @@
-// Shared pieces of stress_test: failure recording (thread-safe: some cases
-// run several threads), the per-case note printed on the result line,
+// Shared pieces of stress_test: the per-case note printed on the result line,
 // process accounting (fds, threads, RSS, GPU memory) and the few
 // stream-ordered runtime calls the cases need beyond ../coll/rt.h.
 #pragma once
@@ -12,6 +11,7 @@
 
 #include "nccl.h"
 #include "../coll/rt.h"
+#include "test_check.h"
 
 namespace stress {
 
@@ -24,22 +24,11 @@ using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point t);
 
-// Records a failure of the running case (prints it to stderr at once).
-void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-int failures();
-void setFailPrefix(const std::string& prefix);   // e.g. "child 0: " in a forked rank
-std::string takeNote();                           // the note so far, cleared
+// Failures are recorded through test_check.h (REQUIRE, NCCL_OK, GROUPED_OK,
+// RT_OK, ADD_FAILURE); a case passes when testcheck::failures() did not grow.
 // Appends to the running case's result line ("key numbers").
 void note(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-const char* lastError();
-
-#define REQUIRE(cond, ...) do { if (!(cond)) { ::stress::fail(__VA_ARGS__); return false; } } while (0)
-#define NCCL_OK(call) do { ncclResult_t r_ = (call); \
-    REQUIRE(r_ == ncclSuccess, "%s -> %s: %s", #call, ncclGetErrorString(r_), ::stress::lastError()); } while (0)
-// Inside an open group: a failure closes the group before returning.
-#define GROUPED_OK(call) do { ncclResult_t r_ = (call); if (r_ != ncclSuccess) { ncclGroupEnd(); \
-    REQUIRE(false, "%s -> %s: %s", #call, ncclGetErrorString(r_), ::stress::lastError()); } } while (0)
-#define RT_OK(call) do { const char* e_ = (call); REQUIRE(e_ == nullptr, "%s: %s", #call, e_); } while (0)
+std::string takeNote();  // the note so far, cleared
 
 // Integer-valued floats in [-100, 100]: every reduction order is exact.
 inline float randInt(std::mt19937& rng) { return (float)(int)(rng() % 201) - 100.0f; }

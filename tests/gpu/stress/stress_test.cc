@@ -144,11 +144,11 @@ int main(int argc, char** argv) {
       continue;
     }
     gCurrent = c.name;
-    int before = failures();
+    int before = testcheck::failures();
     Clock::time_point t0 = Clock::now();
     bool finished = c.fn(n);
-    if (!finished && failures() == before) fail("stopped early without a reason");
-    bool ok = failures() == before;
+    if (!finished && testcheck::failures() == before) ADD_FAILURE("stopped early without a reason");
+    bool ok = testcheck::failures() == before;
     printf("  %-16s %s %7.2f s  %s\n", c.name, ok ? "PASS" : "FAIL", secondsSince(t0), takeNote().c_str());
     fflush(stdout);
     (ok ? passed : failed)++;

@@ -1,4 +1,4 @@
-// Failure recording, process accounting and runtime helpers of stress_test.
+// The result-line note, process accounting and runtime helpers of stress_test.
 #include <dirent.h>
 
 #include <cstdarg>
@@ -13,31 +13,11 @@
 namespace stress {
 
 namespace {
-std::mutex gMutex;   // cases with threads fail() concurrently
-int gFailures = 0;
+std::mutex gMutex;   // cases with threads note() concurrently
 std::string gNote;
-std::string gPrefix;
 }  // namespace
 
-void setFailPrefix(const std::string& prefix) { gPrefix = prefix; }
-
 double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-void fail(const char* fmt, ...) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  gFailures++;
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "    FAIL: %s", gPrefix.c_str());
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-}
-
-int failures() {
-  std::lock_guard<std::mutex> lock(gMutex);
-  return gFailures;
-}
 
 void note(const char* fmt, ...) {
   char buf[512];
@@ -56,11 +36,6 @@ std::string takeNote() {
   std::string s;
   s.swap(gNote);
   return s;
-}
-
-const char* lastError() {
-  const char* e = ncclGetLastError(nullptr);
-  return e ? e : "";
 }
 
 int countFds() {

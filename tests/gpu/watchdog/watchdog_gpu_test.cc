@@ -31,6 +31,7 @@
 #include "nccl.h"
 #include "common/watchdog/watchdog.h"
 #include "../coll/rt.h"
+#include "test_check.h"
 
 
 namespace {
@@ -54,25 +55,6 @@ std::vector<int> distinctDevs() {
 
 double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-#define CHECK(cond, ...)                                                            \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      fprintf(stderr, "  FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);             \
-      fprintf(stderr, __VA_ARGS__);                                                 \
-      fprintf(stderr, "\n");                                                        \
-      return false;                                                                 \
-    }                                                                               \
-  } while (0)
-#define NCCLOK(call)                                                                \
-  do {                                                                              \
-    ncclResult_t r_ = (call);                                                       \
-    CHECK(r_ == ncclSuccess, "%s -> %s", #call, ncclGetErrorString(r_));            \
-  } while (0)
-#define RTOK(call)                                                                  \
-  do {                                                                              \
-    rtError e_ = (call);                                                            \
-    CHECK(e_ == COLLTEST_RT_SUCCESS, "%s -> %s", #call, COLLTEST_RT(GetErrorString)(e_)); \
-  } while (0)
 
 struct Rank {
   ncclComm_t comm = nullptr;
@@ -84,16 +66,16 @@ bool setup(std::vector<Rank>* ranks, size_t floats) {
   const int n = nRanks();
   ranks->assign(n, Rank{});
   std::vector<ncclComm_t> comms(n);
-  NCCLOK(ncclCommInitAll(comms.data(), n, gDevs.data()));
+  NCCL_OK(ncclCommInitAll(comms.data(), n, gDevs.data()));
   for (int r = 0; r < n; r++) {
     Rank& k = (*ranks)[r];
     k.comm = comms[r];
-    RTOK(COLLTEST_RT(SetDevice)(gDevs[r]));
-    RTOK(COLLTEST_RT(StreamCreateWithFlags)(&k.stream, 1 /* non-blocking */));
-    RTOK(COLLTEST_RT(Malloc)((void**)&k.buf, floats * sizeof(float)));
+    RT_OK(rt::err(COLLTEST_RT(SetDevice)(gDevs[r])));
+    RT_OK(rt::err(COLLTEST_RT(StreamCreateWithFlags)(&k.stream, 1 /* non-blocking */)));
+    RT_OK(rt::err(COLLTEST_RT(Malloc)((void**)&k.buf, floats * sizeof(float))));
     std::vector<float> h(floats);
     for (size_t i = 0; i < floats; i++) h[i] = (float)((i * 7 + r * 13) % 31);
-    RTOK(COLLTEST_RT(Memcpy)(k.buf, h.data(), floats * sizeof(float), COLLTEST_RT_H2D));
+    RT_OK(rt::err(COLLTEST_RT(Memcpy)(k.buf, h.data(), floats * sizeof(float), COLLTEST_RT_H2D)));
   }
   return true;
 }
@@ -103,13 +85,13 @@ bool teardown(std::vector<Rank>* ranks, bool abort) {
   for (int r = 0; r < nRanks(); r++) {
     Rank& k = (*ranks)[r];
     Clock::time_point t0 = Clock::now();
-    if (abort) NCCLOK(ncclCommAbort(k.comm));
-    else NCCLOK(ncclCommDestroy(k.comm));
-    CHECK(secondsSince(t0) < 10, "rank %d: %s took %.1f s", r, abort ? "ncclCommAbort" : "ncclCommDestroy",
-          secondsSince(t0));
-    RTOK(COLLTEST_RT(SetDevice)(gDevs[r]));
-    RTOK(COLLTEST_RT(StreamDestroy)(k.stream));
-    RTOK(COLLTEST_RT(Free)(k.buf));
+    if (abort) NCCL_OK(ncclCommAbort(k.comm));
+    else NCCL_OK(ncclCommDestroy(k.comm));
+    REQUIRE(secondsSince(t0) < 10, "rank %d: %s took %.1f s", r, abort ? "ncclCommAbort" : "ncclCommDestroy",
+            secondsSince(t0));
+    RT_OK(rt::err(COLLTEST_RT(SetDevice)(gDevs[r])));
+    RT_OK(rt::err(COLLTEST_RT(StreamDestroy)(k.stream)));
+    RT_OK(rt::err(COLLTEST_RT(Free)(k.buf)));
   }
   return true;
 }
@@ -150,25 +132,25 @@ bool checkTimeoutFired(const std::vector<Rank>& ranks, Clock::time_point issued,
   ncclResult_t err = ncclSuccess;
   double waited = waitAsyncError(ranks[0].comm, kTimeoutSec + 10, &err);
   double sinceIssue = secondsSince(issued);
-  CHECK(waited >= 0, "no async error within %d s", kTimeoutSec + 10);
-  CHECK(err == ncclRemoteError, "async error %s, expected ncclRemoteError", ncclGetErrorString(err));
-  CHECK(sinceIssue >= kTimeoutSec - 0.1, "fired after %.2f s, before the %d s timeout", sinceIssue, kTimeoutSec);
+  REQUIRE(waited >= 0, "no async error within %d s", kTimeoutSec + 10);
+  REQUIRE(err == ncclRemoteError, "async error %s, expected ncclRemoteError", ncclGetErrorString(err));
+  REQUIRE(sinceIssue >= kTimeoutSec - 0.1, "fired after %.2f s, before the %d s timeout", sinceIssue, kTimeoutSec);
   // Timeout + up to two polls (first sighting, then the one past the limit) + launch latency.
-  CHECK(sinceIssue <= kTimeoutSec + 2.0 * kPollMs / 1000 + 1.0, "fired only after %.2f s", sinceIssue);
+  REQUIRE(sinceIssue <= kTimeoutSec + 2.0 * kPollMs / 1000 + 1.0, "fired only after %.2f s", sinceIssue);
   printf("  timeout fired %.2f s after the launch\n", sinceIssue);
   for (int r = 1; r < nRanks(); r++) {
     ncclResult_t other = ncclSuccess;
-    NCCLOK(ncclCommGetAsyncError(ranks[r].comm, &other));
-    CHECK(other == ncclSuccess, "rank %d (no work) has async error %s", r, ncclGetErrorString(other));
+    NCCL_OK(ncclCommGetAsyncError(ranks[r].comm, &other));
+    REQUIRE(other == ncclSuccess, "rank %d (no work) has async error %s", r, ncclGetErrorString(other));
   }
-  CHECK(streamFinishes(ranks[0].stream, 10), "rank 0's stream did not finish after the abort flag");
+  REQUIRE(streamFinishes(ranks[0].stream, 10), "rank 0's stream did not finish after the abort flag");
   std::string log = logText().substr(logBefore);
-  CHECK(log.find("AllReduce(float, count 65536, seq 0") != std::string::npos, "log does not name the collective:\n%s",
-        log.c_str());
-  CHECK(!graph || log.find("graph replay") != std::string::npos, "log does not say graph replay:\n%s", log.c_str());
+  REQUIRE(log.find("AllReduce(float, count 65536, seq 0") != std::string::npos, "log does not name the collective:\n%s",
+          log.c_str());
+  REQUIRE(!graph || log.find("graph replay") != std::string::npos, "log does not say graph replay:\n%s", log.c_str());
   // Later calls fail with the async error.
   ncclResult_t r = ncclAllReduce(ranks[0].buf, ranks[0].buf, 16, ncclFloat32, ncclSum, ranks[0].comm, ranks[0].stream);
-  CHECK(r == ncclRemoteError, "a call after the timeout returned %s", ncclGetErrorString(r));
+  REQUIRE(r == ncclRemoteError, "a call after the timeout returned %s", ncclGetErrorString(r));
   return true;
 }
 
@@ -176,9 +158,9 @@ bool testEager() {
   std::vector<Rank> ranks;
   if (!setup(&ranks, 65536)) return false;
   size_t logBefore = logText().size();
-  RTOK(COLLTEST_RT(SetDevice)(gDevs[0]));
+  RT_OK(rt::err(COLLTEST_RT(SetDevice)(gDevs[0])));
   Clock::time_point issued = Clock::now();
-  NCCLOK(ncclAllReduce(ranks[0].buf, ranks[0].buf, 65536, ncclFloat32, ncclSum, ranks[0].comm, ranks[0].stream));
+  NCCL_OK(ncclAllReduce(ranks[0].buf, ranks[0].buf, 65536, ncclFloat32, ncclSum, ranks[0].comm, ranks[0].stream));
   bool ok = checkTimeoutFired(ranks, issued, logBefore, false);
   return teardown(&ranks, true) && ok;
 }
@@ -187,20 +169,20 @@ bool testGraph() {
   std::vector<Rank> ranks;
   if (!setup(&ranks, 65536)) return false;
   size_t logBefore = logText().size();
-  RTOK(COLLTEST_RT(SetDevice)(gDevs[0]));
+  RT_OK(rt::err(COLLTEST_RT(SetDevice)(gDevs[0])));
   rtGraph g = nullptr;
   rtGraphExec exec = nullptr;
-  RTOK(COLLTEST_RT(StreamBeginCapture)(ranks[0].stream, COLLTEST_RT_CAPTURE_GLOBAL));
+  RT_OK(rt::err(COLLTEST_RT(StreamBeginCapture)(ranks[0].stream, COLLTEST_RT_CAPTURE_GLOBAL)));
   ncclResult_t r = ncclAllReduce(ranks[0].buf, ranks[0].buf, 65536, ncclFloat32, ncclSum, ranks[0].comm,
                                  ranks[0].stream);
-  RTOK(COLLTEST_RT(StreamEndCapture)(ranks[0].stream, &g));
-  CHECK(r == ncclSuccess, "captured AllReduce -> %s", ncclGetErrorString(r));
-  RTOK(COLLTEST_RT(GraphInstantiateWithFlags)(&exec, g, 0));
+  RT_OK(rt::err(COLLTEST_RT(StreamEndCapture)(ranks[0].stream, &g)));
+  REQUIRE(r == ncclSuccess, "captured AllReduce -> %s", ncclGetErrorString(r));
+  RT_OK(rt::err(COLLTEST_RT(GraphInstantiateWithFlags)(&exec, g, 0)));
   Clock::time_point issued = Clock::now();
-  RTOK(COLLTEST_RT(GraphLaunch)(exec, ranks[0].stream));
+  RT_OK(rt::err(COLLTEST_RT(GraphLaunch)(exec, ranks[0].stream)));
   bool ok = checkTimeoutFired(ranks, issued, logBefore, true);
-  RTOK(COLLTEST_RT(GraphExecDestroy)(exec));
-  RTOK(COLLTEST_RT(GraphDestroy)(g));
+  RT_OK(rt::err(COLLTEST_RT(GraphExecDestroy)(exec)));
+  RT_OK(rt::err(COLLTEST_RT(GraphDestroy)(g)));
   return teardown(&ranks, true) && ok;
 }
 
@@ -211,23 +193,23 @@ bool captureAll(std::vector<Rank>& ranks, size_t floats, int perGraph, std::vect
   g.assign(n, nullptr);
   exec.assign(n, nullptr);
   for (int r = 0; r < n; r++) {
-    RTOK(COLLTEST_RT(SetDevice)(gDevs[r]));
-    RTOK(COLLTEST_RT(StreamBeginCapture)(ranks[r].stream, COLLTEST_RT_CAPTURE_GLOBAL));
+    RT_OK(rt::err(COLLTEST_RT(SetDevice)(gDevs[r])));
+    RT_OK(rt::err(COLLTEST_RT(StreamBeginCapture)(ranks[r].stream, COLLTEST_RT_CAPTURE_GLOBAL)));
   }
-  NCCLOK(ncclGroupStart());
+  NCCL_OK(ncclGroupStart());
   for (int i = 0; i < perGraph; i++)
     for (int r = 0; r < n; r++)
-      NCCLOK(ncclAllReduce(ranks[r].buf, ranks[r].buf, floats, ncclFloat32, ncclMax, ranks[r].comm, ranks[r].stream));
-  NCCLOK(ncclGroupEnd());
+      NCCL_OK(ncclAllReduce(ranks[r].buf, ranks[r].buf, floats, ncclFloat32, ncclMax, ranks[r].comm, ranks[r].stream));
+  NCCL_OK(ncclGroupEnd());
   // Every capture ends before any instantiation: global capture mode forbids
   // instantiating while another stream of the process is still capturing.
   for (int r = 0; r < n; r++) {
-    RTOK(COLLTEST_RT(SetDevice)(gDevs[r]));
-    RTOK(COLLTEST_RT(StreamEndCapture)(ranks[r].stream, &g[r]));
+    RT_OK(rt::err(COLLTEST_RT(SetDevice)(gDevs[r])));
+    RT_OK(rt::err(COLLTEST_RT(StreamEndCapture)(ranks[r].stream, &g[r])));
   }
   for (int r = 0; r < n; r++) {
-    RTOK(COLLTEST_RT(SetDevice)(gDevs[r]));
-    RTOK(COLLTEST_RT(GraphInstantiateWithFlags)(&exec[r], g[r], 0));
+    RT_OK(rt::err(COLLTEST_RT(SetDevice)(gDevs[r])));
+    RT_OK(rt::err(COLLTEST_RT(GraphInstantiateWithFlags)(&exec[r], g[r], 0)));
   }
   return true;
 }
@@ -245,8 +227,8 @@ void destroyGraphs(std::vector<rtGraph>& g, std::vector<rtGraphExec>& exec) {
 bool noAsyncError(const std::vector<Rank>& ranks) {
   for (int r = 0; r < nRanks(); r++) {
     ncclResult_t e = ncclSuccess;
-    NCCLOK(ncclCommGetAsyncError(ranks[r].comm, &e));
-    CHECK(e == ncclSuccess, "rank %d has async error %s", r, ncclGetErrorString(e));
+    NCCL_OK(ncclCommGetAsyncError(ranks[r].comm, &e));
+    REQUIRE(e == ncclSuccess, "rank %d has async error %s", r, ncclGetErrorString(e));
   }
   return true;
 }
@@ -261,8 +243,8 @@ bool testNoFalseTimeout() {
   if (!captureAll(ranks, 4096, 4, g, exec)) return false;
   Clock::time_point t0 = Clock::now();
   for (int i = 0; i < 1000; i++)
-    for (int r = 0; r < n; r++) RTOK(COLLTEST_RT(GraphLaunch)(exec[r], ranks[r].stream));
-  for (int r = 0; r < n; r++) RTOK(COLLTEST_RT(StreamSynchronize)(ranks[r].stream));
+    for (int r = 0; r < n; r++) RT_OK(rt::err(COLLTEST_RT(GraphLaunch)(exec[r], ranks[r].stream)));
+  for (int r = 0; r < n; r++) RT_OK(rt::err(COLLTEST_RT(StreamSynchronize)(ranks[r].stream)));
   printf("  1000 replays of 4 AllReduces in %.2f s\n", secondsSince(t0));
   std::this_thread::sleep_for(std::chrono::milliseconds(3 * kPollMs));
   if (!noAsyncError(ranks)) return false;
@@ -270,21 +252,21 @@ bool testNoFalseTimeout() {
   // One large AllReduce to time, then enough of them back to back to keep
   // the GPUs busy for ~1.5x the timeout: each is short, the queue is long.
   auto eager = [&]() -> bool {
-    NCCLOK(ncclGroupStart());
+    NCCL_OK(ncclGroupStart());
     for (int r = 0; r < n; r++)
-      NCCLOK(ncclAllReduce(ranks[r].buf, ranks[r].buf, big, ncclFloat32, ncclMax, ranks[r].comm, ranks[r].stream));
-    NCCLOK(ncclGroupEnd());
+      NCCL_OK(ncclAllReduce(ranks[r].buf, ranks[r].buf, big, ncclFloat32, ncclMax, ranks[r].comm, ranks[r].stream));
+    NCCL_OK(ncclGroupEnd());
     return true;
   };
   t0 = Clock::now();
   if (!eager()) return false;
-  for (int r = 0; r < n; r++) RTOK(COLLTEST_RT(StreamSynchronize)(ranks[r].stream));
+  for (int r = 0; r < n; r++) RT_OK(rt::err(COLLTEST_RT(StreamSynchronize)(ranks[r].stream)));
   double one = secondsSince(t0);
   int queued = (int)std::min(4000.0, std::max(4.0, 1.5 * kTimeoutSec / std::max(one, 1e-4)));
   t0 = Clock::now();
   for (int i = 0; i < queued; i++)
     if (!eager()) return false;
-  for (int r = 0; r < n; r++) RTOK(COLLTEST_RT(StreamSynchronize)(ranks[r].stream));
+  for (int r = 0; r < n; r++) RT_OK(rt::err(COLLTEST_RT(StreamSynchronize)(ranks[r].stream)));
   double total = secondsSince(t0);
   printf("  %d eager 256 MB AllReduces queued back to back ran %.2f s (one: %.3f s)\n", queued, total, one);
   std::this_thread::sleep_for(std::chrono::milliseconds(3 * kPollMs));
@@ -312,13 +294,13 @@ bool testLongCollectivesInReplays() {
     std::vector<rtGraph> g;
     std::vector<rtGraphExec> exec;
     if (!captureAll(ranks, probe, 1, g, exec)) return false;
-    for (int r = 0; r < n; r++) RTOK(COLLTEST_RT(GraphLaunch)(exec[r], ranks[r].stream));   // warm-up
-    for (int r = 0; r < n; r++) RTOK(COLLTEST_RT(StreamSynchronize)(ranks[r].stream));
+    for (int r = 0; r < n; r++) RT_OK(rt::err(COLLTEST_RT(GraphLaunch)(exec[r], ranks[r].stream)));   // warm-up
+    for (int r = 0; r < n; r++) RT_OK(rt::err(COLLTEST_RT(StreamSynchronize)(ranks[r].stream)));
     Clock::time_point t0 = Clock::now();
     const int kProbeReplays = 10;
     for (int i = 0; i < kProbeReplays; i++)
-      for (int r = 0; r < n; r++) RTOK(COLLTEST_RT(GraphLaunch)(exec[r], ranks[r].stream));
-    for (int r = 0; r < n; r++) RTOK(COLLTEST_RT(StreamSynchronize)(ranks[r].stream));
+      for (int r = 0; r < n; r++) RT_OK(rt::err(COLLTEST_RT(GraphLaunch)(exec[r], ranks[r].stream)));
+    for (int r = 0; r < n; r++) RT_OK(rt::err(COLLTEST_RT(StreamSynchronize)(ranks[r].stream)));
     const double probeMs = secondsSince(t0) * 1e3 / kProbeReplays;
     destroyGraphs(g, exec);
     if (!teardown(&ranks, false)) return false;
@@ -346,8 +328,8 @@ bool testLongCollectivesInReplays() {
   ok = ok && noAsyncError(ranks);
   destroyGraphs(g, exec);
   ok = teardown(&ranks, false) && ok;
-  CHECK(ok, "graph launches, synchronisation or the async-error check failed (see above)");
-  CHECK(perReplayMs > timeoutMs / 2, "each collective ran %.2f ms, not longer than half the timeout", perReplayMs);
+  REQUIRE(ok, "graph launches, synchronisation or the async-error check failed (see above)");
+  REQUIRE(perReplayMs > timeoutMs / 2, "each collective ran %.2f ms, not longer than half the timeout", perReplayMs);
   return true;
 }
 
@@ -367,15 +349,15 @@ bool testCaptureDestroyCycles() {
       std::this_thread::sleep_for(std::chrono::milliseconds(3 * kPollMs));
       before = uniccl::watchdogStatsForTesting();
       for (size_t d = 0; d < devs.size(); d++) {
-        RTOK(COLLTEST_RT(SetDevice)(devs[d]));
-        RTOK(COLLTEST_RT(MemGetInfo)(&freeBefore[d], &total));
+          RT_OK(rt::err(COLLTEST_RT(SetDevice)(devs[d])));
+          RT_OK(rt::err(COLLTEST_RT(MemGetInfo)(&freeBefore[d], &total)));
       }
     }
     if (!captureAll(ranks, 4096, 1 + (cycle & 1), g, exec)) return false;
-    for (int r = 0; r < n; r++) RTOK(COLLTEST_RT(GraphLaunch)(exec[r], ranks[r].stream));
+    for (int r = 0; r < n; r++) RT_OK(rt::err(COLLTEST_RT(GraphLaunch)(exec[r], ranks[r].stream)));
     for (int r = 0; r < n; r++) {
-      RTOK(COLLTEST_RT(SetDevice)(gDevs[r]));
-      RTOK(COLLTEST_RT(StreamSynchronize)(ranks[r].stream));
+      RT_OK(rt::err(COLLTEST_RT(SetDevice)(gDevs[r])));
+      RT_OK(rt::err(COLLTEST_RT(StreamSynchronize)(ranks[r].stream)));
     }
     destroyGraphs(g, exec);
   }
@@ -388,16 +370,16 @@ bool testCaptureDestroyCycles() {
            secondsSince(t0) < 10);
   printf("  graphs tracked %zu -> %zu, graph release hooks %zu -> %zu, eager launches in flight %zu\n", before.graphs,
          after.graphs, before.graphReleaseFlags, after.graphReleaseFlags, after.eagerInFlight);
-  CHECK(after.graphs == 0, "%zu graphs still tracked", after.graphs);
-  CHECK(after.graphReleaseFlags <= before.graphReleaseFlags, "graph release hooks grew %zu -> %zu",
-        before.graphReleaseFlags, after.graphReleaseFlags);
-  CHECK(after.eagerInFlight == 0, "%zu eager launches never seen complete", after.eagerInFlight);
+  REQUIRE(after.graphs == 0, "%zu graphs still tracked", after.graphs);
+  REQUIRE(after.graphReleaseFlags <= before.graphReleaseFlags, "graph release hooks grew %zu -> %zu",
+          before.graphReleaseFlags, after.graphReleaseFlags);
+  REQUIRE(after.eagerInFlight == 0, "%zu eager launches never seen complete", after.eagerInFlight);
   for (size_t d = 0; d < devs.size(); d++) {
-    RTOK(COLLTEST_RT(SetDevice)(devs[d]));
-    RTOK(COLLTEST_RT(MemGetInfo)(&freeAfter[d], &total));
+    RT_OK(rt::err(COLLTEST_RT(SetDevice)(devs[d])));
+    RT_OK(rt::err(COLLTEST_RT(MemGetInfo)(&freeAfter[d], &total)));
     long long grew = (long long)freeBefore[d] - (long long)freeAfter[d];
     printf("  GPU %d: device memory in use grew by %lld bytes\n", devs[d], grew);
-    CHECK(grew <= (16ll << 20), "GPU %d: %lld bytes more device memory in use after 300 cycles", devs[d], grew);
+    REQUIRE(grew <= (16ll << 20), "GPU %d: %lld bytes more device memory in use after 300 cycles", devs[d], grew);
   }
   if (!noAsyncError(ranks)) return false;
   return teardown(&ranks, false);
