@@ -27,7 +27,7 @@
 #include "common/enqueue/event_pool.h"
 #include "common/enqueue/work_fifo.h"
 #include "common/gpu.h"
-#include "common/liveness/comm_liveness.h"
+#include "common/core/comm_liveness.h"
 #include "common/profiler/kernel_ch.h"
 #include "common/profiler/profiler.h"
 #include "common/topo/system.h"

@@ -26,7 +26,7 @@
 #include "common/core/launch_profiling.h"
 #include "common/profiler/kernel_ch_poller.h"
 #include "common/symmetric/symmetric.h"
-#include "common/topo/comm_topology.h"
+#include "common/core/comm_topology.h"
 #include "common/topo/nics.h"
 #include "common/topo/rings.h"
 #include "common/topo/trees.h"

@@ -13,7 +13,7 @@
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/gpu.h"
-#include "common/liveness/comm_liveness.h"
+#include "common/core/comm_liveness.h"
 #include "common/proxy/conn_fifo.h"
 #include "common/transport/net_devices.h"
 #include "common/util/debug.h"

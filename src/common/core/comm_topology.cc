@@ -1,4 +1,4 @@
-#include "common/topo/comm_topology.h"
+#include "common/core/comm_topology.h"
 
 #include <algorithm>
 #include <cstring>

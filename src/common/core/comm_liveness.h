@@ -1,4 +1,4 @@
-// A communicator's dead-peer reporting (peer_liveness.h applied to ncclComm):
+// A communicator's dead-peer reporting (liveness/peer_liveness.h applied to ncclComm):
 // a lost ring neighbour, or a loss a neighbour reports, sets the async error
 // (ncclRemoteError; ncclCommGetAsyncError's last error names the rank, its
 // pid and host) and raises the abort flags the way the watchdog does, so
