@@ -140,14 +140,14 @@ ncclResult_t p2pWorks(CommPlan& p, std::vector<dev::Work>* out, std::vector<int>
         w.p.sendPeer = sendPeer;
         w.p.sendBuff = t.sendbuff;
         w.p.sendBytes = t.count * dataTypeSize(t.dtype);
-        w.p.sendProto = r == 0 ? dev::kProtoSimple : p2pProto(comm, sendPeer, w.p.sendBytes);
+        w.p.sendProto = r == 0 ? (uint8_t)dev::kProtoSimple : p2pProto(comm, sendPeer, w.p.sendBytes);
       }
       if (haveRecv) {
         const Task& t = tasks[ri++];
         w.p.recvPeer = recvPeer;
         w.p.recvBuff = t.recvbuff;
         w.p.recvBytes = t.count * dataTypeSize(t.dtype);
-        w.p.recvProto = r == 0 ? dev::kProtoSimple : p2pProto(comm, recvPeer, w.p.recvBytes);
+        w.p.recvProto = r == 0 ? (uint8_t)dev::kProtoSimple : p2pProto(comm, recvPeer, w.p.recvBytes);
         // A registered buffer the sender can store into is offered to it
         // (core/direct_recv.h); the item carries the sender's view of it.
         if (r != 0 && dev::p2pExchanges(w.p.recvProto, w.p.recvBytes, comm->devCommHost.p2pDirectMinBytes)) {
