@@ -42,6 +42,6 @@ Task reduceScatterHalf(int rank, const Task& allReduce);
 // event on every rank of a split AllReduce in the group; each rank's side
 // stream waits for its own and its peer's, copies its half across and
 // records its exit (SidePlan::exited).
-ncclResult_t queueAllReduceHalves(GroupPlan& group, const UseDevice& useDevice);
+[[nodiscard]] ncclResult_t queueAllReduceHalves(GroupPlan& group, const UseDevice& useDevice);
 
 }  // namespace uniccl

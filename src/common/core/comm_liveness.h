@@ -48,10 +48,10 @@ int64_t peerTimeoutMsFromEnv();
 
 // Before the bootstrap, for nRanks > 1: the listener of this rank's liveness
 // link; *addr goes into its peer info (empty address with one rank).
-ncclResult_t commLivenessListen(ncclComm* comm, SocketAddress* addr);
+[[nodiscard]] ncclResult_t commLivenessListen(ncclComm* comm, SocketAddress* addr);
 // After the bootstrap: the links to the ring neighbours (their addresses come
 // from the peer infos), handed to the monitor.
-ncclResult_t commLivenessLink(ncclComm* comm);
+[[nodiscard]] ncclResult_t commLivenessLink(ncclComm* comm);
 // The init finished (state Ready, async error ncclSuccess).
 void commLivenessReady(ncclComm* comm);
 // Why the communicator lost a peer (CommLiveness::loss); "" when nothing

@@ -97,7 +97,7 @@ struct DeviceLaunches {
   std::thread::id caller;
 };
 
-ncclResult_t launchDeviceJob(void* ctx, int job) {
+[[nodiscard]] ncclResult_t launchDeviceJob(void* ctx, int job) {
   const DeviceLaunches& d = *static_cast<const DeviceLaunches*>(ctx);
   bool deviceSet = false;
   for (CommPlan& p : *d.plan) {
@@ -118,7 +118,7 @@ ncclResult_t launchDeviceJob(void* ctx, int job) {
   return ncclSuccess;
 }
 
-ncclResult_t runInitJobs(OpenGroup& g) {
+[[nodiscard]] ncclResult_t runInitJobs(OpenGroup& g) {
   g.initJobKeys.clear();
   return runConcurrently(g.initJobs);
 }
@@ -126,7 +126,7 @@ ncclResult_t runInitJobs(OpenGroup& g) {
 // Connections first, in phases across all communicators of the group (one
 // thread may drive both ends of a connection): offers, accepts, the
 // network handshakes all together, then the network links' proxy ops.
-ncclResult_t connectGroup(GroupPlan& plan, DeviceGuard& device) {
+[[nodiscard]] ncclResult_t connectGroup(GroupPlan& plan, DeviceGuard& device) {
   bool any = false;
   for (CommPlan& p : plan) {
     peersToConnect(p, &p.newPeers);
@@ -158,7 +158,7 @@ ncclResult_t connectGroup(GroupPlan& plan, DeviceGuard& device) {
 
 // The group end's steps, each over the whole plan: plan (streams, staging,
 // side streams) -> connect -> launch -> join.
-ncclResult_t launchGroup(GroupPlan& plan) {
+[[nodiscard]] ncclResult_t launchGroup(GroupPlan& plan) {
   if (plan.empty()) return ncclSuccess;
   ncclResult_t res = ncclSuccess;
   DeviceGuard device;
@@ -257,7 +257,7 @@ ncclResult_t runConcurrently(std::vector<std::function<ncclResult_t()>>& jobs) {
           results[i] = run(i);
           if (results[i] != ncclSuccess) {
             // Thread-local: hand it over (a string that cannot be built is left out).
-            runGuarded("communicator setup thread", [&] { messages[i] = lastErrorMessage(); });
+            (void)runGuarded("communicator setup thread", [&] { messages[i] = lastErrorMessage(); });
           }
         });
       } catch (const std::system_error& e) {

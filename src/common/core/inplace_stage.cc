@@ -28,7 +28,7 @@ size_t scratchSize(size_t need) {
 
 // Eager scratch of at least `bytes`, free for this group's copies on the
 // staged ranges' streams.
-ncclResult_t eagerScratch(const CommPlan& p, size_t bytes) {
+[[nodiscard]] ncclResult_t eagerScratch(const CommPlan& p, size_t bytes) {
   InPlaceScratch* s = p.stageScratch;
   if (s->free == nullptr) UCHECK(gpu::eventCreate(&s->free));
   if (bytes > s->bytes) {
@@ -63,7 +63,7 @@ ncclResult_t eagerScratch(const CommPlan& p, size_t bytes) {
   return ncclSuccess;
 }
 
-ncclResult_t stage(CommPlan& p, const UseDevice& useDevice) {
+[[nodiscard]] ncclResult_t stage(CommPlan& p, const UseDevice& useDevice) {
   std::vector<StagedRange>& ranges = p.tasks.staged;
   std::vector<size_t>& offsets = p.stage.offsets;
   UCHECK(useDevice(p.gpuDev));
@@ -132,16 +132,18 @@ ncclResult_t finishInPlaceStaging(GroupPlan& group, const UseDevice& useDevice) 
   return res;
 }
 
+// Teardown: a wait or release that fails was logged by the backend; the
+// others still run.
 void releaseStaging(InPlaceScratch* s, bool abort) {
   if (s->buf != nullptr) {
     if (!abort && s->freeRecorded) (void)gpu::eventSynchronize(s->free);
-    gpu::deviceFree(s->buf);
+    (void)gpu::deviceFree(s->buf);
     s->buf = nullptr;
     s->bytes = 0;
   }
-  for (void* b : s->retired) gpu::deviceFree(b);
+  for (void* b : s->retired) (void)gpu::deviceFree(b);
   s->retired.clear();
-  if (s->free != nullptr) gpu::eventDestroy(s->free);
+  if (s->free != nullptr) (void)gpu::eventDestroy(s->free);
   s->free = nullptr;
   s->freeRecorded = false;
 }

@@ -62,10 +62,10 @@ struct StagePlan {
 
 // Before the copy engines and the kernels: copies every staged range of the
 // group's plans aside and points the staged sends at the copy.
-ncclResult_t stageInPlaceSends(GroupPlan& group, const UseDevice& useDevice);
+[[nodiscard]] ncclResult_t stageInPlaceSends(GroupPlan& group, const UseDevice& useDevice);
 // After the group's kernels and copies are queued (also after a failure):
 // marks where the eager scratch is free again.
-ncclResult_t finishInPlaceStaging(GroupPlan& group, const UseDevice& useDevice);
+[[nodiscard]] ncclResult_t finishInPlaceStaging(GroupPlan& group, const UseDevice& useDevice);
 
 // Frees the communicator's scratch (destroy: after the last group that read
 // it; abort: its kernels have been drained already).

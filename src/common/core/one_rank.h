@@ -28,7 +28,7 @@ struct CommPlan;
 // size stays with the kernels' planner, which reports it.
 bool oneRankNeedsNoKernel(const CommPlan& p);
 // Queues the tasks' copies (when oneRankNeedsNoKernel(p)).
-ncclResult_t launchOneRank(CommPlan& p);
+[[nodiscard]] ncclResult_t launchOneRank(CommPlan& p);
 
 // Copies this process queued for communicators of one rank (tests, logs).
 uint64_t oneRankCopies();

@@ -59,13 +59,14 @@ ncclResult_t patScratchLaunched(PatScratch* s, gpu::Stream stream) {
   return ncclSuccess;
 }
 
+// A release that fails was logged by the backend; the others still run.
 void releasePatScratch(PatScratch* s) {
-  if (s->buf != nullptr) gpu::deviceFree(s->buf);
+  if (s->buf != nullptr) (void)gpu::deviceFree(s->buf);
   s->buf = nullptr;
   s->bytes = 0;
-  for (void* b : s->retired) gpu::deviceFree(b);
+  for (void* b : s->retired) (void)gpu::deviceFree(b);
   s->retired.clear();
-  if (s->free != nullptr) gpu::eventDestroy(s->free);
+  if (s->free != nullptr) (void)gpu::eventDestroy(s->free);
   s->free = nullptr;
   s->freeRecorded = false;
 }

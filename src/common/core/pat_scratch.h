@@ -36,11 +36,11 @@ struct PatScratch {
 
 // At least `bytes` of scratch for the group being planned, whose launches
 // go to a stream in capture state `cap` (rank, gpuShared: the communicator's).
-ncclResult_t patScratch(PatScratch* s, int rank, bool gpuShared, size_t bytes, const gpu::CaptureInfo& cap,
+[[nodiscard]] ncclResult_t patScratch(PatScratch* s, int rank, bool gpuShared, size_t bytes, const gpu::CaptureInfo& cap,
                         void** out);
 
 // After the launches that read the eager scratch were queued on `stream`.
-ncclResult_t patScratchLaunched(PatScratch* s, gpu::Stream stream);
+[[nodiscard]] ncclResult_t patScratchLaunched(PatScratch* s, gpu::Stream stream);
 
 // Frees the eager scratch (destroy and abort: after the launches drained).
 void releasePatScratch(PatScratch* s);

@@ -96,7 +96,7 @@ dev::Work collWork(ncclComm* comm, const Task& t) {
 // task (or of its recv task when it has no send).
 // Only the tasks the plan leaves to the kernels (SidePlan::p2pPath: the
 // others go by copy engine or a side kernel).
-ncclResult_t p2pWorks(CommPlan& p, std::vector<dev::Work>* out, std::vector<int>* taskOfWork) {
+[[nodiscard]] ncclResult_t p2pWorks(CommPlan& p, std::vector<dev::Work>* out, std::vector<int>* taskOfWork) {
   ncclComm* comm = p.comm;
   const int n = comm->nRanks, me = comm->rank;
   const std::vector<Task>& tasks = p.tasks.p2p;
@@ -163,7 +163,7 @@ ncclResult_t p2pWorks(CommPlan& p, std::vector<dev::Work>* out, std::vector<int>
 
 // The capture state of the stream the group's kernels will launch on (the
 // first task's, as collectStreams takes it), asked once per group.
-ncclResult_t planCapture(CommPlan& p, gpu::CaptureInfo* cap) {
+[[nodiscard]] ncclResult_t planCapture(CommPlan& p, gpu::CaptureInfo* cap) {
   LaunchPlan& plan = p.launch;
   if (!plan.captureKnown) {
     const TaskList& tasks = p.tasks;

@@ -31,22 +31,22 @@ void peersToConnect(const CommPlan& p, std::vector<int>* peers);
 
 // Checks the streams of the plan's tasks: all captured by one graph or none
 // (the capture state goes into p.launch).
-ncclResult_t checkTaskStreams(CommPlan& p);
+[[nodiscard]] ncclResult_t checkTaskStreams(CommPlan& p);
 // ncclInvalidUsage (WARN) when `cap` is an active capture the runtime cannot
 // record uniccl's work into (gpu::graphCaptureSupported: ROCm < 5.3).
-ncclResult_t checkCaptureSupported(const ncclComm* comm, const gpu::CaptureInfo& cap, gpu::Stream s);
+[[nodiscard]] ncclResult_t checkCaptureSupported(const ncclComm* comm, const gpu::CaptureInfo& cap, gpu::Stream s);
 
 // Fills p.launch (core/launch_plan.h) from p.tasks: the work items
 // (collectives in task order, then p2p rounds), each one's task sequence
 // number and index, and the kernel launches that carry them. Launches
 // nothing; ncclInvalidUsage when the build lacks a datatype's kernels.
-ncclResult_t planWorks(CommPlan& p);
+[[nodiscard]] ncclResult_t planWorks(CommPlan& p);
 
 // planWorks' last step, apart for tests: plan->launches from plan->works
 // (the first plan->nColl of them collectives): consecutive collectives of
 // one datatype and kind share a launch; p2p items ride with the last ring
 // or tree launch, or go to the p2p kernel.
-ncclResult_t planLaunches(LaunchPlan* plan);
+[[nodiscard]] ncclResult_t planLaunches(LaunchPlan* plan);
 
 // The one launch sequence of a communicator's part of a group:
 //   planTasks   p.launch from p.tasks (one-rank copies, or planWorks);
@@ -55,8 +55,8 @@ ncclResult_t planLaunches(LaunchPlan* plan);
 // core/launch_observer.h) when the plan is made, around each kernel launch
 // and when the sequence ended, also after a failure. The plan is cleared
 // when its GroupPlan goes.
-ncclResult_t planTasks(CommPlan& p);
-ncclResult_t launchPlan(CommPlan& p);
-ncclResult_t launchTasks(CommPlan& p);
+[[nodiscard]] ncclResult_t planTasks(CommPlan& p);
+[[nodiscard]] ncclResult_t launchPlan(CommPlan& p);
+[[nodiscard]] ncclResult_t launchTasks(CommPlan& p);
 
 }  // namespace uniccl

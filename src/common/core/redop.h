@@ -26,11 +26,11 @@ struct UserRedOp {
 
 class RedOpTable {
  public:
-  ncclResult_t create(ncclRedOp_t* op, const void* scalar, ncclDataType_t dtype,
+  [[nodiscard]] ncclResult_t create(ncclRedOp_t* op, const void* scalar, ncclDataType_t dtype,
                       ncclScalarResidence_t residence);
-  ncclResult_t destroy(ncclRedOp_t op);
+  [[nodiscard]] ncclResult_t destroy(ncclRedOp_t op);
   // Lowers `op` for a collective of `dtype` over nRanks ranks.
-  ncclResult_t lower(ncclRedOp_t op, ncclDataType_t dtype, int nRanks, LoweredOp* out) const;
+  [[nodiscard]] ncclResult_t lower(ncclRedOp_t op, ncclDataType_t dtype, int nRanks, LoweredOp* out) const;
 
  private:
   mutable std::mutex mutex_;   // ops may be created from another thread than the one enqueuing

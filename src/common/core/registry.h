@@ -34,9 +34,9 @@ struct RegisteredBuffer {
 
 class BufferRegistry {
  public:
-  ncclResult_t add(void* buff, size_t size, int expectDevice, void** handle);
+  [[nodiscard]] ncclResult_t add(void* buff, size_t size, int expectDevice, void** handle);
   // views: receives the removed buffer's peer views (to release them).
-  ncclResult_t remove(void* handle, std::vector<PeerView>* views = nullptr);
+  [[nodiscard]] ncclResult_t remove(void* handle, std::vector<PeerView>* views = nullptr);
   size_t count() const;
   // Runs f(buffer) under the registry's lock on the registration `id`.
   // False: it is not registered (any more).

@@ -38,7 +38,7 @@ void planSelfCopy(CommPlan& p, size_t sendIndex, size_t recvIndex, unsigned bloc
 
 // Launches the copy's kernel (x.blocks blocks) on `stream`, with the
 // device handles of the plan's communicator.
-ncclResult_t launchSelfCopyKernel(const CommPlan& p, const SideCopy& x, gpu::Stream stream);
+[[nodiscard]] ncclResult_t launchSelfCopyKernel(const CommPlan& p, const SideCopy& x, gpu::Stream stream);
 
 // Messages to itself this process copied with a side-stream kernel so far.
 uint64_t selfCopyLaunches();

@@ -35,7 +35,7 @@ bool queuesOnSide(const CommPlan& p, bool selfCopies) {
   });
 }
 
-ncclResult_t queueCopy(const SideCopy& x) {
+[[nodiscard]] ncclResult_t queueCopy(const SideCopy& x) {
   CommPlan& p = *x.from;
   switch (x.what) {
     case SideWhat::SelfCopy: return launchSelfCopyKernel(p, x, p.sides->stream);
@@ -51,7 +51,7 @@ ncclResult_t queueCopy(const SideCopy& x) {
 // The fork: entry events on the task streams; each side stream waits for
 // its own rank's entry and its receivers' (their buffers are free), copies,
 // and marks its exit. Opposite directions run at once on two side streams.
-ncclResult_t fork(GroupPlan& group, const UseDevice& useDevice, bool selfCopies) {
+[[nodiscard]] ncclResult_t fork(GroupPlan& group, const UseDevice& useDevice, bool selfCopies) {
   for (CommPlan& p : group) {
     if (!takesPart(p, selfCopies)) continue;
     UCHECK(useDevice(p.gpuDev));
@@ -107,12 +107,13 @@ ncclResult_t ensureSideStream(SideStreams* s) {
 void releaseSideStreams(SideStreams* s) {
   // Copy-engine transfers touch only user buffers, but destroy promises the
   // communicator's operations are over: its side stream drains first.
+  // Teardown goes on past a failure, which the backend logged.
   if (s->stream != nullptr) {
-    gpu::streamSynchronize(s->stream);
-    gpu::streamDestroy(s->stream);
+    (void)gpu::streamSynchronize(s->stream);
+    (void)gpu::streamDestroy(s->stream);
   }
   for (gpu::Event e : {s->exit, s->kernelsDone, s->entry})
-    if (e != nullptr) gpu::eventDestroy(e);
+    if (e != nullptr) (void)gpu::eventDestroy(e);
   s->stream = nullptr;
   s->exit = s->kernelsDone = s->entry = nullptr;
 }

@@ -57,15 +57,15 @@ struct SideStreams {
 // Asks the tuning for the group's side work (each plan's side), counts
 // every task of the group, and queues the copies that run with the
 // kernels. Once per group, before the connections and the kernels.
-ncclResult_t startSideStreams(GroupPlan& group, const UseDevice& useDevice);
+[[nodiscard]] ncclResult_t startSideStreams(GroupPlan& group, const UseDevice& useDevice);
 // After the group's kernels are queued (launched: all of them were), or
 // after a failure (then nothing follows the kernels): queues the copies
 // after the kernels, then the task streams wait for the side streams.
-ncclResult_t joinSideStreams(GroupPlan& group, const UseDevice& useDevice, bool launched);
+[[nodiscard]] ncclResult_t joinSideStreams(GroupPlan& group, const UseDevice& useDevice, bool launched);
 
 // The side stream and its entry, exit and kernels-done events (created
 // once, freed with the communicator by releaseSideStreams).
-ncclResult_t ensureSideStream(SideStreams* s);
+[[nodiscard]] ncclResult_t ensureSideStream(SideStreams* s);
 // Destroy and abort: waits for the side stream (destroy promises the
 // communicator's operations are over), then frees it and its events.
 void releaseSideStreams(SideStreams* s);

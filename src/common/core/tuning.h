@@ -113,7 +113,7 @@ uint64_t tuningProtoDecisions(int proto);
 // or NCCL_MIN/MAX_NCHANNELS and the config's CTA bounds, at most
 // comm->channelFit (every rank's blocks resident together, gpu_sharing.h).
 // ncclInvalidUsage when the minimum asked for does not fit.
-ncclResult_t chooseChannelCount(const ncclComm* comm, int* nChannels);
+[[nodiscard]] ncclResult_t chooseChannelCount(const ncclComm* comm, int* nChannels);
 CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes);
 uint32_t p2pSliceBytes(const ncclComm* comm);
 // AllReduce, AllGather and ReduceScatter through symmetric windows
@@ -165,6 +165,6 @@ const SideStreamKnobs& sideStreamKnobs();
 // matched across the group for copy engines, when some copy was chosen (a
 // failed copy takes them all off the path). Queues nothing; fails only
 // when it cannot learn a stream's capture state.
-ncclResult_t planSideStreams(GroupPlan& group, const SideStreamKnobs& knobs);
+[[nodiscard]] ncclResult_t planSideStreams(GroupPlan& group, const SideStreamKnobs& knobs);
 
 }  // namespace uniccl

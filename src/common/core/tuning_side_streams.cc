@@ -40,7 +40,7 @@ bool singleStream(const CommPlan& p, gpu::Stream* out) {
 
 // Capture state of the plan's one stream: the plan's when the group end
 // asked already (checkTaskStreams: the first task's stream), else the runtime's.
-ncclResult_t captureStatus(const CommPlan& p, gpu::Stream stream, gpu::CaptureStatus* status) {
+[[nodiscard]] ncclResult_t captureStatus(const CommPlan& p, gpu::Stream stream, gpu::CaptureStatus* status) {
   gpu::CaptureInfo cap = p.launch.capture;
   if (!p.launch.captureKnown) UCHECK(gpu::streamGetCaptureInfo(stream, &cap));
   *status = cap.status;
@@ -136,7 +136,7 @@ void forEachPairedCollective(GroupPlan& group, PairFn&& fn) {
 // kernel when some other task of the comm keeps its kernels busy meanwhile.
 // Eager, the side kernel costs a launch and two event calls on the host
 // (2-3 us: slower below about 1 MiB); in a graph only a node.
-ncclResult_t chooseSelfCopies(CommPlan& p, const SideStreamKnobs& k) {
+[[nodiscard]] ncclResult_t chooseSelfCopies(CommPlan& p, const SideStreamKnobs& k) {
   gpu::Stream stream = nullptr;
   if (!singleStream(p, &stream)) return ncclSuccess;
   const std::vector<Task>& ts = p.tasks.p2p;

@@ -26,7 +26,7 @@ int64_t watchdogTimeoutMsFromEnv();
 
 // Creates comm->watch and adds the comm to the watchdog (nothing when
 // timeoutMs is 0). Called once the comm is fully initialized.
-ncclResult_t watchdogRegister(ncclComm* comm, int64_t timeoutMs);
+[[nodiscard]] ncclResult_t watchdogRegister(ncclComm* comm, int64_t timeoutMs);
 // Removes the comm; on return the watchdog thread no longer touches it, so
 // its progress words and trackers may go. Joins the thread when this was the last comm. Safe
 // without a prior register.
@@ -43,7 +43,7 @@ struct LaunchWatch {
   uint64_t eagerId = 0;     // eager launch id (0: not tracked)
   dev::GraphTrack graph{};  // captured launch (words == nullptr: not tracked)
 };
-ncclResult_t watchLaunchBegin(CommWatch* watch, bool captured, const gpu::CaptureInfo& capture, unsigned grid,
+[[nodiscard]] ncclResult_t watchLaunchBegin(CommWatch* watch, bool captured, const gpu::CaptureInfo& capture, unsigned grid,
                               const WorkDesc& d, LaunchWatch* w);
 void watchLaunchEnd(CommWatch* watch, unsigned grid, const WorkDesc& d, LaunchWatch* w);
 
@@ -52,7 +52,7 @@ void watchLaunchEnd(CommWatch* watch, unsigned grid, const WorkDesc& d, LaunchWa
 // own). A launch running past UNICCL_TIMEOUT aborts the comm as the thread
 // would (its kernels then stop and report); a fault on the GPU ends the wait
 // with its error. Nothing to wait for without a timeout (no tracker).
-ncclResult_t watchWaitEagerLaunches(ncclComm* comm);
+[[nodiscard]] ncclResult_t watchWaitEagerLaunches(ncclComm* comm);
 
 // One poll of every registered comm at time nowMs (what the thread does every
 // UNICCL_WATCHDOG_POLL_MS); exposed so tests can drive a fake clock.
