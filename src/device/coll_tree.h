@@ -1,4 +1,4 @@
-// Tree AllReduce over the double binary tree (common/core/tree_topo.h):
+// Tree AllReduce over the double binary tree (common/topo/tree_topo.h):
 // channel c works on tree c % 2 (its Channel's treeUp / treeDown), reduces
 // its share of the data toward the root slice by slice, and broadcasts the
 // result back down, pipelined: a slice moves up (or down) as soon as the

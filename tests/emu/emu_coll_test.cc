@@ -840,7 +840,7 @@ void runHangAllReduce(std::vector<Rank>& ranks) {
     fprintf(stderr, "FAIL hang: the stream did not drain within 20 s of the error (%s)\n", ncclGetErrorString(q));
     gFailures++;
   }
-  gpu::eventDestroy(probe);
+  (void)gpu::eventDestroy(probe);
   for (Rank& r : ranks) {
     NCCL_OK_OR_EXIT(gpu::setDevice(r.dev));
     NCCL_OK_OR_EXIT(ncclCommAbort(r.comm));
@@ -940,8 +940,8 @@ void runMixedGroup(std::vector<Rank>& ranks, int rounds) {
   for (int r = 0; r < n; r++) {
     NCCL_OK_OR_EXIT(gpu::setDevice(ranks[r].dev));
     for (int k = 0; k < kOps; k++) {
-      gpu::deviceFree(sb[r][k]);
-      gpu::deviceFree(rb[r][k]);
+      (void)gpu::deviceFree(sb[r][k]);
+      (void)gpu::deviceFree(rb[r][k]);
     }
   }
 }
@@ -1172,10 +1172,10 @@ int main(int argc, char** argv) {
       NCCL_OK_OR_EXIT(ncclMemFree(R.send));
       NCCL_OK_OR_EXIT(ncclMemFree(R.recv));
     } else {
-      gpu::deviceFree(R.send);
-      gpu::deviceFree(R.recv);
+      (void)gpu::deviceFree(R.send);
+      (void)gpu::deviceFree(R.recv);
     }
-    gpu::streamDestroy(static_cast<gpu::Stream>(R.stream));
+    (void)gpu::streamDestroy(static_cast<gpu::Stream>(R.stream));
   }
   // Which algorithms ran: every rank's AllReduce decisions (the other
   // collectives have only the ring, whatever NCCL_ALGO says).

@@ -10,7 +10,7 @@
 //                     (slots) by turns on the same connections, on fresh
 //                     random data checked against the host. Every registered
 //                     receive at or above the threshold must be planned
-//                     direct (ncclComm::p2pDirectRecvs counts them exactly),
+//                     direct (DirectRecvs::p2pPlanned counts them exactly),
 //                     none below it or unregistered. On 2 ranks also: sends
 //                     in one group and their receives in the next (the
 //                     senders must not wait for the offers), and a late
@@ -25,7 +25,10 @@
 //                     releases twice (none left); ordinary device memory,
 //                     whose IPC handle the emulator cannot open in another
 //                     process, is refused without harm; once the child is
-//                     gone a request fails within seconds.
+//                     gone a request fails within seconds. The planner's
+//                     imports: a first receive goes through the slots and
+//                     queues the child's mapping, a later plan gets its
+//                     address (waiting for the importer, not for time).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,11 +38,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "common/core/comm.h"
+#include "common/core/direct_recv.h"
 #include "common/core/import_service.h"
 #include "common/core/mem_alloc.h"
 #include "common/gpu.h"
@@ -177,8 +182,8 @@ bool runRanks(int n) {
     }
   }
   for (int r = 0; r < n; r++) {
-    CHECK(comms[r]->p2pDirectRecvs == expectDirect[r], "%d ranks: rank %d planned %llu direct receives, want %llu", n,
-          r, (unsigned long long)comms[r]->p2pDirectRecvs, (unsigned long long)expectDirect[r]);
+    CHECK(comms[r]->direct.p2pPlanned == expectDirect[r], "%d ranks: rank %d planned %llu direct receives, want %llu", n,
+          r, (unsigned long long)comms[r]->direct.p2pPlanned, (unsigned long long)expectDirect[r]);
     CHECK(expectDirect[r] > 0, "the sizes include direct ones");
   }
   for (int r = 0; r < n; r++) {
@@ -186,7 +191,7 @@ bool runRanks(int n) {
     NCCL_OK(ncclCommDeregister(comms[r], b[r].regHandle));
     ncclMemFree(b[r].send);
     ncclMemFree(b[r].regRecv);
-    gpu::deviceFree(b[r].plainRecv);
+    (void)gpu::deviceFree(b[r].plainRecv);
     NCCL_OK(ncclCommDestroy(comms[r]));
   }
   printf("%d ranks: %d groups checked, %llu direct receives on rank 0\n", n, rounds,
@@ -199,7 +204,7 @@ bool runRanks(int n) {
 // offers its output to its ring predecessor, which stores each verbatim
 // step there (AllReduce: its all-gather half); odd counts, in and out of
 // place, sizes around the threshold; checked against the host, and every
-// offer counted (ncclComm::collDirectRecvs).
+// offer counted (DirectRecvs::collPlanned).
 bool runCopyCollectives(int n) {
   const uint64_t minBytes = minDirectBytes();
   // floats per rank (the kernel filter always has f32): outputs around the threshold
@@ -265,8 +270,8 @@ bool runCopyCollectives(int n) {
     }
   }
   for (int r = 0; r < n; r++) {
-    CHECK(comms[r]->collDirectRecvs == expect[r], "%d ranks: rank %d offered %llu outputs, want %llu", n, r,
-          (unsigned long long)comms[r]->collDirectRecvs, (unsigned long long)expect[r]);
+    CHECK(comms[r]->direct.collPlanned == expect[r], "%d ranks: rank %d offered %llu outputs, want %llu", n, r,
+          (unsigned long long)comms[r]->direct.collPlanned, (unsigned long long)expect[r]);
     CHECK(expect[r] > 0, "the sizes include offered ones");
   }
   for (int r = 0; r < n; r++) {
@@ -293,7 +298,7 @@ struct Cmd {
 };
 
 [[noreturn]] void serviceChild(const AuthSecret& secret, int cmdFd, int ansFd) {
-  gpu::setDevice(1);
+  if (gpu::setDevice(1) != ncclSuccess) _exit(3);
   ImportService svc;
   uint64_t ok = svc.start(secret, kHash, 1, 1) == ncclSuccess ? 1 : 0;
   testpipe::writeAll(ansFd, &ok, sizeof(ok));
@@ -304,7 +309,8 @@ struct Cmd {
     uint64_t ans = 0;
     if (c.op == 'r') {
       std::vector<uint8_t> h(c.bytes);
-      gpu::memcpy(h.data(), reinterpret_cast<void*>(c.addr), c.bytes);   // through the service's mapping
+      // Through the service's mapping; a failed copy leaves zeros, which the parent's sum check catches.
+      (void)gpu::memcpy(h.data(), reinterpret_cast<void*>(c.addr), c.bytes);
       for (uint8_t x : h) ans = ans * 131 + x;
     } else if (c.op == 'c') {
       ans = svc.imports();
@@ -322,6 +328,54 @@ uint64_t ask(int cmdFd, int ansFd, Cmd c) {
   testpipe::writeAll(cmdFd, &c, sizeof(c));
   testpipe::readUntil(ansFd, &ans, sizeof(ans), testpipe::Clock::now() + std::chrono::seconds(30));
   return ans;
+}
+
+// The planner's side (core/direct_recv.h, core/direct_importer.h) on a
+// hand-built rank 0 whose peer, rank 1, is the forked child: the first
+// receive into a registered allocation goes through the slots and queues
+// the child's mapping without waiting for it; once the importer answered
+// (waitDirectImports: no sleep), the next plan gets the child's address,
+// through which the child reads the parent's bytes. Deregistering has the
+// child unmap it, also when it comes before the importer's answer.
+bool runPlannerImports(const ImportEndpoint& self, int cmdFd, int ansFd, void* vmm, size_t bytes, uint64_t sum) {
+  ncclComm comm;
+  comm.rank = 0;
+  comm.nRanks = 2;
+  comm.gpuDev = 0;
+  comm.commHash = kHash;
+  comm.peers.resize(2);
+  for (int r = 0; r < 2; r++) {
+    comm.peers[r].hostHash = 0x5a5a;
+    comm.peers[r].processHash = 100 + r;   // two processes of one host
+  }
+  comm.transports.setReachForTesting(2, std::vector<uint8_t>(4, 1));
+  comm.direct.importer = std::make_unique<DirectImporter>(self, &comm.registry);
+  void* handle = nullptr;
+  NCCL_OK(comm.registry.add(vmm, bytes, 0, &handle));
+  CHECK(directRecvTarget(&comm, 1, vmm, bytes) == 0, "the first receive goes through the slots");
+  waitDirectImports(&comm);
+  CHECK(comm.direct.importer->answered() == 1, "one request, answered");
+  const uintptr_t view = directRecvTarget(&comm, 1, vmm, bytes);
+  CHECK(view != 0, "a later plan gets the child's address");
+  CHECK(ask(cmdFd, ansFd, Cmd{'r', view, bytes}) == sum, "the child reads the parent's bytes at that address");
+  CHECK(ask(cmdFd, ansFd, Cmd{'c', 0, 0}) == 1, "one mapping");
+  CHECK(directRecvTarget(&comm, 1, vmm, bytes) == view && comm.direct.importer->answered() == 1,
+        "asked once per allocation");
+  std::vector<PeerView> views;
+  NCCL_OK(comm.registry.remove(handle, &views));
+  releaseDirectViews(&comm, views);
+  CHECK(ask(cmdFd, ansFd, Cmd{'c', 0, 0}) == 0, "no mapping after the deregistration");
+
+  NCCL_OK(comm.registry.add(vmm, bytes, 0, &handle));
+  CHECK(directRecvTarget(&comm, 1, vmm, bytes) == 0, "a new registration: the slots again");
+  views.clear();
+  NCCL_OK(comm.registry.remove(handle, &views));   // before or after the answer: either way nothing stays mapped
+  releaseDirectViews(&comm, views);
+  waitDirectImports(&comm);
+  CHECK(comm.direct.importer->answered() == 2, "the second request answered");
+  CHECK(ask(cmdFd, ansFd, Cmd{'c', 0, 0}) == 0, "no mapping left by a registration that went first");
+  comm.direct.importer->stop();
+  return true;
 }
 
 bool runService() {
@@ -374,6 +428,7 @@ bool runService() {
   CHECK(importAtPeer(self, 1, (uintptr_t)plain, 1 << 16, false, &again) != ncclSuccess,
         "an allocation the peer cannot map is refused");
   CHECK(ask(cmd[1], ans[0], Cmd{'c', 0, 0}) == 0, "nothing mapped by a refused request");
+  if (!runPlannerImports(self, cmd[1], ans[0], vmm, bytes, sum)) return false;
   {
     // A second service under the child's name cannot listen: start fails
     // (startImportService then warns and the communicator goes on without one).
@@ -392,7 +447,7 @@ bool runService() {
         "a request to a service that is gone fails");
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK(sec < 5.0, "and does so quickly (%.2f s)", sec);
-  gpu::deviceFree(plain);
+  (void)gpu::deviceFree(plain);
   NCCL_OK(memFree(vmm));
   printf("service: map, share, release, refuse, peer gone (%.2f s)\n", sec);
   return true;

@@ -158,7 +158,7 @@ struct World {
     std::vector<std::thread> t;
     for (int r = 0; r < n; r++)
       t.emplace_back([&, r] {
-        uniccl::gpu::setDevice(r);
+        EXPECT_EQ(uniccl::gpu::setDevice(r), ncclSuccess);
         res[r] = ncclDevCommCreate(comms[r], &reqs[r], &dev[r]);
       });
     for (auto& x : t) x.join();
@@ -176,7 +176,7 @@ struct World {
       std::vector<ncclResult_t> res(n, ncclSuccess);
       for (int r = 0; r < n; r++)
         t.emplace_back([&, r] {
-          uniccl::gpu::setDevice(r);
+          EXPECT_EQ(uniccl::gpu::setDevice(r), ncclSuccess);
           res[r] = ncclCommAbort(comms[r]);
         });
       for (auto& x : t) x.join();
@@ -191,7 +191,7 @@ struct World {
     }
     for (int r = 0; r < n && !abortComms; r++) EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess);
     for (int r = 0; r < n; r++) {
-      uniccl::gpu::setDevice(r);
+      EXPECT_EQ(uniccl::gpu::setDevice(r), ncclSuccess);
       ncclMemFree(mem[r]);
     }
     comms.clear();

@@ -247,9 +247,9 @@ void runRanks(int n) {
   for (Rank& R : ranks) {
     NCCL_OK_OR_EXIT(gpu::setDevice(R.dev));
     NCCL_OK_OR_EXIT(ncclCommDestroy(R.comm));
-    gpu::deviceFree(R.send);
-    gpu::deviceFree(R.recv);
-    gpu::streamDestroy(static_cast<gpu::Stream>(R.stream));
+    (void)gpu::deviceFree(R.send);
+    (void)gpu::deviceFree(R.recv);
+    (void)gpu::streamDestroy(static_cast<gpu::Stream>(R.stream));
   }
 }
 

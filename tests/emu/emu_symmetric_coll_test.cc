@@ -53,7 +53,7 @@ std::vector<ncclResult_t> onEveryRank(int n, const std::function<ncclResult_t(in
   std::vector<std::thread> threads;
   for (int r = 0; r < n; r++)
     threads.emplace_back([&, r] {
-      gpu::setDevice(r);
+      CHECK(gpu::setDevice(r) == ncclSuccess, "the rank's device");
       res[r] = f(r);
     });
   for (auto& t : threads) t.join();
@@ -103,13 +103,13 @@ class Fixture {
   ~Fixture() {
     for (int r = 0; r < n_; r++) {
       Rank& R = ranks_[r];
-      gpu::setDevice(r);
+      CHECK(gpu::setDevice(r) == ncclSuccess, "the rank's device");
       if (R.comm != nullptr) {
         if (R.sendWin) ncclCommWindowDeregister(R.comm, R.sendWin);
         if (R.recvWin) ncclCommWindowDeregister(R.comm, R.recvWin);
         ncclCommDestroy(R.comm);
       }
-      if (R.stream) gpu::streamDestroy(R.stream);
+      if (R.stream) (void)gpu::streamDestroy(R.stream);
       ncclMemFree(R.send);
       ncclMemFree(R.recv);
       ncclMemFree(R.plain);
@@ -124,7 +124,7 @@ class Fixture {
     for (int r = 0; r < n_; r++) {
       Rank& R = ranks_[r];
       R.comm = c[r];
-      gpu::setDevice(r);
+      CHECK(gpu::setDevice(r) == ncclSuccess, "the rank's device");
       NCCL_OK(gpu::streamCreate(&R.stream));
       NCCL_OK(ncclMemAlloc((void**)&R.send, kMaxCount * sizeof(float)));
       NCCL_OK(ncclMemAlloc((void**)&R.recv, kMaxCount * sizeof(float)));
@@ -162,7 +162,7 @@ class Fixture {
       for (int r = 0; r < n_; r++) {
         in[k][r].resize(c.count);
         for (float& x : in[k][r]) x = (float)d(rng_);
-        gpu::setDevice(r);
+        CHECK(gpu::setDevice(r) == ncclSuccess, "the rank's device");
         float* dst = (c.inPlace ? (c.plainRecv ? ranks_[r].plain : ranks_[r].send) : ranks_[r].send) + c.offset;
         NCCL_OK(gpu::memcpy(dst, in[k][r].data(), c.count * sizeof(float)));
         float* out = (c.inPlace ? dst : c.plainRecv ? ranks_[r].plain + c.offset : ranks_[r].recv + c.offset);
@@ -199,7 +199,7 @@ class Fixture {
         want[i] = a;
       }
       for (int r = 0; r < n_; r++) {
-        gpu::setDevice(r);
+        CHECK(gpu::setDevice(r) == ncclSuccess, "the rank's device");
         std::vector<float> got(c.count);
         const float* out = c.inPlace ? (c.plainRecv ? ranks_[r].plain : ranks_[r].send) + c.offset
                                      : (c.plainRecv ? ranks_[r].plain : ranks_[r].recv) + c.offset;
@@ -224,7 +224,7 @@ class Fixture {
     for (int r = 0; r < n_; r++) {
       Rank& R = ranks_[r];
       for (float& x : in[r]) x = (float)d(rng_);
-      gpu::setDevice(r);
+      CHECK(gpu::setDevice(r) == ncclSuccess, "the rank's device");
       float* out = plainRecv ? R.plain : R.recv;
       std::vector<float> junk(count * n_, -12345.0f);
       NCCL_OK(gpu::memcpy(out, junk.data(), junk.size() * sizeof(float)));
@@ -240,7 +240,7 @@ class Fixture {
     });
     if (!allOk(res, what.c_str())) return false;
     for (int r = 0; r < n_; r++) {
-      gpu::setDevice(r);
+      CHECK(gpu::setDevice(r) == ncclSuccess, "the rank's device");
       std::vector<float> got(count * n_);
       NCCL_OK(gpu::memcpy(got.data(), plainRecv ? ranks_[r].plain : ranks_[r].recv, got.size() * sizeof(float)));
       size_t bad = 0, first = 0;
@@ -268,7 +268,7 @@ class Fixture {
     };
     for (int r = 0; r < n_; r++) {
       for (float& x : in[r]) x = (float)d(rng_);
-      gpu::setDevice(r);
+      CHECK(gpu::setDevice(r) == ncclSuccess, "the rank's device");
       float *src, *out;
       bufs(r, &src, &out);
       NCCL_OK(gpu::memcpy(src, in[r].data(), in[r].size() * sizeof(float)));
@@ -292,7 +292,7 @@ class Fixture {
         for (int p = 1; p < n_; p++) a = opOf(op, a, in[p][(size_t)r * count + i]);
         want[i] = a;
       }
-      gpu::setDevice(r);
+      CHECK(gpu::setDevice(r) == ncclSuccess, "the rank's device");
       float *src, *out;
       bufs(r, &src, &out);
       std::vector<float> got(count);
@@ -312,21 +312,21 @@ class Fixture {
   // it (the barrier's spin reads the abort flag) and return promptly.
   bool abortWhileWaiting() {
     Rank& R0 = ranks_[0];
-    gpu::setDevice(0);
+    CHECK(gpu::setDevice(0) == ncclSuccess, "the rank's device");
     const uint64_t sym0 = symDecisions();
     NCCL_OK(ncclAllReduce(R0.send, R0.recv, 1000, ncclFloat, ncclSum, R0.comm, (uniccl_stream_t)R0.stream));
     CHECK(symDecisions() == sym0 + 1, "the lone AllReduce did not take the symmetric path");
     std::atomic<bool> done{false};
     std::thread waiter([&] {
-      gpu::setDevice(0);
-      gpu::streamSynchronize(R0.stream);   // its error, if any, does not matter here
+      CHECK(gpu::setDevice(0) == ncclSuccess, "the rank's device");
+      (void)gpu::streamSynchronize(R0.stream);   // its error, if any, does not matter here
       done = true;
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     CHECK(!done, "rank 0's AllReduce finished without its peers");
     const auto t0 = std::chrono::steady_clock::now();
     for (int r = 0; r < n_; r++) {
-      gpu::setDevice(r);
+      CHECK(gpu::setDevice(r) == ncclSuccess, "the rank's device");
       ncclResult_t res = ncclCommAbort(ranks_[r].comm);
       CHECK(res == ncclSuccess, "rank %d: ncclCommAbort: %s", r, ncclGetErrorString(res));
       ranks_[r].comm = nullptr;   // the abort released its windows

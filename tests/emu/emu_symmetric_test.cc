@@ -61,7 +61,7 @@ std::vector<ncclResult_t> onEveryRank(int n, const std::function<ncclResult_t(in
   std::vector<std::thread> threads;
   for (int r = 0; r < n; r++)
     threads.emplace_back([&, r] {
-      gpu::setDevice(r);
+      CHECK(gpu::setDevice(r) == ncclSuccess, "the rank's device");
       res[r] = f(r);
     });
   for (auto& t : threads) t.join();
@@ -81,14 +81,14 @@ struct Buffers {
   std::vector<void*> p;
   ~Buffers() {
     for (size_t r = 0; r < p.size(); r++) {
-      gpu::setDevice((int)r);
+      CHECK(gpu::setDevice((int)r) == ncclSuccess, "the rank's device");
       ncclMemFree(p[r]);
     }
   }
   bool alloc(int n) {
     p.assign(n, nullptr);
     for (int r = 0; r < n; r++) {
-      gpu::setDevice(r);
+      CHECK(gpu::setDevice(r) == ncclSuccess, "the rank's device");
       NCCL_OK(ncclMemAlloc(&p[r], bytesOf(r) + 8192));
       uint32_t* w = static_cast<uint32_t*>(p[r]);
       for (size_t i = 0; i < bytesOf(r) / 4; i++) w[i] = word(r, i);
@@ -249,15 +249,15 @@ bool windowsPerThread(int n) {
   // Aligned as windows must be, so that what is refused is the memory kind
   // (ROCm: asked of uniccl's own allocations only, never of the runtime).
   void* plain = nullptr;
-  gpu::setDevice(n - 1);
+  CHECK(gpu::setDevice(n - 1) == ncclSuccess, "the rank's device");
   NCCL_OK(gpu::deviceAlloc(&plain, 8192 + NCCL_WIN_REQUIRED_ALIGNMENT));
   void* plainAligned = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(plain) + NCCL_WIN_REQUIRED_ALIGNMENT - 1) &
                                                ~(uintptr_t)(NCCL_WIN_REQUIRED_ALIGNMENT - 1));
   failsEverywhere("ordinary device memory", n - 1, [&](int r, ncclWindow_t* w) {
     return ncclCommWindowRegister(comms.c[r], r == n - 1 ? plainAligned : bufs.p[r], 4096, w, 0);
   });
-  gpu::setDevice(n - 1);
-  gpu::deviceFree(plain);
+  CHECK(gpu::setDevice(n - 1) == ncclSuccess, "the rank's device");
+  (void)gpu::deviceFree(plain);
   failsEverywhere("more bytes than the allocation", n / 2, [&](int r, ncclWindow_t* w) {
     return ncclCommWindowRegister(comms.c[r], bufs.p[r], r == n / 2 ? (size_t)1 << 30 : 4096, w, 0);
   });

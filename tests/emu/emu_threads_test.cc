@@ -121,9 +121,9 @@ struct Clique {
     for (int r = 0; r < kRanks; r++) {
       if (comms[r] != nullptr) NCCL_OK(ncclCommDestroy(comms[r]));
       comms[r] = nullptr;
-      gpu::setDevice(r);
-      if (buf[r] != nullptr) gpu::deviceFree(buf[r]);
-      if (streams[r] != nullptr) gpu::streamDestroy(streams[r]);
+      CHECK(gpu::setDevice(r) == ncclSuccess, "the rank's device");
+      if (buf[r] != nullptr) (void)gpu::deviceFree(buf[r]);
+      if (streams[r] != nullptr) (void)gpu::streamDestroy(streams[r]);
     }
     return true;
   }

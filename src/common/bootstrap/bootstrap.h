@@ -33,7 +33,7 @@ namespace uniccl {
 
 class Bootstrap {
  public:
-  static ncclResult_t init(const ncclUniqueId& id, int rank, int nranks, const void* peerInfo, size_t peerInfoBytes,
+  [[nodiscard]] static ncclResult_t init(const ncclUniqueId& id, int rank, int nranks, const void* peerInfo, size_t peerInfoBytes,
                            std::unique_ptr<Bootstrap>* out, const std::atomic<uint32_t>* abortFlag = nullptr);
   // ncclCommInitRankScalable: nIds ids, each made by ncclGetUniqueId in a
   // different process, the same array on every rank. Each id's root serves
@@ -41,7 +41,7 @@ class Bootstrap {
   // block also tells the previous block's root where it listens, so that
   // root links its last rank to it and the blocks form one ring. Ring and
   // point-to-point messages carry the first id's magic.
-  static ncclResult_t init(const ncclUniqueId* ids, int nIds, int rank, int nranks, const void* peerInfo,
+  [[nodiscard]] static ncclResult_t init(const ncclUniqueId* ids, int nIds, int rank, int nranks, const void* peerInfo,
                            size_t peerInfoBytes, std::unique_ptr<Bootstrap>* out,
                            const std::atomic<uint32_t>* abortFlag = nullptr);
   ~Bootstrap();
@@ -62,12 +62,12 @@ class Bootstrap {
 
   // `data` holds nranks slots of bytesPerRank; this rank's slot is filled in.
   // On return every slot is (ring allgather).
-  ncclResult_t allGather(void* data, size_t bytesPerRank);
-  ncclResult_t barrier();
+  [[nodiscard]] ncclResult_t allGather(void* data, size_t bytesPerRank);
+  [[nodiscard]] ncclResult_t barrier();
   // Messages are matched by (peer, tag); others that arrive first are queued.
-  ncclResult_t send(int peer, uint32_t tag, const void* data, size_t bytes);
-  ncclResult_t recv(int peer, uint32_t tag, void* data, size_t bytes);
-  ncclResult_t broadcast(void* data, size_t bytes, int root);
+  [[nodiscard]] ncclResult_t send(int peer, uint32_t tag, const void* data, size_t bytes);
+  [[nodiscard]] ncclResult_t recv(int peer, uint32_t tag, void* data, size_t bytes);
+  [[nodiscard]] ncclResult_t broadcast(void* data, size_t bytes, int root);
 
  private:
   using Key = std::tuple<int, uint32_t, uint32_t>;  // peer, message type, tag
@@ -75,16 +75,16 @@ class Bootstrap {
   Bootstrap() = default;
   // Hello to the root of this rank's block (its secret and magic), which
   // answers with the ring successor's listen address.
-  ncclResult_t rendezvous(const SocketAddress& root, const AuthSecret& rootSecret, uint64_t rootMagic,
+  [[nodiscard]] ncclResult_t rendezvous(const SocketAddress& root, const AuthSecret& rootSecret, uint64_t rootMagic,
                           int rootIndex, int nRoots, const void* peerInfo, size_t peerInfoBytes,
                           SocketAddress* successor);
   // Tells the previous block's root (several roots) where this rank listens.
-  ncclResult_t reportToPreviousRoot(const SocketAddress& root, const AuthSecret& rootSecret, uint64_t rootMagic);
-  ncclResult_t connectRing(const SocketAddress& successor);
-  ncclResult_t sendTyped(int peer, uint32_t type, uint32_t tag, const void* data, size_t bytes);
-  ncclResult_t recvTyped(int peer, uint32_t type, uint32_t tag, void* data, size_t bytes);
+  [[nodiscard]] ncclResult_t reportToPreviousRoot(const SocketAddress& root, const AuthSecret& rootSecret, uint64_t rootMagic);
+  [[nodiscard]] ncclResult_t connectRing(const SocketAddress& successor);
+  [[nodiscard]] ncclResult_t sendTyped(int peer, uint32_t type, uint32_t tag, const void* data, size_t bytes);
+  [[nodiscard]] ncclResult_t recvTyped(int peer, uint32_t type, uint32_t tag, void* data, size_t bytes);
   // Adds this rank and what failed to the socket-level error, WARNs, returns res.
-  ncclResult_t fail(ncclResult_t res, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+  [[nodiscard]] ncclResult_t fail(ncclResult_t res, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
   bool aborted() const { return abortFlag_ && abortFlag_->load(std::memory_order_acquire) != 0; }
   Deadline deadline() const { return deadlineAfterMs(timeoutMs_); }
 

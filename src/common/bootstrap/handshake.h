@@ -67,7 +67,7 @@ bool isRefusal(const AuthConfirm& confirm);
 // another communicator: a different unique id or UNICCL_COMM_SECRET),
 // ncclRemoteError when it is not a uniccl listener, fails its own proof, or
 // does not answer in time; ncclInternalError on abort.
-ncclResult_t connectAuthenticated(Socket* out, const SocketAddress& addr, const AuthSecret& secret,
+[[nodiscard]] ncclResult_t connectAuthenticated(Socket* out, const SocketAddress& addr, const AuthSecret& secret,
                                   const char* context, Deadline deadline, const std::atomic<uint32_t>* abortFlag,
                                   const char* what);
 

@@ -37,13 +37,13 @@ class LinkListener {
 
   // Serves `listener` (listening, non-blocking) for the ranks of a
   // communicator of `nranks` with this secret and magic; `rank` is ours.
-  ncclResult_t start(Socket listener, const AuthSecret& secret, uint64_t magic, int rank, int nranks);
+  [[nodiscard]] ncclResult_t start(Socket listener, const AuthSecret& secret, uint64_t magic, int rank, int nranks);
   const SocketAddress& address() const { return address_; }
 
   // Waits until `peer`'s link of this kind has arrived and moves it to *out.
   // Timeout: ncclRemoteError (WARN); abort: ncclInternalError; the thread
   // failed: ncclSystemError.
-  ncclResult_t take(LinkHello kind, int peer, Socket* out, Deadline deadline, const std::atomic<uint32_t>* abortFlag);
+  [[nodiscard]] ncclResult_t take(LinkHello kind, int peer, Socket* out, Deadline deadline, const std::atomic<uint32_t>* abortFlag);
 
  private:
   void run();

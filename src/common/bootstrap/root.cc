@@ -194,8 +194,9 @@ void RootServer::reject(PendingConnection& p, ncclResult_t code, const char* why
   size_t len = strnlen(why, 511);
   memcpy(body + sizeof(c), why, len);
   body[sizeof(c) + len] = '\0';
-  bootstrap::sendMessage(p.sock, magic_, bootstrap::kMsgRootError, 0, body, sizeof(c) + len + 1,
-                         deadlineAfterMs(100), nullptr);
+  // Best effort: a peer the message does not reach sees its connection close.
+  (void)bootstrap::sendMessage(p.sock, magic_, bootstrap::kMsgRootError, 0, body, sizeof(c) + len + 1,
+                               deadlineAfterMs(100), nullptr);
 }
 
 void RootServer::handleHello(PendingConnection& p) {
@@ -347,10 +348,11 @@ void RootServer::tellWaitingRanks(ncclResult_t code, const char* why) {
   size_t len = strnlen(why, 511);
   memcpy(body + sizeof(c), why, len);
   body[sizeof(c) + len] = '\0';
+  // Best effort: a rank the message does not reach sees its connection close.
   for (auto& s : ranks_)
     if (s.isOpen())
-      bootstrap::sendMessage(s, magic_, bootstrap::kMsgRootError, 0, body, sizeof(c) + len + 1, deadlineAfterMs(500),
-                             nullptr);
+      (void)bootstrap::sendMessage(s, magic_, bootstrap::kMsgRootError, 0, body, sizeof(c) + len + 1,
+                                   deadlineAfterMs(500), nullptr);
 }
 
 // ------------------------------------------------------------------ registry
@@ -440,7 +442,7 @@ Registry& registry() {
   return r;
 }
 
-ncclResult_t launch(Socket listener, const AuthSecret& secret, SocketAddress* bound) {
+[[nodiscard]] ncclResult_t launch(Socket listener, const AuthSecret& secret, SocketAddress* bound) {
   auto rt = std::make_unique<RootThread>();
   SocketAddress addr = listener.address();
   rt->server = std::make_unique<RootServer>(std::move(listener), secret, bootstrap::timeoutMs());

@@ -19,12 +19,12 @@ namespace uniccl {
 
 // Listens on `bindAddr` (port 0 = ephemeral) and serves one rendezvous of
 // the ranks that prove `secret`. *bound receives the address ranks connect to.
-ncclResult_t startRoot(const SocketAddress& bindAddr, const AuthSecret& secret, SocketAddress* bound);
+[[nodiscard]] ncclResult_t startRoot(const SocketAddress& bindAddr, const AuthSecret& secret, SocketAddress* bound);
 
 // For ids from NCCL_COMM_ID: starts the root on `addr` unless this process
 // already serves it there. If the port is taken by another process (or the
 // address is not local) that process is assumed to be the root: success.
-ncclResult_t startRootIfAbsent(const SocketAddress& addr, const AuthSecret& secret);
+[[nodiscard]] ncclResult_t startRootIfAbsent(const SocketAddress& addr, const AuthSecret& secret);
 
 // Joins root threads that have finished.
 void reapFinishedRoots();

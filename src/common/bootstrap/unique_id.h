@@ -36,15 +36,15 @@ uint64_t wireMagic(const AuthSecret& secret);
 
 // A new id with a random secret, its root started on the first bootstrap
 // interface (ncclGetUniqueId, and the ids of split children).
-ncclResult_t newRandomUniqueId(ncclUniqueId* out);
+[[nodiscard]] ncclResult_t newRandomUniqueId(ncclUniqueId* out);
 
 // Writes `c` at the start of `id`, the rest zero.
 void encodeUniqueId(const UniqueIdContents& c, ncclUniqueId* id);
 // Fails (ncclInvalidArgument, WARN) for bytes that ncclGetUniqueId did not make.
-ncclResult_t decodeUniqueId(const ncclUniqueId& id, UniqueIdContents* out);
+[[nodiscard]] ncclResult_t decodeUniqueId(const ncclUniqueId& id, UniqueIdContents* out);
 
 // Builds the id from NCCL_COMM_ID ("host:port", "[v6]:port"); *found = false
 // (and ncclSuccess) when the variable is unset.
-ncclResult_t bootstrapIdFromEnv(ncclUniqueId* id, bool* found);
+[[nodiscard]] ncclResult_t bootstrapIdFromEnv(ncclUniqueId* id, bool* found);
 
 }  // namespace uniccl

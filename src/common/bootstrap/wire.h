@@ -89,12 +89,12 @@ constexpr uint64_t kMaxP2pMessageBytes = 1ull << 32;
 constexpr uint64_t kMaxRootErrorBytes = 4096;
 
 // Header + body in one call (for small messages; large bodies are sent apart).
-ncclResult_t sendMessage(Socket& sock, uint64_t magic, uint32_t type, uint32_t tag, const void* body,
+[[nodiscard]] ncclResult_t sendMessage(Socket& sock, uint64_t magic, uint32_t type, uint32_t tag, const void* body,
                          size_t bytes, Deadline deadline, const std::atomic<uint32_t>* abortFlag);
 
 // Reads one header and checks its magic and that length <= maxLength.
 // Wrong magic or length -> ncclRemoteError with a WARN naming `from`.
-ncclResult_t recvHeader(Socket& sock, uint64_t magic, uint64_t maxLength, WireHeader* out, Deadline deadline,
+[[nodiscard]] ncclResult_t recvHeader(Socket& sock, uint64_t magic, uint64_t maxLength, WireHeader* out, Deadline deadline,
                         const std::atomic<uint32_t>* abortFlag, const char* from);
 
 const char* msgTypeName(uint32_t type);
@@ -119,11 +119,11 @@ HelloHeaderStatus checkHelloHeader(const WireHeader& h, uint64_t magic);
 // the block of its root index. Success: *out is the hello. Failure:
 // the code to send back (ncclRemoteError: malformed; ncclInvalidUsage: the
 // user passed bad ranks) and `why` (NUL-terminated, at most whySize bytes).
-ncclResult_t parseHello(const void* body, size_t bytes, HelloBody* out, char* why, size_t whySize);
+[[nodiscard]] ncclResult_t parseHello(const void* body, size_t bytes, HelloBody* out, char* why, size_t whySize);
 
 // The root's checks of a NextFirst body: its size, a rank that is the first
 // of root `rootIndex + 1`'s block, a listen address with a port.
-ncclResult_t parseNextFirst(const void* body, size_t bytes, int rootIndex, int nRoots, NextFirstBody* out, char* why,
+[[nodiscard]] ncclResult_t parseNextFirst(const void* body, size_t bytes, int rootIndex, int nRoots, NextFirstBody* out, char* why,
                             size_t whySize);
 
 // What a rank makes of the root's answer header (before reading the body):
@@ -135,7 +135,7 @@ RootAnswer classifyRootAnswer(const WireHeader& h);
 // A RootError body: int32 code + text. Returns the code, forced to
 // ncclRemoteError when it is not a failure code; *text = the message (up to
 // the first NUL or the end of the body).
-ncclResult_t decodeRootError(const void* body, size_t bytes, std::string* text);
+[[nodiscard]] ncclResult_t decodeRootError(const void* body, size_t bytes, std::string* text);
 
 // A RootReply body: the successor's listen address. False when it is not
 // sizeof(SocketAddress) bytes or not a valid IPv4/IPv6 address.

@@ -77,7 +77,7 @@ void patAllGatherWorks(ncclComm* comm, const Task& t, std::vector<dev::Work>* ou
           if (view != 0 && view < dev::kP2pViewLimit) {
             w.recvViewLo = (uint32_t)view;
             w.p.recvViewHi = (uint16_t)(view >> 32);
-            comm->p2pDirectRecvs++;
+            comm->direct.p2pPlanned++;
           }
         }
       }

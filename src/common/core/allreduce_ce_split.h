@@ -15,15 +15,14 @@
 // and the planner asks reduceScatterHalf() what the kernels run.
 #pragma once
 
-#include <vector>
-
 #include "common/core/group.h"
 #include "common/core/tasks.h"
 #include "uniccl.h"
 
-struct ncclComm;
-
 namespace uniccl {
+
+class GroupPlan;
+struct CommPlan;
 
 // Whether the two ranks' k-th collectives can be split so: both AllReduce,
 // of the same datatype and an even count (an odd count has no equal halves).
@@ -32,18 +31,17 @@ bool allReduceSplitFits(const Task& rank0, const Task& rank1);
 // Records the split of the k-th collective of a 2-rank communicator in
 // both ranks' plans: the path, and each rank's half as a copy after the
 // kernels into the other rank's receive buffer.
-void planAllReduceSplit(ncclComm* rank0, ncclComm* rank1, size_t k);
+void planAllReduceSplit(CommPlan& rank0, CommPlan& rank1, size_t k);
 
-// What the kernels of `comm` run for a split AllReduce: NCCL's
+// What the kernels of rank `rank` run for a split AllReduce: NCCL's
 // ReduceScatter of the half counts, into the rank's half of its receive
 // buffer (an in-place AllReduce so gives NCCL's in-place ReduceScatter).
-Task reduceScatterHalf(const ncclComm* comm, const Task& allReduce);
+Task reduceScatterHalf(int rank, const Task& allReduce);
 
 // After every kernel of the group is queued: records the kernels-done
-// event on every rank of a split AllReduce in `comms`; each rank's side
+// event on every rank of a split AllReduce in the group; each rank's side
 // stream waits for its own and its peer's, copies its half across and
-// records its exit (appended to `exited`).
-ncclResult_t queueAllReduceHalves(const std::vector<ncclComm*>& comms, const UseDevice& useDevice,
-                                  std::vector<ncclComm*>* exited);
+// records its exit (SidePlan::exited).
+[[nodiscard]] ncclResult_t queueAllReduceHalves(GroupPlan& group, const UseDevice& useDevice);
 
 }  // namespace uniccl

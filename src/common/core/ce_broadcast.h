@@ -15,9 +15,9 @@
 
 #include "common/core/tasks.h"
 
-struct ncclComm;
-
 namespace uniccl {
+
+struct CommPlan;
 
 // Whether the two ranks' k-th collectives are one Broadcast a peer copy can
 // carry: both Broadcast, the same root, the same size.
@@ -26,6 +26,6 @@ bool broadcastPairFits(const Task& rank0, const Task& rank1);
 // Records the k-th collective of a 2-rank communicator as copies in both
 // ranks' plans: root to the other rank on the root's side stream, and the
 // root's own copy when out of place.
-void planBroadcastCopies(ncclComm* rank0, ncclComm* rank1, size_t k);
+void planBroadcastCopies(CommPlan& rank0, CommPlan& rank1, size_t k);
 
 }  // namespace uniccl

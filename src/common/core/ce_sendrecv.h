@@ -20,16 +20,17 @@
 
 #include <cstddef>
 
-struct ncclComm;
-
 namespace uniccl {
 
-// Index in B->tasks.p2p of the recv from A that meets A's send
-// A->tasks.p2p[sendIndex] (to B's rank), or -1: the counts posted before
-// the group disagree, B has no such recv in the group, or its size differs.
-long matchingRecv(const ncclComm* A, size_t sendIndex, const ncclComm* B);
+struct CommPlan;
+
+// Index in B.tasks.p2p of the recv from A that meets A's send
+// A.tasks.p2p[sendIndex] (to B's rank), or -1: the counts posted before
+// the group disagree (SideStreams of both), B has no such recv in the
+// group, or its size differs.
+long matchingRecv(const CommPlan& A, size_t sendIndex, const CommPlan& B);
 
 // Records the pair as a peer copy on A's side stream in both plans.
-void planSendRecvCopy(ncclComm* A, size_t sendIndex, ncclComm* B, size_t recvIndex);
+void planSendRecvCopy(CommPlan& A, size_t sendIndex, CommPlan& B, size_t recvIndex);
 
 }  // namespace uniccl

@@ -17,12 +17,12 @@ using namespace uniccl;
 namespace {
 
 // Non-blocking progress on every call: run callbacks of finished launches.
-ncclResult_t pollCompletions(ncclComm* comm) {
+[[nodiscard]] ncclResult_t pollCompletions(ncclComm* comm) {
   if (comm->callbacks.empty()) return ncclSuccess;
   return comm->callbacks.poll(/*waitSome=*/false);
 }
 
-ncclResult_t recordColl(TaskKind kind, const char* fn, const void* sendbuff, void* recvbuff, size_t count,
+[[nodiscard]] ncclResult_t recordColl(TaskKind kind, const char* fn, const void* sendbuff, void* recvbuff, size_t count,
                         ncclDataType_t dtype, ncclRedOp_t op, int root, ncclComm_t comm, uniccl_stream_t stream) {
   UCHECK(checkCommUsable(comm, fn));
   UCHECK(checkDataType(dtype, fn));
@@ -93,7 +93,7 @@ ncclResult_t recordColl(TaskKind kind, const char* fn, const void* sendbuff, voi
 
 // stage > 0: a send of an in-place AlltoAll, from its tasks' k-th staged
 // range (core/inplace_stage.h).
-ncclResult_t recordP2p(TaskKind kind, const char* fn, void* buff, size_t count, ncclDataType_t dtype, int peer,
+[[nodiscard]] ncclResult_t recordP2p(TaskKind kind, const char* fn, void* buff, size_t count, ncclDataType_t dtype, int peer,
                        ncclComm_t comm, uniccl_stream_t stream, uint32_t stage = 0) {
   UCHECK(checkCommUsable(comm, fn));
   UCHECK(checkDataType(dtype, fn));
@@ -126,7 +126,7 @@ ncclResult_t recordP2p(TaskKind kind, const char* fn, void* buff, size_t count, 
 // ranges before and after the own block are staged, once every task is
 // recorded (inside the implicit group AlltoAll opens: a failed call drops
 // the tasks, and leaves no range behind).
-ncclResult_t recordInPlaceAlltoAll(char* buff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
+[[nodiscard]] ncclResult_t recordInPlaceAlltoAll(char* buff, size_t count, ncclDataType_t datatype, ncclComm_t comm,
                                    uniccl_stream_t stream) {
   const size_t chunk = count * dataTypeSize(datatype);
   const int n = comm->nRanks, me = comm->rank;

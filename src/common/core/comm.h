@@ -13,18 +13,21 @@
 #include <vector>
 
 #include "common/bootstrap/bootstrap.h"
+#include "common/core/comm_plan.h"
 #include "common/core/config.h"
-#include "common/core/launch_plan.h"
 #include "common/core/peer_info.h"
 #include "common/core/redop.h"
-#include "common/core/import_service.h"
+#include "common/core/direct_recv.h"
+#include "common/core/inplace_stage.h"
+#include "common/core/pat_scratch.h"
 #include "common/core/registry.h"
+#include "common/core/side_stream.h"
 #include "common/core/tasks.h"
 #include "common/enqueue/event_callback_queue.h"
 #include "common/enqueue/event_pool.h"
 #include "common/enqueue/work_fifo.h"
 #include "common/gpu.h"
-#include "common/liveness/comm_liveness.h"
+#include "common/core/comm_liveness.h"
 #include "common/profiler/kernel_ch.h"
 #include "common/profiler/profiler.h"
 #include "common/topo/system.h"
@@ -99,32 +102,13 @@ struct ncclComm {
   bool haveLastStream = false;
   uniccl::gpu::Event orderEvent = nullptr;    // recorded on lastStream when the next launch moves elsewhere
   uint64_t opCount = 0;                       // collectives issued (sequence numbers for logs)
-  // Side streams (core/side_stream.h): messages ever posted to / from each
-  // peer and collectives ever posted (how groups match the ranks' tasks for
-  // copy engines), the side stream of the copies and side kernels and the
-  // events that order it between the ranks' streams.
-  std::vector<uint64_t> p2pSentTo, p2pRecvdFrom;
-  uint64_t collsPosted = 0;
-  bool copyEngineOff = false;                 // counts may disagree with the peers' (a group failed)
-  uniccl::gpu::Stream ceStream = nullptr;
-  uniccl::gpu::Event ceEntry = nullptr;
-  uniccl::gpu::Event ceExit = nullptr;
-  uniccl::gpu::Event ceKernelsDone = nullptr;   // the group's kernels ended (AllReduce halves follow)
-  // In-place AlltoAll (core/inplace_stage.h): device scratch the sends of
-  // eager groups read from, and the event recorded after the last group
-  // that read it (on stageFreeStream).
-  void* stageBuf = nullptr;
-  size_t stageBytes = 0;
-  uniccl::gpu::Event stageFree = nullptr;
-  uniccl::gpu::Stream stageFreeStream = nullptr;
-  bool stageFreeRecorded = false;
-  // PAT ReduceScatter (core/pat_scratch.h): device scratch for the partial
-  // sums of eager launches, and the event recorded after the last launches
-  // that used it.
-  void* patScratchBuf = nullptr;
-  size_t patScratchBytes = 0;
-  uniccl::gpu::Event patScratchFree = nullptr;
-  bool patScratchFreeRecorded = false;
+  // Side streams (core/side_stream.h): posted-task counts for copy-engine
+  // matching, the side stream and its events.
+  uniccl::SideStreams sides;
+  // In-place AlltoAll (core/inplace_stage.h): the eager scratch its sends read.
+  uniccl::InPlaceScratch stageScratch;
+  // PAT ReduceScatter (core/pat_scratch.h): the eager scratch of partial sums.
+  uniccl::PatScratch patScratch;
   // Timeout tracking of this comm's launches (common/watchdog; nullptr when
   // UNICCL_TIMEOUT=0). Declared after donePool/callbacks so it goes first.
   std::unique_ptr<uniccl::CommWatch> watch;
@@ -138,9 +122,12 @@ struct ncclComm {
   std::unique_ptr<uniccl::KernelChTracker> kernelCh;
   void* profRingsHost = nullptr;
 
-  uniccl::TaskList tasks;                     // tasks of the open group
+  uniccl::TaskList tasks;                     // tasks of the open group (the group end's plan reads and clears them)
   bool inGroupList = false;                   // queued in the thread's group comm list
-  uniccl::LaunchPlan plan;                    // what the group end launches (core/launch_plan.h)
+  // The storage of this communicator's last plan (core/comm_plan.h), which
+  // the next group end takes and gives back: its vectors keep their
+  // capacity, so steady-state launches do not allocate. Nothing reads it.
+  std::unique_ptr<uniccl::CommPlan> planStorage;
   // Whether a tree edge crosses the network (core/tuning.cc): -1 not known
   // yet; fixed once the transports are wired, asked per tree collective.
   mutable std::atomic<int8_t> treeUsesNetCache{-1};
@@ -164,11 +151,10 @@ struct ncclComm {
 
   uniccl::RedOpTable redOps;                  // ncclRedOpCreatePreMulSum ops of this comm
   uniccl::BufferRegistry registry;            // ncclCommRegister'ed buffers
-  // Maps peers' registered buffers for their direct receives (core/import_service.h;
-  // nullptr: no peer of this host in another process, or direct messages off).
-  std::unique_ptr<uniccl::ImportService> importService;
-  uint64_t p2pDirectRecvs = 0;    // messages planned as direct receives (core/direct_recv.h), for tests and logs
-  uint64_t collDirectRecvs = 0;   // AllGather / Broadcast outputs offered to the ring predecessor (the same)
+  // Direct receives (core/direct_recv.h): the import service and importer
+  // (none: no peer of this host in another process, or direct messages
+  // off), and what the planner planned.
+  uniccl::DirectRecvs direct;
   // Symmetric memory windows and the device window table
   // (common/symmetric/symmetric.h); created by the first registration,
   // released by releaseSymmetric() at destroy and abort.

@@ -17,21 +17,21 @@ namespace uniccl {
 // The whole initialization of one rank on GPU `gpuDev`; records the outcome
 // in the comm. The ranks meet at the roots of `ids` (one id, or the several
 // of ncclCommInitRankScalable: common/bootstrap/bootstrap.h).
-ncclResult_t commInitRank(ncclComm* comm, int nranks, const std::vector<ncclUniqueId>& ids, int rank, int gpuDev);
+[[nodiscard]] ncclResult_t commInitRank(ncclComm* comm, int nranks, const std::vector<ncclUniqueId>& ids, int rank, int gpuDev);
 // Releases everything the communicator owns; with `abort`, in-flight kernels
 // are told to stop first instead of being waited for.
 void commFree(ncclComm* comm, bool abort);
 // A fresh unique id with its own bootstrap root (never NCCL_COMM_ID's).
-ncclResult_t freshUniqueId(ncclUniqueId* out);
+[[nodiscard]] ncclResult_t freshUniqueId(ncclUniqueId* out);
 // A communicator object with `config` (nullptr: `inherit` plus the environment).
-ncclResult_t newComm(const ncclConfig_t* config, const CommConfig* inherit, ncclComm** out);
+[[nodiscard]] ncclResult_t newComm(const ncclConfig_t* config, const CommConfig* inherit, ncclComm** out);
 // Initializes `child` as the rank of parent's rank among `members` (parent
 // ranks in the child's rank order; the parent's rank must be one): the
 // first member makes a fresh unique id and sends it to the others over the
 // parent's bootstrap under `tag`. On failure the child is marked failed.
-ncclResult_t initChildComm(ncclComm* parent, ncclComm* child, const std::vector<int>& members, uint32_t tag);
+[[nodiscard]] ncclResult_t initChildComm(ncclComm* parent, ncclComm* child, const std::vector<int>& members, uint32_t tag);
 // Runs `job` now, or at ncclGroupEnd inside a group; on an immediate failure
 // frees `child` and clears *newcomm (split, shrink).
-ncclResult_t runDerivation(std::function<ncclResult_t()> job, ncclComm* child, ncclComm** newcomm);
+[[nodiscard]] ncclResult_t runDerivation(std::function<ncclResult_t()> job, ncclComm* child, ncclComm** newcomm);
 
 }  // namespace uniccl

@@ -70,7 +70,7 @@ ncclConfig_t undefinedConfig() {
 
 // Copies into `raw` the fields the caller's struct really has; the others
 // keep their NCCL_CONFIG_UNDEF_* values. Reads no byte past the caller's size.
-ncclResult_t copyPresentFields(const ncclConfig_t* user, ncclConfig_t* raw,
+[[nodiscard]] ncclResult_t copyPresentFields(const ncclConfig_t* user, ncclConfig_t* raw,
                                unsigned int* userVersion) {
   const unsigned char* bytes = reinterpret_cast<const unsigned char*>(user);
   size_t size;
@@ -104,23 +104,23 @@ ncclResult_t copyPresentFields(const ncclConfig_t* user, ncclConfig_t* raw,
 
 bool isUndef(int v) { return v == NCCL_CONFIG_UNDEF_INT; }
 
-ncclResult_t invalid(const char* field, int value, const char* allowed) {
+[[nodiscard]] ncclResult_t invalid(const char* field, int value, const char* allowed) {
   WARN("ncclConfig_t.%s = %d is invalid: allowed are %s, or NCCL_CONFIG_UNDEF_INT for the default",
        field, value, allowed);
   return ncclInvalidArgument;
 }
 
-ncclResult_t checkBool(const char* field, int v) {
+[[nodiscard]] ncclResult_t checkBool(const char* field, int v) {
   if (isUndef(v) || v == 0 || v == 1) return ncclSuccess;
   return invalid(field, v, "0 or 1");
 }
 
-ncclResult_t checkRange(const char* field, int v, int lo, int hi, const char* allowed) {
+[[nodiscard]] ncclResult_t checkRange(const char* field, int v, int lo, int hi, const char* allowed) {
   if (isUndef(v) || (v >= lo && v <= hi)) return ncclSuccess;
   return invalid(field, v, allowed);
 }
 
-ncclResult_t validate(const ncclConfig_t& c) {
+[[nodiscard]] ncclResult_t validate(const ncclConfig_t& c) {
   ncclResult_t r;
   if ((r = checkBool("blocking", c.blocking)) != ncclSuccess) return r;
   if ((r = checkRange("cgaClusterSize", c.cgaClusterSize, 0, INT_MAX, "values >= 0")) != ncclSuccess)

@@ -62,7 +62,7 @@ struct CommConfig {
 // size below the first (NCCL 2.14) layout, or out-of-range values. Valid
 // NCCL_* environment variables override the config, as in NCCL. *out is
 // written only on success.
-ncclResult_t readConfig(const ncclConfig_t* user, CommConfig* out);
+[[nodiscard]] ncclResult_t readConfig(const ncclConfig_t* user, CommConfig* out);
 
 // Applies the NCCL_* environment overrides and the caps (kMaxCTAs, min <=
 // max) to an already resolved config. readConfig calls it; ncclCommSplit and

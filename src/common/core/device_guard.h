@@ -10,12 +10,13 @@ namespace uniccl {
 class DeviceGuard {
  public:
   DeviceGuard() { ok_ = gpu::getDevice(&saved_) == ncclSuccess; }
+  // A destructor cannot pass a failure up; the backend logged it.
   ~DeviceGuard() {
-    if (ok_ && switched_) gpu::setDevice(saved_);
+    if (ok_ && switched_) (void)gpu::setDevice(saved_);
   }
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
-  ncclResult_t use(int dev) {
+  [[nodiscard]] ncclResult_t use(int dev) {
     if (ok_ && dev == current()) return ncclSuccess;
     switched_ = true;
     current_ = dev;

@@ -17,7 +17,7 @@ namespace {
 bool vmmMapping(const void* ptr, void** base, size_t* bytes) {
   gpu::MemHandle h{};
   if (memRetainMapping(ptr, &h, base, bytes) != ncclSuccess) return false;
-  gpu::memRelease(h);
+  (void)gpu::memRelease(h);   // only the extent was wanted; a failure is the backend's to log
   return true;
 }
 
@@ -82,28 +82,27 @@ uintptr_t directRecvTarget(ncclComm* comm, int peer, void* buff, size_t bytes) {
         return;
       }
     // First message from this peer into this allocation: the peer maps it
-    // (once; a peer that could not is not asked again).
-    uintptr_t peerBase = 0;
-    if (vmm && !vmmSharedAcrossProcesses(comm))
+    // (once; a peer that could not is not asked again), in the background;
+    // this message goes through the slots.
+    PeerView view{peer, base, 0, false};
+    if (vmm && !vmmSharedAcrossProcesses(comm)) {
       INFO(kSubsysReg, "rank %d: GPU %d cannot share virtual memory with another process: rank %d's messages into "
            "allocation %#" PRIxPTR " go through slots", comm->rank, comm->gpuDev, peer, base);
-    else if (importAtPeer(comm, peer, base, allocBytes, vmm, &peerBase) != ncclSuccess)
-      peerBase = 0;
-    reg.views.push_back(PeerView{peer, base, peerBase});
-    out = peerBase != 0 ? peerBase + (p - base) : 0;
+    } else if (DirectImporter* importer = comm->direct.importer.get()) {
+      view.pending = importer->request(DirectImporter::Request{reg.id, peer, base, allocBytes, vmm});
+    }
+    reg.views.push_back(view);
   });
   return out;
 }
 
+void waitDirectImports(ncclComm* comm) {
+  if (comm->direct.importer) comm->direct.importer->waitIdle();
+}
+
 void releaseDirectViews(ncclComm* comm, const std::vector<PeerView>& views) {
-  for (const PeerView& v : views) {
-    if (v.peerBase == 0) continue;
-    if (comm->peers[v.peer].processHash == comm->peers[comm->rank].processHash) continue;
-    const ncclResult_t res = releaseAtPeer(comm, v.peer, v.allocBase);
-    if (res != ncclSuccess)
-      INFO(kSubsysReg, "rank %d: rank %d did not confirm unmapping allocation %#" PRIxPTR " (%s)", comm->rank, v.peer,
-           v.allocBase, ncclGetErrorString(res));
-  }
+  // Views of peers in other processes exist only where the importer does.
+  if (comm->direct.importer) comm->direct.importer->releaseViews(views);
 }
 
 }  // namespace uniccl

@@ -22,6 +22,7 @@
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/core/comm_init.h"
+#include "common/core/device_guard.h"
 #include "common/core/launch.h"
 #include "common/core/validate.h"
 #include "common/util/debug.h"
@@ -32,7 +33,7 @@ namespace {
 
 // The states a communicator can be revoked or shrunk from; anything else
 // (still initializing, failed, finalized, aborted) is the caller's error.
-ncclResult_t checkStoppable(ncclComm* comm, const char* fn) {
+[[nodiscard]] ncclResult_t checkStoppable(ncclComm* comm, const char* fn) {
   UCHECK(checkCommHandle(comm, fn));
   const CommState st = comm->state.load(std::memory_order_acquire);
   if (st == CommState::Ready || st == CommState::Revoked) return ncclSuccess;
@@ -41,17 +42,15 @@ ncclResult_t checkStoppable(ncclComm* comm, const char* fn) {
 
 // Stops every in-flight operation of `comm` and waits until its launches
 // ended; the communicator is revoked afterwards (quiescent, no async error).
-ncclResult_t revoke(ncclComm* comm) {
+[[nodiscard]] ncclResult_t revoke(ncclComm* comm) {
   if (comm->state.load(std::memory_order_acquire) == CommState::Revoked) return ncclSuccess;
-  int saved = -1;
-  gpu::getDevice(&saved);
-  gpu::setDevice(comm->gpuDev);
   // Kernels see the flag in their spin loops and exit; so do replays of
   // graphs captured earlier (they would compute nothing after a revoke).
   __atomic_store_n(comm->abortFlagHost, 1u, __ATOMIC_RELEASE);
+  DeviceGuard device;   // the waits below are on the comm's GPU
+  UCHECK(device.use(comm->gpuDev));
   ncclResult_t res = drainLaunches(comm);
-  if (res == ncclSuccess && comm->ceStream != nullptr) res = gpu::streamSynchronize(comm->ceStream);
-  if (saved >= 0) gpu::setDevice(saved);
+  if (res == ncclSuccess && comm->sides.stream != nullptr) res = gpu::streamSynchronize(comm->sides.stream);
   if (res != ncclSuccess) {
     WARN("Rank %d: waiting for the revoked operations failed (%s); abort the communicator", comm->rank,
          ncclGetErrorString(res));

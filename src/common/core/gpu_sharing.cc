@@ -1,7 +1,5 @@
 #include "common/core/gpu_sharing.h"
 
-#include "common/core/comm.h"
-
 #include <algorithm>
 #include <climits>
 #include <map>
@@ -9,7 +7,7 @@
 #include <utility>
 
 #include "common/check.h"
-#include "common/core/comm.h"
+#include "common/core/comm_plan.h"
 #include "common/gpu.h"
 #include "common/util/debug.h"
 #include "common/util/knobs.h"
@@ -130,9 +128,8 @@ ncclResult_t checkGpuSharing(const std::vector<PeerInfo>& peers, int myRank, Gpu
   return ncclSuccess;
 }
 
-ncclResult_t checkSharedGpuStreams(ncclComm* const* comms, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    const ncclComm* a = comms[i];
+ncclResult_t checkSharedGpuStreams(const GroupPlan& group) {
+  for (auto a = group.begin(); a != group.end(); ++a) {
     if (!a->gpuShared) continue;
     for (const std::vector<Task>* list : {&a->tasks.colls, &a->tasks.p2p}) {
       for (const Task& t : *list) {
@@ -142,8 +139,8 @@ ncclResult_t checkSharedGpuStreams(ncclComm* const* comms, size_t n) {
                "one): give each rank a stream of its own", a->rank);
           return ncclInvalidUsage;
         }
-        for (size_t j = i + 1; j < n; j++) {
-          const ncclComm* b = comms[j];
+        auto b = a;
+        for (++b; b != group.end(); ++b) {
           if (!b->gpuShared || b->gpuDev != a->gpuDev) continue;
           for (const std::vector<Task>* other : {&b->tasks.colls, &b->tasks.p2p}) {
             for (const Task& u : *other) {

@@ -31,11 +31,13 @@ struct ncclComm;
 
 namespace uniccl {
 
+class GroupPlan;
+
 // Fills this rank's sharing fields: the resident blocks of the kernels it
 // may launch (blockThreads each) on the current device, the ranks it accepts on its GPU
 // (UNICCL_RANKS_PER_GPU; any number with a virtual id), the work queues of
 // the process and whether MPS lets other processes' kernels run alongside.
-ncclResult_t fillSharingInfo(const std::vector<const void*>& kernels, unsigned blockThreads, int virtualId,
+[[nodiscard]] ncclResult_t fillSharingInfo(const std::vector<const void*>& kernels, unsigned blockThreads, int virtualId,
                              PeerInfo* info);
 
 // What the peers' info says about GPU sharing in this communicator.
@@ -49,7 +51,7 @@ struct GpuSharing {
 // in, when virtual ids repeat on a GPU, when ranks of several processes
 // share a GPU without MPS, when one process's ranks on a GPU outnumber its
 // work queues, or when not even one channel per rank fits.
-ncclResult_t checkGpuSharing(const std::vector<PeerInfo>& peers, int myRank, GpuSharing* out);
+[[nodiscard]] ncclResult_t checkGpuSharing(const std::vector<PeerInfo>& peers, int myRank, GpuSharing* out);
 
 // The streams of a group's tasks on communicators that share a GPU: each
 // rank of a GPU needs a stream of its own, or its kernel queues behind
@@ -59,6 +61,6 @@ ncclResult_t checkGpuSharing(const std::vector<PeerInfo>& peers, int myRank, Gpu
 // stream of the device). Communicators that share no GPU are not looked at.
 // Not seen: ranks driven by different threads, each in its own group, that
 // pass the same stream (documented in docs/gpu-sharing.md).
-ncclResult_t checkSharedGpuStreams(ncclComm* const* comms, size_t n);
+[[nodiscard]] ncclResult_t checkSharedGpuStreams(const GroupPlan& group);
 
 }  // namespace uniccl

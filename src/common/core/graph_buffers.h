@@ -21,7 +21,7 @@ enum class GraphBufferKind { kHostMapped, kDevice };   // gpu::hostAllocMapped /
 
 // Hands `ptr` to graph `g`: freed after the graph is destroyed. On failure
 // the buffer is queued for freeing already (the caller must not free it).
-ncclResult_t graphOwnBuffer(gpu::Graph g, void* ptr, GraphBufferKind kind);
+[[nodiscard]] ncclResult_t graphOwnBuffer(gpu::Graph g, void* ptr, GraphBufferKind kind);
 
 // Frees the buffers of destroyed graphs (never from a user-object destructor).
 void reclaimGraphBuffers();

@@ -8,6 +8,7 @@
 #include "common/api_export.h"
 #include "common/check.h"
 #include "common/core/comm.h"
+#include "common/core/comm_plan.h"
 #include "common/core/cost_model.h"
 #include "common/core/device_guard.h"
 #include "common/core/gpu_sharing.h"
@@ -15,9 +16,9 @@
 #include "common/core/graph_buffers.h"
 #include "common/core/launch.h"
 #include "common/core/launch_helpers.h"
+#include "common/core/launch_profiling.h"
 #include "common/core/planner.h"
 #include "common/core/side_stream.h"
-#include "common/profiler/comm_hooks.h"
 #include "common/util/debug.h"
 #include "common/util/guarded.h"
 
@@ -25,154 +26,171 @@ namespace uniccl {
 
 namespace {
 
-// A group's launches as one job per device (core/launch_helpers.h): the
-// comms of one device launch in group order on one thread, different
-// devices' jobs may run at the same time on launch helper threads.
-struct DeviceLaunches {
-  std::vector<ncclComm*> comms;   // the group's comms, grouped by device
-  std::vector<int> begin;         // job j: comms[begin[j]] .. comms[begin[j + 1] - 1]
-  DeviceGuard* callerDevice = nullptr;
-  std::thread::id caller;
-  int jobs() const { return (int)begin.size() - 1; }
-};
-
-struct GroupState {
+// The calling thread's open group. NCCL's group API is per thread: calls
+// between a thread's ncclGroupStart and ncclGroupEnd nest on that thread
+// and join that thread's group, whichever communicators they name, while
+// other threads run groups of their own; so what the group end consumes
+// (the nesting depth, the first error of a call inside the group, the
+// communicators that recorded tasks, the deferred communicator setups and
+// the profiler's GroupApi events) belongs to the thread until its
+// outermost ncclGroupEnd moves it into the group's plan (core/comm_plan.h).
+struct OpenGroup {
   int depth = 0;
   ncclResult_t error = ncclSuccess;   // first failure of a call inside the open group
-  std::vector<ncclComm*> comms;                          // with tasks, in first-use order
+  std::vector<ncclComm*> comms;       // with tasks, in first-use order
   std::vector<std::function<ncclResult_t()>> initJobs;
   std::vector<const void*> initJobKeys;   // [job]: its serialization key (nullptr: none)
-  std::vector<int> peerScratch;
-  DeviceLaunches launches;
+  GroupApiEvents apiEvents;               // the profiler's GroupApi event per communicator
 };
 
-thread_local GroupState tGroup;
+thread_local OpenGroup tGroup;
 
-
-// Splits the group's launches by device when helper threads may issue some
-// of them: eager groups over two or more devices, without a profiler (its
-// group events are the calling thread's). False: launch on this thread.
-bool planDeviceLaunches(const std::vector<ncclComm*>& comms, DeviceLaunches* d) {
-  d->comms.clear();
-  d->begin.clear();
-  if (comms.size() < 2) return false;
-  for (const ncclComm* c : comms) {
-    if (c->profiler != nullptr || c->kernelCh != nullptr) return false;
-    if (!c->plan.captureKnown || c->plan.capture.status != gpu::CaptureStatus::None) return false;
+// Moves the communicators of the thread's open group, with their tasks,
+// into `plan` (the list keeps its capacity for the next group).
+void takeOpenGroup(OpenGroup& g, GroupPlan* plan) {
+  for (ncclComm* c : g.comms) {
+    c->inGroupList = false;
+    CommPlan& p = plan->add(c);
+    p.events.groupApi = profilerCurrentGroupApi(&g.apiEvents, c->profiler.get());
   }
-  for (ncclComm* c : comms) {
-    bool seen = false;
-    for (size_t j = 0; j < d->begin.size() && !seen; j++) seen = d->comms[(size_t)d->begin[j]]->gpuDev == c->gpuDev;
-    if (seen) continue;
-    d->begin.push_back((int)d->comms.size());
-    for (ncclComm* o : comms)
-      if (o->gpuDev == c->gpuDev) d->comms.push_back(o);
-  }
-  d->begin.push_back((int)d->comms.size());
-  return d->jobs() >= 2;
+  g.comms.clear();
 }
 
-ncclResult_t launchDeviceJob(void* ctx, int job) {
-  DeviceLaunches& d = *static_cast<DeviceLaunches*>(ctx);
-  const int dev = d.comms[(size_t)d.begin[(size_t)job]]->gpuDev;
-  if (std::this_thread::get_id() == d.caller) {
-    UCHECK(d.callerDevice->use(dev));
-  } else {
-    int current = -1;
-    UCHECK(gpu::getDevice(&current));   // a helper thread keeps the device of its last job
-    if (current != dev) UCHECK(gpu::setDevice(dev));
+// A group that does not launch (a failed call in it, a failed step): its
+// plans go without their kernels. Communicators whose tasks were counted as
+// posted and not launched leave the copy-engine path (their peers' counts
+// may disagree from here on).
+void dropGroup(GroupPlan& plan) {
+  for (CommPlan& p : plan) {
+    if (!p.launched && hasKernelTasks(p)) disableCopyEngine(p.sides);
+    profilerDropTasks(p.comm);  // [profiler]
   }
-  for (int k = d.begin[(size_t)job]; k < d.begin[(size_t)job + 1]; k++) UCHECK(launchTasks(d.comms[(size_t)k]));
+}
+
+// Splits the group's launches by GPU when helper threads may issue some of
+// them (core/launch_helpers.h): eager groups over two or more GPUs. The
+// plans of one GPU form one job (CommPlan::launchJob), launched in group
+// order on one thread; different GPUs' jobs may run at once. Returns the
+// number of jobs; below 2: launch on this thread.
+int planDeviceLaunches(GroupPlan& plan) {
+  if (plan.size() < 2) return 0;
+  for (const CommPlan& p : plan)
+    if (!p.launch.captureKnown || p.launch.capture.status != gpu::CaptureStatus::None) return 0;
+  int jobs = 0;
+  for (CommPlan& p : plan) {
+    p.launchJob = -1;
+    for (const CommPlan& q : plan) {
+      if (&q == &p) break;
+      if (q.gpuDev == p.gpuDev) {
+        p.launchJob = q.launchJob;
+        break;
+      }
+    }
+    if (p.launchJob < 0) p.launchJob = jobs++;
+  }
+  return jobs;
+}
+
+struct DeviceLaunches {
+  GroupPlan* plan;
+  DeviceGuard* callerDevice;
+  std::thread::id caller;
+};
+
+[[nodiscard]] ncclResult_t launchDeviceJob(void* ctx, int job) {
+  const DeviceLaunches& d = *static_cast<const DeviceLaunches*>(ctx);
+  bool deviceSet = false;
+  for (CommPlan& p : *d.plan) {
+    if (p.launchJob != job) continue;
+    if (!deviceSet) {
+      if (std::this_thread::get_id() == d.caller) {
+        UCHECK(d.callerDevice->use(p.gpuDev));
+      } else {
+        int current = -1;
+        UCHECK(gpu::getDevice(&current));   // a helper thread keeps the device of its last job
+        if (current != p.gpuDev) UCHECK(gpu::setDevice(p.gpuDev));
+      }
+      deviceSet = true;
+    }
+    UCHECK(launchTasks(p));
+    p.launched = true;
+  }
   return ncclSuccess;
 }
 
-void dropTasks(std::vector<ncclComm*>& comms) {
-  for (ncclComm* c : comms) {
-    if (hasKernelTasks(c)) disableCopyEngine(c);  // its peers may have launched their ends
-    c->tasks.clear();
-    c->plan.endGroup();
-    profilerDropTasks(c);  // [profiler]
-    c->inGroupList = false;
-  }
-  comms.clear();
-}
-
-ncclResult_t runInitJobs(GroupState& g) {
+[[nodiscard]] ncclResult_t runInitJobs(OpenGroup& g) {
   g.initJobKeys.clear();
   return runConcurrently(g.initJobs);
 }
 
-ncclResult_t launchGroup(GroupState& g) {
-  ncclResult_t res = runInitJobs(g);
-  if (res != ncclSuccess) {
-    dropTasks(g.comms);
-    return res;
+// Connections first, in phases across all communicators of the group (one
+// thread may drive both ends of a connection): offers, accepts, the
+// network handshakes all together, then the network links' proxy ops.
+[[nodiscard]] ncclResult_t connectGroup(GroupPlan& plan, DeviceGuard& device) {
+  bool any = false;
+  for (CommPlan& p : plan) {
+    peersToConnect(p, &p.newPeers);
+    any = any || !p.newPeers.empty();
   }
-  if (g.comms.empty()) return ncclSuccess;
+  if (!any) return ncclSuccess;
+  for (CommPlan& p : plan) {
+    if (p.newPeers.empty()) continue;
+    UCHECK(device.use(p.gpuDev));
+    for (int peer : p.newPeers) UCHECK(p.comm->transports.offer(p.comm, peer));
+  }
+  for (CommPlan& p : plan) {
+    if (p.newPeers.empty()) continue;
+    UCHECK(device.use(p.gpuDev));
+    for (int peer : p.newPeers) UCHECK(p.comm->transports.accept(p.comm, peer));
+  }
+  {
+    std::vector<NetLink*> net;
+    for (CommPlan& p : plan) p.comm->transports.netLinksToConnect(p.newPeers, &net);
+    UCHECK(NetLink::connectAll(net));
+  }
+  for (CommPlan& p : plan) {
+    if (p.newPeers.empty()) continue;
+    UCHECK(device.use(p.gpuDev));
+    for (int peer : p.newPeers) UCHECK(p.comm->transports.complete(p.comm, peer));
+  }
+  return ncclSuccess;
+}
+
+// The group end's steps, each over the whole plan: plan (streams, staging,
+// side streams) -> connect -> launch -> join.
+[[nodiscard]] ncclResult_t launchGroup(GroupPlan& plan) {
+  if (plan.empty()) return ncclSuccess;
+  ncclResult_t res = ncclSuccess;
   DeviceGuard device;
   const UseDevice useDevice = [&device](int dev) { return device.use(dev); };
-  SideStreamGroup& sides = sideStreamGroup();
-  InPlaceStaging& staging = inPlaceStaging();
-  for (ncclComm* c : g.comms) UCHECK_GOTO(checkTaskStreams(c), res, fail);
-  UCHECK_GOTO(checkSharedGpuStreams(g.comms.data(), g.comms.size()), res, fail);
+  for (CommPlan& p : plan) UCHECK_GOTO(checkTaskStreams(p), res, fail);
+  UCHECK_GOTO(checkSharedGpuStreams(plan), res, fail);
   // In-place AlltoAll sends read a copy taken before any transfer of the
   // group is queued (copy-engine copies included).
-  UCHECK_GOTO(staging.start(g.comms, useDevice), res, fail);
+  UCHECK_GOTO(stageInPlaceSends(plan, useDevice), res, fail);
   // Side streams: transfers with both ends in this group may go by copy
   // engine (and need no connection), messages to itself by a side kernel.
-  UCHECK_GOTO(sides.start(g.comms, useDevice), res, fail);
-  // Connections first, in phases across all communicators of the group
-  // (one thread may drive both ends of a connection).
-  for (ncclComm* c : g.comms) {
-    peersToConnect(c, &g.peerScratch);
-    if (g.peerScratch.empty()) continue;
-    UCHECK_GOTO(device.use(c->gpuDev), res, fail);
-    for (int p : g.peerScratch) UCHECK_GOTO(c->transports.offer(c, p), res, fail);
-  }
-  for (ncclComm* c : g.comms) {
-    peersToConnect(c, &g.peerScratch);
-    if (g.peerScratch.empty()) continue;
-    UCHECK_GOTO(device.use(c->gpuDev), res, fail);
-    for (int p : g.peerScratch) UCHECK_GOTO(c->transports.accept(c, p), res, fail);
-  }
-  {   // network links: every handshake of the group together (one thread may drive both ends)
-    std::vector<NetLink*> net;
-    for (ncclComm* c : g.comms) {
-      peersToConnect(c, &g.peerScratch);
-      c->transports.netLinksToConnect(g.peerScratch, &net);
-    }
-    UCHECK_GOTO(NetLink::connectAll(net), res, fail);
-  }
-  for (ncclComm* c : g.comms) {   // network links: start the proxy ops
-    peersToConnect(c, &g.peerScratch);
-    if (g.peerScratch.empty()) continue;
-    UCHECK_GOTO(device.use(c->gpuDev), res, fail);
-    for (int p : g.peerScratch) UCHECK_GOTO(c->transports.complete(c, p), res, fail);
-  }
-  if (planDeviceLaunches(g.comms, &g.launches)) {
-    for (ncclComm* c : g.comms) c->inGroupList = false;
-    g.launches.callerDevice = &device;
-    g.launches.caller = std::this_thread::get_id();
-    UCHECK_GOTO(runOnLaunchHelpers(g.launches.jobs(), launchDeviceJob, &g.launches), res, fail);
+  UCHECK_GOTO(startSideStreams(plan, useDevice), res, fail);
+  UCHECK_GOTO(connectGroup(plan, device), res, fail);
+  if (const int jobs = planDeviceLaunches(plan); jobs >= 2) {
+    DeviceLaunches d{&plan, &device, std::this_thread::get_id()};
+    UCHECK_GOTO(runOnLaunchHelpers(jobs, launchDeviceJob, &d), res, fail);
   } else {
-    for (ncclComm* c : g.comms) {
-      UCHECK_GOTO(device.use(c->gpuDev), res, fail);
-      c->inGroupList = false;
-      UCHECK_GOTO(launchTasksProfiled(c), res, fail);  // [profiler] Group + Coll/P2p events around launchTasks
+    for (CommPlan& p : plan) {
+      UCHECK_GOTO(device.use(p.gpuDev), res, fail);
+      UCHECK_GOTO(launchTasks(p), res, fail);
+      p.launched = true;
     }
   }
-  g.comms.clear();
-  res = sides.join(useDevice, /*launched=*/true);
+  res = joinSideStreams(plan, useDevice, /*launched=*/true);
   {
-    ncclResult_t r2 = staging.finish(useDevice);   // after the copies' joins: they read the scratch too
+    ncclResult_t r2 = finishInPlaceStaging(plan, useDevice);   // after the copies' joins: they read the scratch too
     return res != ncclSuccess ? res : r2;
   }
 fail:
-  // First: which tasks stayed with the kernels is in the side plans, which
-  // the join clears.
-  dropTasks(g.comms);
-  (void)sides.join(useDevice, /*launched=*/false);   // queued copies still order the streams
-  (void)staging.finish(useDevice);
+  dropGroup(plan);
+  (void)joinSideStreams(plan, useDevice, /*launched=*/false);   // queued copies still order the streams
+  (void)finishInPlaceStaging(plan, useDevice);
   return res;
 }
 
@@ -181,13 +199,16 @@ fail:
 bool inGroup() { return tGroup.depth > 0; }
 
 void leaveGroup(ncclComm* comm) {
+  OpenGroup& g = tGroup;
+  g.apiEvents.forget(comm->profiler.get());   // its profiler context goes with it
   if (!comm->inGroupList) return;
-  GroupState& g = tGroup;
   for (size_t i = 0; i < g.comms.size(); i++) {
     if (g.comms[i] != comm) continue;
     g.comms.erase(g.comms.begin() + (long)i);
-    std::vector<ncclComm*> one{comm};
-    dropTasks(one);
+    comm->inGroupList = false;
+    if (!comm->tasks.empty()) disableCopyEngine(&comm->sides);   // counted by no one, but its peers may launch theirs
+    comm->tasks.clear();
+    profilerDropTasks(comm);  // [profiler]
     WARN("Rank %d: communicator %p destroyed inside an open group: its operations of the group are dropped",
          comm->rank, (void*)comm);
     return;
@@ -195,13 +216,13 @@ void leaveGroup(ncclComm* comm) {
 }
 
 ncclResult_t groupErrCheck(ncclResult_t result) {
-  GroupState& g = tGroup;
+  OpenGroup& g = tGroup;
   if (result != ncclSuccess && result != ncclInProgress && g.depth > 0 && g.error == ncclSuccess) g.error = result;
   return result;
 }
 
 void deferToGroupEnd(std::function<ncclResult_t()> job, const void* serialKey) {
-  GroupState& g = tGroup;
+  OpenGroup& g = tGroup;
   if (serialKey != nullptr) {
     for (size_t i = 0; i < g.initJobs.size(); i++) {
       if (g.initJobKeys[i] != serialKey) continue;
@@ -236,7 +257,7 @@ ncclResult_t runConcurrently(std::vector<std::function<ncclResult_t()>>& jobs) {
           results[i] = run(i);
           if (results[i] != ncclSuccess) {
             // Thread-local: hand it over (a string that cannot be built is left out).
-            runGuarded("communicator setup thread", [&] { messages[i] = lastErrorMessage(); });
+            (void)runGuarded("communicator setup thread", [&] { messages[i] = lastErrorMessage(); });
           }
         });
       } catch (const std::system_error& e) {
@@ -259,8 +280,8 @@ ncclResult_t runConcurrently(std::vector<std::function<ncclResult_t()>>& jobs) {
 
 ncclResult_t enqueueTask(ncclComm* comm, const Task& task) {
   TaskList& list = comm->tasks;
-  GroupState& g = tGroup;
-  void* apiEvent = profilerTaskApiBegin(comm, task, g.depth);  // [profiler] GroupApi + CollApi/P2pApi
+  OpenGroup& g = tGroup;
+  void* apiEvent = profilerTaskApiBegin(comm, task, &g.apiEvents, g.depth);  // [profiler] GroupApi + CollApi/P2pApi
   if (task.kind == TaskKind::Send || task.kind == TaskKind::Recv) {
     list.p2p.push_back(task);
   } else {
@@ -274,22 +295,24 @@ ncclResult_t enqueueTask(ncclComm* comm, const Task& task) {
     }
     return ncclSuccess;
   }
-  // A group of one: the common case, kept free of allocation.
-  ProfilerGroupApiScope profilerGroupApi;  // [profiler] ends the implicit group's GroupApi event
+  // A group of one: the common case, kept free of allocation (the plan
+  // takes the storage of the communicator's last one).
+  ProfilerGroupApiScope profilerGroupApi(&g.apiEvents);  // [profiler] ends the implicit group's GroupApi event
+  GroupPlan plan(comm);
+  CommPlan& p = plan.front();
+  p.events.groupApi = profilerCurrentGroupApi(&g.apiEvents, comm->profiler.get());
   ncclResult_t res = ncclSuccess;
   DeviceGuard device;
-  countPostedTasks(comm);
-  if (comm->gpuShared) UCHECK_GOTO(checkSharedGpuStreams(&comm, 1), res, fail);
+  countPostedTasks(p.sides, p.nRanks, p.tasks);
+  if (comm->gpuShared) UCHECK_GOTO(checkSharedGpuStreams(plan), res, fail);
   UCHECK_GOTO(device.use(comm->gpuDev), res, fail);
   // Messages, and PAT AllGathers (core/allgather_pat.h), may need new connections.
-  peersToConnect(comm, &g.peerScratch);
-  if (!g.peerScratch.empty()) UCHECK_GOTO(comm->transports.connect(comm, g.peerScratch), res, fail);
-  return launchTasksProfiled(comm);  // [profiler] Group + Coll/P2p events around launchTasks
+  peersToConnect(p, &p.newPeers);
+  if (!p.newPeers.empty()) UCHECK_GOTO(comm->transports.connect(comm, p.newPeers), res, fail);
+  UCHECK_GOTO(launchTasks(p), res, fail);
+  return ncclSuccess;
 fail:
-  disableCopyEngine(comm);  // counted, never launched
-  list.clear();
-  comm->plan.endGroup();
-  profilerDropTasks(comm);  // [profiler]
+  dropGroup(plan);
   return res;
 }
 
@@ -305,13 +328,13 @@ ncclResult_t ncclGroupStart() {
 
 NCCL_API(ncclResult_t, ncclGroupEnd);
 ncclResult_t ncclGroupEnd() {
-  GroupState& g = tGroup;
+  OpenGroup& g = tGroup;
   if (g.depth == 0) {
     WARN("ncclGroupEnd called without a matching ncclGroupStart");
     return ncclInvalidUsage;
   }
   if (--g.depth > 0) return ncclSuccess;
-  ProfilerGroupApiScope profilerGroupApi;  // [profiler] GroupEndApiStart now, GroupApi stop after the launch
+  ProfilerGroupApiScope profilerGroupApi(&g.apiEvents);  // [profiler] GroupEndApiStart now, GroupApi stop after the launch
   reclaimGraphBuffers();
   if (g.error != ncclSuccess) {
     // As NCCL: a group with a failed call launches nothing. Deferred
@@ -320,17 +343,29 @@ ncclResult_t ncclGroupEnd() {
     g.error = ncclSuccess;
     WARN("ncclGroupEnd: a call inside the group failed (%s); none of the group's operations were launched",
          ncclGetErrorString(err));
-    dropTasks(g.comms);
+    {
+      GroupPlan dropped;
+      takeOpenGroup(g, &dropped);
+      dropGroup(dropped);
+    }
     ncclResult_t initRes = runInitJobs(g);
     (void)initRes;   // their outcome is each communicator's async error
     return err;
   }
-  return launchGroup(g);
+  // Deferred inits first: the plans read what they set up (rank, GPU).
+  const ncclResult_t initRes = runInitJobs(g);
+  GroupPlan plan;
+  takeOpenGroup(g, &plan);
+  if (initRes != ncclSuccess) {
+    dropGroup(plan);
+    return initRes;
+  }
+  return launchGroup(plan);
 }
 
 NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo);
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
-  GroupState& g = tGroup;
+  OpenGroup& g = tGroup;
   if (g.depth == 0) {
     WARN("ncclGroupSimulateEnd called without a matching ncclGroupStart");
     return ncclInvalidUsage;
@@ -343,9 +378,13 @@ ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   // and the group is discarded without launching anything.
   simInfo->estimatedTime = (float)estimateGroupUs(g.comms);
   if (--g.depth > 0) return ncclSuccess;
-  ProfilerGroupApiScope profilerGroupApi;  // [profiler] the simulated group ends its GroupApi event too
+  ProfilerGroupApiScope profilerGroupApi(&g.apiEvents);  // [profiler] the simulated group ends its GroupApi event too
   g.error = ncclSuccess;
-  dropTasks(g.comms);
+  {
+    GroupPlan dropped;
+    takeOpenGroup(g, &dropped);
+    dropGroup(dropped);
+  }
   g.initJobs.clear();
   g.initJobKeys.clear();
   return ncclSuccess;

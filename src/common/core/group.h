@@ -25,9 +25,9 @@ void leaveGroup(ncclComm* comm);
 // NCCL's group error rule: the first error of a call made inside a group is
 // remembered; ncclGroupEnd then discards the group's operations and returns
 // it. Returns `result` (call it on every API entry's result).
-ncclResult_t groupErrCheck(ncclResult_t result);
+[[nodiscard]] ncclResult_t groupErrCheck(ncclResult_t result);
 // Records a task (in a group) or plans and launches it at once.
-ncclResult_t enqueueTask(ncclComm* comm, const Task& task);
+[[nodiscard]] ncclResult_t enqueueTask(ncclComm* comm, const Task& task);
 // Defers a communicator initialization (or another collective setup call,
 // such as a window registration) to the end of the open group, where the
 // deferred jobs run concurrently (one thread drives several GPUs). Jobs with
@@ -37,6 +37,6 @@ void deferToGroupEnd(std::function<ncclResult_t()> job, const void* serialKey = 
 // Runs the jobs at once, each on a thread of its own (a single job on this
 // thread), and returns the first failure by index with its ncclGetLastError
 // text copied to the calling thread (the text is per thread).
-ncclResult_t runConcurrently(std::vector<std::function<ncclResult_t()>>& jobs);
+[[nodiscard]] ncclResult_t runConcurrently(std::vector<std::function<ncclResult_t()>>& jobs);
 
 }  // namespace uniccl

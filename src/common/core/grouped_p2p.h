@@ -24,7 +24,7 @@ namespace uniccl {
 class ImplicitGroup {
  public:
   ImplicitGroup() { ncclGroupStart(); }
-  ncclResult_t end() {
+  [[nodiscard]] ncclResult_t end() {
     ended_ = true;
     return ncclGroupEnd();
   }
@@ -40,7 +40,7 @@ class ImplicitGroup {
 
 // AlltoAll (count elements to and from every rank) under the API name `fn`:
 // NCCL's ncclAlltoAll and RCCL's ncclAllToAll are the same operation.
-ncclResult_t alltoAll(const char* fn, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+[[nodiscard]] ncclResult_t alltoAll(const char* fn, const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                       ncclComm_t comm, uniccl_stream_t stream);
 
 }  // namespace uniccl

@@ -85,12 +85,13 @@ size_t ImportService::imports() const {
   return imports_.size();
 }
 
+// A release that fails was logged by the backend; the import is gone either way.
 void ImportService::release(Import& im) {
   if (im.vmm) {
-    gpu::memUnmap(im.base, im.bytes);
-    gpu::addressFree(im.base, im.bytes);
+    (void)gpu::memUnmap(im.base, im.bytes);
+    (void)gpu::addressFree(im.base, im.bytes);
   } else {
-    gpu::ipcCloseMemHandle(im.base);
+    (void)gpu::ipcCloseMemHandle(im.base);
   }
   im.base = nullptr;
 }
@@ -99,7 +100,10 @@ void ImportService::serve() {
   // A library thread: whatever goes wrong ends here as a WARN (the
   // communicator goes on; its peers' messages then go through the slots).
   try {
-    gpu::setDevice(gpuDev_);   // mappings are made for (and IPC handles opened on) the comm's GPU
+    // Mappings are made for (and IPC handles opened on) the comm's GPU. On
+    // another one each import fails and says so to its client, which then
+    // plans through the slots: serve all the same.
+    if (gpu::setDevice(gpuDev_) != ncclSuccess) WARN("import service: cannot use GPU %d; its imports will fail", gpuDev_);
     FdAuthServer server(&listener_, secret_, kAuthContext, kMaxImportClients, bootstrap::timeoutMs(),
                         "import service");
     const FdAuthServer::OnReadable onReadable = [this](FdAuthServer::Conn& c) { return handle(c); };
@@ -129,7 +133,9 @@ bool ImportService::handle(FdAuthServer::Conn& c) {
     uint32_t tag = 0;
     if (recvFds(c.sock, &fd, 1, &tag, sizeof(tag), now) != ncclSuccess || tag != kImportMagic) return false;
     importOne(req, fd.get(), &reply);
-    sendFds(c.sock, nullptr, 0, &reply, sizeof(reply), now);
+    // The connection closes after the answer either way; a client whose
+    // answer was lost fails its request (and plans through the slots).
+    (void)sendFds(c.sock, nullptr, 0, &reply, sizeof(reply), now);
     return false;
   }
   ImportRequest req{};
@@ -155,7 +161,7 @@ bool ImportService::handle(FdAuthServer::Conn& c) {
   } else {
     importOne(req, -1, &reply);
   }
-  sendFds(c.sock, nullptr, 0, &reply, sizeof(reply), now);
+  (void)sendFds(c.sock, nullptr, 0, &reply, sizeof(reply), now);   // as above: the connection closes either way
   return false;
 }
 
@@ -179,9 +185,9 @@ void ImportService::importOne(const ImportRequest& req, int fd, ImportReply* rep
       res = gpu::addressReserve(&im.base, im.bytes, 0);
       if (res == ncclSuccess) {
         res = gpu::memMap(im.base, im.bytes, h, gpuDev_);
-        if (res != ncclSuccess) gpu::addressFree(im.base, im.bytes);
+        if (res != ncclSuccess) (void)gpu::addressFree(im.base, im.bytes);   // res is the failure to answer
       }
-      gpu::memRelease(h);   // the mapping holds the memory now
+      (void)gpu::memRelease(h);   // the mapping holds the memory now (a failure is the backend's to log)
     }
   } else {
     res = gpu::ipcOpenMemHandle(&im.base, req.ipc);
@@ -199,7 +205,7 @@ void ImportService::importOne(const ImportRequest& req, int fd, ImportReply* rep
 
 namespace {
 
-ncclResult_t request(const ImportEndpoint& self, int peer, const ImportRequest& req, int fd, ImportReply* reply) {
+[[nodiscard]] ncclResult_t request(const ImportEndpoint& self, int peer, const ImportRequest& req, int fd, ImportReply* reply) {
   // Every service listens before its rank's init ends (startImportService
   // runs before init's last barrier): a listener that is not there within
   // a moment belongs to a peer that is gone, or that runs with direct
@@ -235,7 +241,7 @@ ncclResult_t importAtPeer(const ImportEndpoint& self, int peer, uintptr_t allocB
     UCHECK(gpu::memRetainFromAddress(reinterpret_cast<void*>(allocBase), &h, &mapBase, &mapBytes));
     int raw = -1;
     const ncclResult_t res = gpu::memExportFd(h, &raw);
-    gpu::memRelease(h);
+    (void)gpu::memRelease(h);   // the descriptor holds the memory now (a failure is the backend's to log)
     UCHECK(res);
     fd.reset(raw);
   } else {
@@ -271,14 +277,17 @@ ncclResult_t startImportService(ncclComm* comm) {
   for (int r = 0; r < comm->nRanks; r++)
     needed |= comm->peers[r].hostHash == me.hostHash && comm->peers[r].processHash != me.processHash;
   if (!needed) return ncclSuccess;
-  comm->importService = std::make_unique<ImportService>();
-  if (comm->importService->start(comm->bootstrap->secret(), comm->commHash, comm->rank, comm->gpuDev) != ncclSuccess) {
+  DirectRecvs& d = comm->direct;
+  d.service = std::make_unique<ImportService>();
+  if (d.service->start(comm->bootstrap->secret(), comm->commHash, comm->rank, comm->gpuDev) != ncclSuccess) {
     // An optimization only: the communicator works without it (peers that
     // ask get no answer and receive through the slots).
     WARN("rank %d: the import service for direct receives could not start; peers' registered buffers are not "
          "mapped here (their messages go through the slots)", comm->rank);
-    comm->importService.reset();
+    d.service.reset();
   }
+  // The other direction: this rank's registered buffers mapped by its peers.
+  d.importer = std::make_unique<DirectImporter>(importEndpoint(comm), &comm->registry);
   return ncclSuccess;
 }
 

@@ -68,7 +68,7 @@ class ImportService {
 
   // Listens and starts the thread (gpuDev: the device the mappings are for).
   // A name in use is ncclSystemError with a WARN, nothing started.
-  ncclResult_t start(const AuthSecret& secret, uint64_t commHash, int rank, int gpuDev);
+  [[nodiscard]] ncclResult_t start(const AuthSecret& secret, uint64_t commHash, int rank, int gpuDev);
   // Joins the thread and unmaps everything still imported. Idempotent.
   void stop();
   // Mappings alive (tests).
@@ -102,22 +102,24 @@ class ImportService {
 // rank's allocation [allocBase, allocBase + allocBytes) (vmm: a VMM
 // allocation; else ordinary device memory) and sets *peerBase to where the
 // peer's process sees allocBase. Waits at most the bootstrap timeout.
-ncclResult_t importAtPeer(const ImportEndpoint& self, int peer, uintptr_t allocBase, size_t allocBytes, bool vmm,
+[[nodiscard]] ncclResult_t importAtPeer(const ImportEndpoint& self, int peer, uintptr_t allocBase, size_t allocBytes, bool vmm,
                           uintptr_t* peerBase);
 // Tells `peer`'s service this rank no longer needs that mapping.
-ncclResult_t releaseAtPeer(const ImportEndpoint& self, int peer, uintptr_t allocBase);
-inline ncclResult_t importAtPeer(ncclComm* comm, int peer, uintptr_t allocBase, size_t allocBytes, bool vmm,
+[[nodiscard]] ncclResult_t releaseAtPeer(const ImportEndpoint& self, int peer, uintptr_t allocBase);
+[[nodiscard]] inline ncclResult_t importAtPeer(ncclComm* comm, int peer, uintptr_t allocBase, size_t allocBytes, bool vmm,
                                  uintptr_t* peerBase) {
   return importAtPeer(importEndpoint(comm), peer, allocBase, allocBytes, vmm, peerBase);
 }
-inline ncclResult_t releaseAtPeer(ncclComm* comm, int peer, uintptr_t allocBase) {
+[[nodiscard]] inline ncclResult_t releaseAtPeer(ncclComm* comm, int peer, uintptr_t allocBase) {
   return releaseAtPeer(importEndpoint(comm), peer, allocBase);
 }
 
-// Starts comm->importService when some peer is on this host in another
-// process and direct messages are on (UNICCL_P2P_DIRECT_MIN_BYTES > 0). A
-// service that cannot start (its socket name taken, which a name derived
-// from the secret makes unlikely) is a WARN, not a failed init: without it the peers' messages go through the slots.
-ncclResult_t startImportService(ncclComm* comm);
+// Starts comm->direct's service (and makes its importer,
+// core/direct_importer.h) when some peer is on this host in another process
+// and direct messages are on (UNICCL_P2P_DIRECT_MIN_BYTES > 0). A service
+// that cannot start (its socket name taken, which a name derived from the
+// secret makes unlikely) is a WARN, not a failed init: without it the
+// peers' messages go through the slots.
+[[nodiscard]] ncclResult_t startImportService(ncclComm* comm);
 
 }  // namespace uniccl

@@ -15,6 +15,7 @@
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/core/comm_init.h"
+#include "common/core/device_guard.h"
 #include "common/core/gpu_sharing.h"
 #include "common/core/group.h"
 #include "common/core/inplace_stage.h"
@@ -23,10 +24,10 @@
 #include "common/core/pat_scratch.h"
 #include "common/core/tuning.h"
 #include "common/core/validate.h"
-#include "common/profiler/comm_hooks.h"
+#include "common/core/launch_profiling.h"
 #include "common/profiler/kernel_ch_poller.h"
 #include "common/symmetric/symmetric.h"
-#include "common/topo/comm_topology.h"
+#include "common/core/comm_topology.h"
 #include "common/topo/nics.h"
 #include "common/topo/rings.h"
 #include "common/topo/trees.h"
@@ -54,7 +55,7 @@ uint64_t hashBytes(const void* p, size_t n) {
 }
 
 template <typename T>
-ncclResult_t allocDevice(ncclComm* comm, T** out, size_t count) {
+[[nodiscard]] ncclResult_t allocDevice(ncclComm* comm, T** out, size_t count) {
   void* p = nullptr;
   UCHECK(gpu::deviceAlloc(&p, count * sizeof(T)));
   comm->deviceAllocs.push_back(p);
@@ -76,7 +77,7 @@ std::vector<const void*> launchedKernels() {
 }
 
 // Loads every kernel module on `dev` once per process (see gpu::preloadKernel).
-ncclResult_t preloadKernels(int dev) {
+[[nodiscard]] ncclResult_t preloadKernels(int dev) {
   static std::mutex mutex;
   static std::vector<bool> loaded;
   std::lock_guard<std::mutex> lock(mutex);
@@ -91,7 +92,7 @@ ncclResult_t preloadKernels(int dev) {
 // from the topology (common/topo: rank order and the double binary tree on
 // one host without a GPU mesh), per-channel peer tables (wired by the
 // transports: ring and tree peers at init, p2p peers lazily).
-ncclResult_t setupDevice(ncclComm* comm) {
+[[nodiscard]] ncclResult_t setupDevice(ncclComm* comm) {
   void* abortDev = nullptr;
   void* abortHost = nullptr;
   UCHECK(gpu::hostAllocMapped(&abortHost, &abortDev, 64));
@@ -193,7 +194,7 @@ void addTreePeers(const ncclComm* comm, std::vector<int>* peers) {
 
 // KernelCh profiling: rings in host-mapped memory the kernels stamp, and
 // the tracker that turns stamps into events (only when the plugin asks).
-ncclResult_t setupKernelCh(ncclComm* comm) {
+[[nodiscard]] ncclResult_t setupKernelCh(ncclComm* comm) {
   if (!comm->profiler || !comm->profiler->wants(ncclProfileKernelCh)) return ncclSuccess;
   void* host = nullptr;
   void* dev = nullptr;
@@ -211,7 +212,7 @@ ncclResult_t setupKernelCh(ncclComm* comm) {
 }
 
 // The whole initialization of one rank; records the outcome in the comm.
-ncclResult_t initRankSteps(ncclComm* comm, int nranks, const std::vector<ncclUniqueId>& ids, int rank, int gpuDev) {
+[[nodiscard]] ncclResult_t initRankSteps(ncclComm* comm, int nranks, const std::vector<ncclUniqueId>& ids, int rank, int gpuDev) {
   ncclResult_t res = ncclSuccess;
   PeerInfo info;
   std::vector<int> ringPeers, connectPeers;
@@ -301,7 +302,8 @@ ncclResult_t commInitRank(ncclComm* comm, int nranks, const std::vector<ncclUniq
   const ncclResult_t res =
       runGuarded("communicator init", [&] { return initRankSteps(comm, nranks, ids, rank, gpuDev); });
   if (res != ncclSuccess && comm->state.load(std::memory_order_acquire) != CommState::Failed) {
-    runGuarded("communicator init", [&] { comm->initError = lastErrorMessage(); });
+    // A message that cannot be copied (out of memory) is left out; res says what failed.
+    (void)runGuarded("communicator init", [&] { comm->initError = lastErrorMessage(); });
     comm->state.store(CommState::Failed, std::memory_order_release);
     comm->asyncError.store(res, std::memory_order_release);
   }
@@ -333,9 +335,13 @@ void commFree(ncclComm* comm, bool abort) {
   }
   // From here on the watchdog thread no longer looks at this comm.
   watchdogUnregister(comm);
-  int saved = -1;
-  gpu::getDevice(&saved);
-  if (comm->gpuDev >= 0) gpu::setDevice(comm->gpuDev);
+  // No more direct-receive imports (an abort ends the one in flight): the
+  // registry they report to goes with the comm.
+  if (comm->direct.importer) comm->direct.importer->stop();
+  // Teardown releases everything it can: a call that fails below was logged
+  // by the backend, and the resources after it are released all the same.
+  DeviceGuard device;
+  if (comm->gpuDev >= 0) (void)device.use(comm->gpuDev);
   if (abort) {
     comm->hostAbort.store(1, std::memory_order_release);
     if (comm->abortFlagHost != nullptr) *comm->abortFlagHost = 1;
@@ -349,35 +355,26 @@ void commFree(ncclComm* comm, bool abort) {
   comm->transports.release();
   // Peers' buffers mapped for this rank's sends: the kernels that stored
   // into them have ended.
-  if (comm->importService) comm->importService->stop();
-  comm->importService.reset();
+  if (comm->direct.service) comm->direct.service->stop();
+  comm->direct.service.reset();
   if (comm->kernelCh) {
     kernel_ch_poller::remove(comm->kernelCh.get());
     comm->kernelCh->poll();    // the kernels have ended: every stamp that will come is there
     comm->kernelCh.reset();    // stops what is still open
   }
-  if (comm->profRingsHost != nullptr) gpu::hostFree(comm->profRingsHost);
+  if (comm->profRingsHost != nullptr) (void)gpu::hostFree(comm->profRingsHost);
   profilerCommFinalize(comm);  // [profiler] plugin finalize (+ dlclose with the last comm), after the last event
   releaseSymmetric(comm);   // windows: after the kernels that may use them ended
-  for (void* p : comm->deviceAllocs) gpu::deviceFree(p);
+  for (void* p : comm->deviceAllocs) (void)gpu::deviceFree(p);
   comm->deviceAllocs.clear();
-  if (comm->orderEvent != nullptr) gpu::eventDestroy(comm->orderEvent);
-  // Copy-engine transfers touch only user buffers, but destroy promises the
-  // comm's operations are over: its side stream drains first.
-  if (comm->ceStream != nullptr) {
-    gpu::streamSynchronize(comm->ceStream);
-    gpu::streamDestroy(comm->ceStream);
-  }
-  if (comm->ceExit != nullptr) gpu::eventDestroy(comm->ceExit);
-  if (comm->ceKernelsDone != nullptr) gpu::eventDestroy(comm->ceKernelsDone);
-  if (comm->ceEntry != nullptr) gpu::eventDestroy(comm->ceEntry);
-  releaseStaging(comm, abort);
-  releasePatScratch(comm);   // the launches that used it drained above
-  if (comm->abortFlagHost != nullptr) gpu::hostFree(const_cast<uint32_t*>(comm->abortFlagHost));
+  if (comm->orderEvent != nullptr) (void)gpu::eventDestroy(comm->orderEvent);
+  releaseSideStreams(&comm->sides);
+  releaseStaging(&comm->stageScratch, abort);
+  releasePatScratch(&comm->patScratch);   // the launches that used it drained above
+  if (comm->abortFlagHost != nullptr) (void)gpu::hostFree(const_cast<uint32_t*>(comm->abortFlagHost));
   comm->liveness.reset();
   comm->bootstrap.reset();
   delete comm;   // its address is retired: later calls with the handle are refused (core/comm_registry.h)
-  if (saved >= 0) gpu::setDevice(saved);
 }
 
 // Creates a fresh unique id (never the NCCL_COMM_ID one): for split children.
@@ -441,7 +438,7 @@ ncclResult_t runDerivation(std::function<ncclResult_t()> job, ncclComm* child, n
   return res;
 }
 
-ncclResult_t startInit(ncclComm* comm, int nranks, const std::vector<ncclUniqueId>& ids, int rank, int dev) {
+[[nodiscard]] ncclResult_t startInit(ncclComm* comm, int nranks, const std::vector<ncclUniqueId>& ids, int rank, int dev) {
   comm->rank = rank;
   comm->nRanks = nranks;
   comm->gpuDev = dev;
@@ -450,7 +447,8 @@ ncclResult_t startInit(ncclComm* comm, int nranks, const std::vector<ncclUniqueI
     return ncclSuccess;
   }
   if (!comm->config.blocking) {
-    comm->initThread = std::thread([=] { commInitRank(comm, nranks, ids, rank, dev); });
+    // Its outcome becomes the comm's state and async error (commInitRank), which the caller polls.
+    comm->initThread = std::thread([=] { (void)commInitRank(comm, nranks, ids, rank, dev); });
     return ncclInProgress;
   }
   return commInitRank(comm, nranks, ids, rank, dev);
@@ -464,7 +462,7 @@ namespace {
 
 // InitRank, InitRankConfig and RCCL's InitRankMulti: one rank on the
 // calling thread's current GPU; virtualId >= 0 lets it share that GPU.
-ncclResult_t initRankOnCurrentGpu(const char* fn, ncclComm_t* newcomm, int nranks,
+[[nodiscard]] ncclResult_t initRankOnCurrentGpu(const char* fn, ncclComm_t* newcomm, int nranks,
                                   const std::vector<ncclUniqueId>& commIds, int rank, ncclConfig_t* config,
                                   int virtualId) {
   if (newcomm == nullptr) {
@@ -580,9 +578,9 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   }
   // A single job runs on this thread and switches its device: switch back.
   int saved = -1;
-  gpu::getDevice(&saved);
+  const bool haveSaved = gpu::getDevice(&saved) == ncclSuccess;
   ncclResult_t res = runConcurrently(jobs);
-  if (saved >= 0) gpu::setDevice(saved);
+  if (haveSaved) (void)gpu::setDevice(saved);   // res is the outcome to report; the backend logs a failed switch
   if (res != ncclSuccess) {
     for (ncclComm* c : created) commFree(c, true);
     return res;
@@ -636,13 +634,10 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
 namespace {
 
 // Waits (on the comm's GPU) until every launch of the communicator ended.
-ncclResult_t drainOnCommDevice(ncclComm* comm) {
-  int saved = -1;
-  gpu::getDevice(&saved);
-  gpu::setDevice(comm->gpuDev);
-  ncclResult_t res = drainLaunches(comm);
-  if (saved >= 0) gpu::setDevice(saved);
-  return res;
+[[nodiscard]] ncclResult_t drainOnCommDevice(ncclComm* comm) {
+  DeviceGuard device;
+  UCHECK(device.use(comm->gpuDev));
+  return drainLaunches(comm);
 }
 
 }  // namespace

@@ -4,9 +4,8 @@
 #include <atomic>
 
 #include "common/check.h"
-#include "common/core/comm.h"
+#include "common/core/comm_plan.h"
 #include "common/core/graph_buffers.h"
-#include "common/core/launch.h"
 #include "common/util/debug.h"
 
 namespace uniccl {
@@ -29,123 +28,124 @@ size_t scratchSize(size_t need) {
 
 // Eager scratch of at least `bytes`, free for this group's copies on the
 // staged ranges' streams.
-ncclResult_t eagerScratch(ncclComm* c, size_t bytes) {
-  if (c->stageFree == nullptr) UCHECK(gpu::eventCreate(&c->stageFree));
-  if (bytes > c->stageBytes) {
-    if (c->gpuShared) {
+[[nodiscard]] ncclResult_t eagerScratch(const CommPlan& p, size_t bytes) {
+  InPlaceScratch* s = p.stageScratch;
+  if (s->free == nullptr) UCHECK(gpu::eventCreate(&s->free));
+  if (bytes > s->bytes) {
+    if (p.gpuShared) {
       // Freeing device memory waits for every kernel of the GPU, also another
-      // rank's that spins until this thread launches its part: the old
-      // buffer stays until the comm goes (growth doubles: at most 2x).
-      if (c->stageBuf != nullptr) c->deviceAllocs.push_back(c->stageBuf);
+      // rank's that spins until this thread launches its part.
+      if (s->buf != nullptr) s->retired.push_back(s->buf);
     } else {
       // The old buffer may still be read by earlier groups (any stream).
-      if (c->stageFreeRecorded) UCHECK(gpu::eventSynchronize(c->stageFree));
-      if (c->stageBuf != nullptr) UCHECK(gpu::deviceFree(c->stageBuf));
+      if (s->freeRecorded) UCHECK(gpu::eventSynchronize(s->free));
+      if (s->buf != nullptr) UCHECK(gpu::deviceFree(s->buf));
     }
-    c->stageBuf = nullptr;
-    c->stageBytes = 0;
+    s->buf = nullptr;
+    s->bytes = 0;
     const size_t size = scratchSize(bytes);
-    UCHECK(gpu::deviceAlloc(&c->stageBuf, size));
-    c->stageBytes = size;
+    UCHECK(gpu::deviceAlloc(&s->buf, size));
+    s->bytes = size;
     gAllocations.fetch_add(1, std::memory_order_relaxed);
-    INFO(kSubsysColl, "Rank %d: %zu bytes of scratch for in-place AlltoAll", c->rank, size);
+    INFO(kSubsysColl, "Rank %d: %zu bytes of scratch for in-place AlltoAll", p.rank, size);
     return ncclSuccess;
   }
-  if (!c->stageFreeRecorded) return ncclSuccess;
+  if (!s->freeRecorded) return ncclSuccess;
   // Streams other than the one that last read the scratch wait for it
   // (on that stream, stream order already keeps the copy behind it).
-  const std::vector<StagedRange>& ranges = c->tasks.staged;
+  const std::vector<StagedRange>& ranges = p.tasks.staged;
   for (size_t i = 0; i < ranges.size(); i++) {
-    gpu::Stream s = ranges[i].stream;
-    bool seen = s == c->stageFreeStream;
-    for (size_t j = 0; j < i && !seen; j++) seen = ranges[j].stream == s;
-    if (!seen) UCHECK(gpu::streamWaitEvent(s, c->stageFree));
+    gpu::Stream st = ranges[i].stream;
+    bool seen = st == s->freeStream;
+    for (size_t j = 0; j < i && !seen; j++) seen = ranges[j].stream == st;
+    if (!seen) UCHECK(gpu::streamWaitEvent(st, s->free));
   }
   return ncclSuccess;
 }
 
-}  // namespace
-
-InPlaceStaging& inPlaceStaging() {
-  thread_local InPlaceStaging s;
-  return s;
-}
-
-ncclResult_t InPlaceStaging::start(std::vector<ncclComm*>& comms, const UseDevice& useDevice) {
-  eager_.clear();
-  for (ncclComm* c : comms)
-    if (!c->tasks.staged.empty()) UCHECK(stage(c, useDevice));
-  return ncclSuccess;
-}
-
-ncclResult_t InPlaceStaging::stage(ncclComm* c, const UseDevice& useDevice) {
-  std::vector<StagedRange>& ranges = c->tasks.staged;
-  UCHECK(useDevice(c->gpuDev));
-  gpu::CaptureInfo cap = c->plan.capture;   // checkTaskStreams asked (one graph or none for all tasks)
-  if (!c->plan.captureKnown) UCHECK(gpu::streamGetCaptureInfo(ranges[0].stream, &cap));
-  offsets_.clear();
+[[nodiscard]] ncclResult_t stage(CommPlan& p, const UseDevice& useDevice) {
+  std::vector<StagedRange>& ranges = p.tasks.staged;
+  std::vector<size_t>& offsets = p.stage.offsets;
+  UCHECK(useDevice(p.gpuDev));
+  gpu::CaptureInfo cap = p.launch.capture;   // checkTaskStreams asked (one graph or none for all tasks)
+  if (!p.launch.captureKnown) UCHECK(gpu::streamGetCaptureInfo(ranges[0].stream, &cap));
+  offsets.clear();
   size_t total = 0;
   for (const StagedRange& r : ranges) {
-    offsets_.push_back(total);
+    offsets.push_back(total);
     total += alignUp(r.bytes);
   }
   char* base = nullptr;
   if (cap.status == gpu::CaptureStatus::Active) {
     // Replays run after later eager groups reused the scratch: the graph
     // owns its copy's buffer.
-    void* p = nullptr;
-    UCHECK(gpu::deviceAlloc(&p, total));
+    void* buf = nullptr;
+    UCHECK(gpu::deviceAlloc(&buf, total));
     gAllocations.fetch_add(1, std::memory_order_relaxed);
     // On failure the buffer is queued for freeing already.
-    UCHECK(graphOwnBuffer(cap.graph, p, GraphBufferKind::kDevice));
-    base = static_cast<char*>(p);
+    UCHECK(graphOwnBuffer(cap.graph, buf, GraphBufferKind::kDevice));
+    base = static_cast<char*>(buf);
   } else {
-    UCHECK(eagerScratch(c, total));
-    base = static_cast<char*>(c->stageBuf);
-    eager_.emplace_back(c, ranges[0].stream);
+    UCHECK(eagerScratch(p, total));
+    base = static_cast<char*>(p.stageScratch->buf);
+    p.stage.eagerStream = ranges[0].stream;
   }
   for (size_t i = 0; i < ranges.size(); i++) {
-    UCHECK(gpu::memcpyAsync(base + offsets_[i], ranges[i].src, ranges[i].bytes, ranges[i].stream));
+    UCHECK(gpu::memcpyAsync(base + offsets[i], ranges[i].src, ranges[i].bytes, ranges[i].stream));
     gStagedBytes.fetch_add(ranges[i].bytes, std::memory_order_relaxed);
   }
-  for (Task& t : c->tasks.p2p) {
+  for (Task& t : p.tasks.p2p) {
     if (t.stage == 0) continue;
     const size_t k = t.stage - 1;
     const char* src = static_cast<const char*>(t.sendbuff);
-    t.sendbuff = base + offsets_[k] + (src - ranges[k].src);
+    t.sendbuff = base + offsets[k] + (src - ranges[k].src);
     t.stage = 0;
   }
-  TRACE(kSubsysColl, "rank %d: %zu ranges of in-place AlltoAll staged (%zu bytes%s)", c->rank, ranges.size(), total,
+  TRACE(kSubsysColl, "rank %d: %zu ranges of in-place AlltoAll staged (%zu bytes%s)", p.rank, ranges.size(), total,
         cap.status == gpu::CaptureStatus::Active ? ", graph-owned" : "");
   return ncclSuccess;
 }
 
-ncclResult_t InPlaceStaging::finish(const UseDevice& useDevice) {
+}  // namespace
+
+ncclResult_t stageInPlaceSends(GroupPlan& group, const UseDevice& useDevice) {
+  for (CommPlan& p : group)
+    if (!p.tasks.staged.empty()) UCHECK(stage(p, useDevice));
+  return ncclSuccess;
+}
+
+ncclResult_t finishInPlaceStaging(GroupPlan& group, const UseDevice& useDevice) {
   ncclResult_t res = ncclSuccess;
-  for (auto& [c, stream] : eager_) {
-    ncclResult_t r = useDevice(c->gpuDev);
-    if (r == ncclSuccess) r = gpu::eventRecord(c->stageFree, stream);
+  for (CommPlan& p : group) {
+    if (p.stage.eagerStream == nullptr) continue;
+    InPlaceScratch* s = p.stageScratch;
+    ncclResult_t r = useDevice(p.gpuDev);
+    if (r == ncclSuccess) r = gpu::eventRecord(s->free, p.stage.eagerStream);
     if (r == ncclSuccess) {
-      c->stageFreeStream = stream;
-      c->stageFreeRecorded = true;
+      s->freeStream = p.stage.eagerStream;
+      s->freeRecorded = true;
     } else if (res == ncclSuccess) {
       res = r;
     }
+    p.stage.eagerStream = nullptr;
   }
-  eager_.clear();
   return res;
 }
 
-void releaseStaging(ncclComm* comm, bool abort) {
-  if (comm->stageBuf != nullptr) {
-    if (!abort && comm->stageFreeRecorded) (void)gpu::eventSynchronize(comm->stageFree);
-    gpu::deviceFree(comm->stageBuf);
-    comm->stageBuf = nullptr;
-    comm->stageBytes = 0;
+// Teardown: a wait or release that fails was logged by the backend; the
+// others still run.
+void releaseStaging(InPlaceScratch* s, bool abort) {
+  if (s->buf != nullptr) {
+    if (!abort && s->freeRecorded) (void)gpu::eventSynchronize(s->free);
+    (void)gpu::deviceFree(s->buf);
+    s->buf = nullptr;
+    s->bytes = 0;
   }
-  if (comm->stageFree != nullptr) gpu::eventDestroy(comm->stageFree);
-  comm->stageFree = nullptr;
-  comm->stageFreeRecorded = false;
+  for (void* b : s->retired) (void)gpu::deviceFree(b);
+  s->retired.clear();
+  if (s->free != nullptr) (void)gpu::eventDestroy(s->free);
+  s->free = nullptr;
+  s->freeRecorded = false;
 }
 
 uint64_t stagedBytes() { return gStagedBytes.load(std::memory_order_relaxed); }

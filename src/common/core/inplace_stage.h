@@ -22,40 +22,54 @@
 //     mode, so the allocation does not break the capture.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include "common/core/group.h"
 #include "common/gpu.h"
 #include "uniccl.h"
 
-struct ncclComm;
-
 namespace uniccl {
 
-// One thread's staging of the group being launched.
-class InPlaceStaging {
- public:
-  // Before the copy engines and the kernels: copies every staged range of
-  // the group's communicators aside and points the staged sends at the copy.
-  ncclResult_t start(std::vector<ncclComm*>& comms, const UseDevice& useDevice);
-  // After the group's kernels and copies are queued (also after a failure):
-  // marks where the eager scratch is free again.
-  ncclResult_t finish(const UseDevice& useDevice);
+class GroupPlan;
 
- private:
-  ncclResult_t stage(ncclComm* c, const UseDevice& useDevice);
-  std::vector<std::pair<ncclComm*, gpu::Stream>> eager_;   // comms that used their scratch, staging stream
-  std::vector<size_t> offsets_;                              // scratch: offset of each staged range
+// The eager scratch of one communicator (ncclComm::stageScratch), from
+// group to group, and the event recorded after the last group that read it
+// (on freeStream).
+struct InPlaceScratch {
+  void* buf = nullptr;
+  size_t bytes = 0;
+  gpu::Event free = nullptr;
+  gpu::Stream freeStream = nullptr;
+  bool freeRecorded = false;
+  // Outgrown buffers of a communicator on a shared GPU: freeing one would
+  // wait for every kernel of the GPU, also a peer rank's that waits for this
+  // thread, so they stay until the communicator goes (growth doubles: at
+  // most 2x the largest).
+  std::vector<void*> retired;
 };
 
-// The calling thread's instance (its vectors keep their capacity).
-InPlaceStaging& inPlaceStaging();
+// One group's staging of one communicator (CommPlan::stage).
+struct StagePlan {
+  gpu::Stream eagerStream = nullptr;   // the staging stream, when the eager scratch was used
+  std::vector<size_t> offsets;         // scratch: offset of each staged range
+  void clear() {
+    eagerStream = nullptr;
+    offsets.clear();
+  }
+};
+
+// Before the copy engines and the kernels: copies every staged range of the
+// group's plans aside and points the staged sends at the copy.
+[[nodiscard]] ncclResult_t stageInPlaceSends(GroupPlan& group, const UseDevice& useDevice);
+// After the group's kernels and copies are queued (also after a failure):
+// marks where the eager scratch is free again.
+[[nodiscard]] ncclResult_t finishInPlaceStaging(GroupPlan& group, const UseDevice& useDevice);
 
 // Frees the communicator's scratch (destroy: after the last group that read
 // it; abort: its kernels have been drained already).
-void releaseStaging(ncclComm* comm, bool abort);
+void releaseStaging(InPlaceScratch* scratch, bool abort);
 
 // Bytes this process copied aside for in-place AlltoAlls, and scratch
 // allocations it made for them (tests, logs).

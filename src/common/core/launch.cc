@@ -6,9 +6,11 @@
 
 #include "common/check.h"
 #include "common/core/comm.h"
+#include "common/core/comm_plan.h"
+#include "common/core/describe_launch.h"
+#include "common/core/launch_observer.h"
 #include "common/core/graph_buffers.h"
 #include "common/core/planner.h"
-#include "common/profiler/kernel_ch_poller.h"
 #include "common/util/debug.h"
 #include "common/util/knobs.h"
 #include "common/watchdog/watchdog.h"
@@ -73,8 +75,9 @@ bool shortP2pLaunch(const dev::Work* works, int n) {
   return n > 0;
 }
 
-ncclResult_t collectStreams(ncclComm* comm) {
-  LaunchPlan& plan = comm->plan;
+ncclResult_t collectStreams(CommPlan& p) {
+  ncclComm* comm = p.comm;
+  LaunchPlan& plan = p.launch;
   LaunchStreams* s = &plan.streams;
   std::vector<gpu::Stream>& others = plan.otherStreams;
   others.clear();
@@ -87,8 +90,8 @@ ncclResult_t collectStreams(ncclComm* comm) {
       others.push_back(st);
     }
   };
-  for (const Task& t : comm->tasks.colls) note(t.stream);
-  for (const Task& t : comm->tasks.p2p) note(t.stream);
+  for (const Task& t : p.tasks.colls) note(t.stream);
+  for (const Task& t : p.tasks.p2p) note(t.stream);
 
   // The launch stream is the first task's (checkTaskStreams may have asked already).
   if (plan.captureKnown) s->capture = plan.capture;
@@ -109,8 +112,9 @@ ncclResult_t collectStreams(ncclComm* comm) {
   return ncclSuccess;
 }
 
-ncclResult_t finishStreams(ncclComm* comm) {
-  const LaunchPlan& plan = comm->plan;
+ncclResult_t finishStreams(CommPlan& p) {
+  ncclComm* comm = p.comm;
+  const LaunchPlan& plan = p.launch;
   const LaunchStreams& s = plan.streams;
   if (!plan.otherStreams.empty()) {
     UCHECK(gpu::eventRecord(comm->orderEvent, s.launch));
@@ -137,8 +141,9 @@ static int lostPeerOf(const ncclComm* comm, const dev::Work* works, int n) {
   return -1;
 }
 
-ncclResult_t launchWorks(ncclComm* comm, size_t k) {
-  const LaunchPlan& plan = comm->plan;
+ncclResult_t launchWorks(CommPlan& p, size_t k) {
+  ncclComm* comm = p.comm;
+  const LaunchPlan& plan = p.launch;
   const KernelLaunch& L = plan.launches[k];
   const LaunchStreams& s = plan.streams;
   const dev::Work* works = &plan.works[L.firstWork];
@@ -163,7 +168,7 @@ ncclResult_t launchWorks(ncclComm* comm, size_t k) {
   cfg.stream = s.launch;
   // A kernel forked onto the side stream (SidePlan::forksKernel, a message
   // to itself) starts with the group's kernel, not after it took the SMs.
-  cfg.programmatic = comm->programmaticLaunch && !plan.side.forksKernel();
+  cfg.programmatic = comm->programmaticLaunch && !p.side.forksKernel();
   args.releaseEarly = releaseEarly(comm, grid, shortP2pLaunch(works, n));
   void* argv[] = {&args};
 
@@ -204,7 +209,12 @@ ncclResult_t launchWorks(ncclComm* comm, size_t k) {
   // captured one its graph slot (watchdog/graph_tracker.h; the graph gets
   // no node of its own).
   LaunchWatch watch;
-  UCHECK(watchLaunchBegin(comm, k, &watch));
+  WorkDesc desc;
+  CommWatch* const watcher = comm->watch.get();
+  if (watcher != nullptr) {
+    describeLaunch(plan, k, comm->channelsHost[0].ringNext, comm->channelsHost[0].ringPrev, &desc);
+    UCHECK(watchLaunchBegin(watcher, s.captured, s.capture, grid, desc, &watch));
+  }
   args.launchId = watch.eagerId;
   args.graph = watch.graph;
   // A done event for eager launches that own FIFO space or are not
@@ -215,18 +225,17 @@ ncclResult_t launchWorks(ncclComm* comm, size_t k) {
     UCHECK(comm->donePool.get(&done));
     comm->launchesWithoutDoneEvent = 0;
   }
-  void* profLaunch = profilerStartKernelLaunch(comm->profiler.get(), s.launch);
+  void* observed = p.observer != nullptr ? p.observer->kernelLaunchBegin(p, k) : nullptr;
   ncclResult_t res = gpu::launchKernel(L.kernel, cfg, argv, done);
-  profilerStop(comm->profiler.get(), profLaunch);
+  if (p.observer != nullptr) p.observer->kernelLaunchEnd(p, k, observed, res);
   if (s.captured) return res;
   if (res != ncclSuccess) {
     if (done != nullptr) comm->donePool.put(done);
     return res;
   }
   comm->transports.wakeNetProxy();   // network steps follow soon: the proxy stops backing off
-  if (comm->kernelCh) kernel_ch_poller::kick();   // KernelCh stamps follow soon
   if (done != nullptr) res = comm->callbacks.push(done, inlined ? onInlineLaunchDone : onFifoLaunchDone, comm, fifoEnd);
-  watchLaunchEnd(comm, k, &watch);
+  if (watcher != nullptr) watchLaunchEnd(watcher, grid, desc, &watch);
   return res;
 }
 

@@ -14,14 +14,17 @@ struct ncclComm;
 
 namespace uniccl {
 
+struct CommPlan;
+
 constexpr size_t kMaxWorksPerLaunch = 512;   // 32 KiB of FIFO per launch
 
-// Finds the group's streams (comm->plan.streams, .otherStreams) and orders
+// Finds the group's streams (p.launch.streams, .otherStreams) and orders
 // the launch stream after the other streams of the group and after the
 // communicator's previous launch.
-ncclResult_t collectStreams(ncclComm* comm);
-// Launch k of comm->plan.
-ncclResult_t launchWorks(ncclComm* comm, size_t k);
+[[nodiscard]] ncclResult_t collectStreams(CommPlan& p);
+// Launch k of p.launch.
+[[nodiscard]] ncclResult_t launchWorks(CommPlan& p, size_t k);
+
 // Whether a launch of `grid` blocks lets the next programmatic launch of its
 // stream start once it passed its own wait (KernelArgs::releaseEarly).
 // `shortLaunch`: the launch ends soon whatever its grid (shortP2pLaunch).
@@ -32,11 +35,11 @@ bool releaseEarly(const ncclComm* comm, unsigned grid, bool shortLaunch = false)
 constexpr uint64_t kShortP2pBytes = 64 << 10;
 bool shortP2pLaunch(const dev::Work* works, int n);
 // Orders the group's other streams after its launches.
-ncclResult_t finishStreams(ncclComm* comm);
+[[nodiscard]] ncclResult_t finishStreams(CommPlan& p);
 
 // Waits until every launch of the communicator ended and ran its callbacks:
 // those with a done event through the callback queue, the others through
 // the watchdog's progress words (ncclCommFinalize, destroy, abort).
-ncclResult_t drainLaunches(ncclComm* comm);
+[[nodiscard]] ncclResult_t drainLaunches(ncclComm* comm);
 
 }  // namespace uniccl

@@ -154,7 +154,7 @@ void wakeHelper(Helper* h) {
 
 // Waits for a posted job: takes it back if the helper has not started it.
 // A failure's message goes to `error`.
-ncclResult_t finishPosted(Helper* h, HelperJob job, void* ctx, int index, char* error) {
+[[nodiscard]] ncclResult_t finishPosted(Helper* h, HelperJob job, void* ctx, int index, char* error) {
   int posted = kPosted;
   if (h->state.compare_exchange_strong(posted, kIdle, std::memory_order_acq_rel)) {
     const ncclResult_t res = job(ctx, index);

@@ -34,7 +34,7 @@ using HelperJob = ncclResult_t (*)(void* ctx, int index);
 // threads where there are any, the others on the calling thread; returns when
 // all ended. The result is the first failure by index (its ncclGetLastError
 // text copied to the calling thread), or ncclSuccess.
-ncclResult_t runOnLaunchHelpers(int n, HelperJob job, void* ctx);
+[[nodiscard]] ncclResult_t runOnLaunchHelpers(int n, HelperJob job, void* ctx);
 
 // Jobs that ran on a helper thread so far in this process (tests, benchmarks).
 uint64_t launchHelperJobs();

@@ -1,26 +1,29 @@
 // What the end of a group launches for one communicator, decided once (as
 // NCCL's kernel plan): the planner and the tuning fill it, and the launch,
-// the watchdog and the side-stream code (copy engines, side kernels) read
-// it instead of passing facts through other fields of the communicator. One per communicator (ncclComm::plan); its
-// vectors keep their capacity across groups so steady-state launches do
-// not allocate.
+// the watchdog, the profiler and the side-stream code (copy engines, side
+// kernels) read it instead of passing facts through the communicator. It
+// is a part of the group's plan value (CommPlan, core/comm_plan.h), which
+// the group end passes from step to step; its vectors keep their capacity
+// across groups so steady-state launches do not allocate.
 //
-// Life of a plan, per group end:
+// Life of a plan, per group end (core/group.cc):
+//   GroupPlan               the communicators of the group, each with the tasks it
+//                           recorded (core/comm_plan.h)
 //   checkTaskStreams        capture state of the group's streams (captureKnown, capture)
 //   planSideStreams         (tuning.h) which tasks leave the kernels for the side
-//                           stream and the copies they become (side); the group's
-//                           side-stream code queues those copies (side_stream.h)
+//                           stream and the copies they become (CommPlan::side); the
+//                           group's side-stream code queues those copies (side_stream.h)
+//   connections             the peers the kernels need (CommPlan::newPeers)
 //   planTasks               one-rank copies, or planWorks: works (of the tasks
 //                           side.paths keep on the kernels), their tasks'
 //                           sequence numbers and indices, kernel launches
-//   (profiler)              Coll/P2p events described from the plan
+//   (observer)              the profiler's Coll/P2p events, described from the plan
 //   launchPlan              collectStreams (the launch stream, the others
 //                           ordered before it), then launchWorks(k) for each
 //                           launch: arguments or FIFO, watchdog descriptor, done event
-//   endGroup()              after the group (launched or dropped)
-//   side.clear()            after the group's side-stream join (SideStreamGroup::join):
-//                           the copies after the kernels and the joins come once
+//   joinSideStreams         the copies after the kernels, then the joins, once
 //                           every communicator of the group launched
+//   ~GroupPlan              the storage goes back to the communicators, cleared
 #pragma once
 
 #include <cstddef>
@@ -30,9 +33,9 @@
 #include "common/gpu.h"
 #include "device/dev_types.h"
 
-struct ncclComm;
-
 namespace uniccl {
+
+struct CommPlan;   // core/comm_plan.h
 
 struct LaunchStreams {
   gpu::Stream launch = nullptr;     // kernels go here (the group's first stream)
@@ -88,7 +91,7 @@ enum class SideWhen : uint8_t {
 
 // On which stream `from` queues it.
 enum class SideOn : uint8_t {
-  SideStream,     // `from`'s side stream (ncclComm::ceStream); the task streams join it
+  SideStream,     // `from`'s side stream (SideStreams::stream); the task streams join it
   TaskStream,     // `from`'s task stream (SidePlan::stream), before its kernels
 };
 
@@ -96,8 +99,8 @@ struct SideCopy {
   SideWhat what;
   SideWhen when;
   SideOn on;
-  ncclComm* from;       // the rank that queues it and whose buffer it reads
-  ncclComm* to;         // the rank whose buffer it writes (== from: a copy within one rank)
+  CommPlan* from;       // the rank that queues it and whose buffer it reads
+  CommPlan* to;         // the rank whose buffer it writes (== from: a copy within one rank)
   const void* src;
   void* dst;
   size_t bytes;
@@ -106,14 +109,14 @@ struct SideCopy {
 
 // What the group runs outside the communicator's kernels (docs/architecture.md,
 // "Side streams and copy engines"). Empty unless planSideStreams chose
-// something. Unlike the rest of the plan it lives until the group's
-// side-stream join, after every communicator of the group launched (the
-// copies after the kernels need both ranks' kernels queued).
+// something. Read until the group's side-stream join, after every
+// communicator of the group launched (the copies after the kernels need
+// both ranks' kernels queued).
 struct SidePlan {
   // The rank's one task stream in this group: side work forks from it
   // (entry event) and it joins the side stream (exit event).
   gpu::Stream stream = nullptr;
-  // [i]: where comm->tasks.colls[i] / .p2p[i] runs; empty: all on the kernels.
+  // [i]: where the plan's tasks.colls[i] / .p2p[i] runs; empty: all on the kernels.
   std::vector<TaskPath> collPath;
   std::vector<TaskPath> p2pPath;
   // Every copy this rank queues (from) or receives (to).
@@ -131,11 +134,20 @@ struct SidePlan {
       if (x.what == SideWhat::SelfCopy) return true;
     return false;
   }
+  // The tuning's scratch (written before it is read): the rank's sends to
+  // and recvs from itself, paired.
+  std::vector<size_t> selfSends, selfRecvs;
+  // Bookkeeping of the group's side-stream steps (core/side_stream.cc).
+  bool ceMatched = false;   // matched for copy engines: leaves the path with its partners when a copy fails
+  bool exited = false;      // its side stream recorded its exit event in this group
+
   void clear() {
     stream = nullptr;
     collPath.clear();
     p2pPath.clear();
     copies.clear();
+    ceMatched = false;
+    exited = false;
   }
 };
 
@@ -159,7 +171,7 @@ struct LaunchPlan {
   // where it is free again.
   bool usesPatScratch = false;
   std::vector<KernelLaunch> launches;
-  std::vector<int> p2pRounds;       // the planner's scratch: rounds that carry messages
+  std::vector<int> p2pRounds;       // the planner's scratch (written before it is read): rounds that carry messages
 
   // Capture state of the group's first stream, once the group end asked
   // (checkTaskStreams): later steps do not ask the runtime again.
@@ -168,12 +180,8 @@ struct LaunchPlan {
   LaunchStreams streams;            // collectStreams()
   std::vector<gpu::Stream> otherStreams;   // the group's streams besides streams.launch
 
-  // Side-stream forks and copy-engine transfers of the group (tuning's
-  // planSideStreams); cleared by the group's side-stream join, not by endGroup().
-  SidePlan side;
-
-  // Clears what one group decided for the launch (not `side`); capacity stays.
-  void endGroup() {
+  // Clears what one group decided for the launch; capacity stays.
+  void clear() {
     oneRankCopies = false;
     works.clear();
     workSeq.clear();

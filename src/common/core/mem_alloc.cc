@@ -44,7 +44,7 @@ class VmmBuild {
   VmmBuild(const VmmBuild&) = delete;
   VmmBuild& operator=(const VmmBuild&) = delete;
 
-  ncclResult_t build(int dev, size_t align, bool polled) {
+  [[nodiscard]] ncclResult_t build(int dev, size_t align, bool polled) {
     UCHECK(gpu::memCreate(&handle_, bytes_, dev, polled));
     created_ = true;
     UCHECK(gpu::addressReserve(&va_, bytes_, align));
@@ -89,7 +89,7 @@ void remember(void* ptr, const MemAllocInfo& info) {
 
 namespace {
 
-ncclResult_t allocVmm(void** ptr, size_t bytes, int dev, const gpu::VmmInfo& vmm, bool polled) {
+[[nodiscard]] ncclResult_t allocVmm(void** ptr, size_t bytes, int dev, const gpu::VmmInfo& vmm, bool polled) {
   const size_t g = vmm.granularity;
   if (g == 0 || bytes > SIZE_MAX - g) {
     WARN("ncclMemAlloc: %zu bytes cannot be rounded up to the allocation granularity (%zu bytes)", bytes, g);

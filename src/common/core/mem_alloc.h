@@ -18,17 +18,17 @@ namespace uniccl {
 
 // `bytes` (> 0) on the current device. VMM allocations start on a multiple
 // of max(granularity, NCCL_WIN_REQUIRED_ALIGNMENT).
-ncclResult_t memAlloc(void** ptr, size_t bytes);
+[[nodiscard]] ncclResult_t memAlloc(void** ptr, size_t bytes);
 // The same, for memory that peers poll while kernels run (the symmetric
 // collectives' barrier, the Device API's barriers and LL lines): a VMM
 // allocation of polled physical memory (gpu::VmmInfo::polled), never plain
 // memory. Where the GPU has no such VMM memory (HIP before ROCm 7.2, or no
 // VMM at all): ncclInvalidUsage with a WARN saying why. Freed with memFree.
-ncclResult_t memAllocPolled(void** ptr, size_t bytes);
+[[nodiscard]] ncclResult_t memAllocPolled(void** ptr, size_t bytes);
 // Frees what memAlloc returned (the same pointer). Anything else -- an
 // interior pointer, memory from elsewhere, a second free -- is
 // ncclInvalidArgument with a WARN, and nothing is freed.
-ncclResult_t memFree(void* ptr);
+[[nodiscard]] ncclResult_t memFree(void* ptr);
 
 // The memAlloc allocation that contains ptr (false: none).
 struct MemAllocInfo {
@@ -45,7 +45,7 @@ bool memAllocFind(const void* ptr, MemAllocInfo* out);
 // address only where the backend answers for every address (CUDA; on HIP a
 // VMM mapping made elsewhere is then treated as ordinary memory).
 // ncclInvalidArgument without a log: ptr is not in a known VMM mapping.
-ncclResult_t memRetainMapping(const void* ptr, gpu::MemHandle* handle, void** mapBase, size_t* mapBytes);
+[[nodiscard]] ncclResult_t memRetainMapping(const void* ptr, gpu::MemHandle* handle, void** mapBase, size_t* mapBytes);
 // Allocations made and not yet freed (leak checks in tests).
 size_t memAllocLive();
 

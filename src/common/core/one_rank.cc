@@ -3,8 +3,9 @@
 #include <atomic>
 
 #include "common/check.h"
-#include "common/core/comm.h"
+#include "common/core/comm_plan.h"
 #include "common/core/launch.h"
+#include "common/core/redop.h"
 #include "common/util/debug.h"
 
 namespace uniccl {
@@ -33,9 +34,9 @@ bool forEachSelfPair(const std::vector<Task>& ts, Fn&& fn) {
 
 }  // namespace
 
-bool oneRankNeedsNoKernel(const ncclComm* comm) {
-  if (comm->nRanks != 1) return false;
-  const TaskList& tasks = comm->tasks;
+bool oneRankNeedsNoKernel(const CommPlan& p) {
+  if (p.nRanks != 1) return false;
+  const TaskList& tasks = p.tasks;
   // With one rank every collective's result is its input (count elements:
   // AllGather's count is per rank, ReduceScatter's too), whatever the
   // built-in op; Avg over one rank divides by 1.
@@ -44,8 +45,8 @@ bool oneRankNeedsNoKernel(const ncclComm* comm) {
   return forEachSelfPair(tasks.p2p, [](const Task&, const Task&) {});
 }
 
-ncclResult_t launchOneRank(ncclComm* comm) {
-  const TaskList& tasks = comm->tasks;
+ncclResult_t launchOneRank(CommPlan& p) {
+  const TaskList& tasks = p.tasks;
   size_t copies = 0;
   for (const Task& t : tasks.colls) copies += t.sendbuff != t.recvbuff;
   forEachSelfPair(tasks.p2p, [&](const Task& s, const Task& r) { copies += s.sendbuff != r.recvbuff && taskBytes(s) > 0; });
@@ -53,8 +54,8 @@ ncclResult_t launchOneRank(ncclComm* comm) {
 
   // Same stream order as a kernel launch of the group: the copies go on its
   // launch stream after the group's other streams, which then wait for them.
-  UCHECK(collectStreams(comm));
-  const LaunchStreams& streams = comm->plan.streams;
+  UCHECK(collectStreams(p));
+  const LaunchStreams& streams = p.launch.streams;
   ncclResult_t res = ncclSuccess;
   auto copy = [&](void* dst, const void* src, size_t bytes) {
     if (res != ncclSuccess || dst == src || bytes == 0) return;
@@ -66,7 +67,7 @@ ncclResult_t launchOneRank(ncclComm* comm) {
   UCHECK(res);
   TRACE(kSubsysColl, "rank 0/1: %zu collectives, %zu messages as %zu copies on stream %p", tasks.colls.size(),
         tasks.p2p.size() / 2, copies, streams.launch);
-  return finishStreams(comm);
+  return finishStreams(p);
 }
 
 uint64_t oneRankCopies() { return gCopies.load(std::memory_order_relaxed); }

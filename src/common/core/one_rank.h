@@ -18,17 +18,17 @@
 
 #include "uniccl.h"
 
-struct ncclComm;
-
 namespace uniccl {
 
-// Whether comm has one rank and none of its tasks in this group needs a
-// kernel (the planner's choice: LaunchPlan::oneRankCopies). A send to
-// itself without a recv of the same size stays with the kernels' planner,
-// which reports it.
-bool oneRankNeedsNoKernel(const ncclComm* comm);
-// Queues the tasks' copies (when oneRankNeedsNoKernel(comm)); the caller clears the task list.
-ncclResult_t launchOneRank(ncclComm* comm);
+struct CommPlan;
+
+// Whether the plan's communicator has one rank and none of its tasks in
+// this group needs a kernel (the planner's choice:
+// LaunchPlan::oneRankCopies). A send to itself without a recv of the same
+// size stays with the kernels' planner, which reports it.
+bool oneRankNeedsNoKernel(const CommPlan& p);
+// Queues the tasks' copies (when oneRankNeedsNoKernel(p)).
+[[nodiscard]] ncclResult_t launchOneRank(CommPlan& p);
 
 // Copies this process queued for communicators of one rank (tests, logs).
 uint64_t oneRankCopies();

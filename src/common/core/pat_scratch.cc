@@ -3,7 +3,6 @@
 #include <atomic>
 
 #include "common/check.h"
-#include "common/core/comm.h"
 #include "common/core/graph_buffers.h"
 #include "common/util/debug.h"
 
@@ -23,49 +22,53 @@ size_t scratchSize(size_t need) {
 
 }  // namespace
 
-ncclResult_t patScratch(ncclComm* comm, size_t bytes, const gpu::CaptureInfo& cap, void** out) {
+ncclResult_t patScratch(PatScratch* s, int rank, bool gpuShared, size_t bytes, const gpu::CaptureInfo& cap,
+                        void** out) {
   if (cap.status == gpu::CaptureStatus::Active) {
     UCHECK(gpu::deviceAlloc(out, bytes));
     gAllocations.fetch_add(1, std::memory_order_relaxed);
     // On failure the buffer is queued for freeing already.
     return graphOwnBuffer(cap.graph, *out, GraphBufferKind::kDevice);
   }
-  if (bytes > comm->patScratchBytes) {
-    if (comm->patScratchBuf != nullptr) {
-      if (comm->gpuShared) {
-        comm->deviceAllocs.push_back(comm->patScratchBuf);
+  if (bytes > s->bytes) {
+    if (s->buf != nullptr) {
+      if (gpuShared) {
+        s->retired.push_back(s->buf);
       } else {
-        if (comm->patScratchFreeRecorded) UCHECK(gpu::eventSynchronize(comm->patScratchFree));
-        UCHECK(gpu::deviceFree(comm->patScratchBuf));
+        if (s->freeRecorded) UCHECK(gpu::eventSynchronize(s->free));
+        UCHECK(gpu::deviceFree(s->buf));
       }
     }
-    comm->patScratchBuf = nullptr;
-    comm->patScratchBytes = 0;
-    comm->patScratchFreeRecorded = false;
+    s->buf = nullptr;
+    s->bytes = 0;
+    s->freeRecorded = false;
     const size_t size = scratchSize(bytes);
-    UCHECK(gpu::deviceAlloc(&comm->patScratchBuf, size));
-    comm->patScratchBytes = size;
+    UCHECK(gpu::deviceAlloc(&s->buf, size));
+    s->bytes = size;
     gAllocations.fetch_add(1, std::memory_order_relaxed);
-    INFO(kSubsysColl, "Rank %d: %zu bytes of scratch for PAT ReduceScatter", comm->rank, size);
+    INFO(kSubsysColl, "Rank %d: %zu bytes of scratch for PAT ReduceScatter", rank, size);
   }
-  *out = comm->patScratchBuf;
+  *out = s->buf;
   return ncclSuccess;
 }
 
-ncclResult_t patScratchLaunched(ncclComm* comm, gpu::Stream s) {
-  if (comm->patScratchFree == nullptr) UCHECK(gpu::eventCreate(&comm->patScratchFree));
-  UCHECK(gpu::eventRecord(comm->patScratchFree, s));
-  comm->patScratchFreeRecorded = true;
+ncclResult_t patScratchLaunched(PatScratch* s, gpu::Stream stream) {
+  if (s->free == nullptr) UCHECK(gpu::eventCreate(&s->free));
+  UCHECK(gpu::eventRecord(s->free, stream));
+  s->freeRecorded = true;
   return ncclSuccess;
 }
 
-void releasePatScratch(ncclComm* comm) {
-  if (comm->patScratchBuf != nullptr) gpu::deviceFree(comm->patScratchBuf);
-  comm->patScratchBuf = nullptr;
-  comm->patScratchBytes = 0;
-  if (comm->patScratchFree != nullptr) gpu::eventDestroy(comm->patScratchFree);
-  comm->patScratchFree = nullptr;
-  comm->patScratchFreeRecorded = false;
+// A release that fails was logged by the backend; the others still run.
+void releasePatScratch(PatScratch* s) {
+  if (s->buf != nullptr) (void)gpu::deviceFree(s->buf);
+  s->buf = nullptr;
+  s->bytes = 0;
+  for (void* b : s->retired) (void)gpu::deviceFree(b);
+  s->retired.clear();
+  if (s->free != nullptr) (void)gpu::eventDestroy(s->free);
+  s->free = nullptr;
+  s->freeRecorded = false;
 }
 
 uint64_t patScratchAllocations() { return gAllocations.load(std::memory_order_relaxed); }

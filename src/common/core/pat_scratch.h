@@ -16,23 +16,34 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "common/gpu.h"
 #include "uniccl.h"
 
-struct ncclComm;
-
 namespace uniccl {
 
-// At least `bytes` of scratch for the group being planned, whose launches
-// go to a stream in capture state `cap`.
-ncclResult_t patScratch(ncclComm* comm, size_t bytes, const gpu::CaptureInfo& cap, void** out);
+// One communicator's eager scratch (ncclComm::patScratch), and the event
+// recorded after the last launches that used it.
+struct PatScratch {
+  void* buf = nullptr;
+  size_t bytes = 0;
+  gpu::Event free = nullptr;
+  bool freeRecorded = false;
+  std::vector<void*> retired;   // outgrown buffers of a shared GPU, freed with the communicator
+};
 
-// After the launches that read the eager scratch were queued on `s`.
-ncclResult_t patScratchLaunched(ncclComm* comm, gpu::Stream s);
+// At least `bytes` of scratch for the group being planned, whose launches
+// go to a stream in capture state `cap` (rank, gpuShared: the communicator's).
+[[nodiscard]] ncclResult_t patScratch(PatScratch* s, int rank, bool gpuShared, size_t bytes, const gpu::CaptureInfo& cap,
+                        void** out);
+
+// After the launches that read the eager scratch were queued on `stream`.
+[[nodiscard]] ncclResult_t patScratchLaunched(PatScratch* s, gpu::Stream stream);
 
 // Frees the eager scratch (destroy and abort: after the launches drained).
-void releasePatScratch(ncclComm* comm);
+void releasePatScratch(PatScratch* s);
 
 // Scratch allocations made for PAT ReduceScatters in this process (tests).
 uint64_t patScratchAllocations();

@@ -33,7 +33,7 @@ struct PeerInfo {
 };
 
 // Fills the caller's own entry.
-ncclResult_t fillLocalPeerInfo(int gpuDev, PeerInfo* info);
+[[nodiscard]] ncclResult_t fillLocalPeerInfo(int gpuDev, PeerInfo* info);
 
 // Makes `name` the host identity of `info` (hostHash, processHash,
 // hostName), as UNICCL_HOSTID=name would (a topology file's host).

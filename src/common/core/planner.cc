@@ -7,8 +7,10 @@
 #include "common/core/allgather_pat.h"
 #include "common/core/allreduce_ce_split.h"
 #include "common/core/comm.h"
+#include "common/core/comm_plan.h"
 #include "common/core/direct_recv.h"
 #include "common/core/launch.h"
+#include "common/core/launch_observer.h"
 #include "common/core/one_rank.h"
 #include "common/core/pat_scratch.h"
 #include "common/core/reducescatter_pat.h"
@@ -59,7 +61,7 @@ void offerCollectiveOutput(ncclComm* comm, const Task& t, dev::Work* w) {
   for (int c = w->channelLo + 1; c <= w->channelHi; c++)
     if (comm->channelsHost[c].ringPrev != prev) return;
   const uintptr_t to = directRecvTarget(comm, prev, t.recvbuff, out);
-  if (setRecvView(to, w, &w->c.recvViewHi)) comm->collDirectRecvs++;
+  if (setRecvView(to, w, &w->c.recvViewHi)) comm->direct.collPlanned++;
 }
 
 dev::Work collWork(ncclComm* comm, const Task& t) {
@@ -94,15 +96,16 @@ dev::Work collWork(ncclComm* comm, const Task& t) {
 // task (or of its recv task when it has no send).
 // Only the tasks the plan leaves to the kernels (SidePlan::p2pPath: the
 // others go by copy engine or a side kernel).
-ncclResult_t p2pWorks(ncclComm* comm, std::vector<dev::Work>* out, std::vector<int>* taskOfWork) {
+[[nodiscard]] ncclResult_t p2pWorks(CommPlan& p, std::vector<dev::Work>* out, std::vector<int>* taskOfWork) {
+  ncclComm* comm = p.comm;
   const int n = comm->nRanks, me = comm->rank;
-  const std::vector<Task>& tasks = comm->tasks.p2p;
-  const SidePlan& side = comm->plan.side;
+  const std::vector<Task>& tasks = p.tasks.p2p;
+  const SidePlan& side = p.side;
   auto onKernels = [&](size_t i) { return side.p2pPathOf(i) == TaskPath::Kernels; };
   uint32_t slice = p2pSliceBytes(comm);
   // Only the rounds that carry a message, in increasing order (the order
   // every rank uses): a group's cost follows its tasks, not the rank count.
-  std::vector<int>& rounds = comm->plan.p2pRounds;
+  std::vector<int>& rounds = p.launch.p2pRounds;
   rounds.clear();
   for (size_t i = 0; i < tasks.size(); i++) {
     if (!onKernels(i)) continue;
@@ -137,19 +140,19 @@ ncclResult_t p2pWorks(ncclComm* comm, std::vector<dev::Work>* out, std::vector<i
         w.p.sendPeer = sendPeer;
         w.p.sendBuff = t.sendbuff;
         w.p.sendBytes = t.count * dataTypeSize(t.dtype);
-        w.p.sendProto = r == 0 ? dev::kProtoSimple : p2pProto(comm, sendPeer, w.p.sendBytes);
+        w.p.sendProto = r == 0 ? (uint8_t)dev::kProtoSimple : p2pProto(comm, sendPeer, w.p.sendBytes);
       }
       if (haveRecv) {
         const Task& t = tasks[ri++];
         w.p.recvPeer = recvPeer;
         w.p.recvBuff = t.recvbuff;
         w.p.recvBytes = t.count * dataTypeSize(t.dtype);
-        w.p.recvProto = r == 0 ? dev::kProtoSimple : p2pProto(comm, recvPeer, w.p.recvBytes);
+        w.p.recvProto = r == 0 ? (uint8_t)dev::kProtoSimple : p2pProto(comm, recvPeer, w.p.recvBytes);
         // A registered buffer the sender can store into is offered to it
         // (core/direct_recv.h); the item carries the sender's view of it.
         if (r != 0 && dev::p2pExchanges(w.p.recvProto, w.p.recvBytes, comm->devCommHost.p2pDirectMinBytes)) {
           const uintptr_t to = directRecvTarget(comm, recvPeer, t.recvbuff, w.p.recvBytes);
-          if (setRecvView(to, &w, &w.p.recvViewHi)) comm->p2pDirectRecvs++;
+          if (setRecvView(to, &w, &w.p.recvViewHi)) comm->direct.p2pPlanned++;
         }
       }
       out->push_back(w);
@@ -158,28 +161,12 @@ ncclResult_t p2pWorks(ncclComm* comm, std::vector<dev::Work>* out, std::vector<i
   return ncclSuccess;
 }
 
-// KernelCh profiling: which channels stamp each work item, and the Coll/P2p
-// event it reports under (comm->profiler->launchTaskEvents: colls, then p2p,
-// as LaunchPlan::workTask counts them).
-void markProfiledWorks(ncclComm* comm) {
-  LaunchPlan& plan = comm->plan;
-  const std::vector<void*>& events = comm->profiler->launchTaskEvents;
-  for (size_t i = 0; i < plan.works.size(); i++) {
-    const size_t task = (size_t)plan.workTask[i];
-    void* parent = task < events.size() ? events[task] : nullptr;
-    dev::Work& w = plan.works[i];
-    // Channels from kMaxProfiledChannels on run unstamped (a 64-bit mask).
-    for (int c = w.channelLo; c <= w.channelHi && c < dev::kMaxProfiledChannels; c++)
-      if (comm->kernelCh->expect(c, parent) != 0) w.profMask |= 1ull << c;
-  }
-}
-
 // The capture state of the stream the group's kernels will launch on (the
 // first task's, as collectStreams takes it), asked once per group.
-ncclResult_t planCapture(ncclComm* comm, gpu::CaptureInfo* cap) {
-  LaunchPlan& plan = comm->plan;
+[[nodiscard]] ncclResult_t planCapture(CommPlan& p, gpu::CaptureInfo* cap) {
+  LaunchPlan& plan = p.launch;
   if (!plan.captureKnown) {
-    const TaskList& tasks = comm->tasks;
+    const TaskList& tasks = p.tasks;
     const gpu::Stream s = !tasks.colls.empty() ? tasks.colls[0].stream : tasks.p2p[0].stream;
     UCHECK(gpu::streamGetCaptureInfo(s, &plan.capture));
     plan.captureKnown = true;
@@ -279,21 +266,22 @@ ncclResult_t planLaunches(LaunchPlan* plan) {
   return ncclSuccess;
 }
 
-ncclResult_t planWorks(ncclComm* comm) {
-  LaunchPlan& plan = comm->plan;
+ncclResult_t planWorks(CommPlan& p) {
+  ncclComm* comm = p.comm;
+  LaunchPlan& plan = p.launch;
   plan.works.clear();
   plan.workSeq.clear();
   plan.workTask.clear();
   plan.launches.clear();
   plan.launchStarts.clear();
   plan.usesPatScratch = false;
-  const std::vector<Task>& colls = comm->tasks.colls;
+  const std::vector<Task>& colls = p.tasks.colls;
   bool anyPat = false;
   size_t patScratchBytes = 0;   // the most any PAT ReduceScatter of the group needs (they run one after another)
   for (size_t i = 0; i < colls.size(); i++) {
     // The side plan (tuning's planSideStreams) may take a collective off
     // the kernels, or leave them the ReduceScatter of a split AllReduce.
-    const TaskPath path = plan.side.collPathOf(i);
+    const TaskPath path = p.side.collPathOf(i);
     if (path == TaskPath::Kernels && collUsesPat(comm, colls[i])) {
       anyPat = true;   // p2p rounds after every other item (below)
       if (colls[i].kind == TaskKind::ReduceScatter)
@@ -303,17 +291,17 @@ ncclResult_t planWorks(ncclComm* comm) {
     }
     if (path == TaskPath::Kernels) plan.works.push_back(collWork(comm, colls[i]));
     else if (path == TaskPath::ReduceScatterThenCopy)
-      plan.works.push_back(collWork(comm, reduceScatterHalf(comm, colls[i])));
+      plan.works.push_back(collWork(comm, reduceScatterHalf(comm->rank, colls[i])));
     else continue;
     plan.workSeq.push_back(colls[i].seq);
     plan.workTask.push_back((int)i);
   }
   plan.nColl = plan.works.size();
-  if (!comm->tasks.p2p.empty()) {
-    UCHECK(p2pWorks(comm, &plan.works, &plan.workTask));
+  if (!p.tasks.p2p.empty()) {
+    UCHECK(p2pWorks(p, &plan.works, &plan.workTask));
     for (size_t i = plan.nColl; i < plan.works.size(); i++) {
       const int t = plan.workTask[i];
-      plan.workSeq.push_back(comm->tasks.p2p[(size_t)t].seq);
+      plan.workSeq.push_back(p.tasks.p2p[(size_t)t].seq);
       plan.workTask[i] = (int)colls.size() + t;
     }
   }
@@ -321,8 +309,8 @@ ncclResult_t planWorks(ncclComm* comm) {
   void* scratch = nullptr;
   if (patScratchBytes > 0) {
     gpu::CaptureInfo cap;
-    UCHECK(planCapture(comm, &cap));
-    UCHECK(patScratch(comm, patScratchBytes, cap, &scratch));
+    UCHECK(planCapture(p, &cap));
+    UCHECK(patScratch(&comm->patScratch, comm->rank, comm->gpuShared, patScratchBytes, cap, &scratch));
     plan.usesPatScratch = cap.status != gpu::CaptureStatus::Active;
   }
   // PAT AllGathers and ReduceScatters: their rounds after the group's other
@@ -330,7 +318,7 @@ ncclResult_t planWorks(ncclComm* comm) {
   // every rank).
   for (size_t i = 0; anyPat && i < colls.size(); i++) {
     const Task& t = colls[i];
-    if (plan.side.collPathOf(i) != TaskPath::Kernels || !collUsesPat(comm, t)) continue;
+    if (p.side.collPathOf(i) != TaskPath::Kernels || !collUsesPat(comm, t)) continue;
     const size_t first = plan.works.size();
     if (t.kind == TaskKind::ReduceScatter)
       UCHECK(patReduceScatterWorks(comm, t, scratch, &plan.works, &plan.launchStarts));
@@ -364,19 +352,20 @@ size_t tuningBytes(const ncclComm* comm, const Task& t) {
   return bytes;
 }
 
-void peersToConnect(ncclComm* comm, std::vector<int>* peers) {
+void peersToConnect(const CommPlan& p, std::vector<int>* peers) {
+  const ncclComm* comm = p.comm;
   peers->clear();
-  const std::vector<Task>& tasks = comm->tasks.p2p;
+  const std::vector<Task>& tasks = p.tasks.p2p;
   for (size_t i = 0; i < tasks.size(); i++) {
     const Task& t = tasks[i];
     // Messages the side plan moves outside the kernels need no connection.
-    if (comm->plan.side.p2pPathOf(i) != TaskPath::Kernels) continue;
+    if (p.side.p2pPathOf(i) != TaskPath::Kernels) continue;
     if (t.peer() == comm->rank || comm->transports.connected(t.peer())) continue;
     if (std::find(peers->begin(), peers->end(), t.peer()) == peers->end()) peers->push_back(t.peer());
   }
   // PAT AllGathers and ReduceScatters talk to ranks at distances 2^k
   // (core/allgather_pat.h).
-  for (const Task& t : comm->tasks.colls) {
+  for (const Task& t : p.tasks.colls) {
     if (!collUsesPat(comm, t)) continue;
     const size_t before = peers->size();
     patAllGatherPeers(comm, peers);
@@ -397,7 +386,8 @@ ncclResult_t checkCaptureSupported(const ncclComm* comm, const gpu::CaptureInfo&
   return ncclSuccess;
 }
 
-ncclResult_t checkTaskStreams(ncclComm* comm) {
+ncclResult_t checkTaskStreams(CommPlan& p) {
+  const ncclComm* comm = p.comm;
   gpu::Stream first = nullptr;
   bool haveFirst = false;
   gpu::CaptureInfo firstCap{};
@@ -414,8 +404,8 @@ ncclResult_t checkTaskStreams(ncclComm* comm) {
       first = t.stream;
       firstCap = cap;
       haveFirst = true;
-      comm->plan.capture = cap;
-      comm->plan.captureKnown = true;
+      p.launch.capture = cap;
+      p.launch.captureKnown = true;
       return ncclSuccess;
     }
     bool capA = firstCap.status == gpu::CaptureStatus::Active, capB = cap.status == gpu::CaptureStatus::Active;
@@ -427,45 +417,40 @@ ncclResult_t checkTaskStreams(ncclComm* comm) {
     }
     return ncclSuccess;
   };
-  for (const Task& t : comm->tasks.colls) UCHECK(check(t));
-  for (const Task& t : comm->tasks.p2p) UCHECK(check(t));
+  for (const Task& t : p.tasks.colls) UCHECK(check(t));
+  for (const Task& t : p.tasks.p2p) UCHECK(check(t));
   return ncclSuccess;
 }
 
-ncclResult_t planTasks(ncclComm* comm) {
+ncclResult_t planTasks(CommPlan& p) {
   // One rank: copies on the stream instead of a kernel (core/one_rank.h).
-  comm->plan.oneRankCopies = oneRankNeedsNoKernel(comm);
-  if (comm->plan.oneRankCopies) return ncclSuccess;
-  return planWorks(comm);
+  p.launch.oneRankCopies = oneRankNeedsNoKernel(p);
+  if (p.launch.oneRankCopies) return ncclSuccess;
+  return planWorks(p);
 }
 
-ncclResult_t launchPlan(ncclComm* comm) {
-  LaunchPlan& plan = comm->plan;
-  if (plan.oneRankCopies) return launchOneRank(comm);
-  if (comm->kernelCh) markProfiledWorks(comm);
+ncclResult_t launchPlan(CommPlan& p) {
+  LaunchPlan& plan = p.launch;
+  if (plan.oneRankCopies) return launchOneRank(p);
   if (plan.works.empty()) return ncclSuccess;
-  UCHECK(collectStreams(comm));
+  UCHECK(collectStreams(p));
   ncclResult_t res = ncclSuccess;
-  for (size_t k = 0; k < plan.launches.size() && res == ncclSuccess; k++) res = launchWorks(comm, k);
+  for (size_t k = 0; k < plan.launches.size() && res == ncclSuccess; k++) res = launchWorks(p, k);
   // The eager scratch of PAT ReduceScatters is free again behind what was
   // launched (also when a later launch failed).
   if (plan.usesPatScratch) {
-    const ncclResult_t r = patScratchLaunched(comm, plan.streams.launch);
+    const ncclResult_t r = patScratchLaunched(&p.comm->patScratch, plan.streams.launch);
     if (res == ncclSuccess) res = r;
   }
   UCHECK(res);
-  return finishStreams(comm);
+  return finishStreams(p);
 }
 
-void endGroupTasks(ncclComm* comm) {
-  comm->tasks.clear();
-  comm->plan.endGroup();
-}
-
-ncclResult_t launchTasks(ncclComm* comm) {
-  ncclResult_t res = planTasks(comm);
-  if (res == ncclSuccess) res = launchPlan(comm);
-  endGroupTasks(comm);
+ncclResult_t launchTasks(CommPlan& p) {
+  ncclResult_t res = planTasks(p);
+  if (p.observer != nullptr) p.observer->planned(p, res);
+  if (res == ncclSuccess) res = launchPlan(p);
+  if (p.observer != nullptr) p.observer->ended(p, res);
   return res;
 }
 

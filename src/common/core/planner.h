@@ -14,6 +14,9 @@ struct ncclComm;
 
 namespace uniccl {
 
+struct CommPlan;
+struct LaunchPlan;
+
 // Bytes the tuning looks at for a collective task: the whole buffer a rank
 // ends up with (AllGather / ReduceScatter: nRanks times the per-rank count).
 size_t tuningBytes(const ncclComm* comm, const Task& t);
@@ -22,38 +25,38 @@ size_t tuningBytes(const ncclComm* comm, const Task& t);
 // Simple protocol, messages cut in sliceBytes (grouped send/recv, PAT rounds).
 dev::Work emptyP2pWork(const ncclComm* comm, uint32_t sliceBytes);
 
-// Peers that comm's p2p tasks need and that are not connected yet.
-void peersToConnect(ncclComm* comm, std::vector<int>* peers);
+// Peers that the plan's tasks need (its p2p tasks left to the kernels, PAT
+// rounds) and that are not connected yet.
+void peersToConnect(const CommPlan& p, std::vector<int>* peers);
 
-// Checks the streams of comm's tasks: all captured by one graph or none.
-ncclResult_t checkTaskStreams(ncclComm* comm);
+// Checks the streams of the plan's tasks: all captured by one graph or none
+// (the capture state goes into p.launch).
+[[nodiscard]] ncclResult_t checkTaskStreams(CommPlan& p);
 // ncclInvalidUsage (WARN) when `cap` is an active capture the runtime cannot
 // record uniccl's work into (gpu::graphCaptureSupported: ROCm < 5.3).
-ncclResult_t checkCaptureSupported(const ncclComm* comm, const gpu::CaptureInfo& cap, gpu::Stream s);
+[[nodiscard]] ncclResult_t checkCaptureSupported(const ncclComm* comm, const gpu::CaptureInfo& cap, gpu::Stream s);
 
-// Fills comm->plan (core/launch_plan.h) from comm->tasks: the work items
+// Fills p.launch (core/launch_plan.h) from p.tasks: the work items
 // (collectives in task order, then p2p rounds), each one's task sequence
 // number and index, and the kernel launches that carry them. Launches
 // nothing; ncclInvalidUsage when the build lacks a datatype's kernels.
-ncclResult_t planWorks(ncclComm* comm);
+[[nodiscard]] ncclResult_t planWorks(CommPlan& p);
 
 // planWorks' last step, apart for tests: plan->launches from plan->works
 // (the first plan->nColl of them collectives): consecutive collectives of
 // one datatype and kind share a launch; p2p items ride with the last ring
 // or tree launch, or go to the p2p kernel.
-struct LaunchPlan;
-ncclResult_t planLaunches(LaunchPlan* plan);
+[[nodiscard]] ncclResult_t planLaunches(LaunchPlan* plan);
 
-// The steps of launchTasks, apart for the profiler (its Coll/P2p events are
-// described from the plan and started before the launches):
-// planTasks: comm->plan from comm->tasks (one-rank copies, or planWorks);
-// launchPlan: queues the plan's copies or kernel launches on the streams;
-// endGroupTasks: clears the task list and the plan.
-ncclResult_t planTasks(ncclComm* comm);
-ncclResult_t launchPlan(ncclComm* comm);
-void endGroupTasks(ncclComm* comm);
-
-// planTasks, launchPlan and endGroupTasks (also on error).
-ncclResult_t launchTasks(ncclComm* comm);
+// The one launch sequence of a communicator's part of a group:
+//   planTasks   p.launch from p.tasks (one-rank copies, or planWorks);
+//   launchPlan  queues the plan's copies or kernel launches on the streams.
+// launchTasks runs both, and tells the plan's observer (the profiler,
+// core/launch_observer.h) when the plan is made, around each kernel launch
+// and when the sequence ended, also after a failure. The plan is cleared
+// when its GroupPlan goes.
+[[nodiscard]] ncclResult_t planTasks(CommPlan& p);
+[[nodiscard]] ncclResult_t launchPlan(CommPlan& p);
+[[nodiscard]] ncclResult_t launchTasks(CommPlan& p);
 
 }  // namespace uniccl

@@ -20,7 +20,7 @@ namespace {
 // The elements [0, *extent) of a buffer that AllToAllv touches on one side:
 // the end of the furthest block with a non-zero count (displacements of
 // empty blocks are never used). Fails when displacement + count overflows.
-ncclResult_t blockExtent(const size_t counts[], const size_t displs[], int n, const char* what, const char* fn,
+[[nodiscard]] ncclResult_t blockExtent(const size_t counts[], const size_t displs[], int n, const char* what, const char* fn,
                          size_t* extent) {
   size_t end = 0;
   for (int r = 0; r < n; r++) {

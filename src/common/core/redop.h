@@ -26,18 +26,28 @@ struct UserRedOp {
 
 class RedOpTable {
  public:
-  ncclResult_t create(ncclRedOp_t* op, const void* scalar, ncclDataType_t dtype,
+  [[nodiscard]] ncclResult_t create(ncclRedOp_t* op, const void* scalar, ncclDataType_t dtype,
                       ncclScalarResidence_t residence);
-  ncclResult_t destroy(ncclRedOp_t op);
+  [[nodiscard]] ncclResult_t destroy(ncclRedOp_t op);
   // Lowers `op` for a collective of `dtype` over nRanks ranks.
-  ncclResult_t lower(ncclRedOp_t op, ncclDataType_t dtype, int nRanks, LoweredOp* out) const;
+  [[nodiscard]] ncclResult_t lower(ncclRedOp_t op, ncclDataType_t dtype, int nRanks, LoweredOp* out) const;
 
  private:
   mutable std::mutex mutex_;   // ops may be created from another thread than the one enqueuing
   std::vector<UserRedOp> ops_; // index i is ncclRedOp_t (ncclNumOps + i)
 };
 
-size_t dataTypeSize(ncclDataType_t dtype);
+// Bytes per element (0: not a datatype). Inline: every call on the enqueue
+// path asks it, several times.
+inline size_t dataTypeSize(ncclDataType_t dtype) {
+  switch (dtype) {
+    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    default: return 0;
+  }
+}
 const char* dataTypeName(ncclDataType_t dtype);
 const char* redOpName(ncclRedOp_t op);
 bool isFloatingType(ncclDataType_t dtype);

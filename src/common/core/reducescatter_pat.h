@@ -84,7 +84,7 @@ static_assert(patReduceScatterScratchBytes(3, 1) == 0 && patReduceScatterScratch
 // launches touches. ncclInternalError when an op or address cannot be
 // carried in a work item (48-bit addresses: every user-space address of
 // the targets).
-ncclResult_t patReduceScatterWorks(ncclComm* comm, const Task& t, void* scratch, std::vector<dev::Work>* out,
+[[nodiscard]] ncclResult_t patReduceScatterWorks(ncclComm* comm, const Task& t, void* scratch, std::vector<dev::Work>* out,
                                    std::vector<LaunchStart>* launchStarts);
 
 }  // namespace uniccl

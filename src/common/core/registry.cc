@@ -25,9 +25,10 @@ ncclResult_t BufferRegistry::add(void* buff, size_t size, int expectDevice, void
          allocSize);
     return ncclInvalidArgument;
   }
-  auto entry = std::make_unique<RegisteredBuffer>(RegisteredBuffer{reinterpret_cast<uintptr_t>(buff), size,
+  auto entry = std::make_unique<RegisteredBuffer>(RegisteredBuffer{0, reinterpret_cast<uintptr_t>(buff), size,
                                                                    info.device, {}});
   std::lock_guard<std::mutex> lock(mutex_);
+  entry->id = nextId_++;
   *handle = entry.get();
   buffers_.push_back(std::move(entry));
   return ncclSuccess;

@@ -5,6 +5,7 @@
 
 #include "common/check.h"
 #include "common/core/comm.h"
+#include "common/core/comm_plan.h"
 #include "common/core/launch.h"
 #include "common/core/redop.h"
 #include "common/core/side_stream.h"
@@ -20,18 +21,19 @@ std::atomic<uint64_t> gSelfCopies{0};
 
 }  // namespace
 
-void planSelfCopy(ncclComm* c, size_t sendIndex, size_t recvIndex, unsigned blocks) {
-  const Task& s = c->tasks.p2p[sendIndex];
-  const Task& r = c->tasks.p2p[recvIndex];
-  setTaskPath(&c->plan.side.p2pPath, c->tasks.p2p.size(), sendIndex, TaskPath::SelfCopyKernel);
-  setTaskPath(&c->plan.side.p2pPath, c->tasks.p2p.size(), recvIndex, TaskPath::SelfCopyKernel);
-  SideCopy x{SideWhat::SelfCopy, SideWhen::WithKernels, SideOn::SideStream, c, c, s.sendbuff, r.recvbuff,
+void planSelfCopy(CommPlan& p, size_t sendIndex, size_t recvIndex, unsigned blocks) {
+  const Task& s = p.tasks.p2p[sendIndex];
+  const Task& r = p.tasks.p2p[recvIndex];
+  setTaskPath(&p.side.p2pPath, p.tasks.p2p.size(), sendIndex, TaskPath::SelfCopyKernel);
+  setTaskPath(&p.side.p2pPath, p.tasks.p2p.size(), recvIndex, TaskPath::SelfCopyKernel);
+  SideCopy x{SideWhat::SelfCopy, SideWhen::WithKernels, SideOn::SideStream, &p, &p, s.sendbuff, r.recvbuff,
              s.count * dataTypeSize(s.dtype)};
   x.blocks = blocks;
   addSideCopy(x);
 }
 
-ncclResult_t launchSelfCopyKernel(ncclComm* c, const SideCopy& x, gpu::Stream stream) {
+ncclResult_t launchSelfCopyKernel(const CommPlan& p, const SideCopy& x, gpu::Stream stream) {
+  const ncclComm* c = p.comm;
   dev::KernelArgs args;
   memset(&args, 0, sizeof(args));
   args.comm = c->devComm;

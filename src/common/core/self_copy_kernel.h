@@ -27,18 +27,18 @@
 #include "common/gpu.h"
 #include "uniccl.h"
 
-struct ncclComm;
-
 namespace uniccl {
 
+struct CommPlan;
 struct SideCopy;
 
-// Records c's send to itself p2p[sendIndex] and its recv p2p[recvIndex] as
-// one copy by a side kernel of `blocks` blocks in c's plan.
-void planSelfCopy(ncclComm* c, size_t sendIndex, size_t recvIndex, unsigned blocks);
+// Records the plan's send to itself p2p[sendIndex] and its recv
+// p2p[recvIndex] as one copy by a side kernel of `blocks` blocks.
+void planSelfCopy(CommPlan& p, size_t sendIndex, size_t recvIndex, unsigned blocks);
 
-// Launches the copy's kernel (x.blocks blocks) on `stream`.
-ncclResult_t launchSelfCopyKernel(ncclComm* c, const SideCopy& x, gpu::Stream stream);
+// Launches the copy's kernel (x.blocks blocks) on `stream`, with the
+// device handles of the plan's communicator.
+[[nodiscard]] ncclResult_t launchSelfCopyKernel(const CommPlan& p, const SideCopy& x, gpu::Stream stream);
 
 // Messages to itself this process copied with a side-stream kernel so far.
 uint64_t selfCopyLaunches();

@@ -29,58 +29,64 @@
 
 #include "common/core/group.h"
 #include "common/core/launch_plan.h"
+#include "common/core/tasks.h"
+#include "common/gpu.h"
 #include "uniccl.h"
-
-struct ncclComm;
 
 namespace uniccl {
 
-// One thread's side work of the group being launched.
-class SideStreamGroup {
- public:
-  // Asks the tuning for the group's side work (each comm's plan.side),
-  // counts every task of the group, and queues the copies that run with
-  // the kernels. Once per group, before the connections and the kernels.
-  ncclResult_t start(std::vector<ncclComm*>& comms, const UseDevice& useDevice);
-  // After the group's kernels are queued (launched: all of them were), or
-  // after a failure (then nothing follows the kernels): queues the copies
-  // after the kernels, then the task streams wait for the side streams.
-  // Clears the side plans.
-  ncclResult_t join(const UseDevice& useDevice, bool launched);
+class GroupPlan;
+struct CommPlan;
 
- private:
-  // The fork above, for the comms whose copies are (selfCopies) or are not
-  // messages to themselves.
-  ncclResult_t fork(const UseDevice& useDevice, bool selfCopies);
-  bool exited(const ncclComm* c) const;
-
-  std::vector<ncclComm*> comms_;     // the group's comms with side work
-  std::vector<ncclComm*> ceComms_;   // matched for copy engines: leave the path together when a copy fails
-  std::vector<ncclComm*> exited_;    // side streams that recorded their exit in this group
-  std::vector<ncclComm*> waits_;     // scratch: side streams one task stream waits for
+// What one communicator keeps for its side work, from group to group
+// (ncclComm::sides): the messages it ever posted to and from each peer and
+// the collectives it ever posted (how groups match the ranks' tasks for
+// copy engines), the side stream of the copies and side kernels, and the
+// events that order it between the ranks' streams (created once, released
+// with the communicator).
+struct SideStreams {
+  std::vector<uint64_t> sentTo, recvdFrom;   // [peer]: messages posted (sized by ensurePostedCounters)
+  uint64_t collsPosted = 0;
+  bool copyEngineOff = false;   // counts may disagree with the peers' (a group failed)
+  gpu::Stream stream = nullptr;
+  gpu::Event entry = nullptr;
+  gpu::Event exit = nullptr;
+  gpu::Event kernelsDone = nullptr;   // the group's kernels ended (AllReduce halves follow)
 };
 
-// The calling thread's instance (its vectors keep their capacity).
-SideStreamGroup& sideStreamGroup();
+// Asks the tuning for the group's side work (each plan's side), counts
+// every task of the group, and queues the copies that run with the
+// kernels. Once per group, before the connections and the kernels.
+[[nodiscard]] ncclResult_t startSideStreams(GroupPlan& group, const UseDevice& useDevice);
+// After the group's kernels are queued (launched: all of them were), or
+// after a failure (then nothing follows the kernels): queues the copies
+// after the kernels, then the task streams wait for the side streams.
+[[nodiscard]] ncclResult_t joinSideStreams(GroupPlan& group, const UseDevice& useDevice, bool launched);
 
-// The comm's side stream and its entry, exit and kernels-done events
-// (created once, freed with the communicator).
-ncclResult_t ensureSideStream(ncclComm* c);
+// The side stream and its entry, exit and kernels-done events (created
+// once, freed with the communicator by releaseSideStreams).
+[[nodiscard]] ncclResult_t ensureSideStream(SideStreams* s);
+// Destroy and abort: waits for the side stream (destroy promises the
+// communicator's operations are over), then frees it and its events.
+void releaseSideStreams(SideStreams* s);
 
-// Whether any of the comm's tasks in this group is left to its kernels
-// (plan.side.*Path).
-bool hasKernelTasks(const ncclComm* c);
+// Whether any task of the plan is left to its kernels (side.*Path).
+bool hasKernelTasks(const CommPlan& p);
 
-// Sizes the comm's posted-message counters to its rank count.
-void ensurePostedCounters(ncclComm* c);
+// Sizes the posted-message counters to the rank count.
+void ensurePostedCounters(SideStreams* s, int nRanks);
 
-// Counts the tasks of a communicator launched without a group (a group of
-// one), so later groups still match tasks by their order.
-void countPostedTasks(ncclComm* comm);
+// Counts the tasks of a group as posted, so later groups still match
+// tasks by their order.
+void countPostedMessages(SideStreams* s, int nRanks, const std::vector<Task>& p2p);
+inline void countPostedTasks(SideStreams* s, int nRanks, const TaskList& tasks) {
+  s->collsPosted += tasks.colls.size();
+  if (!tasks.p2p.empty()) countPostedMessages(s, nRanks, tasks.p2p);
+}
 
 // After a failed group the counts may no longer agree between ranks: the
 // communicator leaves the copy-engine path for good.
-void disableCopyEngine(ncclComm* comm);
+inline void disableCopyEngine(SideStreams* s) { s->copyEngineOff = true; }
 
 // Records a task's path in a plan's per-task list (sized to nTasks, all on
 // the kernels, on first use).

@@ -332,14 +332,14 @@ static size_t patMaxBytes(const ncclComm* comm, const TuningEnv& env) {
 }
 
 bool collUsesPat(const ncclComm* comm, const Task& t) {
+  // Other collectives never: the planner asks for every one (AllReduce: the hot path).
+  if (t.kind != TaskKind::AllGather && t.kind != TaskKind::ReduceScatter) return false;
   const TuningEnv& env = tuningEnv();
   if (comm->nRanks < 2 || !env.algos.pat || t.count == 0) return false;
   const size_t block = t.count * dataTypeSize(t.dtype);
   if (t.kind == TaskKind::ReduceScatter) {
     if (!patReducesWith(t.redOp)) return false;
     if (patReduceScatterScratchBytes(comm->nRanks, block) > env.patScratchMaxBytes) return false;
-  } else if (t.kind != TaskKind::AllGather) {
-    return false;
   }
   if (!env.algos.ring) return true;
   // The whole buffer, as planner.cc's tuningBytes counts these collectives.

@@ -18,6 +18,8 @@ struct ncclComm;
 
 namespace uniccl {
 
+class GroupPlan;
+
 struct CollTuning {
   uint8_t algo;         // dev::Algo (kAlgoTree: AllReduce only)
   uint8_t proto;        // dev::Proto
@@ -111,7 +113,7 @@ uint64_t tuningProtoDecisions(int proto);
 // or NCCL_MIN/MAX_NCHANNELS and the config's CTA bounds, at most
 // comm->channelFit (every rank's blocks resident together, gpu_sharing.h).
 // ncclInvalidUsage when the minimum asked for does not fit.
-ncclResult_t chooseChannelCount(const ncclComm* comm, int* nChannels);
+[[nodiscard]] ncclResult_t chooseChannelCount(const ncclComm* comm, int* nChannels);
 CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes);
 uint32_t p2pSliceBytes(const ncclComm* comm);
 // AllReduce, AllGather and ReduceScatter through symmetric windows
@@ -148,8 +150,8 @@ SideStreamKnobs readSideStreamKnobs();
 const SideStreamKnobs& sideStreamKnobs();
 
 // Decides, for the communicators of a group this thread ends, which tasks
-// leave the group's kernels, and records it in each one's plan.side
-// (core/launch_plan.h) through the mechanisms' plan functions:
+// leave the group's kernels, and records it in each one's plan (CommPlan::side,
+// core/launch_plan.h) through the mechanisms' plan functions:
 //   - a send/recv pair with both ends in the group: one copy-engine copy
 //     (core/ce_sendrecv.h);
 //   - a 2-rank Broadcast with both ranks in the group: copy-engine copies
@@ -159,11 +161,10 @@ const SideStreamKnobs& sideStreamKnobs();
 //   - a large message to itself when the kernels have other work: a kernel
 //     of its own on the side stream (core/self_copy_kernel.h).
 // Reads the counts of tasks posted before the group (call it before
-// countPostedTasks). ceComms: the communicators whose tasks were matched
-// across the group for copy engines, when some copy was chosen (a failed
-// copy takes them all off the path). Queues nothing; fails only when it
-// cannot learn a stream's capture state.
-ncclResult_t planSideStreams(const std::vector<ncclComm*>& comms, const SideStreamKnobs& knobs,
-                             std::vector<ncclComm*>* ceComms);
+// countPostedTasks). SidePlan::ceMatched marks the plans whose tasks were
+// matched across the group for copy engines, when some copy was chosen (a
+// failed copy takes them all off the path). Queues nothing; fails only
+// when it cannot learn a stream's capture state.
+[[nodiscard]] ncclResult_t planSideStreams(GroupPlan& group, const SideStreamKnobs& knobs);
 
 }  // namespace uniccl

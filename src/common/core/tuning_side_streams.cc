@@ -13,6 +13,7 @@
 #include "common/core/ce_broadcast.h"
 #include "common/core/ce_sendrecv.h"
 #include "common/core/comm.h"
+#include "common/core/comm_plan.h"
 #include "common/core/redop.h"
 #include "common/core/self_copy_kernel.h"
 #include "common/core/side_stream.h"
@@ -24,10 +25,10 @@ namespace {
 
 size_t taskBytes(const Task& t) { return t.count * dataTypeSize(t.dtype); }
 
-// The one stream of all the comm's tasks in this group; false when several.
-bool singleStream(const ncclComm* c, gpu::Stream* out) {
+// The one stream of all the plan's tasks; false when several.
+bool singleStream(const CommPlan& p, gpu::Stream* out) {
   bool have = false;
-  for (const std::vector<Task>* list : {&c->tasks.colls, &c->tasks.p2p}) {
+  for (const std::vector<Task>* list : {&p.tasks.colls, &p.tasks.p2p}) {
     for (const Task& t : *list) {
       if (have && t.stream != *out) return false;
       *out = t.stream;
@@ -37,19 +38,19 @@ bool singleStream(const ncclComm* c, gpu::Stream* out) {
   return have;
 }
 
-// Capture state of the comm's one stream: the plan's when the group end
+// Capture state of the plan's one stream: the plan's when the group end
 // asked already (checkTaskStreams: the first task's stream), else the runtime's.
-ncclResult_t captureStatus(const ncclComm* c, gpu::Stream stream, gpu::CaptureStatus* status) {
-  gpu::CaptureInfo cap = c->plan.capture;
-  if (!c->plan.captureKnown) UCHECK(gpu::streamGetCaptureInfo(stream, &cap));
+[[nodiscard]] ncclResult_t captureStatus(const CommPlan& p, gpu::Stream stream, gpu::CaptureStatus* status) {
+  gpu::CaptureInfo cap = p.launch.capture;
+  if (!p.launch.captureKnown) UCHECK(gpu::streamGetCaptureInfo(stream, &cap));
   *status = cap.status;
   return ncclSuccess;
 }
 
-bool hasLargeTask(const ncclComm* c, const SideStreamKnobs& k) {
+bool hasLargeTask(const CommPlan& p, const SideStreamKnobs& k) {
   auto large = [&](const Task& t) { return taskBytes(t) >= k.copyEngineMinBytes; };
-  return std::any_of(c->tasks.p2p.begin(), c->tasks.p2p.end(), large) ||
-         std::any_of(c->tasks.colls.begin(), c->tasks.colls.end(), [&](const Task& t) {
+  return std::any_of(p.tasks.p2p.begin(), p.tasks.p2p.end(), large) ||
+         std::any_of(p.tasks.colls.begin(), p.tasks.colls.end(), [&](const Task& t) {
            return (t.kind == TaskKind::Broadcast && large(t)) ||
                   (t.kind == TaskKind::AllReduce && taskBytes(t) >= k.allReduceMinBytes);
          });
@@ -59,23 +60,23 @@ bool hasLargeTask(const ncclComm* c, const SideStreamKnobs& k) {
 // profiler (its events follow the kernels), no GPU shared by several of its
 // ranks (one stream per rank, gpu_sharing.h), a task large enough, one
 // stream, not capturing (copies cannot join two graphs).
-bool mayUseCopyEngines(const ncclComm* c, const SideStreamKnobs& k, gpu::Stream* stream) {
-  if (c->copyEngineOff || c->gpuShared || c->profiler != nullptr || !hasLargeTask(c, k)) return false;
-  if (!singleStream(c, stream)) return false;
+bool mayUseCopyEngines(const CommPlan& p, const SideStreamKnobs& k, gpu::Stream* stream) {
+  if (p.sides->copyEngineOff || p.gpuShared || p.observer != nullptr || !hasLargeTask(p, k)) return false;
+  if (!singleStream(p, stream)) return false;
   gpu::CaptureStatus status;
-  if (captureStatus(c, *stream, &status) != ncclSuccess) return false;
+  if (captureStatus(p, *stream, &status) != ncclSuccess) return false;
   return status == gpu::CaptureStatus::None;
 }
 
-// Whether all of the comm's messages of `kind` in this group that involve
-// another rank involve the same one. A rank that fans out to (or in from)
-// several peers keeps the kernels: they move every peer's part at once over
-// the channels, where one side stream would copy them one after the other
+// Whether all of the plan's messages of `kind` that involve another rank
+// involve the same one. A rank that fans out to (or in from) several peers
+// keeps the kernels: they move every peer's part at once over the
+// channels, where one side stream would copy them one after the other
 // (AlltoAll on 4 H200s: 196 GB/s busbw by copy engine, 322 by the kernels).
-bool oneRemotePeer(const ncclComm* c, TaskKind kind) {
+bool oneRemotePeer(const CommPlan& p, TaskKind kind) {
   int peer = -1;
-  for (const Task& t : c->tasks.p2p) {
-    if (t.kind != kind || t.peer() == c->rank) continue;
+  for (const Task& t : p.tasks.p2p) {
+    if (t.kind != kind || t.peer() == p.rank) continue;
     if (peer >= 0 && t.peer() != peer) return false;
     peer = t.peer();
   }
@@ -83,28 +84,33 @@ bool oneRemotePeer(const ncclComm* c, TaskKind kind) {
 }
 
 // Peer copies only between GPUs that address each other (P2P).
-bool directPeers(const ncclComm* a, const ncclComm* b) {
-  return a->transports.kindBetween(a, a->rank, b->rank) == TransportKind::P2p;
+bool directPeers(const CommPlan& a, const CommPlan& b) {
+  return a.comm->transports.kindBetween(a.comm, a.rank, b.rank) == TransportKind::P2p;
+}
+
+// The plan in the group of rank `rank` of the communicator `of` belongs to.
+CommPlan* rankOf(GroupPlan& group, const CommPlan& of, int rank) {
+  for (CommPlan& p : group)
+    if (p.side.ceMatched && p.comm->commHash == of.comm->commHash && p.nRanks == of.nRanks && p.rank == rank)
+      return &p;
+  return nullptr;
 }
 
 // Large sends whose recv is in the group, from ranks that send to one peer
 // to ranks that receive from one peer (a rank's message to itself too stays
 // off: measured faster by the kernels).
-void chooseSendRecvCopies(const std::vector<ncclComm*>& ce, const SideStreamKnobs& k) {
-  for (ncclComm* A : ce) {
-    if (!oneRemotePeer(A, TaskKind::Send)) continue;
-    const std::vector<Task>& ts = A->tasks.p2p;
+void chooseSendRecvCopies(GroupPlan& group, const SideStreamKnobs& k) {
+  for (CommPlan& A : group) {
+    if (!A.side.ceMatched || !oneRemotePeer(A, TaskKind::Send)) continue;
+    const std::vector<Task>& ts = A.tasks.p2p;
     for (size_t i = 0; i < ts.size(); i++) {
       const Task& s = ts[i];
-      if (s.kind != TaskKind::Send || s.peer() == A->rank || taskBytes(s) < k.copyEngineMinBytes) continue;
-      auto receiver = std::find_if(ce.begin(), ce.end(), [&](const ncclComm* c) {
-        return c->commHash == A->commHash && c->nRanks == A->nRanks && c->rank == s.peer();
-      });
-      if (receiver == ce.end()) continue;   // the receiver is not in this group
-      ncclComm* B = *receiver;
-      if (!oneRemotePeer(B, TaskKind::Recv) || !directPeers(A, B)) continue;
-      const long r = matchingRecv(A, i, B);
-      if (r >= 0) planSendRecvCopy(A, i, B, (size_t)r);
+      if (s.kind != TaskKind::Send || s.peer() == A.rank || taskBytes(s) < k.copyEngineMinBytes) continue;
+      CommPlan* B = rankOf(group, A, s.peer());
+      if (B == nullptr) continue;   // the receiver is not in this group
+      if (!oneRemotePeer(*B, TaskKind::Recv) || !directPeers(A, *B)) continue;
+      const long r = matchingRecv(A, i, *B);
+      if (r >= 0) planSendRecvCopy(A, i, *B, (size_t)r);
     }
   }
 }
@@ -114,17 +120,14 @@ void chooseSendRecvCopies(const std::vector<ncclComm*>& ce, const SideStreamKnob
 // same number of collectives before the group (the k-th of this group on A
 // is then the k-th on B) and reach each other by P2P.
 template <typename PairFn>
-void forEachPairedCollective(const std::vector<ncclComm*>& ce, PairFn&& fn) {
-  for (ncclComm* A : ce) {
-    if (A->nRanks != 2 || A->rank != 0) continue;   // each pair once, from rank 0
-    auto peer = std::find_if(ce.begin(), ce.end(), [&](const ncclComm* c) {
-      return c->commHash == A->commHash && c->nRanks == 2 && c->rank == 1;
-    });
-    if (peer == ce.end()) continue;
-    ncclComm* B = *peer;
-    if (A->collsPosted != B->collsPosted || !directPeers(A, B)) continue;
-    const size_t n = std::min(A->tasks.colls.size(), B->tasks.colls.size());
-    for (size_t i = 0; i < n; i++) fn(A, B, i);
+void forEachPairedCollective(GroupPlan& group, PairFn&& fn) {
+  for (CommPlan& A : group) {
+    if (!A.side.ceMatched || A.nRanks != 2 || A.rank != 0) continue;   // each pair once, from rank 0
+    CommPlan* B = rankOf(group, A, 1);
+    if (B == nullptr) continue;
+    if (A.sides->collsPosted != B->sides->collsPosted || !directPeers(A, *B)) continue;
+    const size_t n = std::min(A.tasks.colls.size(), B->tasks.colls.size());
+    for (size_t i = 0; i < n; i++) fn(A, *B, i);
   }
 }
 
@@ -133,35 +136,36 @@ void forEachPairedCollective(const std::vector<ncclComm*>& ce, PairFn&& fn) {
 // kernel when some other task of the comm keeps its kernels busy meanwhile.
 // Eager, the side kernel costs a launch and two event calls on the host
 // (2-3 us: slower below about 1 MiB); in a graph only a node.
-ncclResult_t chooseSelfCopies(ncclComm* c, const SideStreamKnobs& k, std::vector<size_t>* sends,
-                              std::vector<size_t>* recvs) {
+[[nodiscard]] ncclResult_t chooseSelfCopies(CommPlan& p, const SideStreamKnobs& k) {
   gpu::Stream stream = nullptr;
-  if (!singleStream(c, &stream)) return ncclSuccess;
-  const std::vector<Task>& ts = c->tasks.p2p;
-  sends->clear();
-  recvs->clear();
+  if (!singleStream(p, &stream)) return ncclSuccess;
+  const std::vector<Task>& ts = p.tasks.p2p;
+  std::vector<size_t>& sends = p.side.selfSends;
+  std::vector<size_t>& recvs = p.side.selfRecvs;
+  sends.clear();
+  recvs.clear();
   for (size_t i = 0; i < ts.size(); i++) {
-    if (ts[i].peer() != c->rank) continue;
-    (ts[i].kind == TaskKind::Send ? sends : recvs)->push_back(i);
+    if (ts[i].peer() != p.rank) continue;
+    (ts[i].kind == TaskKind::Send ? sends : recvs).push_back(i);
   }
-  const size_t pairs = std::min(sends->size(), recvs->size());
+  const size_t pairs = std::min(sends.size(), recvs.size());
   if (pairs == 0) return ncclSuccess;
   gpu::CaptureStatus status;
-  UCHECK(captureStatus(c, stream, &status));
+  UCHECK(captureStatus(p, stream, &status));
   const size_t minBytes = status == gpu::CaptureStatus::Active ? k.selfCopyGraphMinBytes : k.selfCopyMinBytes;
   size_t taken = 0;
   for (size_t i = 0; i < pairs; i++) {
-    const size_t bytes = taskBytes(ts[(*sends)[i]]);
+    const size_t bytes = taskBytes(ts[sends[i]]);
     // (A size mismatch stays on the kernels: the planner reports it.)
-    const bool take = bytes >= minBytes && bytes == taskBytes(ts[(*recvs)[i]]);
-    if (!take) (*sends)[i] = SIZE_MAX;
+    const bool take = bytes >= minBytes && bytes == taskBytes(ts[recvs[i]]);
+    if (!take) sends[i] = SIZE_MAX;
     taken += take;
   }
-  const bool otherWork = !c->tasks.colls.empty() || ts.size() > sends->size() + recvs->size();
+  const bool otherWork = !p.tasks.colls.empty() || ts.size() > sends.size() + recvs.size();
   if (taken == 0 || !otherWork) return ncclSuccess;   // nothing large, or nothing else for the kernels
-  c->plan.side.stream = stream;
+  p.side.stream = stream;
   for (size_t i = 0; i < pairs; i++)
-    if ((*sends)[i] != SIZE_MAX) planSelfCopy(c, (*sends)[i], (*recvs)[i], k.selfCopyBlocks);
+    if (sends[i] != SIZE_MAX) planSelfCopy(p, sends[i], recvs[i], k.selfCopyBlocks);
   return ncclSuccess;
 }
 
@@ -183,54 +187,58 @@ const SideStreamKnobs& sideStreamKnobs() {
   return k;
 }
 
-ncclResult_t planSideStreams(const std::vector<ncclComm*>& comms, const SideStreamKnobs& k,
-                             std::vector<ncclComm*>* ce) {
-  ce->clear();
-  for (ncclComm* c : comms) c->plan.side.clear();
+ncclResult_t planSideStreams(GroupPlan& group, const SideStreamKnobs& k) {
+  for (CommPlan& p : group) p.side.clear();
   // Copy engines: both ends of a transfer are in the group, so it takes two
   // communicators at least.
-  if (k.copyEngine && comms.size() > 1) {
-    for (ncclComm* c : comms) {
+  size_t candidates = 0;
+  if (k.copyEngine && group.size() > 1) {
+    for (CommPlan& p : group) {
       gpu::Stream stream = nullptr;
-      if (!mayUseCopyEngines(c, k, &stream)) continue;
-      ensurePostedCounters(c);
-      c->plan.side.stream = stream;
-      ce->push_back(c);
+      if (!mayUseCopyEngines(p, k, &stream)) continue;
+      ensurePostedCounters(p.sides, p.nRanks);
+      p.side.stream = stream;
+      p.side.ceMatched = true;
+      candidates++;
     }
   }
-  if (ce->size() > 1) {
-    chooseSendRecvCopies(*ce, k);
-    forEachPairedCollective(*ce, [&](ncclComm* A, ncclComm* B, size_t i) {
-      const Task& ta = A->tasks.colls[i];
-      if (broadcastPairFits(ta, B->tasks.colls[i]) && taskBytes(ta) >= k.copyEngineMinBytes)
+  if (candidates > 1) {
+    chooseSendRecvCopies(group, k);
+    forEachPairedCollective(group, [&](CommPlan& A, CommPlan& B, size_t i) {
+      const Task& ta = A.tasks.colls[i];
+      if (broadcastPairFits(ta, B.tasks.colls[i]) && taskBytes(ta) >= k.copyEngineMinBytes)
         planBroadcastCopies(A, B, i);
     });
-    forEachPairedCollective(*ce, [&](ncclComm* A, ncclComm* B, size_t i) {
-      const Task& ta = A->tasks.colls[i];
-      if (allReduceSplitFits(ta, B->tasks.colls[i]) && taskBytes(ta) >= k.allReduceMinBytes)
+    forEachPairedCollective(group, [&](CommPlan& A, CommPlan& B, size_t i) {
+      const Task& ta = A.tasks.colls[i];
+      if (allReduceSplitFits(ta, B.tasks.colls[i]) && taskBytes(ta) >= k.allReduceMinBytes)
         planAllReduceSplit(A, B, i);
     });
   }
-  const bool anyCopy = std::any_of(ce->begin(), ce->end(), [](const ncclComm* c) { return !c->plan.side.empty(); });
-  for (ncclComm* c : *ce)
-    if (c->plan.side.empty()) c->plan.side.stream = nullptr;
-  if (!anyCopy) ce->clear();
+  // The candidates stay matched (a failed copy takes them all off the
+  // path) only when some copy was chosen.
+  bool anyCopy = false;
+  for (const CommPlan& p : group) anyCopy = anyCopy || (p.side.ceMatched && !p.side.empty());
+  for (CommPlan& p : group) {
+    if (!p.side.ceMatched) continue;
+    if (p.side.empty()) p.side.stream = nullptr;
+    p.side.ceMatched = anyCopy;
+  }
 
   if (k.selfCopyBlocks == 0) return ncclSuccess;
-  thread_local std::vector<size_t> sends, recvs;   // scratch (capacity kept)
-  for (ncclComm* c : comms) {
+  for (CommPlan& p : group) {
     // Groups of collectives only (the small-message hot path) stop here.
-    if (c->tasks.p2p.empty()) continue;
+    if (p.tasks.p2p.empty()) continue;
     // One rank: its messages to itself are copies on its stream (one_rank.h).
-    if (c->nRanks == 1) continue;
+    if (p.nRanks == 1) continue;
     // A comm with copies to or from peers this group keeps its self
     // messages with the group's kernel (the AlltoAll of one thread for
     // both GPUs: the kernel copies the own block while the copy engines
     // move the peer's). Profiled comms too: their events follow the
     // group's kernel. Ranks sharing a GPU keep one stream each
     // (gpu_sharing.h).
-    if (c->profiler != nullptr || c->gpuShared || !c->plan.side.empty()) continue;
-    UCHECK(chooseSelfCopies(c, k, &sends, &recvs));
+    if (p.observer != nullptr || p.gpuShared || !p.side.empty()) continue;
+    UCHECK(chooseSelfCopies(p, k));
   }
   return ncclSuccess;
 }

@@ -12,19 +12,19 @@ struct ncclComm;
 namespace uniccl {
 
 // comm non-null, alive, initialized and not aborted.
-ncclResult_t checkCommUsable(ncclComm* comm, const char* fn);
+[[nodiscard]] ncclResult_t checkCommUsable(ncclComm* comm, const char* fn);
 // comm non-null and a live communicator (core/comm_registry.h), checked
 // without reading it: for queries and destroy/abort, and first in the others.
-ncclResult_t checkCommHandle(const ncclComm* comm, const char* fn);
+[[nodiscard]] ncclResult_t checkCommHandle(const ncclComm* comm, const char* fn);
 // checkCommUsable, or revoked (split and shrink may start from one).
-ncclResult_t checkCommManageable(ncclComm* comm, const char* fn);
-ncclResult_t checkDataType(ncclDataType_t dtype, const char* fn);
-ncclResult_t checkRank(const ncclComm* comm, int rank, const char* what, const char* fn);
+[[nodiscard]] ncclResult_t checkCommManageable(ncclComm* comm, const char* fn);
+[[nodiscard]] ncclResult_t checkDataType(ncclDataType_t dtype, const char* fn);
+[[nodiscard]] ncclResult_t checkRank(const ncclComm* comm, int rank, const char* what, const char* fn);
 // count * elemSize * factor without overflow.
-ncclResult_t checkedBytes(size_t count, size_t elemSize, size_t factor, size_t* bytes, const char* fn);
+[[nodiscard]] ncclResult_t checkedBytes(size_t count, size_t elemSize, size_t factor, size_t* bytes, const char* fn);
 // A buffer of `bytes` the GPU of comm will read or write: non-null when
 // bytes > 0, GPU-accessible, on comm's device when it is device memory, and
 // inside its allocation.
-ncclResult_t checkBuffer(ncclComm* comm, const void* ptr, size_t bytes, const char* name, const char* fn);
+[[nodiscard]] ncclResult_t checkBuffer(ncclComm* comm, const void* ptr, size_t bytes, const char* name, const char* fn);
 
 }  // namespace uniccl

@@ -39,7 +39,7 @@ uint32_t reciprocal32(uint32_t x) { return 0xffffffffu / x + ((x & (x - 1)) == 0
 
 // Every rank's verdict on the requirements: one failure fails all. GIN is
 // collective (links to every rank): every rank must ask for the same.
-ncclResult_t agreeOnPlan(ncclComm* comm, ncclResult_t mine, const GinConfig& gin, bool wantGin) {
+[[nodiscard]] ncclResult_t agreeOnPlan(ncclComm* comm, ncclResult_t mine, const GinConfig& gin, bool wantGin) {
   struct Verdict {
     int32_t status, gin, contexts, signals, counters;
   };
@@ -69,7 +69,7 @@ ncclResult_t agreeOnPlan(ncclComm* comm, ncclResult_t mine, const GinConfig& gin
 
 // argStatus: this rank's arguments were found bad already; it still takes
 // part in the agreement so that the others fail with it.
-ncclResult_t createDevComm(ncclComm* comm, const ncclDevCommRequirements_t* reqs, ncclDevComm_t* outDevComm,
+[[nodiscard]] ncclResult_t createDevComm(ncclComm* comm, const ncclDevCommRequirements_t* reqs, ncclDevComm_t* outDevComm,
                            ncclResult_t argStatus) {
   DeviceGuard device;
   UCHECK(device.use(comm->gpuDev));
@@ -96,7 +96,7 @@ ncclResult_t createDevComm(ncclComm* comm, const ncclDevCommRequirements_t* reqs
   ncclDevCommWindowTable* table = nullptr;
   if (res == ncclSuccess) res = windowTableHead(comm, &table);
   if (res != ncclSuccess) {
-    if (win != nullptr) deregisterWindow(comm, win);
+    if (win != nullptr) (void)deregisterWindow(comm, win);   // res is the failure to report
     if (mem != nullptr) ncclMemFree(mem);
     return res;
   }
@@ -107,7 +107,7 @@ ncclResult_t createDevComm(ncclComm* comm, const ncclDevCommRequirements_t* reqs
     // Collective too: every rank reaches this point (the plan and the window were agreed on).
     res = ginCreate(comm, gin, &d, &ginState);
     if (res != ncclSuccess) {
-      deregisterWindow(comm, win);
+      (void)deregisterWindow(comm, win);   // res is the failure to report
       ncclMemFree(mem);
       return res;
     }

@@ -598,22 +598,24 @@ ncclResult_t ginCreate(ncclComm* comm, const GinConfig& cfg, ncclDevComm_t* d, G
 void ginDestroy(GinState* g) {
   if (g == nullptr) return;
   if (g->polling) g->proxy.removePoller(&g->poller);   // the proxy thread no longer reads anything below
-  // Copies still in flight read and write the links' staging: they end first.
-  if (g->copyOut != nullptr) gpu::streamSynchronize(g->copyOut);
-  if (g->copyIn != nullptr) gpu::streamSynchronize(g->copyIn);
+  // Copies still in flight read and write the links' staging: they end
+  // first. Teardown goes on past a failure (the backend logged it): a stream
+  // that cannot be waited for has failed for good.
+  if (g->copyOut != nullptr) (void)gpu::streamSynchronize(g->copyOut);
+  if (g->copyIn != nullptr) (void)gpu::streamSynchronize(g->copyIn);
   for (auto& l : g->links)
     if (l) l->stop();
   g->links.clear();
   const bool aborted = g->comm->abortFlagHost != nullptr && *g->comm->abortFlagHost != 0;
   // After an abort a kernel may still be in a wait on this memory (it leaves
   // at its next abort check): leave it allocated rather than free it under it.
-  for (gpu::Event e : g->events) gpu::eventDestroy(e);
-  if (g->copyOut != nullptr) gpu::streamDestroy(g->copyOut);
-  if (g->copyIn != nullptr) gpu::streamDestroy(g->copyIn);
+  for (gpu::Event e : g->events) (void)gpu::eventDestroy(e);
+  if (g->copyOut != nullptr) (void)gpu::streamDestroy(g->copyOut);
+  if (g->copyIn != nullptr) (void)gpu::streamDestroy(g->copyIn);
   if (!aborted) {
     for (GinContextMem& m : g->ctx)
-      if (m.host != nullptr) gpu::hostFree(m.host);
-    if (g->shadowsDev != nullptr) gpu::deviceFree(g->shadowsDev);
+      if (m.host != nullptr) (void)gpu::hostFree(m.host);
+    if (g->shadowsDev != nullptr) (void)gpu::deviceFree(g->shadowsDev);
   }
   g->proxy.release();
   delete g;

@@ -27,7 +27,7 @@ struct GinConfig {
 // Collective over comm (every rank calls it with the same config). Fills the
 // GIN fields of *devComm. ncclInvalidUsage with the reason where GIN cannot
 // be set up (no network).
-ncclResult_t ginCreate(ncclComm* comm, const GinConfig& cfg, ncclDevComm_t* devComm, GinState** out);
+[[nodiscard]] ncclResult_t ginCreate(ncclComm* comm, const GinConfig& cfg, ncclDevComm_t* devComm, GinState** out);
 // Ends the proxy's work on it, closes the links, frees the memory (after an
 // abort the context memory a kernel may still poll is left allocated).
 void ginDestroy(GinState* gin);

@@ -17,7 +17,7 @@ using namespace uniccl;
 
 namespace {
 
-ncclResult_t checkOut(const void* p, const char* what, const char* fn) {
+[[nodiscard]] ncclResult_t checkOut(const void* p, const char* what, const char* fn) {
   if (p == nullptr) {
     WARN("%s: %s is a null pointer", fn, what);
     return ncclInvalidArgument;
@@ -25,7 +25,7 @@ ncclResult_t checkOut(const void* p, const char* what, const char* fn) {
   return ncclSuccess;
 }
 
-ncclResult_t checkCount(int n, int min, const char* what, const char* fn) {
+[[nodiscard]] ncclResult_t checkCount(int n, int min, const char* what, const char* fn) {
   if (n < min) {
     WARN("%s: %s is %d (must be at least %d)", fn, what, n, min);
     return ncclInvalidArgument;

@@ -36,7 +36,7 @@ struct ResourceLayout {
 // nRanks/lsaSize: the communicator's; lsaRank: this rank's place in its team.
 // ncclInvalidUsage (with the WARN) for multimem requests,
 // ncclInvalidArgument for malformed requirements.
-ncclResult_t planResources(const ncclDevCommRequirements_t& reqs, int nRanks, int lsaSize, int lsaRank,
+[[nodiscard]] ncclResult_t planResources(const ncclDevCommRequirements_t& reqs, int nRanks, int lsaSize, int lsaRank,
                            ResourceLayout* out);
 
 }  // namespace uniccl

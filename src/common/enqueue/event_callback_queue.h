@@ -33,7 +33,7 @@ class EventCallbackQueue {
   EventCallbackQueue& operator=(const EventCallbackQueue&) = delete;
 
   // Queues fn(arg, value) to run once `e` (already recorded) has completed.
-  ncclResult_t push(gpu::Event e, Callback fn, void* arg, uint64_t value);
+  [[nodiscard]] ncclResult_t push(gpu::Event e, Callback fn, void* arg, uint64_t value);
 
   // Runs, in push order, the callbacks of completed events and stops at the
   // first event not yet complete. With waitSome and nothing complete, blocks
@@ -45,9 +45,9 @@ class EventCallbackQueue {
   // owner aborts (and then destroys the queue, dropping the callbacks).
   // Callbacks must not call poll() or drain() (reentry is refused with
   // ncclInternalError); they may push().
-  ncclResult_t poll(bool waitSome);
+  [[nodiscard]] ncclResult_t poll(bool waitSome);
   // Waits for every queued event and runs every callback.
-  ncclResult_t drain();
+  [[nodiscard]] ncclResult_t drain();
 
   bool empty() const { return head_ == nullptr; }
   size_t size() const { return size_; }
@@ -62,7 +62,7 @@ class EventCallbackQueue {
     uint64_t value;
     Node* next;
   };
-  ncclResult_t allocNodes();
+  [[nodiscard]] ncclResult_t allocNodes();
 
   EventPool* recycle_;
   Node* head_ = nullptr;

@@ -19,18 +19,18 @@ class EventPool {
   EventPool& operator=(const EventPool&) = delete;
 
   // Hands out a free event, creating one when none is free.
-  ncclResult_t get(gpu::Event* e);
+  [[nodiscard]] ncclResult_t get(gpu::Event* e);
   // Takes back an event obtained from get(); never allocates.
   void put(gpu::Event e);
   // Creates events up front so that the first `count` gets do not.
-  ncclResult_t reserve(size_t count);
+  [[nodiscard]] ncclResult_t reserve(size_t count);
 
   size_t created() const { return all_.size(); }
   size_t available() const { return free_.size(); }
   unsigned flags() const { return flags_; }
 
  private:
-  ncclResult_t createOne();
+  [[nodiscard]] ncclResult_t createOne();
 
   unsigned flags_;
   std::vector<gpu::Event> all_;   // every event created, destroyed with the pool

@@ -42,12 +42,12 @@ class WorkFifo {
 
   // Allocates the ring (bytes == 0: configuredBytes()). `callbacks` is the
   // queue whose completions advance `consumed`; it must outlive the FIFO.
-  ncclResult_t init(uint32_t bytes, EventCallbackQueue* callbacks);
+  [[nodiscard]] ncclResult_t init(uint32_t bytes, EventCallbackQueue* callbacks);
 
   // Reserves `bytes` (a multiple of kItemBytes, at most the capacity) and
   // returns in *offset the ring position of the reservation (the old
   // `produced`; mask it, or use hostPtr()). Blocks while the ring is full.
-  ncclResult_t reserve(uint32_t bytes, uint32_t* offset);
+  [[nodiscard]] ncclResult_t reserve(uint32_t bytes, uint32_t* offset);
 
   // Copies `bytes` (a multiple of 16) from `src` into the ring at `offset`
   // in 16-byte pieces, each position masked so wrapping is handled.

@@ -21,7 +21,7 @@ constexpr const char* kAuthContext = "liveness-link";
 // before the next one is accepted (a scanner must not stall init for long).
 constexpr int64_t kStrangerMs = 5000;
 
-ncclResult_t waitReady(int fd, short events, Deadline deadline, const std::atomic<uint32_t>* abortFlag) {
+[[nodiscard]] ncclResult_t waitReady(int fd, short events, Deadline deadline, const std::atomic<uint32_t>* abortFlag) {
   for (;;) {
     if (abortFlag != nullptr && abortFlag->load(std::memory_order_acquire) != 0) return ncclInternalError;
     const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -39,7 +39,7 @@ ncclResult_t waitReady(int fd, short events, Deadline deadline, const std::atomi
 // stranger): the caller drops `in` for it. A silent connection with nobody
 // behind it is kept: with thousands of ranks on few cores a predecessor may
 // lag its successor by seconds, and dropping it would fail its init.
-ncclResult_t waitForResponse(const Socket& in, const Socket& listener, Deadline deadline,
+[[nodiscard]] ncclResult_t waitForResponse(const Socket& in, const Socket& listener, Deadline deadline,
                              const std::atomic<uint32_t>* abortFlag, bool* arrived) {
   const Deadline strangerBy = std::min(deadline, deadlineAfterMs(kStrangerMs));
   for (;;) {
@@ -59,7 +59,7 @@ ncclResult_t waitForResponse(const Socket& in, const Socket& listener, Deadline 
 // One connection attempt: the successor's listener was open before the
 // bootstrap finished, so a refusal means its process is gone (Socket::connect
 // would retry until the deadline, as for a peer that is still starting).
-ncclResult_t connectOnce(const SocketAddress& addr, Deadline deadline, const std::atomic<uint32_t>* abortFlag,
+[[nodiscard]] ncclResult_t connectOnce(const SocketAddress& addr, Deadline deadline, const std::atomic<uint32_t>* abortFlag,
                          Socket* out) {
   if (!addr.valid()) return ncclInvalidArgument;
   int fd = ::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

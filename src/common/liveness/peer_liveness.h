@@ -52,7 +52,7 @@ class PeerLiveness {
  public:
   // Opens the listener the predecessor will connect to, on the interface the
   // bootstrap uses (NCCL_SOCKET_IFNAME).
-  static ncclResult_t create(std::unique_ptr<PeerLiveness>* out);
+  [[nodiscard]] static ncclResult_t create(std::unique_ptr<PeerLiveness>* out);
   ~PeerLiveness();   // stop(false) if still monitored
   PeerLiveness(const PeerLiveness&) = delete;
   PeerLiveness& operator=(const PeerLiveness&) = delete;
@@ -63,13 +63,13 @@ class PeerLiveness {
   // Connects to the successor's listener, accepts the predecessor, and proves
   // the secret both ways. Every wait ends at the deadline, at the abort flag,
   // or at once when the neighbour's process is gone. nranks >= 2.
-  ncclResult_t link(int rank, int nranks, const SocketAddress& successor, const AuthSecret& secret, Deadline deadline,
+  [[nodiscard]] ncclResult_t link(int rank, int nranks, const SocketAddress& successor, const AuthSecret& secret, Deadline deadline,
                     const std::atomic<uint32_t>* abortFlag);
 
   // Hands the links to the monitor thread (started with the first link set).
   // timeoutMs: silence that counts as a loss (0: only closed links count).
   // names[r] describes rank r in reports ("rank 3 (pid 123 on 10.0.0.5)").
-  ncclResult_t start(PeerLossSink* sink, int64_t timeoutMs, std::vector<std::string> names);
+  [[nodiscard]] ncclResult_t start(PeerLossSink* sink, int64_t timeoutMs, std::vector<std::string> names);
 
   // Takes the links from the monitor (on return the sink is no longer called),
   // says "leaving" (orderly) or "aborted" to both neighbours, closes them.

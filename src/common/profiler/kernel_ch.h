@@ -5,8 +5,9 @@
 //
 // Ring contract (what the device side writes; see docs/profiler.md):
 //   - one KernelChRing per channel, kKernelChSlots slots for starts and stops;
-//   - the host gives every profiled work item of a channel a counter c > 0
-//     (consecutive per channel, from expect()); c == 0 means "not profiled";
+//   - the host marks which channels stamp each work item (Work::profMask,
+//     from expect()); every channel counts its stamped items, c = 1, 2, ...
+//     (the device's Channel::profCount), in the order expect() handed them out;
 //   - when channel ch begins work c, one thread of its block writes
 //       rings[ch].start[c % kKernelChSlots] = {counter c, GPU global timer (ticks)}
 //     as one 16-byte store (HIP: the timer, then the counter with a
@@ -16,7 +17,9 @@
 //   so a slot is not reused before it was read.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -41,6 +44,11 @@ static_assert(sizeof(KernelChRing) == sizeof(dev::ProfRing) && kKernelChSlots ==
                   sizeof(KernelChStamp) == sizeof(dev::ProfStamp),
               "the kernels' view of the rings (dev::ProfRing) must match");
 
+// Per channel, the items handed out and not reported yet are a
+// single-producer single-consumer ring between the launching thread
+// (expect) and the poller (poll): the launch path takes no lock and writes
+// only its own counters (a few cache lines for all channels), so a
+// profiled launch costs the launching thread a few stores per channel.
 class KernelChTracker {
  public:
   // `rings`: nChannels rings in host-mapped memory, zeroed (the caller owns them).
@@ -48,47 +56,59 @@ class KernelChTracker {
   // the profiler is given nanoseconds.
   KernelChTracker(ProfilerContext* prof, KernelChRing* rings, int nChannels, int64_t timerRateKHz = 1000000);
   ~KernelChTracker();  // stops events still open (as flush())
+  KernelChTracker(const KernelChTracker&) = delete;
+  KernelChTracker& operator=(const KernelChTracker&) = delete;
 
-  // Launch thread: work about to be handed to `channel` for the task whose
-  // Coll/P2p event is `parentTask`. Returns the counter to put in the work
-  // item for the kernel, or 0 (do not stamp) when KernelCh is not asked for
-  // or kKernelChSlots items of this channel are still pending.
+  // Launching thread (one at a time per communicator): a work item about to
+  // be handed to channels [lo, hi] for the task whose Coll/P2p event is
+  // `parentTask`. Returns the channels that stamp it (bit c: channel c, the
+  // item's Work::profMask; the kernels count the stamped items per channel
+  // as this does), 0 when KernelCh is not asked for; a channel with
+  // kKernelChSlots items still pending is left out (that item goes unprofiled there).
+  uint64_t expectChannels(int lo, int hi, void* parentTask);
+  // The same for one channel: the item's counter on it, or 0 (not stamped).
   uint64_t expect(int channel, void* parentTask);
 
   // Polling thread(s), serialized: reports every item whose start and stop
-  // stamps have both arrived, outside the lock expect() takes. Returns how
-  // many items are still pending (0: nothing left to poll for).
+  // stamps have both arrived. Returns how many items are still pending (0:
+  // nothing left to poll for).
   int poll();
 
-  // Teardown / abort: stops open KernelCh events with the stamps that did
-  // arrive (a missing stop stamp is reported as 0) and forgets the rest.
+  // Teardown / abort (no launch in progress): stops open KernelCh events
+  // with the stamps that did arrive (a missing stop stamp is reported as 0)
+  // and forgets the rest.
   void flush();
 
  private:
-  struct Pending {
-    uint64_t counter;
-    void* parent;
-  };
   struct Ready {   // an item whose start and stop stamps both arrived
     void* parent;
     int channel;
     uint64_t start, stop;
   };
-  struct Channel {
-    uint64_t nextCounter = 1;
-    std::vector<Pending> pending;  // in counter order
-    size_t head = 0;               // first pending entry not yet finished
-  };
   uint64_t toNs(uint64_t ticks) const {
     return ticksPerMs_ == 1000000 ? ticks : (uint64_t)((unsigned __int128)ticks * 1000000u / ticksPerMs_);
   }
+  // Hands out channel c's next counter, or 0 when its ring is full.
+  uint64_t issue(int c, void* parentTask);
+  // Reports channel c's items from its first unreported one while `ready`
+  // says its stamps are in, into `out`; returns the channel's items left.
+  template <typename ReadyFn>
+  uint64_t collect(int c, ReadyFn&& ready, std::vector<Ready>* out);
+
   ProfilerContext* prof_;
   KernelChRing* rings_;
   uint64_t ticksPerMs_;
-  std::mutex mutex_;  // expect() and poll() run on different threads
-  std::vector<Channel> channels_;
-  std::mutex pollMutex_;               // serializes poll(); expect() never takes it
-  std::vector<Ready> readyScratch_;   // poll() only, under pollMutex_
+  int nChannels_;
+  // [channel]. issued_: counters handed out (1, 2, ...: the launching
+  // thread writes, release); reported_: counters reported (the poller
+  // writes, release); seenReported_: the launching thread's last look at
+  // reported_ (it reads reported_ again only when the ring looks full).
+  std::unique_ptr<std::atomic<uint64_t>[]> issued_;
+  std::unique_ptr<uint64_t[]> seenReported_;
+  std::unique_ptr<std::atomic<uint64_t>[]> reported_;
+  std::unique_ptr<void*[]> parents_;   // [channel * kKernelChSlots + counter % kKernelChSlots]
+  std::mutex pollMutex_;               // serializes poll() and flush(); expect() never takes it
+  std::vector<Ready> readyScratch_;    // poll() only, under pollMutex_
 };
 
 }  // namespace uniccl

@@ -10,25 +10,12 @@
 
 namespace uniccl {
 
-namespace detail {
-std::atomic<int> gProfilerContexts{0};
-}  // namespace detail
-
 namespace {
 
 pid_t processId() {
   static const pid_t pid = getpid();
   return pid;
 }
-
-// The calling thread's open GroupApi events, one per communicator context
-// (NCCL keeps the same state per thread).
-struct GroupApiEntry {
-  ProfilerContext* ctx;
-  void* handle;
-  bool endRecorded;
-};
-thread_local std::vector<GroupApiEntry> tGroupApi;
 
 ncclProfilerEventDescr_v5_t descr(uint64_t type, void* parent, int rank) {
   ncclProfilerEventDescr_v5_t d;
@@ -61,7 +48,6 @@ std::unique_ptr<ProfilerContext> profilerInit(const ProfilerCommInfo& info) {
     profilerPluginRelease();
     return nullptr;
   }
-  detail::gProfilerContexts.fetch_add(1, std::memory_order_relaxed);
   INFO(kSubsysInit, "PROFILER/Plugin: %s (v%d) active for rank %d, event mask 0x%x", plugin->name.c_str(),
        plugin->version, info.rank, ctx->mask());
   return ctx;
@@ -69,12 +55,9 @@ std::unique_ptr<ProfilerContext> profilerInit(const ProfilerCommInfo& info) {
 
 ProfilerContext::~ProfilerContext() {
   if (plugin_ == nullptr) return;
-  for (size_t i = 0; i < tGroupApi.size(); i++)  // a group left open on this thread
-    if (tGroupApi[i].ctx == this) tGroupApi.erase(tGroupApi.begin() + i--);
   ncclResult_t res = plugin_->api->finalize(pluginContext_);
   if (res != ncclSuccess)
     INFO(kSubsysInit, "PROFILER/Plugin: %s finalize returned %s", plugin_->name.c_str(), ncclGetErrorString(res));
-  detail::gProfilerContexts.fetch_sub(1, std::memory_order_relaxed);
   profilerPluginRelease();
 }
 
@@ -103,43 +86,43 @@ const char* profilerDataTypeName(ncclDataType_t dtype) {
   return i >= 0 && i < (int)(sizeof(names) / sizeof(names[0])) ? names[i] : "ncclUnknownType";
 }
 
-namespace detail {
-
-void* startGroupApiSlow(ProfilerContext* p, int groupDepth, bool graphCaptured) {
-  for (const GroupApiEntry& e : tGroupApi)
+void* GroupApiEvents::start(ProfilerContext* p, int groupDepth, bool graphCaptured) {
+  for (const Entry& e : entries_)
     if (e.ctx == p) return e.handle;  // later operations of the same group
   ncclProfilerEventDescr_v5_t d = descr(ncclProfileGroupApi, nullptr, p->rank());
   d.groupApi.graphCaptured = graphCaptured;
   d.groupApi.groupDepth = groupDepth;
   void* handle = p->start(&d);
-  tGroupApi.push_back(GroupApiEntry{p, handle, false});
+  entries_.push_back(Entry{p, handle, false});
   if (handle != nullptr) p->record(handle, ncclProfilerGroupStartApiStop, nullptr);
   return handle;
 }
 
-void recordGroupEndApiSlow() {
-  for (GroupApiEntry& e : tGroupApi) {
+void GroupApiEvents::recordEnd() {
+  for (Entry& e : entries_) {
     if (e.endRecorded) continue;
     e.endRecorded = true;
     if (e.handle != nullptr) e.ctx->record(e.handle, ncclProfilerGroupEndApiStart, nullptr);
   }
 }
 
-void stopGroupApiSlow() {
-  if (tGroupApi.empty()) return;
-  recordGroupEndApiSlow();
-  for (const GroupApiEntry& e : tGroupApi)
+void GroupApiEvents::stop() {
+  recordEnd();
+  for (const Entry& e : entries_)
     if (e.handle != nullptr) e.ctx->stop(e.handle);
-  tGroupApi.clear();
+  entries_.clear();
 }
 
-void* currentGroupApiSlow(ProfilerContext* p) {
-  for (const GroupApiEntry& e : tGroupApi)
+void* GroupApiEvents::current(const ProfilerContext* p) const {
+  for (const Entry& e : entries_)
     if (e.ctx == p) return e.handle;
   return nullptr;
 }
 
-}  // namespace detail
+void GroupApiEvents::forget(const ProfilerContext* p) {
+  for (size_t i = 0; i < entries_.size(); i++)
+    if (entries_[i].ctx == p) entries_.erase(entries_.begin() + (long)i--);
+}
 
 void* profilerStartCollApiSlow(ProfilerContext* p, void* parent, const char* func, size_t count,
                                ncclDataType_t dtype, int root, void* stream, bool graphCaptured) {

@@ -9,8 +9,8 @@
 // accepts nullptr handles and contexts.
 //
 // Nothing here knows ncclComm's layout: callers pass plain values, so the
-// layer is unit-tested without a GPU (tests/unit/profiler). comm_hooks.h
-// adapts it to ncclComm for the core.
+// layer is unit-tested without a GPU (tests/unit/profiler). The core
+// adapts it to communicators and plans (core/launch_profiling.h).
 //
 // Thread safety: a context is immutable after create() except for the mask,
 // which the plugin may change at any time (read with relaxed loads); helpers
@@ -79,11 +79,6 @@ class ProfilerContext {
   // (the CollApi / P2pApi events). Owned by the thread that drives the comm.
   std::vector<void*> collApiParents;
   std::vector<void*> p2pApiParents;
-  // Group and Coll/P2p events of the launch in progress (see comm_hooks.h):
-  // handles[i] is the event of the i-th collective, then of the p2p tasks,
-  // in the order of the comm's task lists at launch; nullptr where not profiled.
-  void* launchGroup = nullptr;
-  std::vector<void*> launchTaskEvents;
 
  private:
   friend std::unique_ptr<ProfilerContext> profilerInit(const ProfilerCommInfo& info);
@@ -104,14 +99,51 @@ inline void profilerFinalize(std::unique_ptr<ProfilerContext>& ctx) { ctx.reset(
 // NCCL's strings for descriptors ("ncclFloat32", "AllReduce", "Ring", "LL").
 const char* profilerDataTypeName(ncclDataType_t dtype);
 
-namespace detail {
-// Contexts alive in the process: zero makes the thread-local GroupApi helpers free.
-extern std::atomic<int> gProfilerContexts;
-void* startGroupApiSlow(ProfilerContext* p, int groupDepth, bool graphCaptured);
-void recordGroupEndApiSlow();
-void stopGroupApiSlow();
-void* currentGroupApiSlow(ProfilerContext* p);
-}  // namespace detail
+// The GroupApi events of one open group of one thread, one per
+// communicator context (NCCL keeps the same state per thread: its group API
+// is per thread). The thread's group state owns it (core/group.cc); unlike
+// NCCL (one GroupApi per thread, under the first communicator's context),
+// every communicator's events keep their parents in that communicator's
+// own context.
+class GroupApiEvents {
+ public:
+  bool empty() const { return entries_.empty(); }
+  // p's event of this group: the one already open, or a new one
+  // (GroupStartApiStop recorded right after its start).
+  void* start(ProfilerContext* p, int groupDepth, bool graphCaptured);
+  // GroupEndApiStart (the outermost ncclGroupEnd) on every event not marked yet.
+  void recordEnd();
+  // Stops every event (the group launched) and forgets them.
+  void stop();
+  // p's open event, or nullptr.
+  void* current(const ProfilerContext* p) const;
+  // A context that goes while the group is open: its event is forgotten.
+  void forget(const ProfilerContext* p);
+
+ private:
+  struct Entry {
+    ProfilerContext* ctx;
+    void* handle;
+    bool endRecorded;
+  };
+  std::vector<Entry> entries_;
+};
+
+// What the profiler opened for one communicator's launch (the group's plan
+// holds it: core/comm_plan.h): the calling thread's GroupApi event (parent
+// of KernelLaunch), the Group event and the tasks' Coll / P2p events
+// (tasks[i]: the i-th collective, then the p2p tasks, in the plan's task
+// order; nullptr where not profiled). Its vector keeps its capacity.
+struct ProfilerLaunchEvents {
+  void* groupApi = nullptr;
+  void* group = nullptr;
+  std::vector<void*> tasks;
+  void clear() {
+    groupApi = nullptr;
+    group = nullptr;
+    tasks.clear();
+  }
+};
 
 // ------------------------------------------------------------ generic
 inline void profilerStop(ProfilerContext* p, void* handle) {
@@ -125,28 +157,25 @@ inline void profilerRecordState(ProfilerContext* p, void* handle, ncclProfilerEv
 
 // ------------------------------------------------------------ API layer
 // GroupApi: one per outermost group of the calling thread and communicator
-// (a call outside a group is a group of one). Started by the group's first
-// operation on that communicator (then ncclProfilerGroupStartApiStop is
-// recorded), GroupEndApiStart when the outermost ncclGroupEnd runs, stopped
-// when the group has launched. The handles live in thread-local state, as
-// in NCCL; unlike NCCL (one GroupApi per thread, under the first
-// communicator's context), every communicator's events keep their parents
-// in that communicator's own context.
-inline void* profilerStartGroupApi(ProfilerContext* p, int groupDepth, bool graphCaptured) {
+// (a call outside a group is a group of one), kept in the group's
+// GroupApiEvents. Started by the group's first operation on that
+// communicator (then ncclProfilerGroupStartApiStop is recorded),
+// GroupEndApiStart when the outermost ncclGroupEnd runs, stopped when the
+// group has launched.
+inline void* profilerStartGroupApi(GroupApiEvents* g, ProfilerContext* p, int groupDepth, bool graphCaptured) {
   if (__builtin_expect(p == nullptr, 1) || !p->wants(kProfGroupApiMask)) return nullptr;
-  return detail::startGroupApiSlow(p, groupDepth, graphCaptured);
+  return g->start(p, groupDepth, graphCaptured);
 }
-inline void profilerRecordGroupEndApi() {
-  if (__builtin_expect(detail::gProfilerContexts.load(std::memory_order_relaxed) != 0, 0))
-    detail::recordGroupEndApiSlow();
+inline void profilerRecordGroupEndApi(GroupApiEvents* g) {
+  if (__builtin_expect(!g->empty(), 0)) g->recordEnd();
 }
-inline void profilerStopGroupApi() {
-  if (__builtin_expect(detail::gProfilerContexts.load(std::memory_order_relaxed) != 0, 0)) detail::stopGroupApiSlow();
+inline void profilerStopGroupApi(GroupApiEvents* g) {
+  if (__builtin_expect(!g->empty(), 0)) g->stop();
 }
-// The calling thread's GroupApi event of p (parent of KernelLaunch), or nullptr.
-inline void* profilerCurrentGroupApi(ProfilerContext* p) {
-  if (__builtin_expect(p == nullptr, 1)) return nullptr;
-  return detail::currentGroupApiSlow(p);
+// The group's GroupApi event of p (parent of KernelLaunch), or nullptr.
+inline void* profilerCurrentGroupApi(const GroupApiEvents* g, const ProfilerContext* p) {
+  if (__builtin_expect(p == nullptr || g->empty(), 1)) return nullptr;
+  return g->current(p);
 }
 
 void* profilerStartCollApiSlow(ProfilerContext* p, void* parent, const char* func, size_t count,
@@ -165,11 +194,11 @@ inline void* profilerStartP2pApi(ProfilerContext* p, void* parent, const char* f
   return profilerStartP2pApiSlow(p, parent, func, count, dtype, stream, graphCaptured);
 }
 
-// KernelLaunch: around one kernel launch; parent = the thread's GroupApi event.
+// KernelLaunch: around one kernel launch; parent = the group's GroupApi event.
 void* profilerStartKernelLaunchSlow(ProfilerContext* p, void* parent, void* stream);
-inline void* profilerStartKernelLaunch(ProfilerContext* p, void* stream) {
+inline void* profilerStartKernelLaunch(ProfilerContext* p, void* parent, void* stream) {
   if (__builtin_expect(p == nullptr, 1) || !p->wants(ncclProfileKernelLaunch)) return nullptr;
-  return profilerStartKernelLaunchSlow(p, profilerCurrentGroupApi(p), stream);
+  return profilerStartKernelLaunchSlow(p, parent, stream);
 }
 
 // ------------------------------------------------------------ launch layer

@@ -17,14 +17,14 @@ constexpr int kV4EventTypes = ncclProfileGroup | ncclProfileColl | ncclProfileP2
                               ncclProfileProxyStep | ncclProfileProxyCtrl | ncclProfileKernelCh |
                               ncclProfileNetPlugin;
 
-ncclResult_t v4Init(void** context, uint64_t commId, int* mask, const char* commName, int nNodes, int nRanks,
+[[nodiscard]] ncclResult_t v4Init(void** context, uint64_t commId, int* mask, const char* commName, int nNodes, int nRanks,
                     int rank, ncclDebugLogger_t logfn) {
   ncclResult_t res = gV4->init(context, mask, commName, commId, nNodes, nRanks, rank, logfn);
   *mask &= kV4EventTypes;  // bits above 7 mean nothing to a v4 plugin
   return res;
 }
 
-ncclResult_t v4StartEvent(void* context, void** eHandle, ncclProfilerEventDescr_v5_t* d) {
+[[nodiscard]] ncclResult_t v4StartEvent(void* context, void** eHandle, ncclProfilerEventDescr_v5_t* d) {
   *eHandle = nullptr;
   if ((d->type & kV4EventTypes) == 0) return ncclSuccess;
   ncclProfilerEventDescr_v4_t v4;
@@ -81,15 +81,15 @@ ncclResult_t v4StartEvent(void* context, void** eHandle, ncclProfilerEventDescr_
   return gV4->startEvent(context, eHandle, &v4);
 }
 
-ncclResult_t v4RecordEventState(void* eHandle, ncclProfilerEventState_v5_t state,
+[[nodiscard]] ncclResult_t v4RecordEventState(void* eHandle, ncclProfilerEventState_v5_t state,
                                 ncclProfilerEventStateArgs_v5_t* args) {
   // The GroupApi states have no v4 event to attach to (and never get a handle).
   if (state == ncclProfilerGroupStartApiStop || state == ncclProfilerGroupEndApiStart) return ncclSuccess;
   return gV4->recordEventState(eHandle, state, args);  // same state values and args layout
 }
 
-ncclResult_t v4StopEvent(void* eHandle) { return gV4->stopEvent(eHandle); }
-ncclResult_t v4Finalize(void* context) { return gV4->finalize(context); }
+[[nodiscard]] ncclResult_t v4StopEvent(void* eHandle) { return gV4->stopEvent(eHandle); }
+[[nodiscard]] ncclResult_t v4Finalize(void* context) { return gV4->finalize(context); }
 
 ncclProfiler_v5_t gAdapter;
 

@@ -108,9 +108,9 @@ class ConnFifoBuffer {
   ConnFifoBuffer& operator=(ConnFifoBuffer&& o) noexcept;
 
   // Allocates and resets (all slots free). Replaces what was held.
-  ncclResult_t allocate(AllocFn alloc, FreeFn release);
-  ncclResult_t allocateHost();    // plain page-aligned host memory (tests, CPU-only peers)
-  ncclResult_t allocateMapped();  // gpu::hostAllocMapped (conn_fifo_mapped.cc)
+  [[nodiscard]] ncclResult_t allocate(AllocFn alloc, FreeFn release);
+  [[nodiscard]] ncclResult_t allocateHost();    // plain page-aligned host memory (tests, CPU-only peers)
+  [[nodiscard]] ncclResult_t allocateMapped();  // gpu::hostAllocMapped (conn_fifo_mapped.cc)
   void reset();                   // frees
 
   ConnFifo* host() const { return host_; }
@@ -123,7 +123,7 @@ class ConnFifoBuffer {
 };
 
 // The plain host allocator behind allocateHost (exposed for tests).
-ncclResult_t connFifoHostAlloc(void** hostPtr, void** devPtr, size_t bytes);
-ncclResult_t connFifoHostFree(void* hostPtr);
+[[nodiscard]] ncclResult_t connFifoHostAlloc(void** hostPtr, void** devPtr, size_t bytes);
+[[nodiscard]] ncclResult_t connFifoHostFree(void* hostPtr);
 
 }  // namespace uniccl

@@ -428,7 +428,8 @@ void Proxy::pollPollers(bool* moved) {
     *q = p->next;
     p->next = nullptr;
     hasPollers_.store(pollers_ != nullptr, std::memory_order_release);
-    if (p->fail != nullptr) runGuarded("proxy thread (poller failure)", [&] { p->fail(p->arg, r); });
+    // A failure callback that throws was logged by runGuarded; the poller is gone either way.
+    if (p->fail != nullptr) (void)runGuarded("proxy thread (poller failure)", [&] { p->fail(p->arg, r); });
   }
 }
 

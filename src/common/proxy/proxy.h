@@ -118,18 +118,18 @@ class ProxyRef {
   ProxyRef(ProxyRef&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
   ProxyRef& operator=(ProxyRef&& o) noexcept;
 
-  static ncclResult_t acquire(ProxyRef* out);
+  [[nodiscard]] static ncclResult_t acquire(ProxyRef* out);
   void release();
   explicit operator bool() const { return p_ != nullptr; }
 
   // Hands `op` to the proxy thread. Validates it; allocates nothing; never
   // blocks on the network. The op must stay alive until finished().
-  ncclResult_t post(ProxyOp* op);
+  [[nodiscard]] ncclResult_t post(ProxyOp* op);
   // Makes the thread look at its ops now (e.g. right after raising an abort flag).
   void wake();
   // Adds / removes a poller; once removePoller returns the thread is not in
   // (and never again enters) its poll function.
-  ncclResult_t addPoller(ProxyPoller* poller);
+  [[nodiscard]] ncclResult_t addPoller(ProxyPoller* poller);
   void removePoller(ProxyPoller* poller);
 
  private:

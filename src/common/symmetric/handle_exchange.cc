@@ -40,7 +40,7 @@ struct FdMessage {
 // Takes one descriptor from every rank of `remote`, each on a connection
 // that proved the communicator's secret, all connections served at once (a
 // connection that stalls or fails the proof delays no peer).
-ncclResult_t receiveFds(ncclComm* comm, const FdSocket& listener, size_t expected, Deadline deadline,
+[[nodiscard]] ncclResult_t receiveFds(ncclComm* comm, const FdSocket& listener, size_t expected, Deadline deadline,
                         const std::atomic<uint32_t>& stop, const std::vector<int>& lsaIndex,
                         std::vector<gpu::MemHandle>* handles, std::vector<bool>* imported) {
   try {
@@ -88,7 +88,7 @@ ncclResult_t receiveFds(ncclComm* comm, const FdSocket& listener, size_t expecte
 // thread takes theirs: each send waits for the peer's listener to check the
 // secret, so no order between ranks is needed; every wait has the
 // bootstrap's deadline.
-ncclResult_t exchangeFds(ncclComm* comm, const std::vector<int>& remote, gpu::MemHandle own, uint64_t seq,
+[[nodiscard]] ncclResult_t exchangeFds(ncclComm* comm, const std::vector<int>& remote, gpu::MemHandle own, uint64_t seq,
                          const std::vector<int>& lsaIndex, std::vector<gpu::MemHandle>* handles,
                          std::vector<bool>* imported) {
   const Deadline deadline = deadlineAfterMs(bootstrap::timeoutMs());
@@ -163,7 +163,7 @@ ncclResult_t peerHandles(ncclComm* comm, const LsaPlace& lsa, const std::vector<
   ncclResult_t res = exchangeFds(comm, remote, all[comm->rank].handle, seq, lsaIndex, handles, imported);
   if (res != ncclSuccess) {
     for (int p = 0; p < lsa.size; p++)
-      if ((*imported)[p]) gpu::memRelease((*handles)[p]);
+      if ((*imported)[p]) (void)gpu::memRelease((*handles)[p]);   // res is the failure to report
     imported->assign(lsa.size, false);
   }
   return res;

@@ -28,7 +28,7 @@ struct WindowAnnounce {
 };
 
 // Allgathers every rank's announcement (all[r] for rank r).
-ncclResult_t announce(ncclComm* comm, const WindowAnnounce* mine, std::vector<WindowAnnounce>* all);
+[[nodiscard]] ncclResult_t announce(ncclComm* comm, const WindowAnnounce* mine, std::vector<WindowAnnounce>* all);
 
 // handles[p] for LSA team rank p (this rank's own included); imported[p]
 // when this call made a new reference the caller must release. seq: the
@@ -37,7 +37,7 @@ ncclResult_t announce(ncclComm* comm, const WindowAnnounce* mine, std::vector<Wi
 // and receive descriptors among LSA peers of other processes, each wait
 // bounded by the bootstrap timeout (a peer that failed here is waited for
 // that long, then the registration fails everywhere).
-ncclResult_t peerHandles(ncclComm* comm, const LsaPlace& lsa, const std::vector<WindowAnnounce>& all, uint64_t seq,
+[[nodiscard]] ncclResult_t peerHandles(ncclComm* comm, const LsaPlace& lsa, const std::vector<WindowAnnounce>& all, uint64_t seq,
                          std::vector<gpu::MemHandle>* handles, std::vector<bool>* imported);
 
 }  // namespace uniccl

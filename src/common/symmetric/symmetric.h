@@ -87,15 +87,15 @@ SymWindow* collBarrierWindow(ncclComm* comm);
 // window. A rank whose arguments were already found bad passes that error
 // as argStatus: it still takes part, so every rank fails at once instead of
 // waiting for it.
-ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags, bool internal,
+[[nodiscard]] ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags, bool internal,
                             ncclResult_t argStatus, SymWindow** out);
 // A user's registration (ncclCommWindowRegister): registerWindow, and with
 // the first NCCL_WIN_COLL_SYMMETRIC window the collectives' barrier.
-ncclResult_t registerUserWindow(ncclComm* comm, void* buff, size_t bytes, int flags, ncclResult_t argStatus,
+[[nodiscard]] ncclResult_t registerUserWindow(ncclComm* comm, void* buff, size_t bytes, int flags, ncclResult_t argStatus,
                                 SymWindow** out);
 // Local: unmaps this rank's view; peers keep theirs (their mappings hold the
 // memory), so no rank waits on another.
-ncclResult_t deregisterWindow(ncclComm* comm, SymWindow* win);
+[[nodiscard]] ncclResult_t deregisterWindow(ncclComm* comm, SymWindow* win);
 // The registered window whose handle is `handle`; nullptr when none.
 SymWindow* findWindow(ncclComm* comm, ncclWindow_t handle);
 // GIN: the local memory of the window whose GIN handle is ginId; false when
@@ -107,7 +107,7 @@ bool ginWindowMemory(ncclComm* comm, uint64_t ginId, char** base, size_t* bytes)
 // false when none is registered or the peer is not mapped.
 bool ginWindowPeerMemory(ncclComm* comm, uint64_t ginId, int lsaPeer, char** base, size_t* bytes);
 // The comm's device window table (ncclDevComm::windowTable), created on first use.
-ncclResult_t windowTableHead(ncclComm* comm, ncclDevCommWindowTable** head);
+[[nodiscard]] ncclResult_t windowTableHead(ncclComm* comm, ncclDevCommWindowTable** head);
 // Device communicators' resources, by their resource window.
 void addDevCommResources(ncclComm* comm, const DevCommResources& r);
 // Removes and returns the record; false when none has that window.

@@ -27,18 +27,20 @@ SymmetricState* state(ncclComm* comm) {
   return comm->symmetric;
 }
 
-// Undoes whatever part of a window exists: mappings, reservation, device copy.
+// Undoes whatever part of a window exists: mappings, reservation, device
+// copy. A release that fails was logged by the backend and leaves nothing to
+// undo: the rest is released all the same.
 void unmapWindow(SymWindow* w) {
-  for (const SymWindow::Mapping& m : w->mappings) gpu::memUnmap(m.va, m.bytes);
+  for (const SymWindow::Mapping& m : w->mappings) (void)gpu::memUnmap(m.va, m.bytes);
   w->mappings.clear();
-  if (w->reserve != nullptr) gpu::addressFree(w->reserve, w->reserveBytes);
+  if (w->reserve != nullptr) (void)gpu::addressFree(w->reserve, w->reserveBytes);
   w->reserve = nullptr;
-  if (w->dev != nullptr) gpu::deviceFree(w->dev);
+  if (w->dev != nullptr) (void)gpu::deviceFree(w->dev);
   w->dev = nullptr;
 }
 
 // The local half of registration: what this rank can say about its buffer.
-ncclResult_t probeBuffer(ncclComm* comm, void* buff, size_t bytes, WindowAnnounce* a, gpu::MemHandle* own) {
+[[nodiscard]] ncclResult_t probeBuffer(ncclComm* comm, void* buff, size_t bytes, WindowAnnounce* a, gpu::MemHandle* own) {
   gpu::VmmInfo info{};
   UCHECK(gpu::vmmQuery(comm->gpuDev, &info));
   if (!info.supported) {
@@ -62,7 +64,7 @@ ncclResult_t probeBuffer(ncclComm* comm, void* buff, size_t bytes, WindowAnnounc
   }
   const size_t offset = (size_t)((char*)buff - (char*)mapBase);
   if (bytes > mapBytes - offset) {
-    gpu::memRelease(*own);
+    (void)gpu::memRelease(*own);   // the caller's error is the one to report
     WARN("ncclCommWindowRegister: rank %d: %zu bytes from %p run past the end of its allocation (%zu bytes at %p)",
          comm->rank, bytes, buff, mapBytes, mapBase);
     return ncclInvalidArgument;
@@ -77,7 +79,7 @@ ncclResult_t probeBuffer(ncclComm* comm, void* buff, size_t bytes, WindowAnnounc
 
 // Maps every LSA peer's allocation into a fresh flat range and fills the
 // window's device-visible description.
-ncclResult_t mapWindow(ncclComm* comm, const LsaPlace& lsa, const std::vector<WindowAnnounce>& all,
+[[nodiscard]] ncclResult_t mapWindow(ncclComm* comm, const LsaPlace& lsa, const std::vector<WindowAnnounce>& all,
                        const std::vector<gpu::MemHandle>& handles, SymWindow* w) {
   const int first = comm->rank - lsa.self;
   std::vector<FlatPeer> peers(lsa.size);
@@ -117,7 +119,7 @@ ncclResult_t mapWindow(ncclComm* comm, const LsaPlace& lsa, const std::vector<Wi
 
 // Every rank's status after its part: the first failure (by rank) decides
 // what all ranks return.
-ncclResult_t agree(ncclComm* comm, ncclResult_t mine, const char* step) {
+[[nodiscard]] ncclResult_t agree(ncclComm* comm, ncclResult_t mine, const char* step) {
   std::vector<int32_t> st(comm->nRanks, 0);
   st[comm->rank] = (int32_t)mine;
   UCHECK(comm->bootstrap->allGather(st.data(), sizeof(int32_t)));
@@ -169,7 +171,7 @@ ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags,
     res = ncclInvalidArgument;
   }
   if (res != ncclSuccess) {
-    if (haveOwn) gpu::memRelease(own);
+    if (haveOwn) (void)gpu::memRelease(own);   // res is the failure to report
     return res;
   }
 
@@ -188,9 +190,11 @@ ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags,
   // 3. Confirm on every rank before anyone drops a reference that a peer may
   //    still be mapping; the mappings now hold the memory.
   res = agree(comm, local, "map its peers' buffers");
+  // Dropping references: a failure was logged by the backend and the
+  // mappings hold the memory either way.
   for (size_t p = 0; p < handles.size(); p++)
-    if (imported[p]) gpu::memRelease(handles[p]);
-  gpu::memRelease(own);
+    if (imported[p]) (void)gpu::memRelease(handles[p]);
+  (void)gpu::memRelease(own);
   if (res != ncclSuccess) {
     unmapWindow(w.get());
     return res;
@@ -235,7 +239,7 @@ void makeCollBarrier(ncclComm* comm) {
     res = gpu::memcpy(&comm->devComm->symBarFlat, &d.symBarFlat, 8 + sizeof(d.symBarStride4G));
   }
   if (res != ncclSuccess) {
-    if (win != nullptr) deregisterWindow(comm, win);
+    if (win != nullptr) (void)deregisterWindow(comm, win);   // res is the failure the WARN below reports
     if (mem != nullptr) ncclMemFree(mem);
     WARN("Rank %d: no barrier for symmetric collectives (error %d): collectives on symmetric windows use the ring "
          "and tree kernels", comm->rank, (int)res);

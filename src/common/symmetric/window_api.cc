@@ -14,7 +14,7 @@ using namespace uniccl;
 
 namespace {
 
-ncclResult_t checkRegister(void* buff, size_t size, ncclWindow_t* win, int winFlags) {
+[[nodiscard]] ncclResult_t checkRegister(void* buff, size_t size, ncclWindow_t* win, int winFlags) {
   const char* fn = "ncclCommWindowRegister";
   if (win == nullptr || buff == nullptr || size == 0) {
     WARN("%s: need a buffer, a size > 0 and a window pointer (got %p, %zu, %p)", fn, buff, size, (void*)win);

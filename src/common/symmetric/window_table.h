@@ -13,16 +13,16 @@ namespace uniccl {
 class WindowTable {
  public:
   // Puts an entry in the first free slot (a new block when all are taken).
-  ncclResult_t add(uintptr_t base, uintptr_t size, ncclWindow_t window, int* slot);
-  ncclResult_t remove(int slot);
+  [[nodiscard]] ncclResult_t add(uintptr_t base, uintptr_t size, ncclWindow_t window, int* slot);
+  [[nodiscard]] ncclResult_t remove(int slot);
   // The first block (allocated on first use).
-  ncclResult_t head(ncclDevCommWindowTable** out);
+  [[nodiscard]] ncclResult_t head(ncclDevCommWindowTable** out);
   void release();   // frees the device blocks (the comm's device memory goes too)
   ~WindowTable() { release(); }
 
  private:
-  ncclResult_t grow();
-  ncclResult_t writeEntry(int slot);
+  [[nodiscard]] ncclResult_t grow();
+  [[nodiscard]] ncclResult_t writeEntry(int slot);
   std::vector<ncclDevCommWindowTable*> blocks_;       // device memory
   std::vector<ncclDevCommWindowTableEntry> entries_;  // mirror, 32 per block
 };

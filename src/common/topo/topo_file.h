@@ -22,7 +22,7 @@ bool parseTopology(const std::string& text, System* out, std::string* error);
 bool looksLikeXml(const std::string& text);
 
 // File wrappers: a clear WARN (and ncclInvalidArgument / ncclSystemError) on failure.
-ncclResult_t readTopologyFile(const char* path, System* out);
-ncclResult_t writeTopologyFile(const char* path, const System& sys);
+[[nodiscard]] ncclResult_t readTopologyFile(const char* path, System* out);
+[[nodiscard]] ncclResult_t writeTopologyFile(const char* path, const System& sys);
 
 }  // namespace uniccl::topo

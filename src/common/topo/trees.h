@@ -1,6 +1,6 @@
 // The tree of every channel, from the topology (pure functions).
 //
-// One host: the double binary tree over all ranks (core/tree_topo.h),
+// One host: the double binary tree over all ranks (topo/tree_topo.h),
 // channel c on tree c % 2.
 //
 // Several hosts: a chain inside each host and a double binary tree across
@@ -17,7 +17,7 @@
 
 #include <vector>
 
-#include "common/core/tree_topo.h"
+#include "common/topo/tree_topo.h"
 #include "common/topo/system.h"
 
 namespace uniccl::topo {

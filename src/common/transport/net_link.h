@@ -41,7 +41,7 @@ class MappedBuffer {
   ~MappedBuffer();
   MappedBuffer(const MappedBuffer&) = delete;
   MappedBuffer& operator=(const MappedBuffer&) = delete;
-  ncclResult_t allocate(size_t bytes);
+  [[nodiscard]] ncclResult_t allocate(size_t bytes);
   char* host() const { return host_; }
   char* device() const { return device_; }
 
@@ -63,10 +63,10 @@ class NetLink {
   // per channel, and returns the handles the peer connects to. nics: the
   // topology's NIC per channel for this rank's host (net_devices.h picks the
   // transport's device from it); nullptr or short: GPU index mod devices.
-  ncclResult_t listen(ncclComm* comm, int peer, int nChannels, size_t stepBytes, std::vector<char>* handles,
+  [[nodiscard]] ncclResult_t listen(ncclComm* comm, int peer, int nChannels, size_t stepBytes, std::vector<char>* handles,
                       const std::vector<topo::ChannelNic>* nics = nullptr);
   // Phase 2: the handles the peer's listen() returned.
-  ncclResult_t setPeerHandles(const std::vector<char>& handles);
+  [[nodiscard]] ncclResult_t setPeerHandles(const std::vector<char>& handles);
   // Phase 2, for every link a thread sets up at once (each after
   // setPeerHandles): connects our send side of every channel to the peer's
   // listeners and accepts the peer's connections on ours, all progressing
@@ -76,11 +76,11 @@ class NetLink {
   // communicator of a group, waits the same way on our accept. Ends with an
   // error when a link's communicator is aborted or after
   // UNICCL_NET_CONNECT_TIMEOUT_MS.
-  static ncclResult_t connectAll(const std::vector<NetLink*>& links);
+  [[nodiscard]] static ncclResult_t connectAll(const std::vector<NetLink*>& links);
   bool handshakeDone() const;  // both directions of every channel exist
   // Phase 3: registers staging memory and starts the persistent proxy ops.
   // After this, fillPeer() may wire channels.
-  ncclResult_t start(ncclComm* comm);
+  [[nodiscard]] ncclResult_t start(ncclComm* comm);
   bool connected() const { return started_; }
   // The device-side connection structs of channel c.
   void fillPeer(int c, dev::Peer* p) const;
@@ -115,9 +115,9 @@ class NetLink {
  private:
   struct Direction;
   struct Channel;
-  ncclResult_t startOps(ncclComm* comm);
+  [[nodiscard]] ncclResult_t startOps(ncclComm* comm);
   // One round of non-blocking connect and accept calls.
-  ncclResult_t progressHandshake(bool* done);
+  [[nodiscard]] ncclResult_t progressHandshake(bool* done);
   static void onOpFinished(void* arg, ncclResult_t result);
 
   const NetApi* net_ = nullptr;

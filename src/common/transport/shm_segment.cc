@@ -29,7 +29,7 @@ ShmSegment::~ShmSegment() { release(); }
 
 void ShmSegment::release() {
   if (dev_ != nullptr) {
-    gpu::hostUnregister(host_);
+    (void)gpu::hostUnregister(host_);   // teardown: the backend logs a failure; the unmap below still runs
     dev_ = nullptr;
   }
   if (host_ != nullptr) {
@@ -45,7 +45,7 @@ void ShmSegment::unlinkName() {
   owner_ = false;
 }
 
-static ncclResult_t mapAndRegister(int fd, size_t bytes, void** host, void** dev, const char* name) {
+[[nodiscard]] static ncclResult_t mapAndRegister(int fd, size_t bytes, void** host, void** dev, const char* name) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) {
     WARN("SHM transport: mmap of %s (%zu bytes) failed: %s", name, bytes, strerror(errno));

@@ -43,6 +43,6 @@ struct Traffic {
 };
 
 // The communicator's counters now (Transports::readTraffic).
-ncclResult_t readTraffic(const ncclComm* comm, Traffic* out);
+[[nodiscard]] ncclResult_t readTraffic(const ncclComm* comm, Traffic* out);
 
 }  // namespace uniccl

@@ -61,8 +61,8 @@ class ShmSegment {
   ~ShmSegment();
   ShmSegment(const ShmSegment&) = delete;
   ShmSegment& operator=(const ShmSegment&) = delete;
-  ncclResult_t create(size_t bytes);                    // unique name, zero-filled
-  ncclResult_t open(const std::string& name, size_t bytes);
+  [[nodiscard]] ncclResult_t create(size_t bytes);                    // unique name, zero-filled
+  [[nodiscard]] ncclResult_t open(const std::string& name, size_t bytes);
   void* host() const { return host_; }
   void* dev() const { return dev_; }
   const std::string& name() const { return name_; }
@@ -104,7 +104,7 @@ class Transports {
   // Called once at init after the peer-info exchange: decides P2P
   // reachability with every peer (second allgather) and sizes buffers.
   // Uses NCCL_BUFFSIZE (Simple), UNICCL_LL_BUFFSIZE, NCCL_P2P_DISABLE, NCCL_SHM_DISABLE.
-  ncclResult_t init(ncclComm* comm);
+  [[nodiscard]] ncclResult_t init(ncclComm* comm);
   bool connected(int peer) const { return links_[peer].connected; }
   // Both ranks' GPUs can address each other's memory (same decision on every rank).
   bool p2pReachable(int a, int b) const {
@@ -128,12 +128,12 @@ class Transports {
   // netLinksToConnect() of every communicator the thread sets up (the
   // network handshakes, all together); complete() finishes NET links
   // (starts the proxy ops, wires). Each phase for every peer before the next.
-  ncclResult_t offer(ncclComm* comm, int peer);
-  ncclResult_t accept(ncclComm* comm, int peer);
+  [[nodiscard]] ncclResult_t offer(ncclComm* comm, int peer);
+  [[nodiscard]] ncclResult_t accept(ncclComm* comm, int peer);
   void netLinksToConnect(const std::vector<int>& peers, std::vector<NetLink*>* out);
-  ncclResult_t complete(ncclComm* comm, int peer);
+  [[nodiscard]] ncclResult_t complete(ncclComm* comm, int peer);
   // All phases, for a set of peers of one communicator.
-  ncclResult_t connect(ncclComm* comm, const std::vector<int>& peers);
+  [[nodiscard]] ncclResult_t connect(ncclComm* comm, const std::vector<int>& peers);
 
   // The transport ranks a and b use with each other (same answer on every
   // rank once init() ran).
@@ -166,7 +166,7 @@ class Transports {
   const std::vector<topo::ChannelNic>& channelNics() const { return channelNics_; }
   // Bytes this rank sent so far, by link class, NIC and channel (traffic.h).
   // Read when no kernel of the communicator runs (after a stream sync).
-  ncclResult_t readTraffic(const ncclComm* comm, Traffic* out) const;
+  [[nodiscard]] ncclResult_t readTraffic(const ncclComm* comm, Traffic* out) const;
 
   // Frees every resource (safe after errors, idempotent).
   void release();
@@ -174,13 +174,13 @@ class Transports {
 
  private:
   TransportKind choose(ncclComm* comm, int peer) const;
-  ncclResult_t offerP2p(ncclComm* comm, int peer, PeerLink& link, struct ConnectOffer* offer);
-  ncclResult_t offerShm(ncclComm* comm, int peer, PeerLink& link, struct ConnectOffer* offer);
-  ncclResult_t acceptP2p(ncclComm* comm, int peer, PeerLink& link, const struct ConnectOffer& offer);
-  ncclResult_t acceptShm(ncclComm* comm, int peer, PeerLink& link, const struct ConnectOffer& offer);
-  ncclResult_t offerNet(ncclComm* comm, int peer, PeerLink& link);
-  ncclResult_t acceptNet(ncclComm* comm, int peer, PeerLink& link);
-  ncclResult_t wire(ncclComm* comm, int peer, char* ownBlockDev, char* peerBlockDev, bool direct);
+  [[nodiscard]] ncclResult_t offerP2p(ncclComm* comm, int peer, PeerLink& link, struct ConnectOffer* offer);
+  [[nodiscard]] ncclResult_t offerShm(ncclComm* comm, int peer, PeerLink& link, struct ConnectOffer* offer);
+  [[nodiscard]] ncclResult_t acceptP2p(ncclComm* comm, int peer, PeerLink& link, const struct ConnectOffer& offer);
+  [[nodiscard]] ncclResult_t acceptShm(ncclComm* comm, int peer, PeerLink& link, const struct ConnectOffer& offer);
+  [[nodiscard]] ncclResult_t offerNet(ncclComm* comm, int peer, PeerLink& link);
+  [[nodiscard]] ncclResult_t acceptNet(ncclComm* comm, int peer, PeerLink& link);
+  [[nodiscard]] ncclResult_t wire(ncclComm* comm, int peer, char* ownBlockDev, char* peerBlockDev, bool direct);
 
   ChannelLayout layout_{};
   std::vector<PeerLink> links_;

@@ -334,9 +334,10 @@ void Transports::release() {
     if (link.net) link.net->stop();
   }
   netLinks_ = 0;
+  // Teardown: a release that fails was logged by the backend; the others still run.
   for (PeerLink& link : links_) {
-    if (link.peerIpcMapped && link.peerBlock != nullptr) gpu::ipcCloseMemHandle(link.peerBlock);
-    if (link.ownBlock != nullptr) gpu::deviceFree(link.ownBlock);
+    if (link.peerIpcMapped && link.peerBlock != nullptr) (void)gpu::ipcCloseMemHandle(link.peerBlock);
+    if (link.ownBlock != nullptr) (void)gpu::deviceFree(link.ownBlock);
     link = PeerLink{};
   }
   links_.clear();

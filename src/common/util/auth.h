@@ -35,7 +35,7 @@ struct AuthSecret {
 // Cryptographically random bytes from the kernel (getrandom). False only
 // when the kernel gives none, which callers treat as a system error.
 bool randomBytes(void* out, size_t bytes);
-ncclResult_t randomSecret(AuthSecret* out);
+[[nodiscard]] ncclResult_t randomSecret(AuthSecret* out);
 // A secret derived from a text both sides know (UNICCL_COMM_SECRET).
 AuthSecret secretFromText(const char* text);
 // HMAC(secret, label): values derived from the secret (wire magics, names)
@@ -60,7 +60,7 @@ static_assert(sizeof(AuthChallenge) == 20 && sizeof(AuthResponse) == 48 && sizeo
 // The pure steps, for event loops that keep one small state per connection.
 // The acceptor makes a challenge; checks the response (false: refuse the peer)
 // and answers with its own proof.
-ncclResult_t makeChallenge(AuthChallenge* out);
+[[nodiscard]] ncclResult_t makeChallenge(AuthChallenge* out);
 bool checkResponse(const AuthSecret& secret, const char* context, const AuthChallenge& challenge,
                    const AuthResponse& response);
 AuthConfirm makeConfirm(const AuthSecret& secret, const char* context, const AuthChallenge& challenge,
@@ -74,9 +74,9 @@ bool checkConfirm(const AuthSecret& secret, const char* context, const AuthChall
 // Blocking versions over a connected socket: the whole exchange, each wait
 // bounded by the deadline and the abort flag. A peer that fails the proof
 // gets ncclRemoteError with a WARN naming `what` and its address.
-ncclResult_t authenticateAcceptor(Socket& sock, const AuthSecret& secret, const char* context, Deadline deadline,
+[[nodiscard]] ncclResult_t authenticateAcceptor(Socket& sock, const AuthSecret& secret, const char* context, Deadline deadline,
                                   const std::atomic<uint32_t>* abortFlag, const char* what);
-ncclResult_t authenticateConnector(Socket& sock, const AuthSecret& secret, const char* context, Deadline deadline,
+[[nodiscard]] ncclResult_t authenticateConnector(Socket& sock, const AuthSecret& secret, const char* context, Deadline deadline,
                                    const std::atomic<uint32_t>* abortFlag, const char* what);
 
 }  // namespace uniccl

@@ -31,7 +31,7 @@ std::string secretSocketName(const AuthSecret& secret, const char* kind, const s
 // The connector's side of the exchange, right after FdSocket::connect and
 // before anything else is sent. ncclRemoteError (with a WARN naming `what`)
 // when the listener does not prove the secret.
-ncclResult_t authenticateFdConnector(const FdSocket& sock, const AuthSecret& secret, const char* context,
+[[nodiscard]] ncclResult_t authenticateFdConnector(const FdSocket& sock, const AuthSecret& secret, const char* context,
                                      Deadline deadline, const std::atomic<uint32_t>* abortFlag, const char* what);
 
 // Serves one listener from one thread with poll: accepts every connection,

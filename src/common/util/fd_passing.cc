@@ -26,7 +26,7 @@ bool aborted(const std::atomic<uint32_t>* abortFlag) {
 }
 
 // Waits for `events` on fd until the deadline. ncclSuccess when ready.
-ncclResult_t waitFor(int fd, short events, Deadline deadline, const std::atomic<uint32_t>* abortFlag,
+[[nodiscard]] ncclResult_t waitFor(int fd, short events, Deadline deadline, const std::atomic<uint32_t>* abortFlag,
                      const char* what, const std::string& name) {
   for (;;) {
     if (aborted(abortFlag)) {
@@ -48,7 +48,7 @@ ncclResult_t waitFor(int fd, short events, Deadline deadline, const std::atomic<
   }
 }
 
-ncclResult_t abstractAddress(const std::string& name, sockaddr_un* addr, socklen_t* len) {
+[[nodiscard]] ncclResult_t abstractAddress(const std::string& name, sockaddr_un* addr, socklen_t* len) {
   if (name.empty() || name.size() > kMaxNameBytes || name.find('\0') != std::string::npos) {
     WARN("fd socket name \"%s\" must have 1 to %zu bytes and no NUL", name.c_str(), kMaxNameBytes);
     return ncclInvalidArgument;
@@ -69,7 +69,7 @@ bool sameUser(int fd, uid_t* peerUid) {
   return cred.uid == geteuid();
 }
 
-ncclResult_t newSocket(const std::string& name, UniqueFd* out) {
+[[nodiscard]] ncclResult_t newSocket(const std::string& name, UniqueFd* out) {
   int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     WARN("socket(AF_UNIX) for fd socket @%s failed: %s", name.c_str(), strerror(errno));

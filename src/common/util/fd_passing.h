@@ -62,16 +62,16 @@ class FdSocket {
  public:
   // Binds to abstract name `name` (1 to 100 bytes) and listens. A name in
   // use (another listener anywhere on the host) is ncclSystemError.
-  ncclResult_t listen(const std::string& name);
+  [[nodiscard]] ncclResult_t listen(const std::string& name);
   // Waits for one connection from a process of this user.
-  ncclResult_t accept(FdSocket* out, Deadline deadline, const std::atomic<uint32_t>* abortFlag = nullptr) const;
+  [[nodiscard]] ncclResult_t accept(FdSocket* out, Deadline deadline, const std::atomic<uint32_t>* abortFlag = nullptr) const;
   // Takes one waiting connection of this user if there is one (*got), never
   // waits: for event loops. Running out of descriptors is ncclSystemError
   // for this call only; the connection stays queued.
-  ncclResult_t tryAccept(FdSocket* out, bool* got) const;
+  [[nodiscard]] ncclResult_t tryAccept(FdSocket* out, bool* got) const;
   // Connects to the listener `name`, retrying until it exists or the
   // deadline passes (the peer may not be listening yet).
-  ncclResult_t connect(const std::string& name, Deadline deadline, const std::atomic<uint32_t>* abortFlag = nullptr);
+  [[nodiscard]] ncclResult_t connect(const std::string& name, Deadline deadline, const std::atomic<uint32_t>* abortFlag = nullptr);
 
   bool isOpen() const { return fd_.valid(); }
   int fd() const { return fd_.get(); }
@@ -86,12 +86,12 @@ class FdSocket {
 
 // Sends one message: `bytes` of payload (0 to kMaxFdPayloadBytes) and `n`
 // descriptors (0 to kMaxPassedFds), which stay the caller's to close.
-ncclResult_t sendFds(const FdSocket& sock, const int* fds, int n, const void* payload, size_t bytes,
+[[nodiscard]] ncclResult_t sendFds(const FdSocket& sock, const int* fds, int n, const void* payload, size_t bytes,
                      Deadline deadline, const std::atomic<uint32_t>* abortFlag = nullptr);
 // Receives one message that must hold exactly `n` descriptors (now owned by
 // fds[0..n-1], close-on-exec) and `bytes` of payload; any other shape is
 // ncclRemoteError, and whatever descriptors came are closed.
-ncclResult_t recvFds(const FdSocket& sock, UniqueFd* fds, int n, void* payload, size_t bytes, Deadline deadline,
+[[nodiscard]] ncclResult_t recvFds(const FdSocket& sock, UniqueFd* fds, int n, void* payload, size_t bytes, Deadline deadline,
                      const std::atomic<uint32_t>* abortFlag = nullptr);
 
 }  // namespace uniccl

@@ -16,12 +16,12 @@ namespace uniccl {
 
 // Inside a catch block: WARNs "<where>: <what was thrown>" and returns
 // ncclSystemError for std::bad_alloc and std::system_error, else ncclInternalError.
-ncclResult_t currentExceptionResult(const char* where) noexcept;
+[[nodiscard]] ncclResult_t currentExceptionResult(const char* where) noexcept;
 
 // Calls fn(); returns its result (ncclSuccess when it returns void) or,
 // when it throws, currentExceptionResult(where).
 template <typename Fn>
-ncclResult_t runGuarded(const char* where, Fn&& fn) noexcept {
+[[nodiscard]] ncclResult_t runGuarded(const char* where, Fn&& fn) noexcept {
   try {
     if constexpr (std::is_void_v<std::invoke_result_t<Fn>>) {
       std::forward<Fn>(fn)();

@@ -34,7 +34,7 @@ void setNoDelay(int fd) {
 }
 
 // Waits for `events` on fd. ncclSuccess when ready; timeout/abort otherwise.
-ncclResult_t waitFor(int fd, short events, Deadline deadline, const std::atomic<uint32_t>* abortFlag,
+[[nodiscard]] ncclResult_t waitFor(int fd, short events, Deadline deadline, const std::atomic<uint32_t>* abortFlag,
                      const char* what, const SocketAddress& peer) {
   for (;;) {
     if (aborted(abortFlag)) {

@@ -47,20 +47,20 @@ class Socket {
   // Binds to `addr` (port 0 = ephemeral) with SO_REUSEADDR and listens. With
   // bindErrno, a failed bind is not logged: its errno is stored there for the
   // caller, who expects it (e.g. EADDRINUSE when another process is the root).
-  ncclResult_t listen(const SocketAddress& addr, int backlog = 1024, int* bindErrno = nullptr);
+  [[nodiscard]] ncclResult_t listen(const SocketAddress& addr, int backlog = 1024, int* bindErrno = nullptr);
   // Waits for one connection on a listening socket.
-  ncclResult_t accept(Socket* out, Deadline deadline, const std::atomic<uint32_t>* abortFlag = nullptr);
+  [[nodiscard]] ncclResult_t accept(Socket* out, Deadline deadline, const std::atomic<uint32_t>* abortFlag = nullptr);
   // Connects, retrying refused/unreachable attempts until the deadline (the
   // peer may not be listening yet).
-  ncclResult_t connect(const SocketAddress& addr, Deadline deadline, const std::atomic<uint32_t>* abortFlag = nullptr);
+  [[nodiscard]] ncclResult_t connect(const SocketAddress& addr, Deadline deadline, const std::atomic<uint32_t>* abortFlag = nullptr);
   // Connects to a listener known to exist (its address came from it): a
   // refused or reset attempt means its process is gone and fails at once
   // (ncclRemoteError); other failures are retried as connect() does.
-  ncclResult_t connectToExisting(const SocketAddress& addr, Deadline deadline);
+  [[nodiscard]] ncclResult_t connectToExisting(const SocketAddress& addr, Deadline deadline);
 
-  ncclResult_t sendAll(const void* data, size_t bytes, Deadline deadline,
+  [[nodiscard]] ncclResult_t sendAll(const void* data, size_t bytes, Deadline deadline,
                        const std::atomic<uint32_t>* abortFlag = nullptr);
-  ncclResult_t recvAll(void* data, size_t bytes, Deadline deadline, const std::atomic<uint32_t>* abortFlag = nullptr);
+  [[nodiscard]] ncclResult_t recvAll(void* data, size_t bytes, Deadline deadline, const std::atomic<uint32_t>* abortFlag = nullptr);
 
   // Non-blocking progress for event loops: bytes moved (0 if it would block),
   // or -1 when the peer closed or the socket failed (errno-like reason in *err).
@@ -70,7 +70,7 @@ class Socket {
   void close();
 
  private:
-  ncclResult_t connectImpl(const SocketAddress& addr, Deadline deadline, const std::atomic<uint32_t>* abortFlag,
+  [[nodiscard]] ncclResult_t connectImpl(const SocketAddress& addr, Deadline deadline, const std::atomic<uint32_t>* abortFlag,
                            bool listenerExists);
   int fd_ = -1;
   SocketAddress addr_ = emptySocketAddress();
@@ -79,7 +79,7 @@ class Socket {
 // Sends `sendBytes` on `out` while receiving `recvBytes` on `in`, both at once,
 // so that a ring of ranks that all send before they receive cannot deadlock on
 // full socket buffers.
-ncclResult_t sendRecvAll(Socket& out, const void* sendData, size_t sendBytes, Socket& in, void* recvData,
+[[nodiscard]] ncclResult_t sendRecvAll(Socket& out, const void* sendData, size_t sendBytes, Socket& in, void* recvData,
                          size_t recvBytes, Deadline deadline, const std::atomic<uint32_t>* abortFlag = nullptr);
 
 }  // namespace uniccl

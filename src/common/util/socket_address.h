@@ -40,13 +40,13 @@ SocketAddress emptySocketAddress();
 
 // Parses "host:port", "ipv4:port" or "[ipv6]:port" (the NCCL_COMM_ID format).
 // Host names are resolved. WARNs and returns ncclInvalidArgument when malformed.
-ncclResult_t parseSocketAddress(const char* text, SocketAddress* out);
+[[nodiscard]] ncclResult_t parseSocketAddress(const char* text, SocketAddress* out);
 
 // Interfaces to use, best first, one address per interface (name, address with
 // port 0), at most maxIfs. `family` (AF_INET / AF_INET6) restricts the choice
 // further; AF_UNSPEC leaves it to NCCL_SOCKET_FAMILY. Fails with a WARN saying
 // which setting to change when nothing matches.
-ncclResult_t findInterfaces(std::vector<std::pair<std::string, SocketAddress>>* out, int maxIfs,
+[[nodiscard]] ncclResult_t findInterfaces(std::vector<std::pair<std::string, SocketAddress>>* out, int maxIfs,
                             int family = AF_UNSPEC);
 
 // NCCL_SOCKET_IFNAME matching, exposed for tests: does interface `name` pass `spec`?

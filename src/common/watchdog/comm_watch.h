@@ -15,10 +15,11 @@ namespace uniccl {
 struct CommWatch {
   explicit CommWatch(int64_t timeoutMs) : timeoutMs(timeoutMs) {}
   // Runs after the communicator's kernels ended (commFree drains them first).
+  // A release that fails was logged by the backend; the others still run.
   ~CommWatch() {
-    if (progressHost != nullptr) gpu::hostFree(progressHost);
-    if (graphWordsHost != nullptr) gpu::hostFree(graphWordsHost);
-    if (graphReplaysDev != nullptr) gpu::deviceFree(graphReplaysDev);
+    if (progressHost != nullptr) (void)gpu::hostFree(progressHost);
+    if (graphWordsHost != nullptr) (void)gpu::hostFree(graphWordsHost);
+    if (graphReplaysDev != nullptr) (void)gpu::deviceFree(graphReplaysDev);
   }
   CommWatch(const CommWatch&) = delete;
   CommWatch& operator=(const CommWatch&) = delete;

@@ -60,7 +60,7 @@ class GraphTracker {
   // launch about to be captured (out->words stays nullptr when the launch
   // is not tracked). On a graph's first launch registers the user object
   // that frees its slot.
-  ncclResult_t captured(const gpu::CaptureInfo& cap, unsigned grid, const WorkDesc& desc, dev::GraphTrack* out);
+  [[nodiscard]] ncclResult_t captured(const gpu::CaptureInfo& cap, unsigned grid, const WorkDesc& desc, dev::GraphTrack* out);
 
   // Watchdog thread: frees the slots of destroyed graphs, then reports a
   // launch one of whose blocks has been running for more than timeoutMs

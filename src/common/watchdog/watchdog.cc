@@ -224,47 +224,16 @@ void watchdogUnregister(ncclComm* comm) {
   joinStopped(std::move(last));
 }
 
-void describeLaunch(const ncclComm* comm, size_t k, WorkDesc* d) {
-  *d = WorkDesc{};
-  const LaunchPlan& plan = comm->plan;
-  if (k >= plan.launches.size() || plan.launches[k].nWorks == 0) return;
-  const KernelLaunch& L = plan.launches[k];
-  const dev::Work& w = plan.works[L.firstWork];
-  d->coll = w.coll;
-  d->nWorks = (uint16_t)std::min<uint32_t>(L.nWorks, 65535);
-  // The task of the launch's first work item.
-  if (L.firstWork < plan.workSeq.size()) d->seq = plan.workSeq[L.firstWork];
-  if (w.coll == dev::kCollP2p) {
-    d->count = w.p.sendBytes;
-    d->sendPeer = w.p.sendPeer;
-    d->recvPeer = w.p.recvPeer;
-  } else {
-    d->dtype = w.c.dtype;
-    d->redOp = w.c.redOp;
-    d->count = w.c.count;
-    d->sendPeer = comm->channelsHost[0].ringNext;
-    d->recvPeer = comm->channelsHost[0].ringPrev;
-  }
-}
-
-ncclResult_t watchLaunchBegin(ncclComm* comm, size_t k, LaunchWatch* w) {
+ncclResult_t watchLaunchBegin(CommWatch* watch, bool captured, const gpu::CaptureInfo& capture, unsigned grid,
+                              const WorkDesc& d, LaunchWatch* w) {
   *w = LaunchWatch{};
-  if (!comm->watch) return ncclSuccess;
-  const LaunchStreams& s = comm->plan.streams;
-  if (s.captured) {
-    WorkDesc d;
-    describeLaunch(comm, k, &d);
-    return comm->watch->graphs.captured(s.capture, comm->plan.launches[k].grid, d, &w->graph);
-  }
-  w->eagerId = comm->watch->eager.nextId();
+  if (captured) return watch->graphs.captured(capture, grid, d, &w->graph);
+  w->eagerId = watch->eager.nextId();
   return ncclSuccess;
 }
 
-void watchLaunchEnd(ncclComm* comm, size_t k, LaunchWatch* w) {
-  if (!comm->watch || w->eagerId == 0) return;
-  WorkDesc d;
-  describeLaunch(comm, k, &d);
-  comm->watch->eager.launched(w->eagerId, comm->plan.launches[k].grid, d);
+void watchLaunchEnd(CommWatch* watch, unsigned grid, const WorkDesc& d, LaunchWatch* w) {
+  if (w->eagerId != 0) watch->eager.launched(w->eagerId, grid, d);
 }
 
 ncclResult_t watchWaitEagerLaunches(ncclComm* comm) {
@@ -289,7 +258,7 @@ ncclResult_t watchWaitEagerLaunches(ncclComm* comm) {
     if (res != ncclSuccess) break;
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
-  gpu::eventDestroy(probe);
+  (void)gpu::eventDestroy(probe);   // res is what the wait found; the backend logs a failed destroy
   return res;
 }
 

@@ -10,9 +10,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "common/core/launch.h"
 #include "common/gpu.h"
 #include "common/watchdog/comm_watch.h"
+#include "common/watchdog/work_desc.h"
 #include "device/dev_types.h"
 #include "uniccl.h"
 
@@ -26,34 +26,33 @@ int64_t watchdogTimeoutMsFromEnv();
 
 // Creates comm->watch and adds the comm to the watchdog (nothing when
 // timeoutMs is 0). Called once the comm is fully initialized.
-ncclResult_t watchdogRegister(ncclComm* comm, int64_t timeoutMs);
+[[nodiscard]] ncclResult_t watchdogRegister(ncclComm* comm, int64_t timeoutMs);
 // Removes the comm; on return the watchdog thread no longer touches it, so
 // its progress words and trackers may go. Joins the thread when this was the last comm. Safe
 // without a prior register.
 void watchdogUnregister(ncclComm* comm);
 
-// launch.cc, around each kernel launch. Begin gives an eager launch its id
-// (the kernel arguments' launchId) or a captured launch its graph slot and
-// place (the arguments' graph); End queues an eager launch once it is on
-// its stream. A failed eager launch is simply not queued (its id never
-// reports; later ids pass it).
+// launch.cc, around each kernel launch of a communicator with a watch.
+// Begin gives an eager launch its id (the kernel arguments' launchId) or a
+// captured launch (capture: its stream's) its graph slot and place (the
+// arguments' graph); End queues an eager launch once it is on its stream.
+// A failed eager launch is simply not queued (its id never reports; later
+// ids pass it). `grid`: the launch's blocks; `d`: what the timeout message
+// says about it (core/launch.h, describeLaunch).
 struct LaunchWatch {
   uint64_t eagerId = 0;     // eager launch id (0: not tracked)
   dev::GraphTrack graph{};  // captured launch (words == nullptr: not tracked)
 };
-// `k`: the launch's index in comm->plan.launches.
-ncclResult_t watchLaunchBegin(ncclComm* comm, size_t k, LaunchWatch* w);
-void watchLaunchEnd(ncclComm* comm, size_t k, LaunchWatch* w);
+[[nodiscard]] ncclResult_t watchLaunchBegin(CommWatch* watch, bool captured, const gpu::CaptureInfo& capture, unsigned grid,
+                              const WorkDesc& d, LaunchWatch* w);
+void watchLaunchEnd(CommWatch* watch, unsigned grid, const WorkDesc& d, LaunchWatch* w);
 
 // Waits until the comm's eager launches the tracker queued have all
 // reported their end (launch.cc gives most launches no done event of their
 // own). A launch running past UNICCL_TIMEOUT aborts the comm as the thread
 // would (its kernels then stop and report); a fault on the GPU ends the wait
 // with its error. Nothing to wait for without a timeout (no tracker).
-ncclResult_t watchWaitEagerLaunches(ncclComm* comm);
-
-// Describes launch k of comm->plan for the timeout message.
-void describeLaunch(const ncclComm* comm, size_t k, WorkDesc* d);
+[[nodiscard]] ncclResult_t watchWaitEagerLaunches(ncclComm* comm);
 
 // One poll of every registered comm at time nowMs (what the thread does every
 // UNICCL_WATCHDOG_POLL_MS); exposed so tests can drive a fake clock.

@@ -225,11 +225,11 @@ struct Fabric {
 
   ~Fabric() {
     for (int r = 0; r < (int)streams.size(); r++) {
-      if (streams[r]) gpu::streamDestroy(streams[r]);
-      if (events[r]) gpu::eventDestroy(events[r]);
+      if (streams[r]) (void)gpu::streamDestroy(streams[r]);
+      if (events[r]) (void)gpu::eventDestroy(events[r]);
     }
-    for (void* p : allocs) gpu::deviceFree(p);
-    if (abortHost) gpu::hostFree((void*)abortHost);
+    for (void* p : allocs) (void)gpu::deviceFree(p);
+    if (abortHost) (void)gpu::hostFree((void*)abortHost);
   }
 
   // Waits for every rank's last launch; on a hang sets the abort flag (the
@@ -703,12 +703,12 @@ int main(int argc, char** argv) {
         fprintf(stderr, "HANG: R=%d type %s (aborted through the abort flag)\n", R, kTypeNames[t]);
         hangs++;
         for (auto& c : cases) gStats[{t, c.coll}].fail++;
-        for (int r = 0; r < R; r++) gpu::hostFree(ringHost[r]);
+        for (int r = 0; r < R; r++) (void)gpu::hostFree(ringHost[r]);
         return 1;  // connection steps are now inconsistent: stop here
       }
       for (int r = 0; r < R; r++) {
         NCCL_OK_OR_EXIT(gpu::memcpy(ar[r].host.data(), ar[r].dev, ar[r].host.size()));
-        gpu::hostFree(ringHost[r]);
+        (void)gpu::hostFree(ringHost[r]);
       }
       // Stray writes: every arena byte outside the cases' receive buffers
       // (inputs, scalars, the random gaps around each buffer) is unchanged.

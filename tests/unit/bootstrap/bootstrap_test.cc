@@ -362,7 +362,7 @@ TEST(Bootstrap, HostileClientsDoNotStopTheRealRanks) {
     Socket s;
     if (s.connect(root, deadlineAfterMs(2000)) != ncclSuccess) return;
     auto junk = randomBytes(4096, salt);
-    s.sendAll(junk.data(), junk.size(), deadlineAfterMs(1000));
+    (void)s.sendAll(junk.data(), junk.size(), deadlineAfterMs(1000));   // hostile peers ignore what the root does
     while (!realDone) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   });
   // a well-formed hello with the wrong magic, from a peer that knows the secret
@@ -372,8 +372,8 @@ TEST(Bootstrap, HostileClientsDoNotStopTheRealRanks) {
                                         "test") != ncclSuccess)
       return;
     std::vector<char> body(sizeof(bootstrap::HelloBody), 0);
-    bootstrap::sendMessage(s, magic ^ 1, bootstrap::kMsgHello, 0, body.data(), body.size(), deadlineAfterMs(1000),
-                           nullptr);
+    (void)bootstrap::sendMessage(s, magic ^ 1, bootstrap::kMsgHello, 0, body.data(), body.size(),
+                                 deadlineAfterMs(1000), nullptr);
   });
   // the secret and the right magic but an absurd length (must not be allocated)
   hostile.emplace_back([&] {
@@ -382,13 +382,13 @@ TEST(Bootstrap, HostileClientsDoNotStopTheRealRanks) {
                                         "test") != ncclSuccess)
       return;
     bootstrap::WireHeader h = {magic, bootstrap::kMsgHello, 0, 1ull << 40};
-    s.sendAll(&h, sizeof(h), deadlineAfterMs(1000));
+    (void)s.sendAll(&h, sizeof(h), deadlineAfterMs(1000));
   });
   // half-open: a partial proof, then silence until the real ranks are done
   hostile.emplace_back([&] {
     Socket s;
     if (s.connect(root, deadlineAfterMs(2000)) != ncclSuccess) return;
-    s.sendAll(&magic, 5, deadlineAfterMs(1000));
+    (void)s.sendAll(&magic, 5, deadlineAfterMs(1000));
     while (!realDone) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   });
   // slow writer: a valid-looking hello after the proof, one byte every 20 ms
@@ -408,7 +408,7 @@ TEST(Bootstrap, HostileClientsDoNotStopTheRealRanks) {
   hostile.emplace_back([&] {
     for (int i = 0; i < 150; i++) {
       Socket s;
-      s.connect(root, deadlineAfterMs(2000));
+      (void)s.connect(root, deadlineAfterMs(2000));
     }
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the attackers in first
@@ -566,7 +566,7 @@ TEST(Bootstrap, Ipv6Loopback) {
 namespace {
 int freePort() {
   SocketAddress a;
-  parseSocketAddress("127.0.0.1:0", &a);
+  EXPECT_EQ(parseSocketAddress("127.0.0.1:0", &a), ncclSuccess);
   Socket s;
   EXPECT_EQ(s.listen(a), ncclSuccess);
   return s.address().port();

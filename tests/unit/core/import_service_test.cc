@@ -41,7 +41,7 @@ class ImportServiceTest : public ::testing::Test {
   }
   void TearDown() override {
     svc_.stop();
-    gpu::deviceFree(buf_);
+    (void)gpu::deviceFree(buf_);
     fake::reset();
   }
   ncclResult_t import(const ImportEndpoint& who, uintptr_t* base) {

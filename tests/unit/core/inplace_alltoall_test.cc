@@ -1,16 +1,18 @@
 // In-place AlltoAll staging on the fake GPU (core/inplace_stage.h). Hand-built
 // communicators have no transports, so multi-rank groups are recorded and
-// staged here (InPlaceStaging::start / finish, as the group end calls them)
-// and then dropped with ncclGroupSimulateEnd; one-rank groups run through
-// ncclGroupEnd. The fake's memcpyAsync copies at once: the staged bytes are
+// staged here (stageInPlaceSends / finishInPlaceStaging on a group plan, as
+// the group end calls them) and then dropped with ncclGroupSimulateEnd;
+// one-rank groups run through ncclGroupEnd. The fake's memcpyAsync copies at once: the staged bytes are
 // checked against fresh random data.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "common/core/comm.h"
+#include "common/core/comm_plan.h"
 #include "common/core/inplace_stage.h"
 #include "common/core/graph_buffers.h"
 #include "common/core/launch.h"
@@ -46,12 +48,13 @@ class InPlaceAlltoAll : public ::testing::Test {
     std::memcpy(buf, data.data(), data.size());
     ASSERT_EQ(ncclGroupStart(), ncclSuccess);
     ASSERT_EQ(ncclAlltoAll(buf, buf, count, ncclFloat32, comm, st), ncclSuccess);
-    std::vector<ncclComm*> comms{comm};
-    comm->plan.captureKnown = false;   // the group end's checkTaskStreams is not run here
-    ASSERT_EQ(inPlaceStaging().start(comms, kUseDevice), ncclSuccess);
-    ASSERT_EQ(inPlaceStaging().finish(kUseDevice), ncclSuccess);
+    group = std::make_unique<GroupPlan>();
+    group->add(comm);   // (the group end's checkTaskStreams is not run here: capture not known)
+    ASSERT_EQ(stageInPlaceSends(*group, kUseDevice), ncclSuccess);
+    ASSERT_EQ(finishInPlaceStaging(*group, kUseDevice), ncclSuccess);
   }
   void drop() {
+    group.reset();
     ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
     ASSERT_EQ(ncclGroupSimulateEnd(&sim), ncclSuccess);
   }
@@ -62,7 +65,8 @@ class InPlaceAlltoAll : public ::testing::Test {
     const size_t chunk = count * sizeof(float);
     const char* user = static_cast<const char*>(buf);
     int sends = 0, recvs = 0;
-    for (const Task& t : comm->tasks.p2p) {
+    ASSERT_NE(group, nullptr);
+    for (const Task& t : group->front().tasks.p2p) {
       EXPECT_NE(t.root, comm->rank);
       EXPECT_EQ(t.stage, 0u) << "the group end points every staged send at its copy";
       if (t.kind == TaskKind::Recv) {
@@ -85,6 +89,7 @@ class InPlaceAlltoAll : public ::testing::Test {
   std::vector<unsigned char> data;
   uniccl_stream_t stream = nullptr, stream2 = nullptr;
   fake::Live base{};
+  std::unique_ptr<GroupPlan> group;   // the group being staged
 };
 
 TEST_F(InPlaceAlltoAll, EveryRankSendsFromItsCopy) {
@@ -99,7 +104,7 @@ TEST_F(InPlaceAlltoAll, EveryRankSendsFromItsCopy) {
         // The blocks below and above the own one: one copy each where present.
         EXPECT_EQ(fake::callCount("memcpyAsync") - copies0, (uint64_t)((rank > 0) + (rank < n - 1)));
         EXPECT_EQ(stagedBytes() - bytes0, (uint64_t)(n - 1) * count * sizeof(float));
-        EXPECT_TRUE(comm->tasks.colls.empty());
+        EXPECT_TRUE(group->front().tasks.colls.empty());
         expectStagedSends(comm, count);
         EXPECT_EQ(fake::launchCount(), 0u);
         drop();
@@ -121,22 +126,22 @@ TEST_F(InPlaceAlltoAll, ScratchReuseGrowthAndOrder) {
   recordAndStage(comm, 1000, stream);
   drop();
   EXPECT_EQ(stagingAllocations(), allocs0 + 1);
-  EXPECT_TRUE(comm->stageFreeRecorded);
-  EXPECT_EQ(comm->stageFreeStream, static_cast<gpu::Stream>(stream));
-  void* first = comm->stageBuf;
+  EXPECT_TRUE(comm->stageScratch.freeRecorded);
+  EXPECT_EQ(comm->stageScratch.freeStream, static_cast<gpu::Stream>(stream));
+  void* first = comm->stageScratch.buf;
 
   uint64_t waits = fake::callCount("streamWaitEvent");
   recordAndStage(comm, 1000, stream);   // same stream: stream order suffices
   expectStagedSends(comm, 1000);
   drop();
   EXPECT_EQ(fake::callCount("streamWaitEvent"), waits);
-  EXPECT_EQ(comm->stageBuf, first);
+  EXPECT_EQ(comm->stageScratch.buf, first);
 
   recordAndStage(comm, 1000, stream2);   // another stream waits for the last reader
   expectStagedSends(comm, 1000);
   drop();
   EXPECT_EQ(fake::callCount("streamWaitEvent"), waits + 1);
-  EXPECT_EQ(comm->stageFreeStream, static_cast<gpu::Stream>(stream2));
+  EXPECT_EQ(comm->stageScratch.freeStream, static_cast<gpu::Stream>(stream2));
   EXPECT_EQ(stagingAllocations(), allocs0 + 1);
 
   const uint64_t syncs = fake::callCount("eventSynchronize");
@@ -145,7 +150,7 @@ TEST_F(InPlaceAlltoAll, ScratchReuseGrowthAndOrder) {
   drop();
   EXPECT_EQ(fake::callCount("eventSynchronize"), syncs + 1);
   EXPECT_EQ(stagingAllocations(), allocs0 + 2);
-  EXPECT_GE(comm->stageBytes, kCap / 2);
+  EXPECT_GE(comm->stageScratch.bytes, kCap / 2);
   EXPECT_EQ(fake::live().deviceAllocs, base.deviceAllocs + 1) << "the old scratch was freed";
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
   EXPECT_EQ(fake::live().deviceAllocs, base.deviceAllocs);
@@ -181,8 +186,8 @@ TEST_F(InPlaceAlltoAll, CapturedStagingBelongsToTheGraph) {
   expectStagedSends(comm, 333);
   drop();
   fake::endCapture(static_cast<gpu::Stream>(stream));
-  EXPECT_EQ(comm->stageBuf, nullptr);
-  EXPECT_FALSE(comm->stageFreeRecorded);
+  EXPECT_EQ(comm->stageScratch.buf, nullptr);
+  EXPECT_FALSE(comm->stageScratch.freeRecorded);
   EXPECT_EQ(fake::live().deviceAllocs, base.deviceAllocs + 1);
   EXPECT_EQ(fake::live().userObjects, base.userObjects + 1);
   fake::replayGraph(g);

@@ -228,7 +228,7 @@ TEST_F(OneRank, GroupsOfSeveralCommsAndSimulateEnd) {
   void* recv2 = nullptr;
   ASSERT_EQ(gpu::deviceAlloc(&recv2, kBytes), ncclSuccess);
   fill();
-  const uint64_t posted0 = comm->collsPosted;
+  const uint64_t posted0 = comm->sides.collsPosted;
   const Counts c0 = counts();
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclAllReduce(send, recv, kCount, ncclFloat32, ncclSum, comm, stream), ncclSuccess);
@@ -238,7 +238,7 @@ TEST_F(OneRank, GroupsOfSeveralCommsAndSimulateEnd) {
   EXPECT_EQ(counts().launches, c0.launches);
   EXPECT_TRUE(recvHolds(in, kBytes));
   EXPECT_EQ(std::memcmp(recv2, in.data(), kBytes), 0);
-  EXPECT_EQ(comm->collsPosted, posted0 + 1);
+  EXPECT_EQ(comm->sides.collsPosted, posted0 + 1);
 
   const Counts c1 = counts();
   ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
@@ -251,7 +251,7 @@ TEST_F(OneRank, GroupsOfSeveralCommsAndSimulateEnd) {
   EXPECT_TRUE(comm->tasks.empty());
   EXPECT_TRUE(other->tasks.empty());
   EXPECT_EQ(ncclCommDestroy(other), ncclSuccess);
-  gpu::deviceFree(recv2);
+  (void)gpu::deviceFree(recv2);
 }
 
 // A failed call inside a group: nothing of the group is copied.

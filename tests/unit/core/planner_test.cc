@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <memory>
 #include <vector>
 
 #include "common/core/comm.h"
+#include "common/core/comm_plan.h"
 #include "common/core/launch.h"
 #include "common/core/planner.h"
 #include "common/core/side_stream.h"
@@ -21,6 +23,18 @@
 
 namespace uniccl {
 namespace {
+
+// The plan a group end would make of the open group's communicators, built
+// on demand (over the tasks each communicator recorded) and dropped
+// with the group.
+struct OpenPlan {
+  std::unique_ptr<GroupPlan> group;
+  CommPlan& of(ncclComm* c) {
+    if (!group) group = std::make_unique<GroupPlan>();
+    CommPlan* p = group->find(c);
+    return p != nullptr ? *p : group->add(c);
+  }
+};
 
 class Planner : public ::testing::Test {
  protected:
@@ -43,19 +57,25 @@ class Planner : public ::testing::Test {
   void TearDown() override {
     // A failed assertion leaves its group open: close it, so that the next
     // test starts without this one's tasks.
+    plans.group.reset();
     ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
     while (ncclGroupSimulateEnd(&sim) == ncclSuccess) {}
     delete comm;
     fake::reset();
   }
-  // Ends the open group without launching (the plan is dropped with it).
+  // Ends the open group without launching (the plan is dropped with it:
+  // its storage goes back to the communicator, cleared).
   void drop() {
+    plans.group.reset();
     ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
     ASSERT_EQ(ncclGroupSimulateEnd(&sim), ncclSuccess);
     EXPECT_TRUE(comm->tasks.empty());
-    EXPECT_TRUE(comm->plan.works.empty());
-    EXPECT_TRUE(comm->plan.launches.empty());
+    ASSERT_NE(comm->planStorage, nullptr);
+    EXPECT_TRUE(comm->planStorage->tasks.empty());
+    EXPECT_TRUE(comm->planStorage->launch.works.empty());
+    EXPECT_TRUE(comm->planStorage->launch.launches.empty());
   }
+  CommPlan& planOf(ncclComm* c) { return plans.of(c); }
   ncclResult_t allReduce(size_t count, ncclDataType_t t) {
     return ncclAllReduce(buf, buf, count, t, ncclSum, comm, stream);
   }
@@ -64,6 +84,7 @@ class Planner : public ::testing::Test {
   void* buf = nullptr;
   uniccl_stream_t stream = nullptr;
   ncclComm* comm = nullptr;
+  OpenPlan plans;
 };
 
 // Consecutive collectives of one datatype share a launch, a new datatype
@@ -77,8 +98,8 @@ TEST_F(Planner, GroupsWorksIntoLaunchesByDatatype) {
   ASSERT_EQ(allReduce(5, ncclFloat32), ncclSuccess);
   ASSERT_EQ(ncclSend(buf, 10, ncclInt8, 2, comm, stream), ncclSuccess);
   ASSERT_EQ(ncclRecv(buf, 10, ncclInt8, 0, comm, stream), ncclSuccess);
-  ASSERT_EQ(planWorks(comm), ncclSuccess);
-  const LaunchPlan& p = comm->plan;
+  ASSERT_EQ(planWorks(planOf(comm)), ncclSuccess);
+  const LaunchPlan& p = planOf(comm).launch;
 
   ASSERT_EQ(p.nColl, 4u);
   ASSERT_EQ(p.works.size(), p.workSeq.size());
@@ -94,10 +115,10 @@ TEST_F(Planner, GroupsWorksIntoLaunchesByDatatype) {
   EXPECT_EQ(p.works[4].p.recvPeer, 0);
   for (size_t i = 0; i < 4; i++) {
     EXPECT_EQ(p.workTask[i], (int)i);
-    EXPECT_EQ(p.workSeq[i], comm->tasks.colls[i].seq) << "work " << i;
+    EXPECT_EQ(p.workSeq[i], planOf(comm).tasks.colls[i].seq) << "work " << i;
   }
   EXPECT_EQ(p.workTask[4], 4);   // the send: the first p2p task, after the 4 collectives
-  EXPECT_EQ(p.workSeq[4], comm->tasks.p2p[0].seq);
+  EXPECT_EQ(p.workSeq[4], planOf(comm).tasks.p2p[0].seq);
 
   ASSERT_EQ(p.launches.size(), 3u);
   EXPECT_EQ(p.launches[0].firstWork, 0u);
@@ -126,16 +147,16 @@ TEST_F(Planner, GroupsWorksIntoLaunchesByDatatype) {
 TEST_F(Planner, SplitsLongGroupsAndUsesTheP2pKernel) {
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclSend(buf, 4, ncclFloat32, 3, comm, stream), ncclSuccess);
-  ASSERT_EQ(planWorks(comm), ncclSuccess);
-  ASSERT_EQ(comm->plan.launches.size(), 1u);
-  EXPECT_EQ(comm->plan.launches[0].kernel, dev::p2pKernel());
+  ASSERT_EQ(planWorks(planOf(comm)), ncclSuccess);
+  ASSERT_EQ(planOf(comm).launch.launches.size(), 1u);
+  EXPECT_EQ(planOf(comm).launch.launches[0].kernel, dev::p2pKernel());
   drop();
 
   const size_t n = 2 * kMaxWorksPerLaunch + 7;
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   for (size_t i = 0; i < n; i++) ASSERT_EQ(allReduce(1 + i % 9, ncclFloat32), ncclSuccess);
-  ASSERT_EQ(planWorks(comm), ncclSuccess);
-  const LaunchPlan& p = comm->plan;
+  ASSERT_EQ(planWorks(planOf(comm)), ncclSuccess);
+  const LaunchPlan& p = planOf(comm).launch;
   ASSERT_EQ(p.launches.size(), 3u);
   uint32_t next = 0;
   for (const KernelLaunch& L : p.launches) {
@@ -153,7 +174,7 @@ TEST_F(Planner, SplitsLongGroupsAndUsesTheP2pKernel) {
 TEST_F(Planner, RefusesAnUnpairedMessageToItself) {
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclSend(buf, 4, ncclFloat32, 1, comm, stream), ncclSuccess);
-  EXPECT_EQ(planWorks(comm), ncclInvalidUsage);
+  EXPECT_EQ(planWorks(planOf(comm)), ncclInvalidUsage);
   drop();
 }
 
@@ -186,6 +207,7 @@ class SidePlanTest : public ::testing::Test {
     knobs = readSideStreamKnobs();
   }
   void TearDown() override {
+    plans.group.reset();
     ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
     while (ncclGroupSimulateEnd(&sim) == ncclSuccess) {}
     for (ncclComm* c : comms) delete c;
@@ -203,20 +225,30 @@ class SidePlanTest : public ::testing::Test {
       comms.push_back(c);
     }
   }
-  ncclResult_t plan(const std::vector<ncclComm*>& cs) { return planSideStreams(cs, knobs, &ceComms); }
-  // Ends the open group without launching; the side plans go as the
-  // group's side-stream join would clear them.
+  // The group plan of `cs` (in that order), and tuning's side-stream
+  // choices in it; ceComms: the communicators matched for copy engines.
+  ncclResult_t plan(const std::vector<ncclComm*>& cs) {
+    for (ncclComm* c : cs) plans.of(c);
+    const ncclResult_t res = planSideStreams(*plans.group, knobs);
+    ceComms.clear();
+    for (const CommPlan& p : *plans.group)
+      if (p.side.ceMatched) ceComms.push_back(p.comm);
+    return res;
+  }
+  CommPlan& planOf(ncclComm* c) { return plans.of(c); }
+  // Ends the open group without launching; the plans go with it.
   void drop() {
-    for (ncclComm* c : comms) c->plan.side.clear();
+    plans.group.reset();
     ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
     ASSERT_EQ(ncclGroupSimulateEnd(&sim), ncclSuccess);
   }
-  static void expectNoSideWork(const ncclComm* c) {
-    EXPECT_TRUE(c->plan.side.empty()) << "rank " << c->rank;
-    EXPECT_TRUE(c->plan.side.collPath.empty()) << "rank " << c->rank;
-    EXPECT_TRUE(c->plan.side.p2pPath.empty()) << "rank " << c->rank;
-    EXPECT_EQ(c->plan.side.stream, nullptr) << "rank " << c->rank;
-    EXPECT_FALSE(c->plan.side.forksKernel()) << "rank " << c->rank;
+  void expectNoSideWork(ncclComm* c) {
+    const SidePlan& side = planOf(c).side;
+    EXPECT_TRUE(side.empty()) << "rank " << c->rank;
+    EXPECT_TRUE(side.collPath.empty()) << "rank " << c->rank;
+    EXPECT_TRUE(side.p2pPath.empty()) << "rank " << c->rank;
+    EXPECT_EQ(side.stream, nullptr) << "rank " << c->rank;
+    EXPECT_FALSE(side.forksKernel()) << "rank " << c->rank;
   }
   char* sendAt(int r, size_t off = 0) { return static_cast<char*>(send[r]) + off; }
   char* recvAt(int r, size_t off = 0) { return static_cast<char*>(recv[r]) + off; }
@@ -226,6 +258,7 @@ class SidePlanTest : public ::testing::Test {
       "UNICCL_SELF_COPY_BLOCKS",  "UNICCL_SELF_COPY_MIN_BYTES",   "UNICCL_SELF_COPY_GRAPH_MIN_BYTES"};
   std::vector<ncclComm*> comms;
   std::vector<ncclComm*> ceComms;
+  OpenPlan plans;
   uniccl_stream_t streams[2] = {};
   void* send[2] = {};
   void* recv[2] = {};
@@ -253,7 +286,7 @@ TEST_F(SidePlanTest, SendRecvOverCopyEngine) {
   ASSERT_EQ(plan(comms), ncclSuccess);
   EXPECT_EQ(ceComms.size(), 2u);
   for (int r = 0; r < 2; r++) {
-    const SidePlan& side = comms[r]->plan.side;
+    const SidePlan& side = planOf(comms[r]).side;
     EXPECT_EQ(side.stream, static_cast<gpu::Stream>(streams[r]));
     ASSERT_EQ(side.p2pPath.size(), 1u);
     EXPECT_EQ(side.p2pPath[0], TaskPath::CopyEngine);
@@ -262,21 +295,21 @@ TEST_F(SidePlanTest, SendRecvOverCopyEngine) {
     EXPECT_EQ(x.what, SideWhat::SendRecv);
     EXPECT_EQ(x.when, SideWhen::WithKernels);
     EXPECT_EQ(x.on, SideOn::SideStream);
-    EXPECT_EQ(x.from, comms[0]);
-    EXPECT_EQ(x.to, comms[1]);
+    EXPECT_EQ(x.from->comm, comms[0]);
+    EXPECT_EQ(x.to->comm, comms[1]);
     EXPECT_EQ(x.src, send[0]);
     EXPECT_EQ(x.dst, recv[1]);
     EXPECT_EQ(x.bytes, 8 * kMiB);
     EXPECT_FALSE(side.forksKernel());
     std::vector<int> peers;
-    peersToConnect(comms[r], &peers);
+    peersToConnect(planOf(comms[r]), &peers);
     EXPECT_TRUE(peers.empty());
-    ASSERT_EQ(planWorks(comms[r]), ncclSuccess);
-    EXPECT_TRUE(comms[r]->plan.works.empty());
+    ASSERT_EQ(planWorks(planOf(comms[r])), ncclSuccess);
+    EXPECT_TRUE(planOf(comms[r]).launch.works.empty());
   }
   drop();
 
-  for (ncclComm* c : comms) c->copyEngineOff = false;
+  for (ncclComm* c : comms) c->sides.copyEngineOff = false;
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclSend(send[0], n - 1, ncclFloat32, 1, comms[0], streams[0]), ncclSuccess);
   ASSERT_EQ(ncclRecv(recv[1], n - 1, ncclFloat32, 0, comms[1], streams[1]), ncclSuccess);
@@ -284,8 +317,8 @@ TEST_F(SidePlanTest, SendRecvOverCopyEngine) {
   EXPECT_TRUE(ceComms.empty());
   for (ncclComm* c : comms) {
     expectNoSideWork(c);
-    ASSERT_EQ(planWorks(c), ncclSuccess);
-    EXPECT_EQ(c->plan.works.size(), 1u);
+    ASSERT_EQ(planWorks(planOf(c)), ncclSuccess);
+    EXPECT_EQ(planOf(c).launch.works.size(), 1u);
   }
   drop();
 }
@@ -299,17 +332,23 @@ TEST_F(SidePlanTest, SendRecvKeepsKernelsWhenNotMatched) {
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclSend(send[0], n, ncclFloat32, 1, comms[0], streams[0]), ncclSuccess);
   ASSERT_EQ(ncclRecv(recv[1], n, ncclFloat32, 0, comms[1], streams[1]), ncclSuccess);
-  ensurePostedCounters(comms[1]);
-  comms[1]->p2pRecvdFrom[0] = 1;   // a recv from rank 0 posted in an earlier group
+  ensurePostedCounters(&comms[1]->sides, comms[1]->nRanks);
+  comms[1]->sides.recvdFrom[0] = 1;   // a recv from rank 0 posted in an earlier group
   ASSERT_EQ(plan(comms), ncclSuccess);
   for (ncclComm* c : comms) expectNoSideWork(c);
-  comms[1]->p2pRecvdFrom[0] = 0;
+  drop();
+
+  for (ncclComm* c : comms) c->sides.copyEngineOff = false;
+  comms[1]->sides.recvdFrom[0] = 0;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclSend(send[0], n, ncclFloat32, 1, comms[0], streams[0]), ncclSuccess);
+  ASSERT_EQ(ncclRecv(recv[1], n, ncclFloat32, 0, comms[1], streams[1]), ncclSuccess);
   ASSERT_EQ(ncclSend(send[1], n, ncclFloat32, 2, comms[0], streams[0]), ncclSuccess);   // fan-out
   ASSERT_EQ(plan(comms), ncclSuccess);
   for (ncclComm* c : comms) expectNoSideWork(c);
   drop();
 
-  for (ncclComm* c : comms) c->copyEngineOff = false;
+  for (ncclComm* c : comms) c->sides.copyEngineOff = false;
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclSend(send[0], n, ncclFloat32, 1, comms[0], streams[0]), ncclSuccess);
   ASSERT_EQ(ncclRecv(recv[1], n + 1, ncclFloat32, 0, comms[1], streams[1]), ncclSuccess);
@@ -328,40 +367,40 @@ TEST_F(SidePlanTest, TwoRankBroadcastOverCopyEngine) {
   for (int r = 0; r < 2; r++)
     ASSERT_EQ(ncclBroadcast(send[r], recv[r], n, ncclFloat32, 1, comms[r], streams[r]), ncclSuccess);
   ASSERT_EQ(plan(comms), ncclSuccess);
-  const SidePlan& root = comms[1]->plan.side;
-  const SidePlan& other = comms[0]->plan.side;
+  const SidePlan& root = planOf(comms[1]).side;
+  const SidePlan& other = planOf(comms[0]).side;
   ASSERT_EQ(root.copies.size(), 2u);
   EXPECT_EQ(root.copies[0].what, SideWhat::Broadcast);
   EXPECT_EQ(root.copies[0].on, SideOn::SideStream);
-  EXPECT_EQ(root.copies[0].from, comms[1]);
-  EXPECT_EQ(root.copies[0].to, comms[0]);
+  EXPECT_EQ(root.copies[0].from->comm, comms[1]);
+  EXPECT_EQ(root.copies[0].to->comm, comms[0]);
   EXPECT_EQ(root.copies[0].src, send[1]);
   EXPECT_EQ(root.copies[0].dst, recv[0]);
   EXPECT_EQ(root.copies[1].what, SideWhat::BroadcastLocal);
   EXPECT_EQ(root.copies[1].on, SideOn::TaskStream);
-  EXPECT_EQ(root.copies[1].from, comms[1]);
-  EXPECT_EQ(root.copies[1].to, comms[1]);
+  EXPECT_EQ(root.copies[1].from->comm, comms[1]);
+  EXPECT_EQ(root.copies[1].to->comm, comms[1]);
   EXPECT_EQ(root.copies[1].src, send[1]);
   EXPECT_EQ(root.copies[1].dst, recv[1]);
   ASSERT_EQ(other.copies.size(), 1u);
   EXPECT_EQ(other.copies[0].what, SideWhat::Broadcast);
   for (ncclComm* c : comms) {
-    ASSERT_EQ(c->plan.side.collPath.size(), 1u);
-    EXPECT_EQ(c->plan.side.collPath[0], TaskPath::CopyEngine);
-    EXPECT_EQ(c->plan.side.copies[0].when, SideWhen::WithKernels);
-    EXPECT_EQ(c->plan.side.copies[0].bytes, 8 * kMiB);
-    ASSERT_EQ(planWorks(c), ncclSuccess);
-    EXPECT_TRUE(c->plan.works.empty());
+    ASSERT_EQ(planOf(c).side.collPath.size(), 1u);
+    EXPECT_EQ(planOf(c).side.collPath[0], TaskPath::CopyEngine);
+    EXPECT_EQ(planOf(c).side.copies[0].when, SideWhen::WithKernels);
+    EXPECT_EQ(planOf(c).side.copies[0].bytes, 8 * kMiB);
+    ASSERT_EQ(planWorks(planOf(c)), ncclSuccess);
+    EXPECT_TRUE(planOf(c).launch.works.empty());
   }
   drop();
 
-  for (ncclComm* c : comms) c->copyEngineOff = false;
+  for (ncclComm* c : comms) c->sides.copyEngineOff = false;
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   for (int r = 0; r < 2; r++)
     ASSERT_EQ(ncclBroadcast(recv[r], recv[r], n, ncclFloat32, 0, comms[r], streams[r]), ncclSuccess);
   ASSERT_EQ(plan(comms), ncclSuccess);
-  ASSERT_EQ(comms[0]->plan.side.copies.size(), 1u);   // in place: no local copy
-  EXPECT_EQ(comms[0]->plan.side.copies[0].from, comms[0]);
+  ASSERT_EQ(planOf(comms[0]).side.copies.size(), 1u);   // in place: no local copy
+  EXPECT_EQ(planOf(comms[0]).side.copies[0].from->comm, comms[0]);
   drop();
 
   // More ranks: the ring stays better.
@@ -391,9 +430,9 @@ TEST_F(SidePlanTest, TwoRankAllReduceSplit) {
   ASSERT_EQ(plan(comms), ncclSuccess);
   for (int r = 0; r < 2; r++) {
     ncclComm* c = comms[r];
-    const SidePlan& side = c->plan.side;
-    EXPECT_EQ(c->tasks.colls[0].kind, TaskKind::AllReduce);
-    EXPECT_EQ(c->tasks.colls[0].count, n);
+    const SidePlan& side = planOf(c).side;
+    EXPECT_EQ(planOf(c).tasks.colls[0].kind, TaskKind::AllReduce);
+    EXPECT_EQ(planOf(c).tasks.colls[0].count, n);
     ASSERT_EQ(side.collPath.size(), 1u);
     EXPECT_EQ(side.collPath[0], TaskPath::ReduceScatterThenCopy);
     ASSERT_EQ(side.copies.size(), 2u);
@@ -403,25 +442,25 @@ TEST_F(SidePlanTest, TwoRankAllReduceSplit) {
       EXPECT_EQ(x.on, SideOn::SideStream);
       EXPECT_EQ(x.bytes, halfBytes);
     }
-    EXPECT_EQ(side.copies[0].from, comms[0]);
+    EXPECT_EQ(side.copies[0].from->comm, comms[0]);
     EXPECT_EQ(side.copies[0].src, recv[0]);
     EXPECT_EQ(side.copies[0].dst, recv[1]);
-    EXPECT_EQ(side.copies[1].from, comms[1]);
+    EXPECT_EQ(side.copies[1].from->comm, comms[1]);
     EXPECT_EQ(side.copies[1].src, recvAt(1, halfBytes));
     EXPECT_EQ(side.copies[1].dst, recvAt(0, halfBytes));
-    ASSERT_EQ(planWorks(c), ncclSuccess);
-    ASSERT_EQ(c->plan.works.size(), 1u);
-    const dev::Work& w = c->plan.works[0];
+    ASSERT_EQ(planWorks(planOf(c)), ncclSuccess);
+    ASSERT_EQ(planOf(c).launch.works.size(), 1u);
+    const dev::Work& w = planOf(c).launch.works[0];
     EXPECT_EQ(w.coll, dev::kCollReduceScatter);
     EXPECT_EQ(w.c.count, half);
     EXPECT_EQ(w.c.sendbuff, send[r]);
     EXPECT_EQ(w.c.recvbuff, recvAt(r, r * halfBytes));
-    EXPECT_EQ(c->plan.workSeq[0], c->tasks.colls[0].seq);
+    EXPECT_EQ(planOf(c).launch.workSeq[0], planOf(c).tasks.colls[0].seq);
   }
   drop();
 
   for (size_t count : {n + 1, n - 2}) {
-    for (ncclComm* c : comms) c->copyEngineOff = false;
+    for (ncclComm* c : comms) c->sides.copyEngineOff = false;
     ASSERT_EQ(ncclGroupStart(), ncclSuccess);
     for (int r = 0; r < 2; r++)
       ASSERT_EQ(ncclAllReduce(send[r], recv[r], count, ncclFloat32, ncclSum, comms[r], streams[r]), ncclSuccess);
@@ -445,7 +484,7 @@ TEST_F(SidePlanTest, SelfCopyKernel) {
   ASSERT_EQ(ncclSend(send[1], 10, ncclFloat32, 2, c, streams[0]), ncclSuccess);
   ASSERT_EQ(ncclRecv(recv[0], n, ncclFloat32, 1, c, streams[0]), ncclSuccess);
   ASSERT_EQ(plan(group), ncclSuccess);
-  const SidePlan& side = c->plan.side;
+  const SidePlan& side = planOf(c).side;
   EXPECT_EQ(side.stream, static_cast<gpu::Stream>(streams[0]));
   ASSERT_EQ(side.p2pPath.size(), 3u);
   EXPECT_EQ(side.p2pPath[0], TaskPath::SelfCopyKernel);
@@ -455,18 +494,18 @@ TEST_F(SidePlanTest, SelfCopyKernel) {
   EXPECT_EQ(side.copies[0].what, SideWhat::SelfCopy);
   EXPECT_EQ(side.copies[0].when, SideWhen::WithKernels);
   EXPECT_EQ(side.copies[0].on, SideOn::SideStream);
-  EXPECT_EQ(side.copies[0].from, c);
-  EXPECT_EQ(side.copies[0].to, c);
+  EXPECT_EQ(side.copies[0].from->comm, c);
+  EXPECT_EQ(side.copies[0].to->comm, c);
   EXPECT_EQ(side.copies[0].src, send[0]);
   EXPECT_EQ(side.copies[0].dst, recv[0]);
   EXPECT_EQ(side.copies[0].bytes, 8 * kMiB);
   EXPECT_EQ(side.copies[0].blocks, 64u);
   EXPECT_TRUE(side.forksKernel());
   EXPECT_TRUE(ceComms.empty());
-  ASSERT_EQ(planWorks(c), ncclSuccess);
-  ASSERT_EQ(c->plan.works.size(), 1u);   // the message to rank 2 only
-  EXPECT_EQ(c->plan.works[0].p.sendPeer, 2);
-  EXPECT_EQ(c->plan.works[0].p.recvPeer, -1);
+  ASSERT_EQ(planWorks(planOf(c)), ncclSuccess);
+  ASSERT_EQ(planOf(c).launch.works.size(), 1u);   // the message to rank 2 only
+  EXPECT_EQ(planOf(c).launch.works[0].p.sendPeer, 2);
+  EXPECT_EQ(planOf(c).launch.works[0].p.recvPeer, -1);
   drop();
 
   // Alone: nothing else for the kernels.
@@ -484,10 +523,10 @@ TEST_F(SidePlanTest, SelfCopyKernel) {
     ASSERT_EQ(ncclSend(send[0], 16384, ncclFloat32, 1, c, streams[0]), ncclSuccess);
     ASSERT_EQ(ncclRecv(recv[0], 16384, ncclFloat32, 1, c, streams[0]), ncclSuccess);
     ASSERT_EQ(ncclAllReduce(send[1], recv[1], 10, ncclFloat32, ncclSum, c, streams[0]), ncclSuccess);
-    ASSERT_EQ(checkTaskStreams(c), ncclSuccess);
+    ASSERT_EQ(checkTaskStreams(planOf(c)), ncclSuccess);
     ASSERT_EQ(plan(group), ncclSuccess);
-    EXPECT_EQ(c->plan.side.forksKernel(), capture);
-    EXPECT_EQ(c->plan.side.copies.size(), capture ? 1u : 0u);
+    EXPECT_EQ(planOf(c).side.forksKernel(), capture);
+    EXPECT_EQ(planOf(c).side.copies.size(), capture ? 1u : 0u);
     drop();
     if (capture) fake::endCapture(static_cast<gpu::Stream>(streams[0]));
   }
@@ -527,31 +566,31 @@ TEST_F(SidePlanTest, KnobsTurnEachChoiceOnAndOff) {
   post();
   ASSERT_EQ(plan(group), ncclSuccess);
   EXPECT_EQ(ceComms.size(), 5u);   // every comm with a large task took part in the matching
-  ASSERT_EQ(comms[0]->plan.side.copies.size(), 3u);
-  EXPECT_EQ(comms[0]->plan.side.copies[0].what, SideWhat::SendRecv);
-  EXPECT_EQ(comms[0]->plan.side.copies[1].what, SideWhat::Broadcast);
-  EXPECT_EQ(comms[0]->plan.side.copies[2].what, SideWhat::BroadcastLocal);   // out of place
-  EXPECT_EQ(comms[2]->plan.side.copies.size(), 2u);
-  EXPECT_EQ(comms[2]->plan.side.collPath[0], TaskPath::ReduceScatterThenCopy);
+  ASSERT_EQ(planOf(comms[0]).side.copies.size(), 3u);
+  EXPECT_EQ(planOf(comms[0]).side.copies[0].what, SideWhat::SendRecv);
+  EXPECT_EQ(planOf(comms[0]).side.copies[1].what, SideWhat::Broadcast);
+  EXPECT_EQ(planOf(comms[0]).side.copies[2].what, SideWhat::BroadcastLocal);   // out of place
+  EXPECT_EQ(planOf(comms[2]).side.copies.size(), 2u);
+  EXPECT_EQ(planOf(comms[2]).side.collPath[0], TaskPath::ReduceScatterThenCopy);
   // The third communicator took part in the matching, found no peer in the
   // group, and so may fork its message to itself.
-  ASSERT_EQ(comms[4]->plan.side.copies.size(), 1u);
-  EXPECT_EQ(comms[4]->plan.side.copies[0].what, SideWhat::SelfCopy);
-  EXPECT_EQ(comms[4]->plan.side.copies[0].blocks, 5u);
+  ASSERT_EQ(planOf(comms[4]).side.copies.size(), 1u);
+  EXPECT_EQ(planOf(comms[4]).side.copies[0].what, SideWhat::SelfCopy);
+  EXPECT_EQ(planOf(comms[4]).side.copies[0].blocks, 5u);
   drop();
 
   setenv("UNICCL_COPY_ENGINE", "0", 1);
   setenv("UNICCL_SELF_COPY_BLOCKS", "0", 1);
   knobs = readSideStreamKnobs();
-  for (ncclComm* c : comms) c->copyEngineOff = false;
+  for (ncclComm* c : comms) c->sides.copyEngineOff = false;
   post();
   ASSERT_EQ(plan(group), ncclSuccess);
   EXPECT_TRUE(ceComms.empty());
   const size_t works[] = {2, 2, 1, 1, 2};   // per comm: every task on the kernels
   for (size_t i = 0; i < group.size(); i++) {
     expectNoSideWork(group[i]);
-    ASSERT_EQ(planWorks(group[i]), ncclSuccess);
-    EXPECT_EQ(group[i]->plan.works.size(), works[i]) << "comm " << i;
+    ASSERT_EQ(planWorks(planOf(group[i])), ncclSuccess);
+    EXPECT_EQ(planOf(group[i]).launch.works.size(), works[i]) << "comm " << i;
   }
   drop();
 }

@@ -111,8 +111,8 @@ TEST_F(RocmVmm, WindowOnOrdinaryMemoryIsRefusedWithoutACrash) {
   ncclResult_t res[2] = {ncclSuccess, ncclSuccess};
   ncclWindow_t win[2] = {nullptr, nullptr};
   onBoth([&](int r) {
-    gpu::setDevice(r);
-    gpu::deviceAlloc(&plain[r], 1 << 20);
+    EXPECT_EQ(gpu::setDevice(r), ncclSuccess);
+    EXPECT_EQ(gpu::deviceAlloc(&plain[r], 1 << 20), ncclSuccess);
     res[r] = ncclCommWindowRegister(comms[r], plain[r], 1 << 20, &win[r], NCCL_WIN_DEFAULT);
   });
   for (int r = 0; r < 2; r++) EXPECT_EQ(res[r], ncclInvalidArgument) << r;
@@ -120,7 +120,7 @@ TEST_F(RocmVmm, WindowOnOrdinaryMemoryIsRefusedWithoutACrash) {
       << ncclGetLastError(nullptr);
   // ncclMemAlloc's memory registers as before.
   onBoth([&](int r) {
-    gpu::setDevice(r);
+    EXPECT_EQ(gpu::setDevice(r), ncclSuccess);
     ncclMemAlloc(&vmm[r], 1 << 20);
     res[r] = ncclCommWindowRegister(comms[r], vmm[r], 1 << 20, &win[r], NCCL_WIN_DEFAULT);
   });

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "common/core/tree_topo.h"
+#include "common/topo/tree_topo.h"
 
 namespace uniccl {
 namespace {

@@ -35,9 +35,9 @@ int firstByte(gpu::MemHandle h, int dev) {
   int v = 0xff;
   if (gpu::memMap(va, kBytes, h, dev) == ncclSuccess) {
     v = static_cast<unsigned char*>(va)[0];   // the fake's device memory is host memory
-    gpu::memUnmap(va, kBytes);
+    (void)gpu::memUnmap(va, kBytes);
   }
-  gpu::addressFree(va, kBytes);
+  (void)gpu::addressFree(va, kBytes);
   return v;
 }
 
@@ -78,11 +78,11 @@ int exchangeAsRank(const ncclUniqueId& id, int rank, uint64_t seq) {
   } else if (firstByte(handles[1 - rank], rank) != (1 - rank) + 1) {
     code = 7;
   }
-  if (res == ncclSuccess && imported[1 - rank]) gpu::memRelease(handles[1 - rank]);
-  comm->bootstrap->barrier();   // the peer has read ours before it goes
-  gpu::memUnmap(va, kBytes);
-  gpu::addressFree(va, kBytes);
-  gpu::memRelease(own);
+  if (res == ncclSuccess && imported[1 - rank]) (void)gpu::memRelease(handles[1 - rank]);
+  if (comm->bootstrap->barrier() != ncclSuccess && code == 0) code = 8;   // the peer has read ours before it goes
+  (void)gpu::memUnmap(va, kBytes);
+  (void)gpu::addressFree(va, kBytes);
+  (void)gpu::memRelease(own);
   return code;
 }
 

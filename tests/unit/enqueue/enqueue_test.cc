@@ -546,15 +546,15 @@ TEST_F(Enqueue, LaunchWorksCarriesItsWorksToTheKernel) {
     }
     total += n;
     // A plan of one launch carrying these works (what the planner makes).
-    LaunchPlan& plan = comm->plan;
-    plan.endGroup();
+    GroupPlan group(comm);
+    LaunchPlan& plan = group.front().launch;
     plan.works = sent;
     KernelLaunch L;
     L.nWorks = (uint32_t)n;
     L.kernel = reinterpret_cast<const void*>(&fakeKernel);
     L.grid = wantGrid;
     plan.launches.push_back(L);
-    ASSERT_EQ(launchWorks(comm, 0), ncclSuccess);
+    ASSERT_EQ(launchWorks(group.front(), 0), ncclSuccess);
     if (rng() % 2) fake::completeOldest();
     ASSERT_EQ(comm->callbacks.poll(false), ncclSuccess);
   }

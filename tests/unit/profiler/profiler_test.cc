@@ -152,6 +152,7 @@ TEST_F(ProfilerTest, NoneAndMissingPluginsMeanNoProfiling) {
 }
 
 TEST_F(ProfilerTest, FailingInitDisablesThePluginAndTheCallerCarriesOn) {
+  GroupApiEvents api;   // the group of this thread
   std::string path = buildDir() + "/libnccl-profiler-testfail.so";
   setenv("NCCL_PROFILER_PLUGIN", path.c_str(), 1);
   auto ctx = profilerInit(commInfo());
@@ -160,10 +161,10 @@ TEST_F(ProfilerTest, FailingInitDisablesThePluginAndTheCallerCarriesOn) {
   EXPECT_EQ(count(kOpFinalize), 0) << "no finalize for a context whose init failed";
   EXPECT_FALSE(libraryLoaded(path));
   // Every helper is a no-op on the null context.
-  EXPECT_EQ(profilerStartGroupApi(nullptr, 1, false), nullptr);
+  EXPECT_EQ(profilerStartGroupApi(&api, nullptr, 1, false), nullptr);
   EXPECT_EQ(profilerStartCollApi(nullptr, nullptr, "AllReduce", 1, ncclFloat32, 0, nullptr, false), nullptr);
   profilerStop(nullptr, nullptr);
-  profilerStopGroupApi();
+  profilerStopGroupApi(&api);
   // A later communicator with a working plugin profiles normally.
   setenv("NCCL_PROFILER_PLUGIN", "testprof", 1);
   auto ok = profilerInit(commInfo());
@@ -186,28 +187,29 @@ TEST_F(ProfilerTest, ContextsShareOneLoadAndTheLastOneCloses) {
 }
 
 TEST_F(ProfilerTest, ActivationMaskFiltersEvents) {
+  GroupApiEvents api;   // the group of this thread
   setenv("NCCL_PROFILER_PLUGIN", "testprof", 1);
   setenv("UNICCL_TEST_PROFILER_MASK", "0", 1);
   {
     auto ctx = profilerInit(commInfo());
     ASSERT_NE(ctx, nullptr);
     ProfilerContext* p = ctx.get();
-    EXPECT_EQ(profilerStartGroupApi(p, 1, false), nullptr);
+    EXPECT_EQ(profilerStartGroupApi(&api, p, 1, false), nullptr);
     EXPECT_EQ(profilerStartGroup(p), nullptr);
     EXPECT_EQ(profilerStartProxyCtrl(p), nullptr);
     EXPECT_EQ(profilerStartKernelCh(p, nullptr, 0, 1), nullptr);
-    profilerStopGroupApi();
+    profilerStopGroupApi(&api);
     EXPECT_EQ(count(kOpStart), 0);
   }
   // Coll asks for its ancestors too (so it has parents) but not for siblings.
   setenv("UNICCL_TEST_PROFILER_MASK", "2", 1);  // ncclProfileColl
   auto ctx = profilerInit(commInfo());
   ProfilerContext* p = ctx.get();
-  void* gapi = profilerStartGroupApi(p, 1, false);
+  void* gapi = profilerStartGroupApi(&api, p, 1, false);
   EXPECT_NE(gapi, nullptr);
   EXPECT_NE(profilerStartCollApi(p, gapi, "AllReduce", 4, ncclFloat32, 0, nullptr, false), nullptr);
   EXPECT_EQ(profilerStartP2pApi(p, gapi, "Send", 4, ncclFloat32, nullptr, false), nullptr);
-  EXPECT_EQ(profilerStartKernelLaunch(p, nullptr), nullptr);
+  EXPECT_EQ(profilerStartKernelLaunch(p, profilerCurrentGroupApi(&api, p), nullptr), nullptr);
   void* group = profilerStartGroup(p);
   EXPECT_NE(group, nullptr);
   ProfilerCollInfo ci{};
@@ -221,28 +223,29 @@ TEST_F(ProfilerTest, ActivationMaskFiltersEvents) {
   EXPECT_EQ(profilerStartProxyCtrl(p), nullptr);
   EXPECT_EQ(profilerStartKernelCh(p, nullptr, 0, 1), nullptr);
   EXPECT_EQ(profilerStartNetPlugin(p, nullptr, NCCL_PROFILER_NET_TYPE_SOCK | 1, nullptr), nullptr);
-  profilerStopGroupApi();
+  profilerStopGroupApi(&api);
   // ProxyCtrl alone: nothing else.
   ctx.reset();
   setenv("UNICCL_TEST_PROFILER_MASK", "0x20", 1);
   ctx = profilerInit(commInfo());
-  EXPECT_EQ(profilerStartGroupApi(ctx.get(), 1, false), nullptr);
+  EXPECT_EQ(profilerStartGroupApi(&api, ctx.get(), 1, false), nullptr);
   EXPECT_NE(profilerStartProxyCtrl(ctx.get()), nullptr);
 }
 
 TEST_F(ProfilerTest, EventsCarryTheirParentsAndStates) {
+  GroupApiEvents api;   // the group of this thread
   setenv("NCCL_PROFILER_PLUGIN", "testprof", 1);
   auto ctx = profilerInit(commInfo(5));
   ProfilerContext* p = ctx.get();
   int stream;
-  void* gapi = profilerStartGroupApi(p, 2, true);
+  void* gapi = profilerStartGroupApi(&api, p, 2, true);
   ASSERT_NE(gapi, nullptr);
-  EXPECT_EQ(profilerStartGroupApi(p, 2, true), gapi) << "one GroupApi per outermost group and thread";
-  EXPECT_EQ(profilerCurrentGroupApi(p), gapi);
+  EXPECT_EQ(profilerStartGroupApi(&api, p, 2, true), gapi) << "one GroupApi per outermost group and thread";
+  EXPECT_EQ(profilerCurrentGroupApi(&api, p), gapi);
   void* capi = profilerStartCollApi(p, gapi, "AllReduce", 1000, ncclBfloat16, 0, &stream, true);
   profilerStop(p, capi);
-  profilerRecordGroupEndApi();
-  void* launch = profilerStartKernelLaunch(p, &stream);
+  profilerRecordGroupEndApi(&api);
+  void* launch = profilerStartKernelLaunch(p, profilerCurrentGroupApi(&api, p), &stream);
   void* group = profilerStartGroup(p);
   ProfilerCollInfo ci{7, "AllReduce", &stream, &stream, 1000, 0, ncclBfloat16, 4, 16, "Ring", "Simple"};
   void* coll = profilerStartColl(p, capi, group, ci);
@@ -256,8 +259,8 @@ TEST_F(ProfilerTest, EventsCarryTheirParentsAndStates) {
   profilerStop(p, coll);
   profilerStop(p, group);
   profilerStop(p, launch);
-  profilerStopGroupApi();
-  EXPECT_EQ(profilerCurrentGroupApi(p), nullptr);
+  profilerStopGroupApi(&api);
+  EXPECT_EQ(profilerCurrentGroupApi(&api, p), nullptr);
 
   const ProfTestCall* c = findStart(gapi);
   ASSERT_NE(c, nullptr);
@@ -318,23 +321,26 @@ TEST_F(ProfilerTest, EventsCarryTheirParentsAndStates) {
 }
 
 TEST_F(ProfilerTest, GroupApiStateIsPerThread) {
+  GroupApiEvents api;   // the group of this thread
   setenv("NCCL_PROFILER_PLUGIN", "testprof", 1);
   auto ctx = profilerInit(commInfo());
-  void* mine = profilerStartGroupApi(ctx.get(), 1, false);
+  void* mine = profilerStartGroupApi(&api, ctx.get(), 1, false);
   void* theirs = nullptr;
   std::thread t([&] {
-    theirs = profilerStartGroupApi(ctx.get(), 1, false);
-    profilerStopGroupApi();
+    GroupApiEvents theirApi;   // the other thread's group
+    theirs = profilerStartGroupApi(&theirApi, ctx.get(), 1, false);
+    profilerStopGroupApi(&theirApi);
   });
   t.join();
   EXPECT_NE(mine, nullptr);
   EXPECT_NE(theirs, nullptr);
   EXPECT_NE(mine, theirs);
-  EXPECT_EQ(profilerCurrentGroupApi(ctx.get()), mine);
-  profilerStopGroupApi();
+  EXPECT_EQ(profilerCurrentGroupApi(&api, ctx.get()), mine);
+  profilerStopGroupApi(&api);
 }
 
 TEST_F(ProfilerTest, V4PluginRunsBehindTheAdapter) {
+  GroupApiEvents api;   // the group of this thread
   setenv("NCCL_PROFILER_PLUGIN", "testv4", 1);
   auto ctx = profilerInit(commInfo());
   ASSERT_NE(ctx, nullptr);
@@ -344,7 +350,7 @@ TEST_F(ProfilerTest, V4PluginRunsBehindTheAdapter) {
   EXPECT_EQ(ctx->mask(), 0xff) << "v5-only event bits are cleared for a v4 plugin";
   EXPECT_EQ(count(kOpInit), 1);
   EXPECT_EQ(calls()[0].commId, 0x1234abcd5678ef00ULL) << "v4 init takes commName before the id";
-  void* gapi = profilerStartGroupApi(p, 1, false);
+  void* gapi = profilerStartGroupApi(&api, p, 1, false);
   EXPECT_EQ(gapi, nullptr) << "v4 has no GroupApi event";
   void* group = profilerStartGroup(p);
   ASSERT_NE(group, nullptr);
@@ -362,7 +368,7 @@ TEST_F(ProfilerTest, V4PluginRunsBehindTheAdapter) {
   profilerStopKernelCh(p, kch, 100);
   profilerStop(p, coll);
   profilerStop(p, group);
-  profilerStopGroupApi();
+  profilerStopGroupApi(&api);
   EXPECT_EQ(count(kOpStart), 3);
   EXPECT_EQ(count(kOpRecord), 1);
 }

@@ -42,6 +42,7 @@ void removeTrace(const std::string& file, const std::string& prefix) {
 }  // namespace
 
 TEST(TraceProfiler, WritesNestedMonotonicChromeTracePerRank) {
+  GroupApiEvents api;   // the group of this thread
   const char* plugin = getenv("UNICCL_TEST_TRACE_PLUGIN");
   const char* checker = getenv("UNICCL_TEST_TRACE_CHECKER");
   if (plugin == nullptr || checker == nullptr) GTEST_SKIP() << "run through meson test";
@@ -68,20 +69,20 @@ TEST(TraceProfiler, WritesNestedMonotonicChromeTracePerRank) {
   int stream;
 
   // --- ncclAllReduce outside a group
-  void* gapi = profilerStartGroupApi(p, 1, false);
+  void* gapi = profilerStartGroupApi(&api, p, 1, false);
   void* capi = profilerStartCollApi(p, gapi, "AllReduce", 262144, ncclFloat32, 0, &stream, false);
   profilerStop(p, capi);
-  profilerRecordGroupEndApi();
+  profilerRecordGroupEndApi(&api);
   void* group = profilerStartGroup(p);
   ProfilerCollInfo ci{0, "AllReduce", &stream, &stream, 262144, 0, ncclFloat32, kChannels, 16, "Ring", "Simple"};
   void* coll = profilerStartColl(p, capi, group, ci);
-  void* launch = profilerStartKernelLaunch(p, &stream);
+  void* launch = profilerStartKernelLaunch(p, profilerCurrentGroupApi(&api, p), &stream);
   uint64_t counters[kChannels];
   for (int c = 0; c < kChannels; c++) counters[c] = tracker.expect(c, coll);
   profilerStop(p, launch);
   profilerStop(p, coll);
   profilerStop(p, group);
-  profilerStopGroupApi();
+  profilerStopGroupApi(&api);
 
   // The proxy thread works on the collective meanwhile.
   std::thread proxy([&] {
@@ -111,22 +112,22 @@ TEST(TraceProfiler, WritesNestedMonotonicChromeTracePerRank) {
   while (tracker.poll() != 0) std::this_thread::yield();
 
   // --- grouped send/recv
-  void* gapi2 = profilerStartGroupApi(p, 1, false);
+  void* gapi2 = profilerStartGroupApi(&api, p, 1, false);
   void* sapi = profilerStartP2pApi(p, gapi2, "Send", 1024, ncclFloat32, &stream, false);
   profilerStop(p, sapi);
   void* rapi = profilerStartP2pApi(p, gapi2, "Recv", 1024, ncclFloat32, &stream, false);
   profilerStop(p, rapi);
-  profilerRecordGroupEndApi();
+  profilerRecordGroupEndApi(&api);
   void* group2 = profilerStartGroup(p);
   void* send = profilerStartP2p(p, sapi, group2, ProfilerP2pInfo{"Send", &stream, 1024, ncclFloat32, 0, 1});
   void* recv = profilerStartP2p(p, rapi, group2, ProfilerP2pInfo{"Recv", &stream, 1024, ncclFloat32, 0, 1});
-  void* launch2 = profilerStartKernelLaunch(p, &stream);
+  void* launch2 = profilerStartKernelLaunch(p, profilerCurrentGroupApi(&api, p), &stream);
   uint64_t c2 = tracker.expect(0, send);
   profilerStop(p, launch2);
   profilerStop(p, recv);
   profilerStop(p, send);
   profilerStop(p, group2);
-  profilerStopGroupApi();
+  profilerStopGroupApi(&api);
   uint64_t t0 = epochNs();
   gpuStamp(&rings[0].start[c2 % kKernelChSlots], c2, t0);
   gpuStamp(&rings[0].stop[c2 % kKernelChSlots], c2, t0 + 5000);
@@ -166,11 +167,12 @@ TEST(TraceProfiler, ConcurrentThreadsAndAnUnwritablePath) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; t++) {
     threads.emplace_back([p, t] {
+      GroupApiEvents api;   // each thread's own groups
       for (int i = 0; i < 500; i++) {
-        void* g = profilerStartGroupApi(p, 1, false);
+        void* g = profilerStartGroupApi(&api, p, 1, false);
         void* a = profilerStartCollApi(p, g, "AllReduce", i, ncclFloat32, 0, nullptr, false);
         profilerStop(p, a);
-        profilerStopGroupApi();
+        profilerStopGroupApi(&api);
         void* ctrl = profilerStartProxyCtrl(p);
         profilerRecordState(p, ctrl, (t & 1) ? ncclProfilerProxyCtrlSleep : ncclProfilerProxyCtrlIdle);
         profilerStop(p, ctrl);

@@ -137,7 +137,7 @@ TEST_F(PolledWindows, SymmetricBarrierAndDeviceApiResourcesArePolledMemory) {
   ncclDevComm_t dc[2];
   ncclResult_t res[2] = {ncclSuccess, ncclSuccess}, res2[2] = {ncclSuccess, ncclSuccess};
   onBoth([&](int r) {
-    gpu::setDevice(r);
+    EXPECT_EQ(gpu::setDevice(r), ncclSuccess);
     ncclMemAlloc(&buf[r], 1 << 20);
     res[r] = ncclCommWindowRegister(comms[r], buf[r], 1 << 20, &win[r], NCCL_WIN_COLL_SYMMETRIC);
     ncclDevCommRequirements_t reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
@@ -181,7 +181,7 @@ TEST_F(PolledWindows, WithoutPolledVirtualMemoryNothingPolledIsOrdinary) {
   ncclDevComm_t dc[2];
   ncclResult_t res[2] = {ncclSuccess, ncclSuccess}, res2[2] = {ncclSuccess, ncclSuccess};
   onBoth([&](int r) {
-    gpu::setDevice(r);
+    EXPECT_EQ(gpu::setDevice(r), ncclSuccess);
     ncclMemAlloc(&buf[r], 1 << 20);
     res[r] = ncclCommWindowRegister(comms[r], buf[r], 1 << 20, &win[r], NCCL_WIN_COLL_SYMMETRIC);
     ncclDevCommRequirements_t reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/core/comm.h"
+#include "common/core/describe_launch.h"
 #include "common/watchdog/eager_tracker.h"
 #include "common/watchdog/graph_tracker.h"
 #include "common/watchdog/watchdog.h"
@@ -443,8 +444,7 @@ class WatchdogThread : public Watch {
   }
   ncclResult_t launch(uint64_t seq) {
     // The plan the planner would make: one AllReduce, one launch.
-    LaunchPlan& plan = comm->plan;
-    plan.endGroup();
+    LaunchPlan plan;
     dev::Work w{};
     w.coll = dev::kCollAllReduce;
     w.c.dtype = ncclFloat32;
@@ -459,10 +459,13 @@ class WatchdogThread : public Watch {
     plan.launches.push_back(L);
     plan.streams.launch = stream;
     LaunchWatch lw;
-    ncclResult_t res = watchLaunchBegin(comm.get(), 0, &lw);
+    if (!comm->watch) return ncclSuccess;   // launch.cc asks the watchdog only when the comm has a watch
+    WorkDesc d;
+    describeLaunch(plan, 0, comm->channelsHost[0].ringNext, comm->channelsHost[0].ringPrev, &d);
+    ncclResult_t res = watchLaunchBegin(comm->watch.get(), /*captured=*/false, gpu::CaptureInfo{}, kGrid, d, &lw);
     if (res != ncclSuccess) return res;
     lastId = lw.eagerId;
-    watchLaunchEnd(comm.get(), 0, &lw);
+    watchLaunchEnd(comm->watch.get(), kGrid, d, &lw);
     return ncclSuccess;
   }
   // The kernel of launch `id` starts / ends (what its blocks write).
@@ -619,8 +622,7 @@ TEST_F(WatchdogThread, FakeClockPollAndQueuedWork) {
 TEST_F(WatchdogThread, DescribeLaunchNamesTheCollective) {
   // Two launches: an AllReduce (seq 77), then an AllGather (seq 78) with a
   // p2p item (seq 90) riding along.
-  LaunchPlan& plan = comm->plan;
-  plan.endGroup();
+  LaunchPlan plan;
   plan.works.assign(3, dev::Work{});
   plan.works[1].coll = dev::kCollAllGather;
   plan.works[1].c.dtype = ncclFloat32;
@@ -635,7 +637,7 @@ TEST_F(WatchdogThread, DescribeLaunchNamesTheCollective) {
   second.nWorks = 2;
   plan.launches = {first, second};
   WorkDesc d;
-  describeLaunch(comm.get(), 1, &d);
+  describeLaunch(plan, 1, comm->channelsHost[0].ringNext, comm->channelsHost[0].ringPrev, &d);
   EXPECT_EQ(d.seq, 78u);
   EXPECT_EQ(d.nWorks, 2);
   char buf[256];

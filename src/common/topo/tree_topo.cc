@@ -1,4 +1,4 @@
-#include "common/core/tree_topo.h"
+#include "common/topo/tree_topo.h"
 
 namespace uniccl {
 

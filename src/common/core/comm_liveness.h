@@ -1,4 +1,4 @@
-// A communicator's dead-peer reporting (peer_liveness.h applied to ncclComm):
+// A communicator's dead-peer reporting (liveness/peer_liveness.h applied to ncclComm):
 // a lost ring neighbour, or a loss a neighbour reports, sets the async error
 // (ncclRemoteError; ncclCommGetAsyncError's last error names the rank, its
 // pid and host) and raises the abort flags the way the watchdog does, so
@@ -48,10 +48,10 @@ int64_t peerTimeoutMsFromEnv();
 
 // Before the bootstrap, for nRanks > 1: the listener of this rank's liveness
 // link; *addr goes into its peer info (empty address with one rank).
-ncclResult_t commLivenessListen(ncclComm* comm, SocketAddress* addr);
+[[nodiscard]] ncclResult_t commLivenessListen(ncclComm* comm, SocketAddress* addr);
 // After the bootstrap: the links to the ring neighbours (their addresses come
 // from the peer infos), handed to the monitor.
-ncclResult_t commLivenessLink(ncclComm* comm);
+[[nodiscard]] ncclResult_t commLivenessLink(ncclComm* comm);
 // The init finished (state Ready, async error ncclSuccess).
 void commLivenessReady(ncclComm* comm);
 // Why the communicator lost a peer (CommLiveness::loss); "" when nothing

@@ -1,4 +1,4 @@
-#include "common/topo/comm_topology.h"
+#include "common/core/comm_topology.h"
 
 #include <algorithm>
 #include <cstring>
@@ -43,7 +43,7 @@ std::string fileWord(const char* name) {
 }
 
 // This rank's report row: its NICs and its links to every rank of its host.
-ncclResult_t localReport(ncclComm* comm, std::vector<char>* row) {
+[[nodiscard]] ncclResult_t localReport(ncclComm* comm, std::vector<char>* row) {
   const int n = comm->nRanks;
   row->assign(sizeof(TopoReport) + 2 * (size_t)n, 0);
   TopoReport rep;
@@ -74,7 +74,7 @@ ncclResult_t localReport(ncclComm* comm, std::vector<char>* row) {
   return ncclSuccess;
 }
 
-ncclResult_t discover(ncclComm* comm, System* out) {
+[[nodiscard]] ncclResult_t discover(ncclComm* comm, System* out) {
   const int n = comm->nRanks;
   std::vector<char> mine;
   UCHECK(localReport(comm, &mine));

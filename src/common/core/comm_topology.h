@@ -17,11 +17,11 @@ namespace uniccl::topo {
 // the file's host for it (so that transports treat the file's hosts as
 // machines). Otherwise *fromFile stays empty. A file that cannot be read or
 // parsed fails the init; NCCL's XML format is ignored with a WARN.
-ncclResult_t placeFromFile(int rank, int nRanks, PeerInfo* info, System* fromFile);
+[[nodiscard]] ncclResult_t placeFromFile(int rank, int nRanks, PeerInfo* info, System* fromFile);
 
 // After the peer exchange: `sys` is kept when it places every rank (from the
 // file), otherwise it is discovered (one bootstrap allgather). Rank 0 writes
 // it to NCCL_TOPO_DUMP_FILE when that is set.
-ncclResult_t buildTopology(ncclComm* comm, System* sys);
+[[nodiscard]] ncclResult_t buildTopology(ncclComm* comm, System* sys);
 
 }  // namespace uniccl::topo

@@ -1,4 +1,4 @@
-#include "common/liveness/comm_liveness.h"
+#include "common/core/comm_liveness.h"
 
 #include <vector>
 
