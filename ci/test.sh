@@ -124,9 +124,15 @@ if [ "${UNICCL_SKIP_SANITIZERS:-0}" != 1 ]; then
     # check (tests/fuzz). Every other UBSan check stays.
     san_args=()
     [ "$san" = thread ] || san_args=(-Dcpp_args=-fno-sanitize=null,alignment -Dc_args=-fno-sanitize=null,alignment)
+    # No unity build under ASan: it registers every global with metadata
+    # that keeps the global's section, and what it points to, alive, so the
+    # linker cannot drop what a test does not reach (meson.build says why a
+    # unity build needs that).
+    san_unity=$unity
+    [ "$san" = thread ] || san_unity=off
     echo "=== $label build ==="
     dir=$build/$label
-    if configure "$dir" -Dunity=$unity -Dgpu_backend=cuda -Dkernel_filter=f32 -Dbench=false "${san_args[@]}" \
+    if configure "$dir" -Dunity=$san_unity -Dgpu_backend=cuda -Dkernel_filter=f32 -Dbench=false "${san_args[@]}" \
          -Db_sanitize=$san -Db_lundef=false -Doptimization=1 -Db_ndebug=true \
        && targets=$(python3 ci/suite_targets.py "$dir" unit --exclude emu $no_suites) \
        && ninja -C "$dir" -j "$jobs" $targets; then
