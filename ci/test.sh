@@ -28,11 +28,12 @@ nvidia-smi -L >/dev/null 2>&1 && default_filter=all default_emu_filter=all defau
 filter=${UNICCL_KERNEL_FILTER:-$default_filter}
 emu_filter=${UNICCL_KERNEL_FILTER:-$default_emu_filter}
 jobs=${UNICCL_JOBS:-$(nproc)}
-# On a machine of a few cores (CI's has 2) every tier is a unity build: each
-# batch of sources is one translation unit, so the library's and the tests'
-# headers are parsed once per batch, not once per file (a fifth of the
-# library's compile time). With more cores the sources compile one by one,
-# in parallel. The GPU kernels stay apart either way (kernel_build_options).
+# On a machine of a few cores (CI's has 2) every tier but ASan's (below says
+# why) is a unity build: each batch of sources is one translation unit, so
+# the library's and the tests' headers are parsed once per batch, not once
+# per file (the library compiles in less than half the CPU time). With more
+# cores the sources compile one by one, in parallel. The GPU kernels stay
+# apart either way (kernel_build_options).
 unity=off
 [ "$jobs" -le 4 ] && unity=on
 # The per-test ThreadSanitizer builds (*-tsan) only where the TSan tier below
