@@ -281,21 +281,27 @@ UDEV_NOINLINE bool treeAllReduce(const Work& w, const CollCtx& c, const Group& g
 
 template <typename Fn, int Proto>
 UDEV bool runCollProto(const Work& w, const CollCtx& c, const Group& g) {
-  const Fn fn = makeFn<Fn>(w);
-  if (c.comm->nRanks == 1) {
-    localColl(w, c, g, fn);
+  // An op this build of the kernels left out (-Dkernel_ops): no code, and
+  // the host never plans it (core/planner.cc).
+  if constexpr (!kernelOpBuilt(Fn::kOp)) {
     return true;
-  }
-  switch (w.coll) {
-    case kCollAllReduce:
-      if (w.c.algo == kAlgoTree) return treeAllReduce<Fn, Proto>(w, c, g, fn);
-      // Only where the host can plan it (kernel_choices.h, collKernelRuns).
-      if constexpr (collKernelRuns(kCollAllReduce, kAlgoRing, Proto, Fn::kOp, Fn::T::kDtype, /*exchange=*/true))
-        if (w.c.exchange) return exchangeAllReduce<Fn, Proto>(w, c, g, fn);
-      return ringAllReduce<Fn, Proto>(w, c, g, fn);
-    case kCollReduce: return ringReduce<Fn, Proto>(w, c, g, fn);
-    case kCollReduceScatter: return ringReduceScatter<Fn, Proto>(w, c, g, fn);
-    default: return true;
+  } else {
+    const Fn fn = makeFn<Fn>(w);
+    if (c.comm->nRanks == 1) {
+      localColl(w, c, g, fn);
+      return true;
+    }
+    switch (w.coll) {
+      case kCollAllReduce:
+        if (w.c.algo == kAlgoTree) return treeAllReduce<Fn, Proto>(w, c, g, fn);
+        // Only where the host can plan it (kernel_choices.h, collKernelRuns).
+        if constexpr (collKernelRuns(kCollAllReduce, kAlgoRing, Proto, Fn::kOp, Fn::T::kDtype, /*exchange=*/true))
+          if (w.c.exchange) return exchangeAllReduce<Fn, Proto>(w, c, g, fn);
+        return ringAllReduce<Fn, Proto>(w, c, g, fn);
+      case kCollReduce: return ringReduce<Fn, Proto>(w, c, g, fn);
+      case kCollReduceScatter: return ringReduceScatter<Fn, Proto>(w, c, g, fn);
+      default: return true;
+    }
   }
 }
 
@@ -333,14 +339,22 @@ UDEV bool runSymmetricReduce(const Work& w, const CollCtx& c, const Group& g, co
   return w.coll == kCollReduceScatter ? symReduceScatter(w, c, g, fn) : symAllReduce(w, c, g, fn);
 }
 
+// An op this build of the kernels left out (kernelOpBuilt) has no code:
+// the host never plans it (core/planner.cc).
+template <typename Fn>
+UDEV bool runSymmetricOp(const Work& w, const CollCtx& c, const Group& g) {
+  if constexpr (kernelOpBuilt(Fn::kOp)) return runSymmetricReduce(w, c, g, Fn{});
+  return true;
+}
+
 template <typename Tag>
 UDEV bool runSymmetric(const Work& w, const CollCtx& c, const Group& g) {
   if (w.coll == kCollAllGather) return symAllGather<RedFn<Tag, kOpSum>>(w, c, g);
   switch (w.s.redOp) {
-    case kOpSum: return runSymmetricReduce(w, c, g, RedFn<Tag, kOpSum>{});
-    case kOpProd: return runSymmetricReduce(w, c, g, RedFn<Tag, kOpProd>{});
-    case kOpMax: return runSymmetricReduce(w, c, g, RedFn<Tag, kOpMax>{});
-    case kOpMin: return runSymmetricReduce(w, c, g, RedFn<Tag, kOpMin>{});
+    case kOpSum: return runSymmetricOp<RedFn<Tag, kOpSum>>(w, c, g);
+    case kOpProd: return runSymmetricOp<RedFn<Tag, kOpProd>>(w, c, g);
+    case kOpMax: return runSymmetricOp<RedFn<Tag, kOpMax>>(w, c, g);
+    case kOpMin: return runSymmetricOp<RedFn<Tag, kOpMin>>(w, c, g);
     default: return true;
   }
 }

@@ -19,13 +19,29 @@ constexpr bool isIntegerDataType(int dtype) { return dtype >= 0 && dtype <= 5; }
 //    needs LL);
 //  - kOpSumPostDiv is ncclAvg over integers only (core/redop.cc);
 //  - the tree is AllReduce's alone.
+// The collectives that reduce (and so run a reduction op).
+constexpr bool collReduces(int coll) {
+  return coll == kCollAllReduce || coll == kCollReduce || coll == kCollReduceScatter;
+}
+
 constexpr bool collKernelRuns(int coll, int algo, int proto, int op, int dtype, bool exchange) {
   if (coll == kCollP2p || algo == kAlgoSymmetric || proto < 0 || proto >= kNumProtos) return false;
   if (coll != kCollAllReduce && (algo != kAlgoRing || exchange)) return false;
   if (exchange && (proto != kProtoLL || algo != kAlgoRing)) return false;
-  const bool reducing = coll == kCollAllReduce || coll == kCollReduce || coll == kCollReduceScatter;
+  const bool reducing = collReduces(coll);
   if (reducing && op == kOpSumPostDiv && !isIntegerDataType(dtype)) return false;
   return !reducing || (op >= kOpSum && op <= kOpSumPostDiv);
 }
+
+// The reduction ops (RedOp) this compile of the collective kernels carries
+// code for: a bit mask, every op unless the build says otherwise
+// (-Dkernel_ops, for fast compile checks; the emulator's kernels have every
+// op). Device code only: the host asks the kernels it linked
+// (kernels.h, collectiveKernelOps), since one host library serves the GPU
+// kernels and the emulator's.
+#ifndef UNICCL_KERNEL_OPS
+#define UNICCL_KERNEL_OPS ((1u << kNumRedOps) - 1)
+#endif
+constexpr bool kernelOpBuilt(int op) { return op >= 0 && op < kNumRedOps && ((UNICCL_KERNEL_OPS >> op) & 1u) != 0; }
 
 }  // namespace uniccl::dev

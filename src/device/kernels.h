@@ -22,4 +22,9 @@ const void* symmetricKernel(ncclDataType_t type);
 // Kernel for batches made only of p2p items (datatype-free).
 const void* p2pKernel();
 
+// The reduction ops (bit op: dev::RedOp op) the collective and symmetric
+// kernels carry code for: all of them unless the build left some out
+// (-Dkernel_ops). Reducing collectives with another op are refused.
+unsigned collectiveKernelOps();
+
 }  // namespace uniccl::dev

@@ -43,13 +43,20 @@ UDEV_NOINLINE bool p2pRecvReduceHalf(const Work& w, const CollCtx& c, const Grou
 
 // The op is a type from here on: sum, prod, max or min (the host plans no
 // other: a scalar op has no PAT path).
+// An op this build left out (-Dkernel_ops) has no code; the host never
+// plans it.
+template <typename Fn>
+UDEV void p2pRecvReduceOp(const Work& w, const CollCtx& c, const Group& g) {
+  if constexpr (kernelOpBuilt(Fn::kOp)) p2pRecvReduceHalf<Fn>(w, c, g);
+}
+
 template <typename Tag>
 UDEV void p2pRecvReduce(const Work& w, const CollCtx& c, const Group& g) {
   switch (p2pRecvRedOp(w.p.recvProto)) {
-    case kOpSum: p2pRecvReduceHalf<RedFn<Tag, kOpSum>>(w, c, g); break;
-    case kOpProd: p2pRecvReduceHalf<RedFn<Tag, kOpProd>>(w, c, g); break;
-    case kOpMax: p2pRecvReduceHalf<RedFn<Tag, kOpMax>>(w, c, g); break;
-    case kOpMin: p2pRecvReduceHalf<RedFn<Tag, kOpMin>>(w, c, g); break;
+    case kOpSum: p2pRecvReduceOp<RedFn<Tag, kOpSum>>(w, c, g); break;
+    case kOpProd: p2pRecvReduceOp<RedFn<Tag, kOpProd>>(w, c, g); break;
+    case kOpMax: p2pRecvReduceOp<RedFn<Tag, kOpMax>>(w, c, g); break;
+    case kOpMin: p2pRecvReduceOp<RedFn<Tag, kOpMin>>(w, c, g); break;
     default: break;
   }
 }

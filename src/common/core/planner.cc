@@ -210,6 +210,24 @@ ncclResult_t planLaunches(LaunchPlan* plan) {
          "rebuild with -Dkernel_filter=all", dataTypeName(dt), UNICCL_KERNEL_FILTER);
     return ncclInvalidUsage;
   };
+  // A build may leave reduction ops out of its kernels (-Dkernel_ops).
+  const unsigned kernelOps = dev::collectiveKernelOps();
+  auto noKernelsForOp = [](int op) {
+    // The kernel ops by their -Dkernel_ops names (dev::RedOp order).
+    static const char* const kNames[] = {"sum", "prod", "max", "min", "premulsum (ncclAvg over floats)",
+                                         "sumpostdiv (ncclAvg over integers)"};
+    static_assert(sizeof(kNames) / sizeof(kNames[0]) == dev::kNumRedOps, "a name per op");
+    WARN("This uniccl build has no kernels for reduction op %s (built with -Dkernel_ops=%s); "
+         "rebuild with -Dkernel_ops=all", op >= 0 && op < dev::kNumRedOps ? kNames[op] : "?",
+         UNICCL_KERNEL_OPS_OPTION);
+    return ncclInvalidUsage;
+  };
+  auto opBuilt = [&](int op) { return op >= 0 && op < dev::kNumRedOps && ((kernelOps >> op) & 1u) != 0; };
+  for (size_t i = 0; i < works.size(); i++) {
+    const dev::Work& w = works[i];
+    if (i < nColl && dev::collReduces(w.coll) && !opBuilt(w.c.redOp)) return noKernelsForOp(w.c.redOp);
+    if (reduces(i) && !opBuilt(dev::p2pRecvRedOp(w.p.recvProto))) return noKernelsForOp(dev::p2pRecvRedOp(w.p.recvProto));
+  }
   // The kernels have code only for what the tuner chooses (device/kernel_choices.h,
   // collKernelRuns): an item outside it is a planner bug, never launched.
   for (size_t i = 0; i < nColl; i++) {

@@ -38,6 +38,7 @@ const void* symmetricKernel(ncclDataType_t type) {
   return (int)type >= 0 && (int)type < ncclNumTypes ? &gSymKernels[type] : nullptr;
 }
 const void* p2pKernel() { return &gP2pKernel; }
+unsigned collectiveKernelOps() { return ~0u; }
 }  // namespace uniccl::dev
 
 namespace uniccl {

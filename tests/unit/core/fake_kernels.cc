@@ -3,6 +3,9 @@
 // addresses serve as kernels.
 #include "device/kernels.h"
 
+#include "device/dev_types.h"
+#include "fake_kernels.h"
+
 namespace uniccl::dev {
 namespace {
 char gCollKernels[ncclNumTypes][3];   // [type][protocol]
@@ -16,4 +19,6 @@ const void* symmetricKernel(ncclDataType_t type) {
   return (int)type >= 0 && (int)type < ncclNumTypes ? &gSymKernels[type] : nullptr;
 }
 const void* p2pKernel() { return &gP2pKernel; }
+unsigned fakeKernelOps = (1u << kNumRedOps) - 1;
+unsigned collectiveKernelOps() { return fakeKernelOps; }
 }  // namespace uniccl::dev

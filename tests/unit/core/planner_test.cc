@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/core/comm.h"
@@ -18,6 +19,7 @@
 #include "common/core/tuning.h"
 #include "device/kernels.h"
 #include "fake_comm.h"
+#include "fake_kernels.h"
 #include "fake_gpu.h"
 #include "uniccl.h"
 
@@ -695,6 +697,48 @@ TEST(PlanLaunches, RefusesItemsTheKernelsHaveNoCodeFor) {
   EXPECT_EQ(planLaunches(&plan), ncclSuccess);
 }
 
+
+// A build whose kernels left reduction ops out (-Dkernel_ops) refuses the
+// collectives that need them, and the reducing receives of PAT too, with a
+// message saying how to rebuild; what it has still plans.
+TEST(PlanLaunches, RefusesOpsTheBuildLeftOut) {
+  struct RestoreOps {
+    ~RestoreOps() { dev::fakeKernelOps = (1u << dev::kNumRedOps) - 1; }
+  } restore;
+  dev::fakeKernelOps = 1u << dev::kOpSum;
+  dev::Work w{};
+  w.coll = dev::kCollAllReduce;
+  w.c.dtype = (uint8_t)ncclFloat32;
+  w.c.algo = dev::kAlgoRing;
+  w.proto = dev::kProtoSimple;
+  w.c.redOp = dev::kOpMax;
+  LaunchPlan plan;
+  plan.works = {w};
+  plan.nColl = 1;
+  EXPECT_EQ(planLaunches(&plan), ncclInvalidUsage);
+  EXPECT_TRUE(plan.launches.empty());
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("-Dkernel_ops"), std::string::npos) << ncclGetLastError(nullptr);
+  w.coll = dev::kCollAllGather;   // copies only: no op to run
+  plan.works = {w};
+  EXPECT_EQ(planLaunches(&plan), ncclSuccess);
+  w.coll = dev::kCollReduceScatter;
+  w.c.redOp = dev::kOpSum;
+  plan.works = {w};
+  plan.launches.clear();
+  EXPECT_EQ(planLaunches(&plan), ncclSuccess);
+
+  dev::Work r{};
+  r.coll = dev::kCollP2p;
+  r.channelHi = 0;
+  r.p.sendPeer = -1;
+  r.p.recvPeer = 1;
+  r.p.recvBytes = 64;
+  r.p.recvProto = dev::p2pReduceRecvProto(dev::kOpMin);
+  LaunchPlan pat;
+  pat.works = {r};
+  pat.nColl = 0;
+  EXPECT_EQ(planLaunches(&pat), ncclInvalidUsage);
+}
 
 // A launch of small p2p messages only is short whatever its grid
 // (launch.h, shortP2pLaunch): it lets the next launch start early.
