@@ -79,12 +79,12 @@ static_assert(offsetof(KernelChRecord, magic) == offsetof(TraceEvent, magic) &&
 TraceEvent expandKernelCh(const KernelChRecord& k);
 
 // Memory made ready when the context is made (UNICCL_PROFILER_TRACE_PREFAULT_MB):
-// the first touch of a new page is what a record costs most (1 to 7 us per
-// 4 KiB page measured in the virtual machines we test on, where the host
-// maps guest memory lazily; it slowed a 2-rank 1 MiB AllReduce loop on one
-// H200 from 11 to 19 us with KernelCh on, although the KernelCh records are
-// made on another thread). Threads carve chunks from it without a lock;
-// past its end, chunks are mapped as needed.
+// the first touch of a new page costs 1 to 7 us in the virtual machines we
+// test on, whose host maps guest memory lazily. With KernelCh traced, a
+// 2-rank 1 MiB AllReduce loop on one H200 took 22 us per iteration without
+// this pool and 16.5 us with it (11 us unprofiled; docs/profiler.md).
+// Threads carve chunks from it without a lock; past its end, chunks are
+// mapped as needed.
 class PrefaultedPool {
  public:
   explicit PrefaultedPool(size_t bytes);
