@@ -148,7 +148,7 @@ bool run(const std::vector<int>& devs) {
     ncclResult_t e = ncclGroupEnd();
     rtGraph dropped = nullptr;
     RT_OK(rt::err(COLLTEST_RT(StreamEndCapture)(r.stream, &dropped)));
-    if (dropped) COLLTEST_RT(GraphDestroy)(dropped);
+    if (dropped) (void)COLLTEST_RT(GraphDestroy)(dropped);   // the test fails below either way
     REQUIRE(a == ncclSuccess && b == ncclSuccess && e == ncclInvalidUsage,
             "mixed captured/uncaptured group: calls %s/%s, group end %s (want ncclInvalidUsage)",
             ncclGetErrorString(a), ncclGetErrorString(b), ncclGetErrorString(e));

@@ -264,8 +264,9 @@ TEST(Bootstrap, ScalableIdsMustAgree) {
   // machine (the ASan build of CI saw no refusal once); nobody succeeds.
   for (int r = 0; r < 4; r++) {
     EXPECT_NE(res[r], ncclSuccess) << "rank " << r;
-    if (res[r] == ncclInvalidUsage)
+    if (res[r] == ncclInvalidUsage) {
       EXPECT_NE(errors[r].find("same ids in the same order"), std::string::npos) << errors[r];
+    }
   }
   std::vector<ncclUniqueId> twice = {ids[0], ids[0]};
   PeerInfo mine = makePeerInfo(0, 3);

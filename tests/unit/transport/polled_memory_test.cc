@@ -60,7 +60,9 @@ void checkComm(ncclComm* comm, bool expectP2p) {
       expectPolled(q.recv.remoteHead, "the peer's head", comm->rank, c, p);
       expectPolled(q.send.fifo, "the send conn FIFO", comm->rank, c, p);
       expectPolled(q.recv.fifo, "the receive conn FIFO", comm->rank, c, p);
-      if (expectP2p) EXPECT_EQ(q.send.fifo, nullptr);
+      if (expectP2p) {
+        EXPECT_EQ(q.send.fifo, nullptr);
+      }
     }
   }
   EXPECT_GT(wired, 0) << "rank " << comm->rank << " wired no connection";

@@ -144,7 +144,9 @@ TEST(IbVerbsLoader, InstalledLibraryLoadsAndListsWhatIsThere) {
     v->freeDeviceList(list);
   }
   int n = tableDevices(v);
-  if (listed == 0) EXPECT_EQ(n, 0);
+  if (listed == 0) {
+    EXPECT_EQ(n, 0);
+  }
   EXPECT_EQ(n, usablePorts(v));  // a machine with RDMA devices: exactly its usable ports
 }
 
@@ -213,7 +215,9 @@ TEST(IbVerbsLoader, ConcurrentFirstUseLoadsOnce) {
     }
     for (auto& th : threads) th.join();
     for (int t = 1; t < kThreads; t++) EXPECT_EQ(errs[t], errs[0]) << lib;
-    if (strcmp(lib, kNoSuchLibrary) == 0) EXPECT_EQ(errs[0], kVerbsUnavailable);
+    if (strcmp(lib, kNoSuchLibrary) == 0) {
+      EXPECT_EQ(errs[0], kVerbsUnavailable);
+    }
   }
 }
 
