@@ -39,7 +39,6 @@ KNOWN = {
     ('common/core', 'common/device_api'),   # device_api reads ncclComm; core's tuning asks lsa.h the LSA team
     ('common/core', 'common/symmetric'),    # windows read ncclComm; init and tuning call symmetric.h
     ('common/core', 'common/transport'),    # transports take ncclComm*; ncclComm holds the Transports
-    ('common/core', 'common/watchdog'),     # the watchdog thread walks ncclComm*; ncclComm holds its CommWatch
     ('common/device_api', 'common/symmetric'),   # windows use LSA teams and GIN; device comms read windows
 }
 

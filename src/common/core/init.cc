@@ -35,6 +35,7 @@
 #include "common/util/guarded.h"
 #include "common/util/knobs.h"
 #include "common/util/socket.h"
+#include "common/core/comm_watchdog.h"
 #include "common/watchdog/watchdog.h"
 #include "device/kernels.h"
 

@@ -241,7 +241,7 @@ ncclResult_t launchWorks(CommPlan& p, size_t k) {
 
 ncclResult_t drainLaunches(ncclComm* comm) {
   UCHECK(comm->callbacks.drain());
-  return watchWaitEagerLaunches(comm);
+  return watchWaitEagerLaunches(comm->watch.get());
 }
 
 }  // namespace uniccl

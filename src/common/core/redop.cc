@@ -7,12 +7,6 @@
 
 namespace uniccl {
 
-const char* dataTypeName(ncclDataType_t dtype) {
-  static const char* names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64",
-                                "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
-  return (int)dtype >= 0 && (int)dtype < ncclNumTypes ? names[dtype] : "invalid";
-}
-
 const char* redOpName(ncclRedOp_t op) {
   static const char* names[] = {"sum", "prod", "max", "min", "avg"};
   return (int)op >= 0 && (int)op < ncclNumOps ? names[op] : "premulsum";

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <vector>
 
+#include "common/util/type_names.h"   // dataTypeName, with the other names here
 #include "device/dev_types.h"
 #include "uniccl.h"
 
@@ -48,7 +49,6 @@ inline size_t dataTypeSize(ncclDataType_t dtype) {
     default: return 0;
   }
 }
-const char* dataTypeName(ncclDataType_t dtype);
 const char* redOpName(ncclRedOp_t op);
 bool isFloatingType(ncclDataType_t dtype);
 

@@ -394,7 +394,7 @@ void joinAndDelete(std::thread* t) {
   delete t;
 }
 
-void stopAtExit() {
+void stopMonitorAtExit() {
   std::thread* t;
   {
     std::lock_guard<std::mutex> lock(mon().mu);
@@ -420,7 +420,7 @@ ncclResult_t PeerLiveness::start(PeerLossSink* sink, int64_t timeoutMs, std::vec
   if (!m.hooksInstalled) {
     m.hooksInstalled = true;
     pthread_atfork(lockForFork, unlockInParent, forgetInChild);
-    std::atexit(stopAtExit);
+    std::atexit(stopMonitorAtExit);
   }
   try {
     m.sets.push_back(this);

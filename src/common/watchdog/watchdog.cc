@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <cstring>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -11,8 +10,6 @@
 #include <vector>
 
 #include "common/check.h"
-#include "common/core/async_error.h"
-#include "common/core/comm.h"
 #include "common/util/debug.h"
 #include "common/util/guarded.h"
 #include "common/util/knobs.h"
@@ -29,7 +26,7 @@ constexpr int64_t kDefaultPollMs = knobSpec(Knob::UNICCL_WATCHDOG_POLL_MS).intDe
 // afterwards.
 struct Watchdog {
   std::mutex mu;
-  std::vector<ncclComm*> comms;
+  std::vector<CommWatch*> comms;
   std::thread thread;
   std::shared_ptr<std::atomic<bool>> stop;   // of the running thread
   std::mutex wakeMu;
@@ -45,34 +42,34 @@ Watchdog& wd() {
   return *w;
 }
 
-void fire(ncclComm* comm, const TrackerCheck& c) {
+void fire(CommWatch& w, const TrackerCheck& c) {
   char what[256];
   formatWorkDesc(c.desc, what, sizeof(what));
+  const CommWatch::Owner& o = w.owner;
   WARN("Watchdog: rank %d/%d (comm %p, commHash 0x%llx, GPU %d): %s%s has been running for %lld ms, longer than "
        "UNICCL_TIMEOUT (%lld s); aborting the communicator. A peer probably never joined this operation (or died): "
        "compare the sequence numbers across ranks",
-       comm->rank, comm->nRanks, (void*)comm, (unsigned long long)comm->commHash, comm->gpuDev, what,
-       c.inGraph ? " in a graph replay" : "", (long long)c.elapsedMs, (long long)(comm->watch->timeoutMs / 1000));
-  failCommAsync(comm, ncclRemoteError);
-  comm->watch->fired = true;
+       o.rank, o.nRanks, o.comm, (unsigned long long)o.commHash, o.gpuDev, what, c.inGraph ? " in a graph replay" : "",
+       (long long)c.elapsedMs, (long long)(w.timeoutMs / 1000));
+  if (o.fail) o.fail(ncclRemoteError);
+  w.fired = true;
   wd().timeouts.fetch_add(1, std::memory_order_relaxed);
 }
 
-void pollComm(ncclComm* comm, int64_t nowMs) {
-  CommWatch& w = *comm->watch;
+void pollWatch(CommWatch& w, int64_t nowMs) {
   // After a timeout the trackers still retire completed work and free
   // released graphs, but report nothing more.
   const int64_t timeout = w.fired ? 0 : w.timeoutMs;
   TrackerCheck c = w.eager.check(nowMs, timeout);
   TrackerCheck g = w.graphs.checkAll(nowMs, timeout);
-  if (c.timedOut) fire(comm, c);
-  else if (g.timedOut) fire(comm, g);
+  if (c.timedOut) fire(w, c);
+  else if (g.timedOut) fire(w, g);
 }
 
 void pollLocked(int64_t nowMs) {
-  for (ncclComm* comm : wd().comms) {
-    const ncclResult_t r = runGuarded("watchdog thread", [&] { pollComm(comm, nowMs); });
-    if (r != ncclSuccess) failCommAsync(comm, r);   // its launches can no longer be timed
+  for (CommWatch* w : wd().comms) {
+    const ncclResult_t r = runGuarded("watchdog thread", [&] { pollWatch(*w, nowMs); });
+    if (r != ncclSuccess && w->owner.fail) w->owner.fail(r);   // its launches can no longer be timed
   }
   wd().polls.fetch_add(1, std::memory_order_relaxed);
 }
@@ -111,7 +108,7 @@ void joinStopped(std::thread t) {
   t.join();
 }
 
-void stopAtExit() {
+void stopWatchdogAtExit() {
   std::thread t;
   {
     std::lock_guard<std::mutex> lock(wd().mu);
@@ -147,47 +144,10 @@ int64_t watchdogTimeoutMsFromEnv() {
   return sec * 1000;
 }
 
-ncclResult_t watchdogRegister(ncclComm* comm, int64_t timeoutMs) {
-  if (timeoutMs <= 0) {
-    INFO(kSubsysInit, "comm %p rank %d: collective timeouts are off (UNICCL_TIMEOUT=0)", (void*)comm, comm->rank);
-    return ncclSuccess;
-  }
-  comm->watch.reset(new (std::nothrow) CommWatch(timeoutMs));
-  if (!comm->watch) {
-    WARN("Out of host memory creating the watchdog state of rank %d", comm->rank);
-    return ncclSystemError;
-  }
-  // The words the kernels report their progress in: eager launches, and
-  // the graph slots (allocated now: nothing may be allocated while a stream
-  // captures). The device learns where they are last, once all exist.
-  CommWatch& cw = *comm->watch;
-  const size_t wordsBytes = GraphTracker::kSlots * sizeof(dev::GraphProgress);
-  const size_t replaysBytes = GraphTracker::kSlots * dev::kMaxChannels * sizeof(uint64_t);
-  ncclResult_t res = gpu::hostAllocMapped(&cw.progressHost, &cw.progressDev, sizeof(dev::LaunchProgress));
-  if (res == ncclSuccess) res = gpu::hostAllocMapped(&cw.graphWordsHost, &cw.graphWordsDev, wordsBytes);
-  if (res == ncclSuccess) res = gpu::deviceAlloc(&cw.graphReplaysDev, replaysBytes);
-  if (res == ncclSuccess) res = gpu::memset(cw.graphReplaysDev, 0, replaysBytes);
-  if (res == ncclSuccess) {
-    memset(cw.progressHost, 0, sizeof(dev::LaunchProgress));
-    memset(cw.graphWordsHost, 0, wordsBytes);
-    if (comm->devComm != nullptr) {
-      comm->devCommHost.progress = static_cast<dev::LaunchProgress*>(cw.progressDev);
-      res = gpu::memcpy(comm->devComm, &comm->devCommHost, sizeof(comm->devCommHost));
-    }
-  }
-  if (res != ncclSuccess) {
-    // Without a watch launches carry id 0 and no graph slot: nothing writes
-    // to the words, whatever the device copy of the pointer says.
-    comm->devCommHost.progress = nullptr;
-    comm->watch.reset();
-    return res;
-  }
-  cw.eager.attach(static_cast<dev::LaunchProgress*>(cw.progressHost));
-  cw.graphs.attach(static_cast<dev::GraphProgress*>(cw.graphWordsHost),
-                   static_cast<dev::GraphProgress*>(cw.graphWordsDev), static_cast<uint64_t*>(cw.graphReplaysDev));
+ncclResult_t watchdogAdd(CommWatch* watch) {
   Watchdog& w = wd();
   std::lock_guard<std::mutex> lock(w.mu);
-  w.comms.push_back(comm);
+  w.comms.push_back(watch);
   if (!w.thread.joinable()) {
     int64_t pollMs = std::max<int64_t>(1, knobInt(Knob::UNICCL_WATCHDOG_POLL_MS));
     w.stop = std::make_shared<std::atomic<bool>>(false);
@@ -195,28 +155,25 @@ ncclResult_t watchdogRegister(ncclComm* comm, int64_t timeoutMs) {
       w.thread = std::thread(threadMain, w.stop, pollMs);
     } catch (const std::exception& e) {
       w.comms.pop_back();
-      comm->watch.reset();
       WARN("Could not start the watchdog thread (%s)", e.what());
       return ncclSystemError;
     }
     if (!w.atexitInstalled) {
       w.atexitInstalled = true;
-      std::atexit(stopAtExit);
+      std::atexit(stopWatchdogAtExit);
     }
     INFO(kSubsysInit, "Watchdog thread started (poll every %lld ms)", (long long)pollMs);
   }
-  INFO(kSubsysInit, "comm %p rank %d: collectives time out after %lld s (UNICCL_TIMEOUT)", (void*)comm, comm->rank,
-       (long long)(timeoutMs / 1000));
   return ncclSuccess;
 }
 
-void watchdogUnregister(ncclComm* comm) {
-  if (!comm->watch) return;
+void watchdogRemove(CommWatch* watch) {
+  if (watch == nullptr) return;
   Watchdog& w = wd();
   std::thread last;
   {
     std::lock_guard<std::mutex> lock(w.mu);
-    auto it = std::find(w.comms.begin(), w.comms.end(), comm);
+    auto it = std::find(w.comms.begin(), w.comms.end(), watch);
     if (it == w.comms.end()) return;
     w.comms.erase(it);
     if (w.comms.empty()) last = detachThreadLocked(w);
@@ -236,9 +193,9 @@ void watchLaunchEnd(CommWatch* watch, unsigned grid, const WorkDesc& d, LaunchWa
   if (w->eagerId != 0) watch->eager.launched(w->eagerId, grid, d);
 }
 
-ncclResult_t watchWaitEagerLaunches(ncclComm* comm) {
-  if (!comm->watch) return ncclSuccess;
-  CommWatch& w = *comm->watch;
+ncclResult_t watchWaitEagerLaunches(CommWatch* watch) {
+  if (watch == nullptr) return ncclSuccess;
+  CommWatch& w = *watch;
   if (w.eager.inFlight() == 0) return ncclSuccess;
   // A kernel that faulted never reports its end, but the fault is sticky:
   // creating and querying an event fails from then on.
@@ -251,7 +208,7 @@ ncclResult_t watchWaitEagerLaunches(ncclComm* comm) {
       // poll this comm too; only one of the two fires). Past the timeout the
       // launches are stopped (abort flag) and still waited for.
       std::lock_guard<std::mutex> lock(wd().mu);
-      pollComm(comm, watchdogNowMs());
+      pollWatch(w, watchdogNowMs());
     }
     if (w.eager.inFlight() == 0) break;
     res = gpu::eventQuery(probe);
@@ -273,9 +230,9 @@ WatchdogStats watchdogStatsForTesting() {
   std::lock_guard<std::mutex> lock(w.mu);
   st.comms = w.comms.size();
   st.threadRunning = w.thread.joinable();
-  for (ncclComm* c : w.comms) {
-    st.eagerInFlight += c->watch->eager.inFlight();
-    st.graphs += c->watch->graphs.graphCount();
+  for (CommWatch* c : w.comms) {
+    st.eagerInFlight += c->eager.inFlight();
+    st.graphs += c->graphs.graphCount();
   }
   st.graphReleaseFlags = GraphTracker::liveReleaseFlags();
   st.polls = w.polls.load();

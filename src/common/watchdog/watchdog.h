@@ -16,21 +16,20 @@
 #include "device/dev_types.h"
 #include "uniccl.h"
 
-struct ncclComm;
-
 namespace uniccl {
 
 // The collective timeout in milliseconds (0: off): UNICCL_TIMEOUT_MS if set,
 // else UNICCL_TIMEOUT (seconds).
 int64_t watchdogTimeoutMsFromEnv();
 
-// Creates comm->watch and adds the comm to the watchdog (nothing when
-// timeoutMs is 0). Called once the comm is fully initialized.
-[[nodiscard]] ncclResult_t watchdogRegister(ncclComm* comm, int64_t timeoutMs);
-// Removes the comm; on return the watchdog thread no longer touches it, so
-// its progress words and trackers may go. Joins the thread when this was the last comm. Safe
-// without a prior register.
-void watchdogUnregister(ncclComm* comm);
+// Adds a communicator's watch (its owner filled in, trackers attached:
+// core/comm_watchdog.h does both) to the thread's polls; starts the thread
+// with the first.
+[[nodiscard]] ncclResult_t watchdogAdd(CommWatch* watch);
+// Removes it; on return the watchdog thread no longer touches it, so its
+// progress words and trackers may go. Joins the thread when this was the
+// last. Safe for a watch never added, and for nullptr.
+void watchdogRemove(CommWatch* watch);
 
 // launch.cc, around each kernel launch of a communicator with a watch.
 // Begin gives an eager launch its id (the kernel arguments' launchId) or a
@@ -52,7 +51,7 @@ void watchLaunchEnd(CommWatch* watch, unsigned grid, const WorkDesc& d, LaunchWa
 // own). A launch running past UNICCL_TIMEOUT aborts the comm as the thread
 // would (its kernels then stop and report); a fault on the GPU ends the wait
 // with its error. Nothing to wait for without a timeout (no tracker).
-[[nodiscard]] ncclResult_t watchWaitEagerLaunches(ncclComm* comm);
+[[nodiscard]] ncclResult_t watchWaitEagerLaunches(CommWatch* watch);
 
 // One poll of every registered comm at time nowMs (what the thread does every
 // UNICCL_WATCHDOG_POLL_MS); exposed so tests can drive a fake clock.

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "common/core/redop.h"
+#include "common/util/type_names.h"
 #include "device/dev_types.h"
 
 namespace uniccl {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/core/comm.h"
+#include "common/core/comm_watchdog.h"
 #include "common/core/describe_launch.h"
 #include "common/watchdog/eager_tracker.h"
 #include "common/watchdog/graph_tracker.h"
@@ -557,7 +558,7 @@ TEST_F(WatchdogThread, DrainWaitsForTheProgressWords) {
       kernelEnds(ids[i]);
     }
   });
-  EXPECT_EQ(watchWaitEagerLaunches(comm.get()), ncclSuccess);
+  EXPECT_EQ(watchWaitEagerLaunches(comm->watch.get()), ncclSuccess);
   EXPECT_TRUE(ended.load());                        // not before the last launch reported
   gpu.join();
   EXPECT_EQ(watchdogStatsForTesting().eagerInFlight, 0u);
@@ -576,7 +577,7 @@ TEST_F(WatchdogThread, DrainAbortsALaunchPastTheTimeoutAndWaitsForItToStop) {
     kernelEnds(id);                                 // the blocks stop on the flag and report
   });
   auto t0 = std::chrono::steady_clock::now();
-  EXPECT_EQ(watchWaitEagerLaunches(comm.get()), ncclSuccess);
+  EXPECT_EQ(watchWaitEagerLaunches(comm->watch.get()), ncclSuccess);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   gpu.join();
   EXPECT_GE(ms, 45.0);
@@ -591,7 +592,7 @@ TEST_F(WatchdogThread, DrainStopsAtAFaultOnTheGpu) {
   ASSERT_EQ(launch(9), ncclSuccess);
   kernelStarts(lastId);                             // faulted: never reports its end
   fake::failNext("eventQuery", ncclUnhandledCudaError, 1000000);   // the fault is sticky
-  EXPECT_EQ(watchWaitEagerLaunches(comm.get()), ncclUnhandledCudaError);
+  EXPECT_EQ(watchWaitEagerLaunches(comm->watch.get()), ncclUnhandledCudaError);
   fake::failNext("eventQuery", ncclUnhandledCudaError, 0);
   EXPECT_EQ(comm->asyncError.load(), ncclSuccess);  // no timeout fired
   EXPECT_EQ(fake::live().events, 0u);
