@@ -6,6 +6,10 @@
                                          the closing "N passed, N failed" line
   count_tests.py --slowest N testlog.json -> the N longest tests and their seconds
                                          (where CI time goes, for ci/test.sh's log)
+  count_tests.py --failures N testlog.json -> each failed test's name and the last N
+                                         lines of its output (stdout and stderr: a
+                                         gtest failure is on stdout, which meson's
+                                         summary leaves out)
 """
 import json
 import sys
@@ -62,8 +66,25 @@ def slowest(n, path):
           ", ".join(f"{name} {d:.0f} s" for d, name in runs[:n]))
 
 
+def failures(n, path):
+    try:
+        with open(path) as f:
+            runs = [json.loads(line) for line in f if line.strip()]
+    except OSError:
+        return
+    for t in runs:
+        if t.get("result", "") in ("OK", "EXPECTEDFAIL", "SKIP"):
+            continue
+        lines = (t.get("stdout") or "").splitlines() + (t.get("stderr") or "").splitlines()
+        print(f"--- {t.get('name', '?')}: {t.get('result', '?')}, last {min(n, len(lines))} of {len(lines)} lines ---")
+        for line in lines[-n:]:
+            print(line)
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "--slowest":
+    if sys.argv[1] == "--failures":
+        failures(int(sys.argv[2]), sys.argv[3])
+    elif sys.argv[1] == "--slowest":
         slowest(int(sys.argv[2]), sys.argv[3])
     elif sys.argv[1] == "--total":
         total(sys.argv[2])

@@ -65,6 +65,9 @@ run_suite() {  # label, dir, suite [meson test options]
   python3 "$root/ci/count_tests.py" "$label" "$dir/meson-logs/testlog.json" >>"$root/.test-counts"
   tail -n 25 "$dir/test-$suite.log"
   python3 "$root/ci/count_tests.py" --slowest 8 "$dir/meson-logs/testlog.json"
+  # A failed test's own output (its gtest lines are on stdout, which the
+  # summary above leaves out): enough to see which check failed.
+  [ $rc -eq 0 ] || python3 "$root/ci/count_tests.py" --failures 60 "$dir/meson-logs/testlog.json"
   return $rc
 }
 

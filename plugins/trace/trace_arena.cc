@@ -19,7 +19,7 @@ constexpr size_t kLastChunk = 4096;
 // (fewer than it used, at most kReserveStep) is not kept for the others.
 constexpr size_t kReserveStep = 64;
 
-std::atomic<uint64_t> gNextUid{1};
+std::atomic<uint64_t> gLastUid{0};
 std::atomic<uint64_t> gNextIdBase{0};
 // Ids stay below 2^53 (trace viewers read them as doubles) for 2^21 stores.
 constexpr uint64_t kIdsPerStore = 1ull << 32;
@@ -177,6 +177,15 @@ TraceEvent expandKernelCh(const KernelChRecord& k) {
   return e;
 }
 
-uint64_t newContextUid() { return gNextUid.fetch_add(1, std::memory_order_relaxed); }
+uint64_t newContextUid() {
+  // From the clock, not from 1: the library closes the plugin when its last
+  // communicator goes and may load it again, and a thread's cache
+  // (thread_local) must never take a new context for one of the last load.
+  uint64_t prev = gLastUid.load(std::memory_order_relaxed);
+  for (;;) {
+    const uint64_t next = std::max<uint64_t>((uint64_t)nowNs(), prev + 1);
+    if (gLastUid.compare_exchange_weak(prev, next, std::memory_order_relaxed)) return next;
+  }
+}
 
 }  // namespace trace
