@@ -7,11 +7,8 @@
 //                                     <prefix>.<commId as 16 hex digits>.rank<rank>.json
 //   UNICCL_PROFILER_TRACE_MASK        event types to record (default 0xf4f: API, launch,
 //                                     Group/Coll/P2p, ProxyOp, KernelCh)
-//   UNICCL_PROFILER_TRACE_PREFAULT_MB memory per rank made ready at init for the first
-//                                     records (default 16; trace_event.h says why)
 //   UNICCL_PROFILER_TRACE_MAX_EVENTS  events kept per rank (default 1000000); later ones
-//                                     are counted as dropped (threads take room for up to
-//                                     64 events at a time: up to 64 per thread fewer may be kept)
+//                                     are counted as dropped
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,7 +68,6 @@ ncclResult_t traceInit(void** context, uint64_t commId, int* eActivationMask, co
   *context = nullptr;
   TraceContext* ctx = new (std::nothrow) TraceContext();
   if (ctx == nullptr) return ncclSystemError;
-  ctx->uid = newContextUid();
   ctx->commId = commId;
   ctx->rank = rank;
   ctx->nRanks = nRanks;
@@ -81,8 +77,6 @@ ncclResult_t traceInit(void** context, uint64_t commId, int* eActivationMask, co
   ctx->initNs = nowNs();
   int64_t maxEvents = envInt(kUNICCL_PROFILER_TRACE_MAX_EVENTS);
   ctx->maxEvents = maxEvents > 0 ? (size_t)maxEvents : 0;
-  const int64_t prefaultMb = envInt(kUNICCL_PROFILER_TRACE_PREFAULT_MB);
-  ctx->pool = std::make_unique<PrefaultedPool>(prefaultMb > 0 ? (size_t)prefaultMb << 20 : 0);
   const char* prefix = getenv(kUNICCL_PROFILER_TRACE_FILE.name);
   if (prefix == nullptr || *prefix == '\0') prefix = kUNICCL_PROFILER_TRACE_FILE.defaultDoc;
   char suffix[64];
@@ -110,30 +104,23 @@ uint64_t parentIdOf(void* parent) {
   return (p != nullptr && p->magic == kEventMagic) ? p->id : 0;
 }
 
+std::atomic<uint64_t> gNextId{1};
+
 ncclResult_t traceStartEvent(void* context, void** eHandle, ncclProfilerEventDescr_v5_t* d) {
   *eHandle = nullptr;
   TraceContext* ctx = static_cast<TraceContext*>(context);
   if (ctx == nullptr || d == nullptr) return ncclSuccess;
   const int64_t now = nowNs();
-  if (d->type == ncclProfileKernelCh) {
-    KernelChRecord* k = addKernelCh(ctx);   // zeroed, its id set
-    if (k == nullptr) return ncclSuccess;
-    k->magic = kEventMagic;
-    k->type = ncclProfileKernelCh;
-    k->parentId = parentIdOf(d->parentObj);
-    k->startNs = now;
-    k->stopNs = -1;
-    k->tid = (int32_t)threadId();
-    k->channel = d->kernelCh.channelId;
-    k->gpuStart = d->kernelCh.pTimer;
-    *eHandle = k;
+  std::lock_guard<std::mutex> lock(ctx->mutex);
+  if (ctx->events.size() >= ctx->maxEvents) {
+    ctx->dropped.fetch_add(1, std::memory_order_relaxed);
     return ncclSuccess;
   }
-  TraceEvent* added = addEvent(ctx);   // zeroed, its id set
-  if (added == nullptr) return ncclSuccess;
-  TraceEvent& e = *added;
+  TraceEvent& e = *ctx->events.add();
+  memset(&e, 0, sizeof(e));
   e.magic = kEventMagic;
   e.type = d->type;
+  e.id = gNextId.fetch_add(1, std::memory_order_relaxed);
   e.ctx = ctx;
   e.startNs = now;
   e.stopNs = -1;
@@ -203,6 +190,11 @@ ncclResult_t traceStartEvent(void* context, void** eHandle, ncclProfilerEventDes
     case ncclProfileProxyCtrl:
       copyStr(e.func, sizeof(e.func), "ProxyCtrl");
       break;
+    case ncclProfileKernelCh:
+      copyStr(e.func, sizeof(e.func), "KernelCh");
+      e.channel = d->kernelCh.channelId;
+      e.gpuStart = d->kernelCh.pTimer;
+      break;
     case ncclProfileNetPlugin:
       copyStr(e.func, sizeof(e.func), "NetPlugin");
       e.netId = d->netPlugin.id;
@@ -215,36 +207,17 @@ ncclResult_t traceStartEvent(void* context, void** eHandle, ncclProfilerEventDes
   return ncclSuccess;
 }
 
-// A handle of ours, as what it is (both records begin alike).
-TraceEvent* eventOf(void* h) {
-  TraceEvent* e = static_cast<TraceEvent*>(h);
-  return e != nullptr && e->magic == kEventMagic && e->type != ncclProfileKernelCh ? e : nullptr;
-}
-KernelChRecord* kernelChOf(void* h) {
-  KernelChRecord* k = static_cast<KernelChRecord*>(h);
-  return k != nullptr && k->magic == kEventMagic && k->type == ncclProfileKernelCh ? k : nullptr;
-}
-
 ncclResult_t traceStopEvent(void* eHandle) {
-  if (KernelChRecord* k = kernelChOf(eHandle)) {
-    if (k->stopNs < 0) k->stopNs = nowNs();
-  } else if (TraceEvent* e = eventOf(eHandle)) {
-    if (e->stopNs < 0) e->stopNs = nowNs();
-  }
+  TraceEvent* e = static_cast<TraceEvent*>(eHandle);
+  if (e == nullptr || e->magic != kEventMagic) return ncclSuccess;
+  if (e->stopNs < 0) e->stopNs = nowNs();
   return ncclSuccess;
 }
 
 ncclResult_t traceRecordEventState(void* eHandle, ncclProfilerEventState_v5_t state,
                                    ncclProfilerEventStateArgs_v5_t* args) {
-  if (KernelChRecord* k = kernelChOf(eHandle)) {
-    if (state == ncclProfilerKernelChStop && args != nullptr) {
-      k->gpuStop = args->kernelCh.pTimer;
-      k->stopStateNs = nowNs();
-    }
-    return ncclSuccess;
-  }
-  TraceEvent* e = eventOf(eHandle);
-  if (e == nullptr) return ncclSuccess;
+  TraceEvent* e = static_cast<TraceEvent*>(eHandle);
+  if (e == nullptr || e->magic != kEventMagic) return ncclSuccess;
   uint64_t value = 0;
   if (args != nullptr) {
     switch (state) {

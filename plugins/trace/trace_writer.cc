@@ -209,28 +209,13 @@ size_t writeTrace(TraceContext* ctx) {
   FILE* f = ctx->file;
   if (f == nullptr) return 0;
   const int64_t end = nowNs();
-  // Every record as a TraceEvent (KernelCh records expanded here, once).
-  std::vector<TraceEvent> expanded;
-  std::vector<const TraceEvent*> all;
-  size_t nKernelCh = 0;
-  for (const auto& t : ctx->threads) nKernelCh += t->kernelCh().size();
-  expanded.reserve(nKernelCh);   // no reallocation: `all` points into it
-  all.reserve(eventCount(ctx));
-  for (const auto& t : ctx->threads) {
-    t->events().forEach([&](const TraceEvent& e) { all.push_back(&e); });
-    t->kernelCh().forEach([&](const KernelChRecord& k) {
-      expanded.push_back(expandKernelCh(k));
-      all.push_back(&expanded.back());
-    });
-  }
   std::unordered_map<uint64_t, const TraceEvent*> byId;
-  for (const TraceEvent* e : all) byId[e->id] = e;
+  ctx->events.forEach([&](const TraceEvent& e) { byId[e.id] = &e; });
 
   std::vector<Placed> placed;
-  placed.reserve(all.size());
+  placed.reserve(ctx->events.size());
   std::set<long> gpuLanes, proxyLanes, hostThreads;
-  for (const TraceEvent* ep : all) {
-    const TraceEvent& e = *ep;
+  ctx->events.forEach([&](const TraceEvent& e) {
     Placed p{&e, e.startNs, e.stopNs >= 0 ? e.stopNs : end, e.tid, false, e.stopNs < 0, false};
     switch (e.type) {
       case ncclProfileKernelCh: {
@@ -265,7 +250,7 @@ size_t writeTrace(TraceContext* ctx) {
     }
     if (p.stop < p.start) p.stop = p.start;
     placed.push_back(p);
-  }
+  });
   // Increasing start time; at equal starts the longer (enclosing) event first.
   std::stable_sort(placed.begin(), placed.end(), [](const Placed& a, const Placed& b) {
     return a.start != b.start ? a.start < b.start : a.stop > b.stop;

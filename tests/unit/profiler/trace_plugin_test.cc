@@ -190,13 +190,7 @@ TEST(TraceProfiler, ConcurrentThreadsAndAnUnwritablePath) {
   size_t n;
   while ((n = fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
   fclose(f);
-  // 6000 events started, at most 3000 kept: each thread takes room 64 at
-  // a time, so up to 64 per thread may go unused.
-  const size_t at = text.find("\"dropped\":");
-  ASSERT_NE(at, std::string::npos);
-  const long dropped = strtol(text.c_str() + at + 10, nullptr, 10);
-  EXPECT_GE(dropped, 3000);
-  EXPECT_LE(dropped, 3000 + 4 * 64);
+  EXPECT_NE(text.find("\"dropped\":3000"), std::string::npos) << "6000 events started, 3000 kept";
   std::string cmd = std::string("python3 '") + checker + "' '" + file + "' --expect CollApi:AllReduce";
   EXPECT_EQ(system(cmd.c_str()), 0) << cmd;
   removeTrace(file, prefix);
