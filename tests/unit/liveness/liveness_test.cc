@@ -241,7 +241,10 @@ int rankMain(const ncclUniqueId& id, int rank, int nranks, int64_t timeoutMs, in
   Rank r;
   ChildReport rep;
   if (setUp(id, rank, nranks, timeoutMs, &r) != ncclSuccess) {
-    write(toParent, &rep, sizeof(rep));
+    // The empty report; a short write leaves the parent a short read, which
+    // it takes as this child's failure too.
+    const ssize_t written = write(toParent, &rep, sizeof(rep));
+    (void)written;
     return 1;
   }
   pid_t sleeper = -1;
