@@ -13,21 +13,23 @@
 #   bash ci/test.sh            # everything
 #   UNICCL_SKIP_HIP=1 UNICCL_SKIP_SANITIZERS=1 bash ci/test.sh
 #   UNICCL_KERNEL_FILTER=all bash ci/test.sh   # CI builds f32 GPU kernels, f32/bf16 emulated and HIP ones
-#   UNICCL_KERNEL_OPS=all bash ci/test.sh      # the HIP tier's kernels with every reduction op (CI: sum)
+#   UNICCL_KERNEL_OPS=all bash ci/test.sh      # GPU kernels with every reduction op (CI: sum)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 source ci/setup.sh   # never ends this script, leaves its options alone
 
-# CI (no GPU) builds the f32 GPU kernels (a compile check: nothing runs
-# them there) and f32 and bf16 emulated ones (the emulator tests run both);
-# where a GPU runs the GPU suite, every datatype (coll_test checks them all).
-# Without a GPU the kernels are compiled to PTX only (-Dgpu_archs=compute_90):
-# the same front end, without ptxas's three quarters of their compile time.
-default_filter=f32 default_emu_filter=f32,bf16 default_archs=compute_90
-nvidia-smi -L >/dev/null 2>&1 && default_filter=all default_emu_filter=all default_archs=auto
+# CI (no GPU) builds the f32 GPU kernels with the sum (a compile check:
+# nothing runs them there) and f32 and bf16 emulated ones with every op (the
+# emulator tests run them); where a GPU runs the GPU suite, every datatype
+# and op (coll_test checks them all). Without a GPU the kernels are compiled
+# to PTX only (-Dgpu_archs=compute_90): the same front end, without ptxas's
+# three quarters of their compile time.
+default_filter=f32 default_emu_filter=f32,bf16 default_archs=compute_90 default_ops=sum
+nvidia-smi -L >/dev/null 2>&1 && default_filter=all default_emu_filter=all default_archs=auto default_ops=all
 filter=${UNICCL_KERNEL_FILTER:-$default_filter}
 emu_filter=${UNICCL_KERNEL_FILTER:-$default_emu_filter}
+ops=${UNICCL_KERNEL_OPS:-$default_ops}
 jobs=${UNICCL_JOBS:-$(nproc)}
 # On a machine of a few cores (CI's has 2) every tier is a unity build: each
 # batch of sources is one translation unit, so the library's and the tests'
@@ -92,8 +94,8 @@ else
   echo "nccl-home 0 1" >>"$root/.test-counts"; status=1; nccl_home=""
 fi
 
-echo "=== cuda build (kernels: $filter; emulated: $emu_filter) ==="
-if configure "$build/cuda" -Dunity=$unity -Dgpu_backend=cuda -Dgpu_archs="$default_archs" -Dkernel_filter="$filter" -Demu_kernel_filter="$emu_filter" -Dnccl_home="$nccl_home" -Dtsan_tests=$tsan_tests \
+echo "=== cuda build (kernels: $filter, ops: $ops; emulated: $emu_filter) ==="
+if configure "$build/cuda" -Dunity=$unity -Dgpu_backend=cuda -Dgpu_archs="$default_archs" -Dkernel_filter="$filter" -Dkernel_ops="$ops" -Demu_kernel_filter="$emu_filter" -Dnccl_home="$nccl_home" -Dtsan_tests=$tsan_tests \
    && ninja -C "$build/cuda" -j "$jobs"; then
   run_suite cuda-unit "$build/cuda" unit || status=1
   if nvidia-smi -L >/dev/null 2>&1; then run_suite cuda-gpu "$build/cuda" gpu || status=1; fi
@@ -172,12 +174,12 @@ elif [ "${UNICCL_SKIP_HIP:-0}" != 1 ]; then
   # layer's conversions, which port-check-amd compiles for every AMD target
   # (a bf16 collective kernel alone took hipcc longer than the rest of this
   # tier), and the other ops only in reduce.h's functors, which every
-  # emulated and CUDA build compiles. hipcc (ROCm 5.2) inlines the whole
+  # emulated build compiles (and runs). hipcc (ROCm 5.2) inlines the whole
   # kernel into one function, whose compile time grows faster than its
   # size: the two f32 kernels took 93 and 82 s with every op, 21 and 17 s
   # with the sum.
   hip_filter=${UNICCL_KERNEL_FILTER:-f32}
-  hip_ops=${UNICCL_KERNEL_OPS:-sum}
+  hip_ops=${UNICCL_KERNEL_OPS:-sum}   # the CPU machine's default, on a GPU machine too (no AMD GPU runs them)
   echo "=== hip build (kernels: $hip_filter; ops: $hip_ops) ==="
   # Kernels for gfx90a; the p2p kernel (all protocol code) also for gfx940,
   # gfx1030 and gfx1100 where the compiler has its device libraries (the
