@@ -124,6 +124,13 @@ enum EventFlags : unsigned {
 [[nodiscard]] ncclResult_t hostRegister(void* ptr, size_t bytes, void** devPtr);
 [[nodiscard]] ncclResult_t hostUnregister(void* ptr);
 [[nodiscard]] ncclResult_t memcpyAsync(void* dst, const void* src, size_t bytes, Stream s);  // any direction (UVA)
+// Stores `value` into the 4 bytes at devAddr (a device address: device
+// memory or the device view of hostAllocMapped memory) once the work queued
+// on s before it has completed. A host thread that waits for a stream's
+// copies polls that word: one load, where an event costs a runtime call per
+// query. ncclInvalidUsage (nothing logged) where the runtime cannot write
+// values from a stream; callers then use events.
+[[nodiscard]] ncclResult_t streamWriteValue32(Stream s, void* devAddr, uint32_t value);
 // Synchronous: on a private non-blocking stream of the current device, then
 // waited for, so they neither wait for nor break an application's capture.
 [[nodiscard]] ncclResult_t memcpy(void* dst, const void* src, size_t bytes);

@@ -99,6 +99,7 @@ struct Driver {
   decltype(&::cuDeviceGet) deviceGet = nullptr;
   decltype(&::cuDeviceGetAttribute) deviceGetAttribute = nullptr;
   decltype(&::cuMemGetAddressRange) getAddressRange = nullptr;
+  decltype(&::cuStreamWriteValue32) streamWriteValue32 = nullptr;
   decltype(&::cuMemGetAllocationGranularity) getAllocationGranularity = nullptr;
   decltype(&::cuMemCreate) create = nullptr;
   decltype(&::cuMemRelease) release = nullptr;
@@ -132,6 +133,7 @@ const Driver& driver() {
     Driver r;
     lookup("cuGetErrorString", &r.getErrorString);
     lookup("cuMemGetAddressRange", &r.getAddressRange);
+    lookup("cuStreamWriteValue32", &r.streamWriteValue32);
     struct Entry { const char* name; bool found; };
     const Entry vmm[] = {
         {"cuDeviceGet", lookup("cuDeviceGet", &r.deviceGet)},
@@ -247,6 +249,19 @@ ncclResult_t memGetAddressRange(const void* ptr, void** base, size_t* size) {
   }
   *base = (void*)(uintptr_t)b;
   *size = n;
+  return ncclSuccess;
+}
+
+ncclResult_t streamWriteValue32(Stream s, void* devAddr, uint32_t value) {
+  const Driver& d = driver();
+  if (d.streamWriteValue32 == nullptr) return ncclInvalidUsage;
+  UCHECK(bindThreadContext());
+  // The default flags order the store after the stream's earlier work and
+  // make that work's writes visible first (a memory barrier before it).
+  const CUresult r = d.streamWriteValue32(static_cast<CUstream>(s), (CUdeviceptr)(uintptr_t)devAddr, value,
+                                          CU_STREAM_WRITE_VALUE_DEFAULT);
+  if (r == CUDA_ERROR_NOT_SUPPORTED) return ncclInvalidUsage;
+  if (r != CUDA_SUCCESS) return cuFail("cuStreamWriteValue32", r);
   return ncclSuccess;
 }
 

@@ -197,6 +197,17 @@ ncclResult_t memGetAddressRange(const void* ptr, void** base, size_t* size) {
   return ncclSuccess;
 }
 
+ncclResult_t streamWriteValue32(Stream s, void* devAddr, uint32_t value) {
+  // Ordered after the stream's earlier work, as CUDA's default flags.
+  const hipError_t err = hipStreamWriteValue32(static_cast<hipStream_t>(s), devAddr, value, 0);
+  if (err == hipErrorNotSupported) {
+    (void)hipGetLastError();
+    return ncclInvalidUsage;
+  }
+  if (err != hipSuccess) return fail("hipStreamWriteValue32", err);
+  return ncclSuccess;
+}
+
 // ---------------------------------------------------------- virtual memory
 #if UNICCL_HIP_HAS_VMM
 static_assert(sizeof(hipMemGenericAllocationHandle_t) <= sizeof(MemHandle), "MemHandle must hold the HIP handle");

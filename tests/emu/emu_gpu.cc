@@ -705,6 +705,18 @@ ncclResult_t memcpyAsync(void* dst, const void* src, size_t bytes, Stream h) {
   return ncclSuccess;
 }
 
+ncclResult_t streamWriteValue32(Stream h, void* devAddr, uint32_t value) {
+  if (devAddr == nullptr) return fail(ncclUnhandledCudaError, "streamWriteValue32(%p) failed: invalid argument", devAddr);
+  State& s = st();
+  std::lock_guard<std::mutex> lk(s.mu);
+  EmuStream* q;
+  ncclResult_t r = findStream(s, h, "streamWriteValue32", &q);
+  if (r != ncclSuccess) return r;
+  // Release: a host thread that sees the value sees the stream's earlier copies.
+  enqueue(q, [devAddr, value] { __atomic_store_n(static_cast<uint32_t*>(devAddr), value, __ATOMIC_RELEASE); });
+  return ncclSuccess;
+}
+
 namespace {
 // Synchronous copies and sets wait for the current device's default stream
 // (the legacy stream's ordering); the other streams are non-blocking.

@@ -741,6 +741,13 @@ ncclResult_t memcpyAsync(void* dst, const void* src, size_t bytes, Stream) {
   std::memmove(dst, src, bytes);
   return ncclSuccess;
 }
+// Copies complete at once here, so the value is stored at once too.
+ncclResult_t streamWriteValue32(Stream, void* devAddr, uint32_t value) {
+  FAKE_ENTER("streamWriteValue32");
+  if (devAddr == nullptr) return bad(s, "invalid argument");
+  __atomic_store_n(static_cast<uint32_t*>(devAddr), value, __ATOMIC_RELEASE);
+  return ncclSuccess;
+}
 ncclResult_t memcpy(void* dst, const void* src, size_t bytes) {
   FAKE_ENTER("memcpy");
   std::memmove(dst, src, bytes);
