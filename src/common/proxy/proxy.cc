@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <map>
 #include <condition_variable>
 #include <mutex>
 #include <new>
@@ -482,36 +483,48 @@ void Proxy::serve() {
   }
 }
 
-// ---- the process-wide instance ----
+// ---- the instances: the process-wide one, and those of a group ----
 
 namespace {
+struct Instance {
+  Proxy* proxy = nullptr;
+  int refs = 0;
+};
 std::mutex gMu;
-Proxy* gProxy = nullptr;
-int gRefs = 0;
+// Key nullptr: the process-wide thread; any other key: the thread of the refs
+// acquired with it.
+std::map<const void*, Instance>& instances() {
+  static std::map<const void*, Instance>& m = *new std::map<const void*, Instance>();   // used until exit
+  return m;
+}
 }  // namespace
 
-ncclResult_t ProxyRef::acquire(ProxyRef* out) {
+ncclResult_t ProxyRef::acquire(ProxyRef* out, const void* group) {
   if (out == nullptr) {
     WARN("proxy: acquire needs a ProxyRef to fill");
     return ncclInvalidArgument;
   }
   out->release();
   std::lock_guard<std::mutex> lk(gMu);
-  if (gProxy == nullptr) {
+  Instance& in = instances()[group];
+  if (in.proxy == nullptr) {
     Proxy* p = new (std::nothrow) Proxy();
     if (p == nullptr) {
       WARN("proxy: out of memory creating the progress thread state");
+      instances().erase(group);
       return ncclSystemError;
     }
     if (ncclResult_t r = p->start(); r != ncclSuccess) {
       delete p;
+      instances().erase(group);
       return r;
     }
-    gProxy = p;
-    INFO(kSubsysProxy, "proxy progress thread started");
+    in.proxy = p;
+    INFO(kSubsysProxy, "proxy progress thread started%s", group == nullptr ? "" : " (a group's own)");
   }
-  gRefs++;
-  out->p_ = gProxy;
+  in.refs++;
+  out->p_ = in.proxy;
+  out->group_ = group;
   return ncclSuccess;
 }
 
@@ -519,17 +532,20 @@ void ProxyRef::release() {
   if (p_ == nullptr) return;
   p_ = nullptr;
   std::lock_guard<std::mutex> lk(gMu);
-  if (--gRefs > 0) return;
-  gProxy->stopAndJoin();
-  delete gProxy;
-  gProxy = nullptr;
-  INFO(kSubsysProxy, "proxy progress thread stopped");
+  auto it = instances().find(group_);
+  if (--it->second.refs > 0) return;
+  Proxy* p = it->second.proxy;
+  instances().erase(it);
+  p->stopAndJoin();
+  delete p;
+  INFO(kSubsysProxy, "proxy progress thread stopped%s", group_ == nullptr ? "" : " (a group's own)");
 }
 
 ProxyRef& ProxyRef::operator=(ProxyRef&& o) noexcept {
   if (this != &o) {
     release();
     p_ = o.p_;
+    group_ = o.group_;
     o.p_ = nullptr;
   }
   return *this;
@@ -600,12 +616,13 @@ void ProxyRef::removePoller(ProxyPoller* poller) {
 
 int proxyRefCount() {
   std::lock_guard<std::mutex> lk(gMu);
-  return gRefs;
+  auto it = instances().find(nullptr);
+  return it == instances().end() ? 0 : it->second.refs;
 }
 
 bool proxyThreadRunning() {
   std::lock_guard<std::mutex> lk(gMu);
-  return gProxy != nullptr;
+  return instances().count(nullptr) != 0;
 }
 
 }  // namespace uniccl

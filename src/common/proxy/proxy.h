@@ -106,19 +106,25 @@ struct ProxyPoller {
   ProxyPoller* next = nullptr;   // proxy-internal
 };
 
-// A reference on the process's proxy thread. The first acquire starts the
-// thread; the release of the last reference stops and joins it (ops still
-// pending then finish as kProxyOpAborted). Move-only RAII.
+// A reference on a proxy thread: the process's, or a group's own. The first
+// acquire starts the thread; the release of the last reference stops and
+// joins it (ops still pending then finish as kProxyOpAborted). Move-only RAII.
 class ProxyRef {
  public:
   ProxyRef() = default;
   ~ProxyRef() { release(); }
   ProxyRef(const ProxyRef&) = delete;
   ProxyRef& operator=(const ProxyRef&) = delete;
-  ProxyRef(ProxyRef&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  ProxyRef(ProxyRef&& o) noexcept : p_(o.p_), group_(o.group_) { o.p_ = nullptr; }
   ProxyRef& operator=(ProxyRef&& o) noexcept;
 
-  [[nodiscard]] static ncclResult_t acquire(ProxyRef* out);
+  // group nullptr: the process's proxy thread, which every communicator's
+  // network connections share. Any other key: a thread of its own that the
+  // references acquired with the same key share (GIN: a device
+  // communicator's links and poller, whose every step waits on a proxy pass,
+  // so that it is not behind the process's other connections, and the
+  // ranks of one process progress in parallel).
+  [[nodiscard]] static ncclResult_t acquire(ProxyRef* out, const void* group = nullptr);
   void release();
   explicit operator bool() const { return p_ != nullptr; }
 
@@ -134,9 +140,11 @@ class ProxyRef {
 
  private:
   Proxy* p_ = nullptr;
+  const void* group_ = nullptr;
 };
 
-// Diagnostics / tests: references held and whether the thread is running.
+// Diagnostics / tests: references held on the process's proxy thread and
+// whether it is running.
 int proxyRefCount();
 bool proxyThreadRunning();
 

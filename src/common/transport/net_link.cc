@@ -122,7 +122,7 @@ ncclResult_t NetLink::listen(ncclComm* comm, int peer, int nChannels, size_t ste
     UCHECK(channels_[c].send.fifo.allocateMapped());
     UCHECK(channels_[c].recv.fifo.allocateMapped());
   }
-  UCHECK(ProxyRef::acquire(&proxy_));
+  UCHECK(ProxyRef::acquire(&proxy_, proxyGroup_));
   std::string where;   // "dev(nic)" per channel, as NCCL logs its channels' NICs
   for (int c = 0; c < nChannels && c < 16; c++)
     where += " " + std::to_string(devs_[c]) + "(" + nicNames_[c] + ")";

@@ -65,6 +65,9 @@ class NetLink {
   // transport's device from it); nullptr or short: GPU index mod devices.
   [[nodiscard]] ncclResult_t listen(ncclComm* comm, int peer, int nChannels, size_t stepBytes, std::vector<char>* handles,
                       const std::vector<topo::ChannelNic>* nics = nullptr);
+  // Before listen(): the link's proxy ops run on the proxy thread of this
+  // group (ProxyRef::acquire) instead of the process's.
+  void setProxyGroup(const void* group) { proxyGroup_ = group; }
   // Phase 2: the handles the peer's listen() returned.
   [[nodiscard]] ncclResult_t setPeerHandles(const std::vector<char>& handles);
   // Phase 2, for every link a thread sets up at once (each after
@@ -133,6 +136,7 @@ class NetLink {
   MappedBuffer sendStaging_;   // [channel][kSteps slots]
   MappedBuffer recvStaging_;
   ProxyRef proxy_;
+  const void* proxyGroup_ = nullptr;
   uint32_t stopFlag_ = 0;      // the ops' abort flag: set by stop()
   std::atomic<bool> peerGone_{false};
   bool started_ = false;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -410,6 +411,77 @@ TEST_F(ProxyLoopback, IdleProxyBacksOff) {
   EXPECT_FALSE(recv.finished());
   __atomic_store_n(&rx.abortFlag, 1u, __ATOMIC_RELEASE);
   EXPECT_EQ(proxyOpWait(&recv), ncclRemoteError);  // noticed within a poll interval, no wake needed
+}
+
+// Which thread called a poller, once it has.
+struct PolledOn {
+  std::mutex mu;
+  std::thread::id id;
+  bool seen = false;
+  static bool poll(void* arg) {
+    auto* w = static_cast<PolledOn*>(arg);
+    std::lock_guard<std::mutex> lk(w->mu);
+    w->id = std::this_thread::get_id();
+    w->seen = true;
+    return false;
+  }
+  std::thread::id wait() {
+    for (int i = 0; i < 5000; i++) {
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        if (seen) return id;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return std::thread::id();
+  }
+};
+
+TEST(ProxyThread, GroupsHaveThreadsOfTheirOwn) {
+  int groupA = 0, groupB = 0;
+  ProxyRef proc, a1, a2, b;
+  ASSERT_EQ(ProxyRef::acquire(&proc), ncclSuccess);
+  ASSERT_EQ(ProxyRef::acquire(&a1, &groupA), ncclSuccess);
+  ASSERT_EQ(ProxyRef::acquire(&a2, &groupA), ncclSuccess);
+  ASSERT_EQ(ProxyRef::acquire(&b, &groupB), ncclSuccess);
+  EXPECT_EQ(proxyRefCount(), 1);   // the process's thread counts its own references only
+  PolledOn onProc, onA1, onA2, onB;
+  ProxyPoller pProc{&PolledOn::poll, nullptr, &onProc}, pA1{&PolledOn::poll, nullptr, &onA1},
+      pA2{&PolledOn::poll, nullptr, &onA2}, pB{&PolledOn::poll, nullptr, &onB};
+  ASSERT_EQ(proc.addPoller(&pProc), ncclSuccess);
+  ASSERT_EQ(a1.addPoller(&pA1), ncclSuccess);
+  ASSERT_EQ(a2.addPoller(&pA2), ncclSuccess);
+  ASSERT_EQ(b.addPoller(&pB), ncclSuccess);
+  const std::thread::id none, tProc = onProc.wait(), tA1 = onA1.wait(), tA2 = onA2.wait(), tB = onB.wait();
+  ASSERT_NE(tProc, none);
+  ASSERT_NE(tA1, none);
+  ASSERT_NE(tB, none);
+  EXPECT_EQ(tA1, tA2);   // one group, one thread
+  EXPECT_NE(tA1, tProc);
+  EXPECT_NE(tB, tProc);
+  EXPECT_NE(tA1, tB);
+  EXPECT_NE(tA1, std::this_thread::get_id());
+  proc.removePoller(&pProc);
+  a1.removePoller(&pA1);
+  a2.removePoller(&pA2);
+  b.removePoller(&pB);
+  a1.release();
+  ProxyRef moved(std::move(a2));   // a moved reference keeps its group
+  moved.release();
+  b.release();
+  EXPECT_TRUE(proxyThreadRunning());
+  proc.release();
+  EXPECT_FALSE(proxyThreadRunning());
+  // A group stopped by its last release starts again on the next acquire.
+  ProxyRef again;
+  ASSERT_EQ(ProxyRef::acquire(&again, &groupA), ncclSuccess);
+  PolledOn onAgain;
+  ProxyPoller pAgain{&PolledOn::poll, nullptr, &onAgain};
+  ASSERT_EQ(again.addPoller(&pAgain), ncclSuccess);
+  EXPECT_NE(onAgain.wait(), none);
+  again.removePoller(&pAgain);
+  again.release();
+  EXPECT_FALSE(proxyThreadRunning());
 }
 
 TEST(ProxyThread, RefcountStartsAndStopsTheThread) {
