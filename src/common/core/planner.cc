@@ -223,15 +223,15 @@ ncclResult_t planLaunches(LaunchPlan* plan) {
     return ncclInvalidUsage;
   };
   auto opBuilt = [&](int op) { return op >= 0 && op < dev::kNumRedOps && ((kernelOps >> op) & 1u) != 0; };
+  // One walk over the items: an op this build's kernels left out is the
+  // user's to fix; and the kernels have code only for what the tuner chooses
+  // (device/kernel_choices.h, collKernelRuns): an item outside it is a
+  // planner bug, never launched.
   for (size_t i = 0; i < works.size(); i++) {
     const dev::Work& w = works[i];
-    if (i < nColl && dev::collReduces(w.coll) && !opBuilt(w.c.redOp)) return noKernelsForOp(w.c.redOp);
     if (reduces(i) && !opBuilt(dev::p2pRecvRedOp(w.p.recvProto))) return noKernelsForOp(dev::p2pRecvRedOp(w.p.recvProto));
-  }
-  // The kernels have code only for what the tuner chooses (device/kernel_choices.h,
-  // collKernelRuns): an item outside it is a planner bug, never launched.
-  for (size_t i = 0; i < nColl; i++) {
-    const dev::Work& w = works[i];
+    if (i >= nColl) continue;
+    if (dev::collReduces(w.coll) && !opBuilt(w.c.redOp)) return noKernelsForOp(w.c.redOp);
     if (!symmetric(i) && !dev::collKernelRuns(w.coll, w.c.algo, w.proto, w.c.redOp, w.c.dtype, w.c.exchange != 0)) {
       WARN("Internal error: the kernels have no code for collective %d, algorithm %d, protocol %s, op %d, "
            "datatype %s%s", (int)w.coll, (int)w.c.algo, protoName(w.proto), (int)w.c.redOp,
