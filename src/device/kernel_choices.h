@@ -15,8 +15,8 @@ constexpr bool isIntegerDataType(int dtype) { return dtype >= 0 && dtype <= 5; }
 // plans only items for which this holds (core/planner.cc checks every one),
 // and the kernels instantiate nothing else, so no compile time goes to
 // combinations the host can never choose:
-//  - the 2-rank exchange AllReduce runs on LL only (tuning.cc: exchange
-//    needs LL);
+//  - the 2-rank exchange AllReduce runs on LL, and on Simple where the
+//    ring crosses the network (tuning.cc: the network carries Simple only);
 //  - kOpSumPostDiv is ncclAvg over integers only (core/redop.cc);
 //  - the tree is AllReduce's alone.
 // The collectives that reduce (and so run a reduction op).
@@ -27,7 +27,7 @@ constexpr bool collReduces(int coll) {
 constexpr bool collKernelRuns(int coll, int algo, int proto, int op, int dtype, bool exchange) {
   if (coll == kCollP2p || algo == kAlgoSymmetric || proto < 0 || proto >= kNumProtos) return false;
   if (coll != kCollAllReduce && (algo != kAlgoRing || exchange)) return false;
-  if (exchange && (proto != kProtoLL || algo != kAlgoRing)) return false;
+  if (exchange && ((proto != kProtoLL && proto != kProtoSimple) || algo != kAlgoRing)) return false;
   const bool reducing = collReduces(coll);
   if (reducing && op == kOpSumPostDiv && !isIntegerDataType(dtype)) return false;
   return !reducing || (op >= kOpSum && op <= kOpSumPostDiv);

@@ -49,6 +49,7 @@ struct TuningEnv {
   bool treeMaxBytesSet = false;
   topo::LinkCosts linkCosts = topo::defaultLinkCosts();   // UNICCL_LINK_COSTS
   bool allreduceExchange = true;   // UNICCL_ALLREDUCE_EXCHANGE
+  size_t netExchangeMaxBytes = 0;  // UNICCL_NET_EXCHANGE_MAX_BYTES
   bool symmetric = false;          // UNICCL_SYMMETRIC (opt-in: docs/device_api.md, "Measured")
   size_t symmetricMaxBytes = 0;    // UNICCL_SYMMETRIC_MAX_BYTES
   size_t symmetricTwoShotBytes = 0;  // UNICCL_SYMMETRIC_TWO_SHOT_BYTES
@@ -98,6 +99,7 @@ TuningEnv readEnv() {
            err.c_str());
   }
   e.allreduceExchange = knobInt(Knob::UNICCL_ALLREDUCE_EXCHANGE) != 0;
+  e.netExchangeMaxBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_NET_EXCHANGE_MAX_BYTES));
   e.symmetric = knobInt(Knob::UNICCL_SYMMETRIC) != 0;
   e.symmetricMaxBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_SYMMETRIC_MAX_BYTES));
   e.symmetricTwoShotBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_SYMMETRIC_TWO_SHOT_BYTES));
@@ -409,10 +411,16 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
   pc.ll128MinRanks = env.ll128MinRanks;
   const uint8_t proto = net ? (uint8_t)dev::kProtoSimple : chooseCollProto(comm, pc, bytes);
   const bool ll = proto == dev::kProtoLL;
-  // Two ranks, LL: each sends its whole share and combines what arrives (one
-  // hop where reduce-scatter + all-gather take two; same bytes on the wire).
-  // Commutative ops give both ranks the same bits.
-  t.exchange = ll && !tree && kind == TaskKind::AllReduce && comm->nRanks == 2 && env.allreduceExchange;
+  // Two ranks, LL, or small messages across the network: each sends its
+  // whole share and combines what arrives (one hop where reduce-scatter +
+  // all-gather take two; same bytes on the wire). Across the network every
+  // hop is a proxy round trip (2 hosts x 1 GPU over sockets: 8 B to 256 KiB
+  // in 22-81 us against the ring's 39-124); from 2 MiB the ring's two
+  // pipelined halves are faster (16 MiB: 2.7 ms against 3.4). Commutative
+  // ops give both ranks the same bits.
+  const bool netExchange = net && proto == dev::kProtoSimple && bytes <= env.netExchangeMaxBytes;
+  t.exchange = (ll || netExchange) && !tree && kind == TaskKind::AllReduce && comm->nRanks == 2 &&
+               env.allreduceExchange;
   // The ring cuts a channel's share into nRanks chunks per step round; the
   // tree (like Broadcast/Reduce) streams the share in slices of its own.
   size_t perRankChunks =

@@ -152,6 +152,7 @@ class Transports {
   bool ll128() const { return layout_.ll128Bytes > 0; }
   // Unit tests: a layout without init().
   void setLayoutForTesting(const ChannelLayout& l) { layout_ = l; }
+  void setRingUsesNetForTesting(bool net) { ringUsesNet_ = net; }
   // Tells the proxy a kernel was launched (no-op without NET links).
   void wakeNetProxy();
   // A NET peer closed its connection (NetLink::peerGone): its rank, or -1.

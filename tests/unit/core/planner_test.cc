@@ -682,12 +682,18 @@ TEST(PlanLaunches, RefusesItemsTheKernelsHaveNoCodeFor) {
   w.c.dtype = (uint8_t)ncclFloat32;
   w.c.algo = dev::kAlgoRing;
   w.proto = dev::kProtoSimple;
-  w.c.exchange = 1;   // the exchange AllReduce runs on LL only
+  w.c.exchange = 1;   // the exchange AllReduce runs on LL and Simple only
   LaunchPlan plan;
+  plan.works = {w};
+  plan.nColl = 1;
+  EXPECT_EQ(planLaunches(&plan), ncclSuccess);
+  w.proto = dev::kProtoLL128;
+  plan = LaunchPlan{};
   plan.works = {w};
   plan.nColl = 1;
   EXPECT_EQ(planLaunches(&plan), ncclInternalError);
   EXPECT_TRUE(plan.launches.empty());
+  w.proto = dev::kProtoSimple;
   w.c.exchange = 0;
   w.c.redOp = dev::kOpSumPostDiv;   // ncclAvg over floats is a PreMulSum
   plan.works = {w};

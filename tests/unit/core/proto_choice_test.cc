@@ -168,6 +168,19 @@ TEST(ProtoChoice, TuneCollectiveSlicesLL128Lines) {
   EXPECT_TRUE(small.exchange);
   EXPECT_EQ(tuneCollective(two.c, TaskKind::AllReduce, 1 * kMiB).proto, dev::kProtoLL128);
   EXPECT_EQ(tuneCollective(two.c, TaskKind::AllReduce, 8 * kMiB).proto, dev::kProtoSimple);
+  EXPECT_FALSE(tuneCollective(two.c, TaskKind::AllReduce, 8 * kMiB).exchange);   // Simple over P2P: the ring
+  // Across the network (Simple only) 2 ranks exchange up to
+  // UNICCL_NET_EXCHANGE_MAX_BYTES (512 KiB); more ranks, larger messages and
+  // the other collectives run the ring.
+  two.c->transports.setRingUsesNetForTesting(true);
+  for (size_t bytes : {(size_t)0, (size_t)8, 512 * kKiB, 512 * kKiB + 1, 64 * kMiB}) {
+    const CollTuning net = tuneCollective(two.c, TaskKind::AllReduce, bytes);
+    EXPECT_EQ(net.proto, dev::kProtoSimple);
+    EXPECT_EQ(net.exchange, bytes <= 512 * kKiB) << bytes;
+  }
+  EXPECT_FALSE(tuneCollective(two.c, TaskKind::ReduceScatter, 8).exchange);
+  four.c->transports.setRingUsesNetForTesting(true);
+  EXPECT_FALSE(tuneCollective(four.c, TaskKind::AllReduce, 8).exchange);
   EXPECT_STREQ(protoName(t.proto), "LL128");
   EXPECT_STREQ(protoName(dev::kProtoLL), "LL");
   EXPECT_STREQ(protoName(dev::kProtoSimple), "Simple");
