@@ -42,15 +42,17 @@
 #   --one-gpu           every host's processes on the first visible GPU (G = 1):
 #                       a machine with one GPU. Processes of both libraries then
 #                       share it, which needs an MPS server (uniccl refuses
-#                       ranks of several processes on one GPU without one); the
-#                       times show the network transport, not the GPU's bandwidth
+#                       ranks of several processes on one GPU without one): the
+#                       script starts one for the run where none runs and the
+#                       control command exists, and stops it after. The times
+#                       show the network transport, not the GPU's bandwidth
 # Environment: BUILD_DIR (default build-bench; build-bench-emu on the
 # emulator), the libraries' own knobs (passed through to every process).
 # Exit code: non-zero when a run failed or reported wrong results.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-usage() { sed -n '2,40p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,51p' "${BASH_SOURCE[0]}"; }
 [[ ${1:-} == -h || ${1:-} == --help ]] && { usage; exit 0; }
 [[ $# -ge 2 && $1 =~ ^[1-9][0-9]*$ && $2 =~ ^[1-9][0-9]*$ ]] || { echo "multihost.sh: usage: ci/multihost.sh H G [options] (--help)" >&2; exit 2; }
 H=$1 G=$2
@@ -143,7 +145,9 @@ BRIDGE=uccl-br$$
 SUBNET=10.213.$(($$ % 250)).
 NETNS=0
 SHAPING="none"
+MPS_STARTED=0
 cleanup() {
+  [[ $MPS_STARTED == 1 ]] && echo quit | nvidia-cuda-mps-control > /dev/null 2>&1
   if [[ $NETNS == 1 ]]; then
     for ((h = 0; h < H; h++)); do
       ip netns del "${NS_PREFIX}$h" 2> /dev/null
@@ -221,6 +225,24 @@ fi
 # ------------------------------------------------------------ runs
 mkdir -p "$OUT" || exit 2
 OUT=$(cd "$OUT" && pwd)
+if [[ $ONE_GPU == 1 && $EMU == 0 ]]; then
+  if pgrep -x nvidia-cuda-mps-control > /dev/null 2>&1 || pgrep -x nvidia-cuda-mps-server > /dev/null 2>&1; then
+    echo "# multihost.sh: --one-gpu: an MPS server runs already"
+  elif command -v nvidia-cuda-mps-control > /dev/null 2>&1; then
+    # Its pipe and log directories belong to this run; every benchmark
+    # process inherits them.
+    export CUDA_MPS_PIPE_DIRECTORY=$OUT/mps-pipe CUDA_MPS_LOG_DIRECTORY=$OUT/mps-log
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    if nvidia-cuda-mps-control -d; then
+      MPS_STARTED=1
+      echo "# multihost.sh: --one-gpu: started an MPS server for this run"
+    else
+      echo "# multihost.sh: --one-gpu: nvidia-cuda-mps-control -d failed; uniccl will refuse to share the GPU" >&2
+    fi
+  else
+    echo "# multihost.sh: --one-gpu: no nvidia-cuda-mps-control; uniccl will refuse to share the GPU" >&2
+  fi
+fi
 rm -f "$OUT"/bench_*.log
 echo "# multihost.sh: $H hosts x $G GPUs ($NRANKS ranks, $PROCS process(es) of $PER_PROC GPU(s) per host), sizes $MINB..$MAXB (x$FACTOR), iters $ITERS," \
      "warmup $WARMUP, modes: $MODES, build $BUILD_DIR, output $OUT"
