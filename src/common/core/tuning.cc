@@ -8,11 +8,11 @@
 #include <string>
 
 #include "common/core/comm.h"
+#include "common/core/comm_lsa.h"
 #include "common/core/redop.h"
 #include "common/core/reducescatter_pat.h"
 #include "common/topo/cost.h"
 #include "common/topo/trees.h"
-#include "common/device_api/lsa.h"
 #include "common/symmetric/symmetric.h"
 #include "common/util/debug.h"
 #include "common/util/knobs.h"

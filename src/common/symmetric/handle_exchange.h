@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/device_api/lsa.h"
 #include "common/gpu.h"
+#include "common/topo/lsa_team.h"
 
 struct ncclComm;
 

@@ -8,9 +8,9 @@
 
 #include "common/check.h"
 #include "common/core/comm.h"
+#include "common/core/comm_lsa.h"
 #include "common/core/device_guard.h"
 #include "common/core/mem_alloc.h"
-#include "common/device_api/lsa.h"
 #include "common/symmetric/flat_layout.h"
 #include "common/symmetric/handle_exchange.h"
 #include "common/symmetric/symmetric.h"
