@@ -38,7 +38,6 @@ SOURCE_SUFFIXES = ('.h', '.hpp', '.cc', '.cpp', '.cu', '.inl', '.def', '.in')
 KNOWN = {
     ('common/core', 'common/symmetric'),    # windows read ncclComm; init and tuning call symmetric.h
     ('common/core', 'common/transport'),    # transports take ncclComm*; ncclComm holds the Transports
-    ('common/device_api', 'common/symmetric'),   # windows use LSA teams and GIN; device comms read windows
 }
 
 

@@ -112,7 +112,9 @@ uint32_t reciprocal32(uint32_t x) { return 0xffffffffu / x + ((x & (x - 1)) == 0
       return res;
     }
   }
-  addDevCommResources(comm, DevCommResources{win->dev, win, mem, ginState});
+  DevCommResources resources{win->dev, win, mem, nullptr};
+  if (ginState != nullptr) resources.stopReaders = [ginState] { ginDestroy(ginState); };
+  addDevCommResources(comm, resources);
 
   d.rank = comm->rank;
   d.nRanks = comm->nRanks;
@@ -175,7 +177,7 @@ ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const* devComm) {
   }
   DeviceGuard device;
   UCHECK(device.use(comm->gpuDev));
-  ginDestroy(r.gin);   // before the windows its proxy poller reads
+  if (r.stopReaders) r.stopReaders();   // GIN, before the windows its proxy poller reads
   ncclResult_t res = deregisterWindow(comm, r.window);
   ncclResult_t freed = ncclMemFree(r.memory);
   return res != ncclSuccess ? res : freed;

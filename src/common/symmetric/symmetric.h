@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -47,12 +48,15 @@ struct SymWindow {
 
 // A device communicator's resources (device_api/dev_comm_api.cc): its
 // resource window and the ncclMemAlloc memory under it.
-class GinState;
 struct DevCommResources {
   ncclWindow_t resourceWindow;
   SymWindow* window;
   void* memory;
-  GinState* gin = nullptr;   // device_api/gin.h, when the device communicator has GIN
+  // Stops and frees what reads the comm's windows for the device
+  // communicator (its GIN proxy poller), so it runs before they are
+  // unmapped: by ncclDevCommDestroy, or by releaseSymmetric for a device
+  // communicator still alive at destroy or abort. Empty without GIN.
+  std::function<void()> stopReaders;
 };
 
 struct SymmetricState {

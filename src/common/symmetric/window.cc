@@ -14,7 +14,6 @@
 #include "common/symmetric/flat_layout.h"
 #include "common/symmetric/handle_exchange.h"
 #include "common/symmetric/symmetric.h"
-#include "common/device_api/gin.h"
 #include "common/util/debug.h"
 #include "device/dev_types.h"
 
@@ -368,8 +367,8 @@ void releaseSymmetric(ncclComm* comm) {
   if (s == nullptr) return;
   // GIN first: its proxy poller reads the windows.
   for (DevCommResources& r : s->devComms) {
-    if (r.gin != nullptr) ginDestroy(r.gin);
-    r.gin = nullptr;
+    if (r.stopReaders) r.stopReaders();
+    r.stopReaders = nullptr;
   }
   for (auto& w : s->windows) unmapWindow(w.get());
   s->windows.clear();
