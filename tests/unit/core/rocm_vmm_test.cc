@@ -18,7 +18,7 @@
 
 #include "common/core/comm.h"
 #include "common/core/direct_recv.h"
-#include "common/core/mem_alloc.h"
+#include "common/memory/mem_alloc.h"
 #include "common/symmetric/handle_exchange.h"
 #include "fake_gpu.h"
 #include "hip/vmm_abi.h"
