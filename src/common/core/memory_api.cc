@@ -1,5 +1,5 @@
 // Memory-related API: ncclMemAlloc/Free, buffer registration and the
-// PreMulSum operator constructors (windows: common/symmetric/window_api.cc).
+// PreMulSum operator constructors (windows: window_api.cc).
 #include <cstdint>
 
 #include "common/api_export.h"

@@ -1,4 +1,4 @@
-// ncclCommWindowRegister / ncclCommWindowDeregister (symmetric.h does the work).
+// ncclCommWindowRegister / ncclCommWindowDeregister (symmetric/symmetric.h does the work).
 // Inside a group, registration runs at ncclGroupEnd together with the other
 // communicators' (one thread may register a window on several GPUs' comms),
 // and *win is written then.
