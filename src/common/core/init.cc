@@ -365,7 +365,7 @@ void commFree(ncclComm* comm, bool abort) {
   }
   if (comm->profRingsHost != nullptr) (void)gpu::hostFree(comm->profRingsHost);
   profilerCommFinalize(comm);  // [profiler] plugin finalize (+ dlclose with the last comm), after the last event
-  releaseSymmetric(comm);   // windows: after the kernels that may use them ended
+  releaseSymmetric(&comm->symmetric);   // windows: after the kernels that may use them ended
   for (void* p : comm->deviceAllocs) (void)gpu::deviceFree(p);
   comm->deviceAllocs.clear();
   if (comm->orderEvent != nullptr) (void)gpu::eventDestroy(comm->orderEvent);

@@ -18,7 +18,7 @@
 #include "common/api_export.h"
 #include "common/check.h"
 #include "common/core/comm.h"
-#include "common/core/comm_lsa.h"
+#include "common/core/comm_symmetric.h"
 #include "common/core/group.h"
 #include "common/core/validate.h"
 #include "common/device_api/gin.h"
@@ -73,7 +73,8 @@ uint32_t reciprocal32(uint32_t x) { return 0xffffffffu / x + ((x & (x - 1)) == 0
                            ncclResult_t argStatus) {
   DeviceGuard device;
   UCHECK(device.use(comm->gpuDev));
-  const LsaPlace lsa = lsaPlace(comm);
+  const WindowComm windows = windowComm(comm);
+  const LsaPlace& lsa = windows.lsa;
   ResourceLayout layout;
   ncclResult_t plan = argStatus != ncclSuccess ? argStatus
                                                : planResources(*reqs, comm->nRanks, lsa.size, lsa.self, &layout);
@@ -91,12 +92,12 @@ uint32_t reciprocal32(uint32_t x) { return 0xffffffffu / x + ((x & (x - 1)) == 0
   if (res == ncclSuccess) res = gpu::memset(mem, 0, layout.bytes);   // barriers start at epoch 0
   // The window registration is collective and fails on every rank if one fails.
   SymWindow* win = nullptr;
-  ncclResult_t reg = registerWindow(comm, mem, layout.bytes, NCCL_WIN_DEFAULT, /*internal=*/true, res, &win);
+  ncclResult_t reg = registerWindow(windows, mem, layout.bytes, NCCL_WIN_DEFAULT, /*internal=*/true, res, &win);
   if (res == ncclSuccess) res = reg;
   ncclDevCommWindowTable* table = nullptr;
-  if (res == ncclSuccess) res = windowTableHead(comm, &table);
+  if (res == ncclSuccess) res = windowTableHead(windows, &table);
   if (res != ncclSuccess) {
-    if (win != nullptr) (void)deregisterWindow(comm, win);   // res is the failure to report
+    if (win != nullptr) (void)deregisterWindow(windows, win);   // res is the failure to report
     if (mem != nullptr) ncclMemFree(mem);
     return res;
   }
@@ -107,14 +108,14 @@ uint32_t reciprocal32(uint32_t x) { return 0xffffffffu / x + ((x & (x - 1)) == 0
     // Collective too: every rank reaches this point (the plan and the window were agreed on).
     res = ginCreate(comm, gin, &d, &ginState);
     if (res != ncclSuccess) {
-      (void)deregisterWindow(comm, win);   // res is the failure to report
+      (void)deregisterWindow(windows, win);   // res is the failure to report
       ncclMemFree(mem);
       return res;
     }
   }
   DevCommResources resources{win->dev, win, mem, nullptr};
   if (ginState != nullptr) resources.stopReaders = [ginState] { ginDestroy(ginState); };
-  addDevCommResources(comm, resources);
+  addDevCommResources(windows, resources);
 
   d.rank = comm->rank;
   d.nRanks = comm->nRanks;
@@ -170,7 +171,7 @@ ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const* devComm) {
     return ncclInvalidArgument;
   }
   DevCommResources r;
-  if (!takeDevCommResources(comm, devComm->resourceWindow, &r)) {
+  if (!takeDevCommResources(comm->symmetric, devComm->resourceWindow, &r)) {
     WARN("%s: devComm %p was not made by ncclDevCommCreate on this communicator (rank %d), or is destroyed already",
          fn, (const void*)devComm, comm->rank);
     return ncclInvalidArgument;
@@ -178,7 +179,7 @@ ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const* devComm) {
   DeviceGuard device;
   UCHECK(device.use(comm->gpuDev));
   if (r.stopReaders) r.stopReaders();   // GIN, before the windows its proxy poller reads
-  ncclResult_t res = deregisterWindow(comm, r.window);
+  ncclResult_t res = deregisterWindow(windowComm(comm), r.window);
   ncclResult_t freed = ncclMemFree(r.memory);
   return res != ncclSuccess ? res : freed;
 }
