@@ -33,13 +33,10 @@ INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 SOURCE_SUFFIXES = ('.h', '.hpp', '.cc', '.cpp', '.cu', '.inl', '.def', '.in')
 
 
-# Pairs (sorted) that include each other today. Each lower folder reads
+# Pairs (sorted) that include each other today: the lower folder reads
 # ncclComm (core/comm.h) where it should take its own state.
 KNOWN = {
-    ('common/core', 'common/device_api'),   # device_api reads ncclComm; core's tuning asks lsa.h the LSA team
-    ('common/core', 'common/symmetric'),    # windows read ncclComm; init and tuning call symmetric.h
     ('common/core', 'common/transport'),    # transports take ncclComm*; ncclComm holds the Transports
-    ('common/device_api', 'common/symmetric'),   # windows use LSA teams and GIN; device comms read windows
 }
 
 

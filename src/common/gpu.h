@@ -182,7 +182,7 @@ struct VmmInfo {
 // inside a VMM mapping), with the mapping's start and size. ncclInvalidArgument
 // without a log when ptr is not inside a VMM mapping (ordinary device memory),
 // but only where memRetainAnyAddress() says so: ask it about any other
-// address only through core/mem_alloc.h's memRetainMapping.
+// address only through memory/mem_alloc.h's memRetainMapping.
 [[nodiscard]] ncclResult_t memRetainFromAddress(const void* ptr, MemHandle* handle, void** mapBase, size_t* mapBytes);
 // Whether memRetainFromAddress may be asked about any address. CUDA: yes
 // (cuMemRetainAllocationHandle answers "invalid value" outside a mapping).

@@ -25,7 +25,7 @@
 // before it are visible to a peer that saw the epoch. Both sides fence at
 // system scope (port.h, postCounterSystem / acquireAfterPollSystem): on HIP
 // the windows' data is coarse-grained memory that L2s may hold; the barrier
-// words themselves are uncached (core/mem_alloc.h, memAllocPolled). The
+// words themselves are uncached (memory/mem_alloc.h, memAllocPolled). The
 // data moves between barriers with vectors and several loads in flight
 // (device/sym_move.h). Every poll looks at
 // the abort flag every kAbortCheckSpins spins; a thread that saw it sets

@@ -67,12 +67,12 @@
 #include <vector>
 
 #include "common/core/inplace_stage.h"
-#include "common/core/mem_alloc.h"
 #include "common/core/one_rank.h"
 #include "common/core/self_copy_kernel.h"
 #include "common/core/side_stream.h"
 #include "common/core/tuning.h"
 #include "common/gpu.h"
+#include "common/memory/mem_alloc.h"
 #include "emu_runtime.h"
 #include "traffic_check.h"
 #include "nccl.h"

@@ -46,8 +46,8 @@
 #include "common/core/comm.h"
 #include "common/core/direct_recv.h"
 #include "common/core/import_service.h"
-#include "common/core/mem_alloc.h"
 #include "common/gpu.h"
+#include "common/memory/mem_alloc.h"
 #include "emu_gpu.h"
 #ifndef UNICCL_SERVICE_ONLY
 #include "emu_runtime.h"

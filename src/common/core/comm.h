@@ -159,7 +159,7 @@ struct ncclComm {
   // (common/symmetric/symmetric.h); created by the first registration,
   // released by releaseSymmetric() at destroy and abort.
   uniccl::SymmetricState* symmetric = nullptr;
-  // Ranks per LSA team (device_api/lsa.h): 0 until first asked once the
+  // Ranks per LSA team (comm_lsa.h): 0 until first asked once the
   // reach matrix is known, then fixed for the comm's life.
   mutable std::atomic<int> lsaSizeCache{0};
 

@@ -4,8 +4,8 @@
 
 #include "common/core/comm.h"
 #include "common/core/import_service.h"
-#include "common/core/mem_alloc.h"
 #include "common/gpu.h"
+#include "common/memory/mem_alloc.h"
 #include "common/util/debug.h"
 
 namespace uniccl {

@@ -22,9 +22,9 @@
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/core/comm_init.h"
-#include "common/core/device_guard.h"
 #include "common/core/launch.h"
 #include "common/core/validate.h"
+#include "common/device_guard.h"
 #include "common/util/debug.h"
 
 namespace uniccl {

@@ -10,7 +10,6 @@
 #include "common/core/comm.h"
 #include "common/core/comm_plan.h"
 #include "common/core/cost_model.h"
-#include "common/core/device_guard.h"
 #include "common/core/gpu_sharing.h"
 #include "common/core/inplace_stage.h"
 #include "common/core/graph_buffers.h"
@@ -19,6 +18,7 @@
 #include "common/core/launch_profiling.h"
 #include "common/core/planner.h"
 #include "common/core/side_stream.h"
+#include "common/device_guard.h"
 #include "common/util/debug.h"
 #include "common/util/guarded.h"
 

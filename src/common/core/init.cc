@@ -15,7 +15,6 @@
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/core/comm_init.h"
-#include "common/core/device_guard.h"
 #include "common/core/gpu_sharing.h"
 #include "common/core/group.h"
 #include "common/core/inplace_stage.h"
@@ -25,6 +24,7 @@
 #include "common/core/tuning.h"
 #include "common/core/validate.h"
 #include "common/core/launch_profiling.h"
+#include "common/device_guard.h"
 #include "common/profiler/kernel_ch_poller.h"
 #include "common/symmetric/symmetric.h"
 #include "common/core/comm_topology.h"
@@ -365,7 +365,7 @@ void commFree(ncclComm* comm, bool abort) {
   }
   if (comm->profRingsHost != nullptr) (void)gpu::hostFree(comm->profRingsHost);
   profilerCommFinalize(comm);  // [profiler] plugin finalize (+ dlclose with the last comm), after the last event
-  releaseSymmetric(comm);   // windows: after the kernels that may use them ended
+  releaseSymmetric(&comm->symmetric);   // windows: after the kernels that may use them ended
   for (void* p : comm->deviceAllocs) (void)gpu::deviceFree(p);
   comm->deviceAllocs.clear();
   if (comm->orderEvent != nullptr) (void)gpu::eventDestroy(comm->orderEvent);

@@ -1,19 +1,19 @@
 // Memory-related API: ncclMemAlloc/Free, buffer registration and the
-// PreMulSum operator constructors (windows: common/symmetric/window_api.cc).
+// PreMulSum operator constructors (windows: window_api.cc).
 #include <cstdint>
 
 #include "common/api_export.h"
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/core/direct_recv.h"
-#include "common/core/mem_alloc.h"
 #include "common/core/validate.h"
+#include "common/memory/mem_alloc.h"
 #include "common/util/debug.h"
 
 using namespace uniccl;
 
 // Virtual memory where the GPU has it (peers can map the buffers), plain
-// device memory elsewhere: core/mem_alloc.h.
+// device memory elsewhere: memory/mem_alloc.h.
 NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size);
 ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
   if (ptr == nullptr) {

@@ -8,11 +8,11 @@
 #include <string>
 
 #include "common/core/comm.h"
+#include "common/core/comm_lsa.h"
 #include "common/core/redop.h"
 #include "common/core/reducescatter_pat.h"
 #include "common/topo/cost.h"
 #include "common/topo/trees.h"
-#include "common/device_api/lsa.h"
 #include "common/symmetric/symmetric.h"
 #include "common/util/debug.h"
 #include "common/util/knobs.h"
@@ -478,11 +478,10 @@ bool tuneSymmetric(const ncclComm* comm, const Task& t, dev::Work* w) {
   const size_t recvBytes = allGather ? allBytes : rankBytes;
   if (allBytes > env.symmetricMaxBytes) return false;
   if (lsaPlace(comm).size != comm->nRanks) return false;
-  ncclComm* c = const_cast<ncclComm*>(comm);   // the window lookups take the state's lock
-  SymWindow* bar = collBarrierWindow(c);
+  SymWindow* bar = collBarrierWindow(comm->symmetric);
   SymSpan send, recv;
-  if (bar == nullptr || !findSymmetricSpan(c, t.sendbuff, sendBytes, &send) ||
-      !findSymmetricSpan(c, t.recvbuff, recvBytes, &recv))
+  if (bar == nullptr || !findSymmetricSpan(comm->symmetric, t.sendbuff, sendBytes, &send) ||
+      !findSymmetricSpan(comm->symmetric, t.recvbuff, recvBytes, &recv))
     return false;
   memset(w, 0, sizeof(*w));
   w->coll = allGather ? dev::kCollAllGather : reduceScatter ? dev::kCollReduceScatter : dev::kCollAllReduce;

@@ -18,13 +18,13 @@
 #include "common/api_export.h"
 #include "common/check.h"
 #include "common/core/comm.h"
-#include "common/core/device_guard.h"
+#include "common/core/comm_symmetric.h"
 #include "common/core/group.h"
-#include "common/core/mem_alloc.h"
 #include "common/core/validate.h"
 #include "common/device_api/gin.h"
-#include "common/device_api/lsa.h"
 #include "common/device_api/resource_layout.h"
+#include "common/device_guard.h"
+#include "common/memory/mem_alloc.h"
 #include "common/symmetric/symmetric.h"
 #include "common/util/debug.h"
 #include "nccl_device.h"
@@ -73,7 +73,8 @@ uint32_t reciprocal32(uint32_t x) { return 0xffffffffu / x + ((x & (x - 1)) == 0
                            ncclResult_t argStatus) {
   DeviceGuard device;
   UCHECK(device.use(comm->gpuDev));
-  const LsaPlace lsa = lsaPlace(comm);
+  const WindowComm windows = windowComm(comm);
+  const LsaPlace& lsa = windows.lsa;
   ResourceLayout layout;
   ncclResult_t plan = argStatus != ncclSuccess ? argStatus
                                                : planResources(*reqs, comm->nRanks, lsa.size, lsa.self, &layout);
@@ -91,12 +92,12 @@ uint32_t reciprocal32(uint32_t x) { return 0xffffffffu / x + ((x & (x - 1)) == 0
   if (res == ncclSuccess) res = gpu::memset(mem, 0, layout.bytes);   // barriers start at epoch 0
   // The window registration is collective and fails on every rank if one fails.
   SymWindow* win = nullptr;
-  ncclResult_t reg = registerWindow(comm, mem, layout.bytes, NCCL_WIN_DEFAULT, /*internal=*/true, res, &win);
+  ncclResult_t reg = registerWindow(windows, mem, layout.bytes, NCCL_WIN_DEFAULT, /*internal=*/true, res, &win);
   if (res == ncclSuccess) res = reg;
   ncclDevCommWindowTable* table = nullptr;
-  if (res == ncclSuccess) res = windowTableHead(comm, &table);
+  if (res == ncclSuccess) res = windowTableHead(windows, &table);
   if (res != ncclSuccess) {
-    if (win != nullptr) (void)deregisterWindow(comm, win);   // res is the failure to report
+    if (win != nullptr) (void)deregisterWindow(windows, win);   // res is the failure to report
     if (mem != nullptr) ncclMemFree(mem);
     return res;
   }
@@ -107,12 +108,14 @@ uint32_t reciprocal32(uint32_t x) { return 0xffffffffu / x + ((x & (x - 1)) == 0
     // Collective too: every rank reaches this point (the plan and the window were agreed on).
     res = ginCreate(comm, gin, &d, &ginState);
     if (res != ncclSuccess) {
-      (void)deregisterWindow(comm, win);   // res is the failure to report
+      (void)deregisterWindow(windows, win);   // res is the failure to report
       ncclMemFree(mem);
       return res;
     }
   }
-  addDevCommResources(comm, DevCommResources{win->dev, win, mem, ginState});
+  DevCommResources resources{win->dev, win, mem, nullptr};
+  if (ginState != nullptr) resources.stopReaders = [ginState] { ginDestroy(ginState); };
+  addDevCommResources(windows, resources);
 
   d.rank = comm->rank;
   d.nRanks = comm->nRanks;
@@ -168,15 +171,15 @@ ncclResult_t ncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const* devComm) {
     return ncclInvalidArgument;
   }
   DevCommResources r;
-  if (!takeDevCommResources(comm, devComm->resourceWindow, &r)) {
+  if (!takeDevCommResources(comm->symmetric, devComm->resourceWindow, &r)) {
     WARN("%s: devComm %p was not made by ncclDevCommCreate on this communicator (rank %d), or is destroyed already",
          fn, (const void*)devComm, comm->rank);
     return ncclInvalidArgument;
   }
   DeviceGuard device;
   UCHECK(device.use(comm->gpuDev));
-  ginDestroy(r.gin);   // before the windows its proxy poller reads
-  ncclResult_t res = deregisterWindow(comm, r.window);
+  if (r.stopReaders) r.stopReaders();   // GIN, before the windows its proxy poller reads
+  ncclResult_t res = deregisterWindow(windowComm(comm), r.window);
   ncclResult_t freed = ncclMemFree(r.memory);
   return res != ncclSuccess ? res : freed;
 }

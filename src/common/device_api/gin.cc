@@ -51,9 +51,9 @@
 #include "common/check.h"
 #include "common/core/async_error.h"
 #include "common/core/comm.h"
-#include "common/core/device_guard.h"
+#include "common/core/comm_lsa.h"
 #include "common/device_api/copy_progress.h"
-#include "common/device_api/lsa.h"
+#include "common/device_guard.h"
 #include "common/gpu.h"
 #include "common/proxy/proxy.h"
 #include "common/symmetric/symmetric.h"
@@ -189,7 +189,7 @@ void GinState::fail(ncclResult_t why) {
 bool GinState::windowSpan(uint64_t win, uint64_t off, uint64_t bytes, char** out, const char* what) {
   char* base = nullptr;
   size_t size = 0;
-  if (!ginWindowMemory(comm, win, &base, &size)) {
+  if (!ginWindowMemory(comm->symmetric, win, &base, &size)) {
     WARN("Rank %d: GIN %s names window %llu, which is not registered on this rank; aborting the communicator",
          comm->rank, what, (unsigned long long)win);
     return false;
@@ -365,7 +365,7 @@ bool GinState::drainQueue(int c, int peer, int budget) {
     char* peerDst = nullptr;
     size_t peerBytes = 0;
     const bool direct = peer != comm->rank && !isInline && d.size > 0 && lsaIndex[peer] >= 0 &&
-                        ginWindowPeerMemory(comm, d.dstWin, lsaIndex[peer], &peerDst, &peerBytes) &&
+                        ginWindowPeerMemory(comm->symmetric, d.dstWin, lsaIndex[peer], &peerDst, &peerBytes) &&
                         d.dstOff <= peerBytes && d.size <= peerBytes - d.dstOff;
     if (peer == comm->rank) {
       // To this rank: one copy; the signal is added when it ended, in order.

@@ -1,9 +1,9 @@
 // The Device API's teams on the host (include/nccl_device/core.h):
-// world, LSA (lsa.h) and rail, and translation of team ranks.
+// world, LSA (core/comm_lsa.h) and rail, and translation of team ranks.
 #include "common/api_export.h"
 #include "common/core/comm.h"
+#include "common/core/comm_lsa.h"
 #include "common/core/validate.h"
-#include "common/device_api/lsa.h"
 #include "common/util/debug.h"
 #include "nccl_device.h"
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <thread>
 
+#include "common/bootstrap/bootstrap.h"
 #include "common/bootstrap/wire.h"
 #include "common/check.h"
-#include "common/core/comm.h"
 #include "common/util/debug.h"
 #include "common/util/fd_auth.h"
 #include "common/util/fd_passing.h"
@@ -27,10 +27,10 @@ constexpr int kPollSliceMs = 50;   // how often the receiving thread looks at it
 // registration (seq: how many registrations this comm has run, the same on
 // every rank since registration is collective). Derived from the secret:
 // another process can neither guess it nor bind it first.
-std::string listenerName(const ncclComm* comm, int rank, uint64_t seq) {
+std::string listenerName(const WindowComm& comm, int rank, uint64_t seq) {
   char label[96];
-  snprintf(label, sizeof(label), "window %016" PRIx64 " %d %" PRIu64, comm->commHash, rank, seq);
-  return secretSocketName(comm->bootstrap->secret(), "win", label);
+  snprintf(label, sizeof(label), "window %016" PRIx64 " %d %" PRIu64, comm.commHash, rank, seq);
+  return secretSocketName(comm.bootstrap->secret(), "win", label);
 }
 
 struct FdMessage {
@@ -40,11 +40,12 @@ struct FdMessage {
 // Takes one descriptor from every rank of `remote`, each on a connection
 // that proved the communicator's secret, all connections served at once (a
 // connection that stalls or fails the proof delays no peer).
-[[nodiscard]] ncclResult_t receiveFds(ncclComm* comm, const FdSocket& listener, size_t expected, Deadline deadline,
-                        const std::atomic<uint32_t>& stop, const std::vector<int>& lsaIndex,
-                        std::vector<gpu::MemHandle>* handles, std::vector<bool>* imported) {
+[[nodiscard]] ncclResult_t receiveFds(const WindowComm& comm, const FdSocket& listener, size_t expected,
+                                      Deadline deadline, const std::atomic<uint32_t>& stop,
+                                      const std::vector<int>& lsaIndex, std::vector<gpu::MemHandle>* handles,
+                                      std::vector<bool>* imported) {
   try {
-    FdAuthServer server(&listener, comm->bootstrap->secret(), kAuthContext, expected + 16, bootstrap::timeoutMs(),
+    FdAuthServer server(&listener, comm.bootstrap->secret(), kAuthContext, expected + 16, bootstrap::timeoutMs(),
                         "ncclCommWindowRegister");
     size_t got = 0;
     ncclResult_t res = ncclSuccess;
@@ -53,10 +54,10 @@ struct FdMessage {
       FdMessage from{};
       if (recvFds(c.sock, &fd, 1, &from, sizeof(from), Clock::now()) != ncclSuccess) return false;
       const int r = from.rank;
-      if (r < 0 || r >= comm->nRanks || lsaIndex[r] < 0 || (*imported)[lsaIndex[r]] ||
-          comm->peers[r].processHash == comm->peers[comm->rank].processHash) {
+      if (r < 0 || r >= comm.nRanks || lsaIndex[r] < 0 || (*imported)[lsaIndex[r]] ||
+          comm.processHash[r] == comm.processHash[comm.rank]) {
         WARN("ncclCommWindowRegister: rank %d: an allocation came from rank %d, which is not an LSA peer of another "
-             "process still owed one", comm->rank, r);
+             "process still owed one", comm.rank, r);
         res = ncclRemoteError;
         return false;
       }
@@ -69,17 +70,17 @@ struct FdMessage {
       return false;
     };
     while (got < expected && res == ncclSuccess) {
-      if (stop.load() != 0 || comm->hostAbort.load() != 0) return ncclInternalError;
+      if (stop.load() != 0 || (comm.hostAbort != nullptr && comm.hostAbort->load() != 0)) return ncclInternalError;
       if (Clock::now() >= deadline) {
         WARN("ncclCommWindowRegister: rank %d: %zu of %zu peers' allocations came within the bootstrap timeout "
-             "(UNICCL_BOOTSTRAP_TIMEOUT)", comm->rank, got, expected);
+             "(UNICCL_BOOTSTRAP_TIMEOUT)", comm.rank, got, expected);
         return ncclRemoteError;
       }
       server.step(kPollSliceMs, take);
     }
     return res;
   } catch (const std::exception& e) {
-    WARN("ncclCommWindowRegister: rank %d: receiving peers' allocations failed: %s", comm->rank, e.what());
+    WARN("ncclCommWindowRegister: rank %d: receiving peers' allocations failed: %s", comm.rank, e.what());
     return ncclSystemError;
   }
 }
@@ -88,14 +89,14 @@ struct FdMessage {
 // thread takes theirs: each send waits for the peer's listener to check the
 // secret, so no order between ranks is needed; every wait has the
 // bootstrap's deadline.
-[[nodiscard]] ncclResult_t exchangeFds(ncclComm* comm, const std::vector<int>& remote, gpu::MemHandle own, uint64_t seq,
-                         const std::vector<int>& lsaIndex, std::vector<gpu::MemHandle>* handles,
-                         std::vector<bool>* imported) {
+[[nodiscard]] ncclResult_t exchangeFds(const WindowComm& comm, const std::vector<int>& remote, gpu::MemHandle own,
+                                       uint64_t seq, const std::vector<int>& lsaIndex,
+                                       std::vector<gpu::MemHandle>* handles, std::vector<bool>* imported) {
   const Deadline deadline = deadlineAfterMs(bootstrap::timeoutMs());
   FdSocket listener;
-  if (listener.listen(listenerName(comm, comm->rank, seq)) != ncclSuccess) {
+  if (listener.listen(listenerName(comm, comm.rank, seq)) != ncclSuccess) {
     WARN("ncclCommWindowRegister: rank %d cannot listen for its peers' allocations: this registration fails",
-         comm->rank);
+         comm.rank);
     return ncclSystemError;
   }
   int exported = -1;
@@ -109,19 +110,19 @@ struct FdMessage {
       received = receiveFds(comm, listener, remote.size(), deadline, stop, lsaIndex, handles, imported);
     });
   } catch (const std::exception& e) {
-    WARN("ncclCommWindowRegister: rank %d: cannot start a thread: %s", comm->rank, e.what());
+    WARN("ncclCommWindowRegister: rank %d: cannot start a thread: %s", comm.rank, e.what());
     return ncclSystemError;
   }
   ncclResult_t res = ncclSuccess;
-  const FdMessage hello{comm->rank};
+  const FdMessage hello{comm.rank};
   for (int r : remote) {
     FdSocket s;
     const int fd = mine.get();
-    res = s.connect(listenerName(comm, r, seq), deadline, &comm->hostAbort);
+    res = s.connect(listenerName(comm, r, seq), deadline, comm.hostAbort);
     if (res == ncclSuccess)
-      res = authenticateFdConnector(s, comm->bootstrap->secret(), kAuthContext, deadline, &comm->hostAbort,
+      res = authenticateFdConnector(s, comm.bootstrap->secret(), kAuthContext, deadline, comm.hostAbort,
                                     "ncclCommWindowRegister");
-    if (res == ncclSuccess) res = sendFds(s, &fd, 1, &hello, sizeof(hello), deadline, &comm->hostAbort);
+    if (res == ncclSuccess) res = sendFds(s, &fd, 1, &hello, sizeof(hello), deadline, comm.hostAbort);
     if (res != ncclSuccess) break;
   }
   if (res != ncclSuccess) stop.store(1);
@@ -131,36 +132,37 @@ struct FdMessage {
 
 }  // namespace
 
-ncclResult_t announce(ncclComm* comm, const WindowAnnounce* mine, std::vector<WindowAnnounce>* all) {
-  all->assign(comm->nRanks, WindowAnnounce{});
-  (*all)[comm->rank] = *mine;
-  return comm->bootstrap->allGather(all->data(), sizeof(WindowAnnounce));
+ncclResult_t announce(const WindowComm& comm, const WindowAnnounce* mine, std::vector<WindowAnnounce>* all) {
+  all->assign(comm.nRanks, WindowAnnounce{});
+  (*all)[comm.rank] = *mine;
+  return comm.bootstrap->allGather(all->data(), sizeof(WindowAnnounce));
 }
 
-ncclResult_t peerHandles(ncclComm* comm, const LsaPlace& lsa, const std::vector<WindowAnnounce>& all, uint64_t seq,
+ncclResult_t peerHandles(const WindowComm& comm, const std::vector<WindowAnnounce>& all, uint64_t seq,
                          std::vector<gpu::MemHandle>* handles, std::vector<bool>* imported) {
-  const int first = comm->rank - lsa.self;
+  const LsaPlace& lsa = comm.lsa;
+  const int first = comm.rank - lsa.self;
   handles->assign(lsa.size, 0);
   imported->assign(lsa.size, false);
-  const uint64_t myProcess = comm->peers[comm->rank].processHash;
+  const uint64_t myProcess = comm.processHash[comm.rank];
   std::vector<int> remote;               // LSA peers in other processes
-  std::vector<int> lsaIndex(comm->nRanks, -1);
+  std::vector<int> lsaIndex(comm.nRanks, -1);
   for (int p = 0; p < lsa.size; p++) {
     const int r = first + p;
     lsaIndex[r] = p;
-    if (comm->peers[r].processHash == myProcess) {
+    if (comm.processHash[r] == myProcess) {
       (*handles)[p] = all[r].handle;   // one process: the handle works as it is
       continue;
     }
-    if (!all[r].fdExport || !all[comm->rank].fdExport) {
+    if (!all[r].fdExport || !all[comm.rank].fdExport) {
       WARN("ncclCommWindowRegister: rank %d: LSA peer %d is in another process, and %s GPU cannot export its "
-           "memory as a file descriptor", comm->rank, r, all[r].fdExport ? "this rank's" : "that rank's");
+           "memory as a file descriptor", comm.rank, r, all[r].fdExport ? "this rank's" : "that rank's");
       return ncclInvalidUsage;
     }
     remote.push_back(r);
   }
   if (remote.empty()) return ncclSuccess;
-  ncclResult_t res = exchangeFds(comm, remote, all[comm->rank].handle, seq, lsaIndex, handles, imported);
+  ncclResult_t res = exchangeFds(comm, remote, all[comm.rank].handle, seq, lsaIndex, handles, imported);
   if (res != ncclSuccess) {
     for (int p = 0; p < lsa.size; p++)
       if ((*imported)[p]) (void)gpu::memRelease((*handles)[p]);   // res is the failure to report

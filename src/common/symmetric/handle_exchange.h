@@ -9,10 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/device_api/lsa.h"
 #include "common/gpu.h"
-
-struct ncclComm;
+#include "common/symmetric/window_comm.h"
 
 namespace uniccl {
 
@@ -28,16 +26,18 @@ struct WindowAnnounce {
 };
 
 // Allgathers every rank's announcement (all[r] for rank r).
-[[nodiscard]] ncclResult_t announce(ncclComm* comm, const WindowAnnounce* mine, std::vector<WindowAnnounce>* all);
+[[nodiscard]] ncclResult_t announce(const WindowComm& comm, const WindowAnnounce* mine,
+                                    std::vector<WindowAnnounce>* all);
 
-// handles[p] for LSA team rank p (this rank's own included); imported[p]
-// when this call made a new reference the caller must release. seq: the
-// comm's registration count (names the sockets of this registration).
+// handles[p] for rank p of the LSA team comm.lsa (this rank's own
+// included); imported[p] when this call made a new reference the caller
+// must release. seq: the comm's registration count (names the sockets of
+// this registration).
 // Called by every rank once all announced success (window.cc): ranks send
 // and receive descriptors among LSA peers of other processes, each wait
 // bounded by the bootstrap timeout (a peer that failed here is waited for
 // that long, then the registration fails everywhere).
-[[nodiscard]] ncclResult_t peerHandles(ncclComm* comm, const LsaPlace& lsa, const std::vector<WindowAnnounce>& all, uint64_t seq,
-                         std::vector<gpu::MemHandle>* handles, std::vector<bool>* imported);
+[[nodiscard]] ncclResult_t peerHandles(const WindowComm& comm, const std::vector<WindowAnnounce>& all, uint64_t seq,
+                                       std::vector<gpu::MemHandle>* handles, std::vector<bool>* imported);
 
 }  // namespace uniccl

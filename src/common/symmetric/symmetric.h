@@ -9,20 +9,22 @@
 // windows by the user's buffer address, for ncclFindWindow.
 //
 // Owner: ncclComm::symmetric; releaseSymmetric() at destroy and abort unmaps
-// and frees everything still registered.
+// and frees everything still registered. What registration needs of the
+// communicator comes as a WindowComm (window_comm.h); lookups take the
+// state itself (nullptr: nothing registered yet).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "common/gpu.h"
+#include "common/symmetric/window_comm.h"
 #include "common/symmetric/window_table.h"
 #include "nccl_device.h"
-
-struct ncclComm;
 
 namespace uniccl {
 
@@ -47,12 +49,15 @@ struct SymWindow {
 
 // A device communicator's resources (device_api/dev_comm_api.cc): its
 // resource window and the ncclMemAlloc memory under it.
-class GinState;
 struct DevCommResources {
   ncclWindow_t resourceWindow;
   SymWindow* window;
   void* memory;
-  GinState* gin = nullptr;   // device_api/gin.h, when the device communicator has GIN
+  // Stops and frees what reads the comm's windows for the device
+  // communicator (its GIN proxy poller), so it runs before they are
+  // unmapped: by ncclDevCommDestroy, or by releaseSymmetric for a device
+  // communicator still alive at destroy or abort. Empty without GIN.
+  std::function<void()> stopReaders;
 };
 
 struct SymmetricState {
@@ -76,9 +81,9 @@ struct SymSpan {
   size_t offset;        // from the window's start (the same on every rank, by the user's contract)
 };
 // A window with NCCL_WIN_COLL_SYMMETRIC holding [ptr, ptr + bytes); false when none.
-bool findSymmetricSpan(ncclComm* comm, const void* ptr, size_t bytes, SymSpan* out);
+bool findSymmetricSpan(SymmetricState* s, const void* ptr, size_t bytes, SymSpan* out);
 // The collective barrier's window; nullptr while there is none.
-SymWindow* collBarrierWindow(ncclComm* comm);
+SymWindow* collBarrierWindow(SymmetricState* s);
 
 // Registers [buff, buff + bytes) on every rank of comm (collective: every
 // rank calls it with its own buffer). buff must lie in memory that peers can
@@ -87,32 +92,33 @@ SymWindow* collBarrierWindow(ncclComm* comm);
 // window. A rank whose arguments were already found bad passes that error
 // as argStatus: it still takes part, so every rank fails at once instead of
 // waiting for it.
-[[nodiscard]] ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags, bool internal,
+[[nodiscard]] ncclResult_t registerWindow(const WindowComm& comm, void* buff, size_t bytes, int flags, bool internal,
                             ncclResult_t argStatus, SymWindow** out);
 // A user's registration (ncclCommWindowRegister): registerWindow, and with
 // the first NCCL_WIN_COLL_SYMMETRIC window the collectives' barrier.
-[[nodiscard]] ncclResult_t registerUserWindow(ncclComm* comm, void* buff, size_t bytes, int flags, ncclResult_t argStatus,
-                                SymWindow** out);
+[[nodiscard]] ncclResult_t registerUserWindow(const WindowComm& comm, void* buff, size_t bytes, int flags,
+                                ncclResult_t argStatus, SymWindow** out);
 // Local: unmaps this rank's view; peers keep theirs (their mappings hold the
 // memory), so no rank waits on another.
-[[nodiscard]] ncclResult_t deregisterWindow(ncclComm* comm, SymWindow* win);
+[[nodiscard]] ncclResult_t deregisterWindow(const WindowComm& comm, SymWindow* win);
 // The registered window whose handle is `handle`; nullptr when none.
-SymWindow* findWindow(ncclComm* comm, ncclWindow_t handle);
+SymWindow* findWindow(SymmetricState* s, ncclWindow_t handle);
 // GIN: the local memory of the window whose GIN handle is ginId; false when
 // none is registered (any more).
-bool ginWindowMemory(ncclComm* comm, uint64_t ginId, char** base, size_t* bytes);
+bool ginWindowMemory(SymmetricState* s, uint64_t ginId, char** base, size_t* bytes);
 // GIN: the same window's view of LSA peer lsaPeer's buffer through this
 // rank's mapping of it, and the bytes mapped from there on (the rest of the
 // peer's allocation: the peer's own window size is checked by the peer);
 // false when none is registered or the peer is not mapped.
-bool ginWindowPeerMemory(ncclComm* comm, uint64_t ginId, int lsaPeer, char** base, size_t* bytes);
+bool ginWindowPeerMemory(SymmetricState* s, uint64_t ginId, int lsaPeer, char** base, size_t* bytes);
 // The comm's device window table (ncclDevComm::windowTable), created on first use.
-[[nodiscard]] ncclResult_t windowTableHead(ncclComm* comm, ncclDevCommWindowTable** head);
+[[nodiscard]] ncclResult_t windowTableHead(const WindowComm& comm, ncclDevCommWindowTable** head);
 // Device communicators' resources, by their resource window.
-void addDevCommResources(ncclComm* comm, const DevCommResources& r);
+void addDevCommResources(const WindowComm& comm, const DevCommResources& r);
 // Removes and returns the record; false when none has that window.
-bool takeDevCommResources(ncclComm* comm, ncclWindow_t resourceWindow, DevCommResources* out);
-// Destroy and abort: every window and table, whatever state they are in.
-void releaseSymmetric(ncclComm* comm);
+bool takeDevCommResources(SymmetricState* s, ncclWindow_t resourceWindow, DevCommResources* out);
+// Destroy and abort: every window and table, whatever state they are in;
+// *state is nullptr after.
+void releaseSymmetric(SymmetricState** state);
 
 }  // namespace uniccl

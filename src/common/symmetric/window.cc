@@ -6,15 +6,13 @@
 #include <cstring>
 #include <vector>
 
+#include "common/bootstrap/bootstrap.h"
 #include "common/check.h"
-#include "common/core/comm.h"
-#include "common/core/device_guard.h"
-#include "common/core/mem_alloc.h"
-#include "common/device_api/lsa.h"
+#include "common/device_guard.h"
+#include "common/memory/mem_alloc.h"
 #include "common/symmetric/flat_layout.h"
 #include "common/symmetric/handle_exchange.h"
 #include "common/symmetric/symmetric.h"
-#include "common/device_api/gin.h"
 #include "common/util/debug.h"
 #include "device/dev_types.h"
 
@@ -22,9 +20,9 @@ namespace uniccl {
 
 namespace {
 
-SymmetricState* state(ncclComm* comm) {
-  if (comm->symmetric == nullptr) comm->symmetric = new SymmetricState();
-  return comm->symmetric;
+SymmetricState* state(const WindowComm& comm) {
+  if (*comm.state == nullptr) *comm.state = new SymmetricState();
+  return *comm.state;
 }
 
 // Undoes whatever part of a window exists: mappings, reservation, device
@@ -40,12 +38,13 @@ void unmapWindow(SymWindow* w) {
 }
 
 // The local half of registration: what this rank can say about its buffer.
-[[nodiscard]] ncclResult_t probeBuffer(ncclComm* comm, void* buff, size_t bytes, WindowAnnounce* a, gpu::MemHandle* own) {
+[[nodiscard]] ncclResult_t probeBuffer(const WindowComm& comm, void* buff, size_t bytes, WindowAnnounce* a,
+                                       gpu::MemHandle* own) {
   gpu::VmmInfo info{};
-  UCHECK(gpu::vmmQuery(comm->gpuDev, &info));
+  UCHECK(gpu::vmmQuery(comm.gpuDev, &info));
   if (!info.supported) {
     WARN("ncclCommWindowRegister: rank %d: GPU %d cannot map memory between ranks (%s); symmetric windows are "
-         "unavailable here, collectives on ordinary memory still work", comm->rank, comm->gpuDev,
+         "unavailable here, collectives on ordinary memory still work", comm.rank, comm.gpuDev,
          info.why ? info.why : "no virtual-memory support");
     return ncclInvalidUsage;
   }
@@ -54,11 +53,11 @@ void unmapWindow(SymWindow* w) {
   const ncclResult_t retained = memRetainMapping(buff, own, &mapBase, &mapBytes);
   if (retained == ncclInvalidArgument) {
     WARN("ncclCommWindowRegister: rank %d: buffer %p is not memory that peers can map; allocate window buffers "
-         "with ncclMemAlloc", comm->rank, buff);
+         "with ncclMemAlloc", comm.rank, buff);
     return ncclInvalidArgument;
   }
   if (retained != ncclSuccess) {   // the driver failed (its WARN says how), not the caller
-    WARN("ncclCommWindowRegister: rank %d: the allocation behind buffer %p could not be looked up", comm->rank,
+    WARN("ncclCommWindowRegister: rank %d: the allocation behind buffer %p could not be looked up", comm.rank,
          buff);
     return retained;
   }
@@ -66,7 +65,7 @@ void unmapWindow(SymWindow* w) {
   if (bytes > mapBytes - offset) {
     (void)gpu::memRelease(*own);   // the caller's error is the one to report
     WARN("ncclCommWindowRegister: rank %d: %zu bytes from %p run past the end of its allocation (%zu bytes at %p)",
-         comm->rank, bytes, buff, mapBytes, mapBase);
+         comm.rank, bytes, buff, mapBytes, mapBase);
     return ncclInvalidArgument;
   }
   a->handle = *own;
@@ -79,9 +78,10 @@ void unmapWindow(SymWindow* w) {
 
 // Maps every LSA peer's allocation into a fresh flat range and fills the
 // window's device-visible description.
-[[nodiscard]] ncclResult_t mapWindow(ncclComm* comm, const LsaPlace& lsa, const std::vector<WindowAnnounce>& all,
+[[nodiscard]] ncclResult_t mapWindow(const WindowComm& comm, const std::vector<WindowAnnounce>& all,
                        const std::vector<gpu::MemHandle>& handles, SymWindow* w) {
-  const int first = comm->rank - lsa.self;
+  const LsaPlace& lsa = comm.lsa;
+  const int first = comm.rank - lsa.self;
   std::vector<FlatPeer> peers(lsa.size);
   size_t granularity = 0;
   for (int p = 0; p < lsa.size; p++) {
@@ -92,21 +92,21 @@ void unmapWindow(SymWindow* w) {
   FlatLayout layout;
   const char* why = nullptr;
   if (!planFlatLayout(peers, granularity, &layout, &why)) {
-    WARN("ncclCommWindowRegister: rank %d: cannot lay the LSA team's buffers out at one stride: %s", comm->rank, why);
+    WARN("ncclCommWindowRegister: rank %d: cannot lay the LSA team's buffers out at one stride: %s", comm.rank, why);
     return ncclInvalidArgument;
   }
   UCHECK(gpu::addressReserve(&w->reserve, layout.reserveBytes, granularity));
   w->reserveBytes = layout.reserveBytes;
   for (int p = 0; p < lsa.size; p++) {
     void* va = static_cast<char*>(w->reserve) + layout.mapOffset[p];
-    UCHECK(gpu::memMap(va, peers[p].allocBytes, handles[p], comm->gpuDev));
+    UCHECK(gpu::memMap(va, peers[p].allocBytes, handles[p], comm.gpuDev));
     w->mappings.push_back(SymWindow::Mapping{va, peers[p].allocBytes});
   }
   memset(&w->host, 0, sizeof(w->host));
   w->host.winHost = w;
   w->host.lsaFlatBase = static_cast<char*>(w->reserve) + layout.flatBaseOffset;
   w->host.lsaRank = lsa.self;
-  w->host.worldRank = comm->rank;
+  w->host.worldRank = comm.rank;
   w->host.stride4G = (uint32_t)(layout.stride / kFlatStrideUnit);
   // GIN names the window by ginId in every context; offsets start at the buffer.
   for (int c = 0; c < NCCL_GIN_MAX_CONTEXTS; c++) w->host.ginWins[c] = reinterpret_cast<void*>((uintptr_t)w->ginId);
@@ -119,13 +119,13 @@ void unmapWindow(SymWindow* w) {
 
 // Every rank's status after its part: the first failure (by rank) decides
 // what all ranks return.
-[[nodiscard]] ncclResult_t agree(ncclComm* comm, ncclResult_t mine, const char* step) {
-  std::vector<int32_t> st(comm->nRanks, 0);
-  st[comm->rank] = (int32_t)mine;
-  UCHECK(comm->bootstrap->allGather(st.data(), sizeof(int32_t)));
-  for (int r = 0; r < comm->nRanks; r++) {
+[[nodiscard]] ncclResult_t agree(const WindowComm& comm, ncclResult_t mine, const char* step) {
+  std::vector<int32_t> st(comm.nRanks, 0);
+  st[comm.rank] = (int32_t)mine;
+  UCHECK(comm.bootstrap->allGather(st.data(), sizeof(int32_t)));
+  for (int r = 0; r < comm.nRanks; r++) {
     if (st[r] == ncclSuccess) continue;
-    if (r != comm->rank && mine == ncclSuccess)
+    if (r != comm.rank && mine == ncclSuccess)
       WARN("ncclCommWindowRegister: rank %d failed to %s (error %d); the window is not registered on any rank", r,
            step, st[r]);
     return mine != ncclSuccess ? mine : (ncclResult_t)st[r];
@@ -135,12 +135,12 @@ void unmapWindow(SymWindow* w) {
 
 }  // namespace
 
-ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags, bool internal,
+ncclResult_t registerWindow(const WindowComm& comm, void* buff, size_t bytes, int flags, bool internal,
                             ncclResult_t argStatus, SymWindow** out) {
   DeviceGuard device;
-  UCHECK(device.use(comm->gpuDev));
+  UCHECK(device.use(comm.gpuDev));
   SymmetricState* s = state(comm);
-  const LsaPlace lsa = lsaPlace(comm);
+  const LsaPlace& lsa = comm.lsa;
   const uint64_t seq = s->registrations++;
 
   // 1. Announce: what each rank's buffer is, or that it cannot take part.
@@ -150,13 +150,13 @@ ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags,
   const bool haveOwn = local == ncclSuccess;
   mine.status = (int32_t)local;
   mine.flags = flags;
-  std::vector<WindowAnnounce> all(comm->nRanks);
+  std::vector<WindowAnnounce> all(comm.nRanks);
   ncclResult_t res = announce(comm, &mine, &all);
   if (res == ncclSuccess) {
-    for (int r = 0; r < comm->nRanks && res == ncclSuccess; r++) {
+    for (int r = 0; r < comm.nRanks && res == ncclSuccess; r++) {
       if (all[r].status == ncclSuccess) continue;
       // A rank that failed itself keeps its own WARN (the reason) as its last error.
-      if (r != comm->rank && local == ncclSuccess)
+      if (r != comm.rank && local == ncclSuccess)
         WARN("ncclCommWindowRegister: rank %d cannot register its buffer (error %d); the window is not registered on "
              "any rank", r, all[r].status);
       res = local != ncclSuccess ? local : (ncclResult_t)all[r].status;
@@ -164,10 +164,10 @@ ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags,
   }
   // The flags decide collective steps after this one (the symmetric
   // collectives' barrier): every rank must pass the same.
-  for (int r = 0; r < comm->nRanks && res == ncclSuccess; r++) {
+  for (int r = 0; r < comm.nRanks && res == ncclSuccess; r++) {
     if (all[r].flags == flags) continue;
     WARN("ncclCommWindowRegister: rank %d registers with flags 0x%x, rank %d with 0x%x; every rank must pass the same "
-         "flags", comm->rank, flags, r, all[r].flags);
+         "flags", comm.rank, flags, r, all[r].flags);
     res = ncclInvalidArgument;
   }
   if (res != ncclSuccess) {
@@ -185,8 +185,8 @@ ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags,
   w->ginId = seq + 1;
   std::vector<gpu::MemHandle> handles;
   std::vector<bool> imported;
-  local = peerHandles(comm, lsa, all, seq, &handles, &imported);
-  if (local == ncclSuccess) local = mapWindow(comm, lsa, all, handles, w.get());
+  local = peerHandles(comm, all, seq, &handles, &imported);
+  if (local == ncclSuccess) local = mapWindow(comm, all, handles, w.get());
   // 3. Confirm on every rank before anyone drops a reference that a peer may
   //    still be mapping; the mappings now hold the memory.
   res = agree(comm, local, "map its peers' buffers");
@@ -206,7 +206,7 @@ ncclResult_t registerWindow(ncclComm* comm, void* buff, size_t bytes, int flags,
     unmapWindow(w.get());
     return res;
   }
-  INFO(NCCL_INIT, "Rank %d: window %p registered: %zu bytes at %p, LSA team of %d, stride %u x 4 GiB", comm->rank,
+  INFO(NCCL_INIT, "Rank %d: window %p registered: %zu bytes at %p, LSA team of %d, stride %u x 4 GiB", comm.rank,
        (void*)w->dev, bytes, buff, lsa.size, w->host.stride4G);
   *out = w.get();
   s->windows.push_back(std::move(w));
@@ -221,8 +221,8 @@ namespace {
 // successful registration). A failure leaves the user's window registered
 // and the collectives on the ring and tree kernels, on every rank alike
 // (the registration inside agrees).
-void makeCollBarrier(ncclComm* comm) {
-  const size_t bytes = dev::symBarrierBytes(comm->nRanks);
+void makeCollBarrier(const WindowComm& comm) {
+  const size_t bytes = dev::symBarrierBytes(comm.nRanks);
   void* mem = nullptr;
   ncclResult_t res = memAllocPolled(&mem, bytes);   // peers poll it
   if (res == ncclSuccess) res = gpu::memset(mem, 0, bytes);
@@ -232,17 +232,17 @@ void makeCollBarrier(ncclComm* comm) {
   if (res == ncclSuccess) {
     // The kernels find it in the communicator (DevComm), read in their
     // preamble; the symmetric items themselves carry only the user's windows.
-    dev::DevComm& d = comm->devCommHost;
+    dev::DevComm& d = *comm.devCommHost;
     d.symBarFlat = win->host.lsaFlatBase;
     d.symBarStride4G = win->host.stride4G;
     static_assert(offsetof(dev::DevComm, symBarStride4G) == offsetof(dev::DevComm, symBarFlat) + 8, "adjacent");
-    res = gpu::memcpy(&comm->devComm->symBarFlat, &d.symBarFlat, 8 + sizeof(d.symBarStride4G));
+    res = gpu::memcpy(&comm.devComm->symBarFlat, &d.symBarFlat, 8 + sizeof(d.symBarStride4G));
   }
   if (res != ncclSuccess) {
     if (win != nullptr) (void)deregisterWindow(comm, win);   // res is the failure the WARN below reports
     if (mem != nullptr) ncclMemFree(mem);
     WARN("Rank %d: no barrier for symmetric collectives (error %d): collectives on symmetric windows use the ring "
-         "and tree kernels", comm->rank, (int)res);
+         "and tree kernels", comm.rank, (int)res);
     return;
   }
   SymmetricState* s = state(comm);
@@ -253,16 +253,15 @@ void makeCollBarrier(ncclComm* comm) {
 
 }  // namespace
 
-ncclResult_t registerUserWindow(ncclComm* comm, void* buff, size_t bytes, int flags, ncclResult_t argStatus,
-                                SymWindow** out) {
+ncclResult_t registerUserWindow(const WindowComm& comm, void* buff, size_t bytes, int flags,
+                                ncclResult_t argStatus, SymWindow** out) {
   UCHECK(registerWindow(comm, buff, bytes, flags, /*internal=*/false, argStatus, out));
-  if ((flags & NCCL_WIN_COLL_SYMMETRIC) != 0 && comm->nRanks > 1 && collBarrierWindow(comm) == nullptr)
+  if ((flags & NCCL_WIN_COLL_SYMMETRIC) != 0 && comm.nRanks > 1 && collBarrierWindow(*comm.state) == nullptr)
     makeCollBarrier(comm);
   return ncclSuccess;
 }
 
-bool findSymmetricSpan(ncclComm* comm, const void* ptr, size_t bytes, SymSpan* out) {
-  SymmetricState* s = comm->symmetric;
+bool findSymmetricSpan(SymmetricState* s, const void* ptr, size_t bytes, SymSpan* out) {
   if (s == nullptr) return false;
   const uintptr_t p = (uintptr_t)ptr;
   std::lock_guard<std::mutex> lk(s->mu);
@@ -278,16 +277,15 @@ bool findSymmetricSpan(ncclComm* comm, const void* ptr, size_t bytes, SymSpan* o
   return false;
 }
 
-SymWindow* collBarrierWindow(ncclComm* comm) {
-  SymmetricState* s = comm->symmetric;
+SymWindow* collBarrierWindow(SymmetricState* s) {
   if (s == nullptr) return nullptr;
   std::lock_guard<std::mutex> lk(s->mu);
   return s->collBarrier;
 }
 
-ncclResult_t deregisterWindow(ncclComm* comm, SymWindow* win) {
+ncclResult_t deregisterWindow(const WindowComm& comm, SymWindow* win) {
   DeviceGuard device;
-  UCHECK(device.use(comm->gpuDev));
+  UCHECK(device.use(comm.gpuDev));
   SymmetricState* s = state(comm);
   std::lock_guard<std::mutex> lk(s->mu);
   for (auto it = s->windows.begin(); it != s->windows.end(); ++it) {
@@ -301,18 +299,18 @@ ncclResult_t deregisterWindow(ncclComm* comm, SymWindow* win) {
   return ncclInvalidArgument;
 }
 
-SymWindow* findWindow(ncclComm* comm, ncclWindow_t handle) {
-  if (comm->symmetric == nullptr || handle == nullptr) return nullptr;
-  std::lock_guard<std::mutex> lk(comm->symmetric->mu);
-  for (auto& w : comm->symmetric->windows)
+SymWindow* findWindow(SymmetricState* s, ncclWindow_t handle) {
+  if (s == nullptr || handle == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lk(s->mu);
+  for (auto& w : s->windows)
     if (w->dev == handle) return w.get();
   return nullptr;
 }
 
-bool ginWindowMemory(ncclComm* comm, uint64_t ginId, char** base, size_t* bytes) {
-  if (comm->symmetric == nullptr || ginId == 0) return false;
-  std::lock_guard<std::mutex> lk(comm->symmetric->mu);
-  for (auto& w : comm->symmetric->windows) {
+bool ginWindowMemory(SymmetricState* s, uint64_t ginId, char** base, size_t* bytes) {
+  if (s == nullptr || ginId == 0) return false;
+  std::lock_guard<std::mutex> lk(s->mu);
+  for (auto& w : s->windows) {
     if (w->ginId != ginId) continue;
     *base = static_cast<char*>(w->userBase);
     *bytes = w->userBytes;
@@ -321,10 +319,10 @@ bool ginWindowMemory(ncclComm* comm, uint64_t ginId, char** base, size_t* bytes)
   return false;
 }
 
-bool ginWindowPeerMemory(ncclComm* comm, uint64_t ginId, int lsaPeer, char** base, size_t* bytes) {
-  if (comm->symmetric == nullptr || ginId == 0 || lsaPeer < 0) return false;
-  std::lock_guard<std::mutex> lk(comm->symmetric->mu);
-  for (auto& w : comm->symmetric->windows) {
+bool ginWindowPeerMemory(SymmetricState* s, uint64_t ginId, int lsaPeer, char** base, size_t* bytes) {
+  if (s == nullptr || ginId == 0 || lsaPeer < 0) return false;
+  std::lock_guard<std::mutex> lk(s->mu);
+  for (auto& w : s->windows) {
     if (w->ginId != ginId) continue;
     if (w->host.lsaFlatBase == nullptr || (size_t)lsaPeer >= w->mappings.size()) return false;
     char* b = w->host.lsaFlatBase + (size_t)lsaPeer * ((size_t)w->host.stride4G << 32);
@@ -338,20 +336,19 @@ bool ginWindowPeerMemory(ncclComm* comm, uint64_t ginId, int lsaPeer, char** bas
   return false;
 }
 
-ncclResult_t windowTableHead(ncclComm* comm, ncclDevCommWindowTable** head) {
+ncclResult_t windowTableHead(const WindowComm& comm, ncclDevCommWindowTable** head) {
   SymmetricState* s = state(comm);
   std::lock_guard<std::mutex> lk(s->mu);
   return s->table.head(head);
 }
 
-void addDevCommResources(ncclComm* comm, const DevCommResources& r) {
+void addDevCommResources(const WindowComm& comm, const DevCommResources& r) {
   SymmetricState* s = state(comm);
   std::lock_guard<std::mutex> lk(s->mu);
   s->devComms.push_back(r);
 }
 
-bool takeDevCommResources(ncclComm* comm, ncclWindow_t resourceWindow, DevCommResources* out) {
-  SymmetricState* s = comm->symmetric;
+bool takeDevCommResources(SymmetricState* s, ncclWindow_t resourceWindow, DevCommResources* out) {
   if (s == nullptr || resourceWindow == nullptr) return false;
   std::lock_guard<std::mutex> lk(s->mu);
   for (auto it = s->devComms.begin(); it != s->devComms.end(); ++it) {
@@ -363,13 +360,13 @@ bool takeDevCommResources(ncclComm* comm, ncclWindow_t resourceWindow, DevCommRe
   return false;
 }
 
-void releaseSymmetric(ncclComm* comm) {
-  SymmetricState* s = comm->symmetric;
+void releaseSymmetric(SymmetricState** state) {
+  SymmetricState* s = *state;
   if (s == nullptr) return;
   // GIN first: its proxy poller reads the windows.
   for (DevCommResources& r : s->devComms) {
-    if (r.gin != nullptr) ginDestroy(r.gin);
-    r.gin = nullptr;
+    if (r.stopReaders) r.stopReaders();
+    r.stopReaders = nullptr;
   }
   for (auto& w : s->windows) unmapWindow(w.get());
   s->windows.clear();
@@ -381,7 +378,7 @@ void releaseSymmetric(ncclComm* comm) {
   s->collBarrierMem = nullptr;
   s->table.release();
   delete s;
-  comm->symmetric = nullptr;
+  *state = nullptr;
 }
 
 }  // namespace uniccl

@@ -21,8 +21,8 @@
 #include "common/enqueue/event_callback_queue.h"
 #include "common/enqueue/event_pool.h"
 #include "common/enqueue/work_fifo.h"
-#include "common/core/mem_alloc.h"
 #include "common/gpu.h"
+#include "common/memory/mem_alloc.h"
 #include "common/util/fd_passing.h"
 #include "test_kernels.h"
 

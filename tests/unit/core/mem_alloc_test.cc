@@ -1,9 +1,9 @@
-// ncclMemAlloc / ncclMemFree (core/mem_alloc.h) on the fake GPU, whose
+// ncclMemAlloc / ncclMemFree (memory/mem_alloc.h) on the fake GPU, whose
 // virtual memory is real host memory: granularity-backed allocations, a
 // second mapping of one allocation through an exported fd, retain from an
 // interior pointer, refusals, the fallback without VMM, failures that undo
 // everything, no leaks over 1000 cycles, and threads (also under TSan).
-#include "common/core/mem_alloc.h"
+#include "common/memory/mem_alloc.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -18,7 +18,7 @@
 
 #include "common/core/comm.h"
 #include "common/core/direct_recv.h"
-#include "common/core/mem_alloc.h"
+#include "common/memory/mem_alloc.h"
 #include "common/symmetric/handle_exchange.h"
 #include "fake_gpu.h"
 #include "hip/vmm_abi.h"
@@ -168,12 +168,12 @@ TEST_F(RocmVmm, Rocm60WindowWithAPeerInAnotherProcessIsRefused) {
   ASSERT_EQ(gpu::vmmQuery(0, &vmm), ncclSuccess);
   ASSERT_FALSE(vmm.fdExport);
   for (int rank = 0; rank < 2; rank++) {
-    ncclComm comm;   // hand-built: no bootstrap, which a refusal must not need
+    WindowComm comm;   // hand-built: no bootstrap, which a refusal must not need
     comm.rank = rank;
     comm.nRanks = 2;
     comm.gpuDev = rank;
-    comm.peers.resize(2);
-    for (int r = 0; r < 2; r++) comm.peers[r].processHash = 100 + r;   // two processes
+    comm.processHash = {100, 101};   // two processes
+    comm.lsa = LsaPlace{2, rank};
     std::vector<WindowAnnounce> all(2);
     for (int r = 0; r < 2; r++) {
       all[r].fdExport = vmm.fdExport ? 1 : 0;
@@ -182,14 +182,14 @@ TEST_F(RocmVmm, Rocm60WindowWithAPeerInAnotherProcessIsRefused) {
     std::vector<gpu::MemHandle> handles;
     std::vector<bool> imported;
     const uint64_t exports = fake::callCount("memExportFd");
-    EXPECT_EQ(peerHandles(&comm, LsaPlace{2, rank}, all, 0, &handles, &imported), ncclInvalidUsage) << rank;
+    EXPECT_EQ(peerHandles(comm, all, 0, &handles, &imported), ncclInvalidUsage) << rank;
     EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("file descriptor"), std::string::npos)
         << ncclGetLastError(nullptr);
     EXPECT_EQ(fake::callCount("memExportFd"), exports);
     for (bool i : imported) EXPECT_FALSE(i);
     // The same ranks in one process: the handles as they are.
-    comm.peers[1 - rank].processHash = comm.peers[rank].processHash;
-    ASSERT_EQ(peerHandles(&comm, LsaPlace{2, rank}, all, 1, &handles, &imported), ncclSuccess) << rank;
+    comm.processHash[1 - rank] = comm.processHash[rank];
+    ASSERT_EQ(peerHandles(comm, all, 1, &handles, &imported), ncclSuccess) << rank;
     EXPECT_EQ(handles[1 - rank], all[1 - rank].handle);
   }
 }

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "common/bootstrap/bootstrap.h"
-#include "common/core/comm.h"
 #include "common/gpu.h"
 #include "common/symmetric/handle_exchange.h"
+#include "common/util/fd_passing.h"
 #include "fake_gpu.h"
 
 namespace uniccl {
@@ -45,18 +45,17 @@ int firstByte(gpu::MemHandle h, int dev) {
 // peer's mark (rank + 1) through it; else a number saying what failed.
 int exchangeAsRank(const ncclUniqueId& id, int rank, uint64_t seq) {
   if (gpu::setDevice(rank) != ncclSuccess) return 1;
-  auto comm = std::make_unique<ncclComm>();
-  comm->rank = rank;
-  comm->nRanks = 2;
-  comm->gpuDev = rank;
-  comm->commHash = kHash;
   const int info = rank;
-  if (Bootstrap::init(id, rank, 2, &info, sizeof(info), &comm->bootstrap) != ncclSuccess) return 2;
-  comm->peers.resize(2);
-  for (int r = 0; r < 2; r++) {
-    comm->peers[r].hostHash = 1;
-    comm->peers[r].processHash = 100 + r;
-  }
+  std::unique_ptr<Bootstrap> bootstrap;
+  if (Bootstrap::init(id, rank, 2, &info, sizeof(info), &bootstrap) != ncclSuccess) return 2;
+  WindowComm comm;   // one LSA team of two ranks in two processes
+  comm.rank = rank;
+  comm.nRanks = 2;
+  comm.gpuDev = rank;
+  comm.commHash = kHash;
+  comm.bootstrap = bootstrap.get();
+  comm.processHash = {100, 101};
+  comm.lsa = LsaPlace{2, rank};
   gpu::MemHandle own = 0;
   if (gpu::memCreate(&own, kBytes, rank) != ncclSuccess) return 3;
   void* va = nullptr;
@@ -68,7 +67,7 @@ int exchangeAsRank(const ncclUniqueId& id, int rank, uint64_t seq) {
   all[rank].handle = own;
   std::vector<gpu::MemHandle> handles;
   std::vector<bool> imported;
-  const ncclResult_t res = peerHandles(comm.get(), LsaPlace{2, rank}, all, seq, &handles, &imported);
+  const ncclResult_t res = peerHandles(comm, all, seq, &handles, &imported);
   int code = 0;
   if (res != ncclSuccess) {
     fprintf(stderr, "rank %d: peerHandles: %s\n", rank, ncclGetLastError(nullptr));
@@ -79,7 +78,7 @@ int exchangeAsRank(const ncclUniqueId& id, int rank, uint64_t seq) {
     code = 7;
   }
   if (res == ncclSuccess && imported[1 - rank]) (void)gpu::memRelease(handles[1 - rank]);
-  if (comm->bootstrap->barrier() != ncclSuccess && code == 0) code = 8;   // the peer has read ours before it goes
+  if (bootstrap->barrier() != ncclSuccess && code == 0) code = 8;   // the peer has read ours before it goes
   (void)gpu::memUnmap(va, kBytes);
   (void)gpu::addressFree(va, kBytes);
   (void)gpu::memRelease(own);

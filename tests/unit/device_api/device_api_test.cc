@@ -1,8 +1,8 @@
 // The host side of the Device API (src/common/device_api): LSA team sizes
-// from reachability, the team functions on hand-built communicators of 1-4
-// ranks (fake GPU backend), the requirement builders against NCCL 2.28.9's
-// sizes, device communicators' resource placement and refusals (GIN,
-// multimem), bad handles, and windows' flat layout.
+// from reachability (topo/lsa_team.h), the team functions on hand-built
+// communicators of 1-4 ranks (fake GPU backend), the requirement builders
+// against NCCL 2.28.9's sizes, device communicators' resource placement and
+// refusals (GIN, multimem), bad handles, and windows' flat layout.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "common/core/comm.h"
-#include "common/device_api/lsa.h"
 #include "common/device_api/resource_layout.h"
 #include "common/symmetric/flat_layout.h"
+#include "common/topo/lsa_team.h"
 #include "fake_gpu.h"
 #include "nccl_device.h"
 

@@ -1,10 +1,11 @@
-// ncclCommWindowRegister / ncclCommWindowDeregister (symmetric.h does the work).
+// ncclCommWindowRegister / ncclCommWindowDeregister (symmetric/symmetric.h does the work).
 // Inside a group, registration runs at ncclGroupEnd together with the other
 // communicators' (one thread may register a window on several GPUs' comms),
 // and *win is written then.
 #include "common/api_export.h"
 #include "common/check.h"
 #include "common/core/comm.h"
+#include "common/core/comm_symmetric.h"
 #include "common/core/group.h"
 #include "common/core/validate.h"
 #include "common/symmetric/symmetric.h"
@@ -50,7 +51,7 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
     // rather than wait for it (the group end runs deferred jobs either way).
     deferToGroupEnd([comm, buff, size, win, winFlags, args]() -> ncclResult_t {
       SymWindow* w = nullptr;
-      UCHECK(registerUserWindow(comm, buff, size, winFlags, args, &w));
+      UCHECK(registerUserWindow(windowComm(comm), buff, size, winFlags, args, &w));
       *win = w->dev;
       return ncclSuccess;
     }, comm);
@@ -59,7 +60,7 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
   // Outside a group a bad call still joins the collective, so the other
   // ranks fail with it rather than wait for it.
   SymWindow* w = nullptr;
-  UCHECK(registerUserWindow(comm, buff, size, winFlags, args, &w));
+  UCHECK(registerUserWindow(windowComm(comm), buff, size, winFlags, args, &w));
   *win = w->dev;
   return ncclSuccess;
 }
@@ -69,10 +70,10 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   const char* fn = "ncclCommWindowDeregister";
   UCHECK(checkCommHandle(comm, fn));
   if (win == nullptr) return ncclSuccess;   // as ncclCommDeregister: nothing was registered
-  SymWindow* w = findWindow(comm, win);
+  SymWindow* w = findWindow(comm->symmetric, win);
   if (w == nullptr || w->internal) {
     WARN("%s: %p is not a window registered on this communicator (rank %d)", fn, (void*)win, comm->rank);
     return ncclInvalidArgument;
   }
-  return deregisterWindow(comm, w);
+  return deregisterWindow(windowComm(comm), w);
 }

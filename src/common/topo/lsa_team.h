@@ -11,11 +11,12 @@
 // both directions (the reach matrix of transport/transport.h, allgathered at
 // init), since that is what mapping a peer's memory needs; NCCL uses the
 // node only. With NCCL_P2P_DISABLE=1 every LSA team is a single rank.
+//
+// A communicator's own team is core/comm_lsa.h's lsaPlace(); windows and
+// device communicators take the LsaPlace it answers.
 #pragma once
 
 #include <functional>
-
-struct ncclComm;
 
 namespace uniccl {
 
@@ -29,8 +30,5 @@ struct LsaPlace {
   int size = 1;  // ranks per LSA team
   int self = 0;  // this rank's place in its team (rank % size)
 };
-
-// This rank's LSA team in comm (an initialized communicator).
-LsaPlace lsaPlace(const ncclComm* comm);
 
 }  // namespace uniccl

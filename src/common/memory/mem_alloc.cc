@@ -1,4 +1,4 @@
-#include "common/core/mem_alloc.h"
+#include "common/memory/mem_alloc.h"
 
 #include <algorithm>
 #include <atomic>
