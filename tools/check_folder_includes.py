@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Folders of the library include each other one way only.
 
-    check_folder_includes.py SOURCE_ROOT      exit 0: no folder pair but KNOWN includes both ways
+    check_folder_includes.py REPO_ROOT        exit 0: no folder pair but KNOWN includes both ways
     check_folder_includes.py --self-test      exit 0: the check finds what it must
 
 A folder is a directory of src/common (core, transport, profiler, ...) or of
@@ -152,7 +152,13 @@ def main(argv):
     if len(argv) != 2:
         print(__doc__)
         return 2
-    return check(os.path.join(argv[1], 'src'), KNOWN)
+    src_root = os.path.join(argv[1], 'src')
+    if not os.path.isdir(os.path.join(src_root, 'common')):
+        # Given src/ itself (or a wrong path) the walk would find no folder
+        # and report every KNOWN pair as gone.
+        print('%s has no src/common: give the repository root' % argv[1])
+        return 2
+    return check(src_root, KNOWN)
 
 
 if __name__ == '__main__':
