@@ -1,0 +1,125 @@
+// One communicator rank's trace file, written by the writer thread while
+// the program runs.
+//
+// The file lists events by start time (check_trace.py checks it; trace
+// viewers do not need it). Records reach the writer out of that order:
+// threads' rings are read one after another, an event can only be written
+// once it stopped, and a KernelCh is reported when the channel finished,
+// stamped with the GPU's earlier start. So events wait, sorted into buckets
+// of about a millisecond of start time, until they are older than the
+// reorder window and no open event started before them; then a bucket is
+// sorted and written. An event that arrives after its bucket was written
+// (its start is older than the window) is written at once, out of order,
+// and counted as late. At most maxQueued events wait: past that the oldest
+// bucket goes even before the window has passed.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "json_out.h"
+#include "pending_event.h"
+#include "trace_context.h"
+
+namespace trace {
+
+struct RankTraceOptions {
+  uint64_t maxEvents = 0;    // events written; later ones are dropped (counted)
+  int64_t reorderNs = 0;     // the reorder window
+  size_t maxQueued = 0;      // events waiting to be written at most
+};
+
+// What finish() reports.
+struct RankTraceSummary {
+  uint64_t written = 0;
+  uint64_t maxEvents = 0;
+  uint64_t droppedMaxEvents = 0;
+  uint64_t droppedRingFull = 0;
+  uint64_t lostUpdates = 0;
+  uint64_t late = 0;
+  bool writeFailed = false;
+};
+
+class RankTrace {
+ public:
+  // Writes the file's head: `file` is the rank's trace file, opened by init.
+  RankTrace(const TraceContext& ctx, FILE* file, const RankTraceOptions& options, PendingPool* pool);
+  ~RankTrace();
+  RankTrace(const RankTrace&) = delete;
+  RankTrace& operator=(const RankTrace&) = delete;
+
+  // A start was read: whether the rank takes it (false: maxEvents written
+  // or taken already; the event is counted as dropped).
+  bool admit();
+  // An admitted event, after its start (and whatever stop or states came before it).
+  void started(PendingEvent* e, uint64_t pass);
+  // e's stop was read (e->stopNs set). The rank owns e from here.
+  void stopped(PendingEvent* e, uint64_t pass);
+  // Writes every waiting event that the reorder window and the open events
+  // let go; `nowNs`: when the pass began reading the rings.
+  void writeReady(int64_t nowNs, uint64_t pass);
+  // The communicator is going: `open` are its events that never stopped
+  // (the rank owns them from here). Writes every event, the trailer, and
+  // closes the file.
+  RankTraceSummary finish(int64_t endNs, const std::vector<PendingEvent*>& open, uint64_t droppedRingFull,
+                          uint64_t lostUpdates);
+  // Hands what was formatted to the file.
+  void flush();
+
+ private:
+  // Start times per bucket: 2^20 ns, about a millisecond.
+  static constexpr int kBucketShift = 20;
+  struct Queued {   // ordered by start; at equal starts the longer (enclosing) event first
+    int64_t start;
+    int64_t negStop;
+    uint64_t id;
+    PendingEvent* event;
+    bool operator<(const Queued& o) const {
+      if (start != o.start) return start < o.start;
+      if (negStop != o.negStop) return negStop < o.negStop;
+      return id < o.id;
+    }
+  };
+  using Buckets = std::map<int64_t, std::vector<Queued>>;
+
+  void enqueue(PendingEvent* e, int64_t stopKey);
+  void writeBucket(Buckets::iterator it);
+  void place(PendingEvent* e, int64_t stopNs);   // placedStart / placedStop of a stopped event
+  void write(PendingEvent* e);                   // its turn in start order
+  void separate() { out_.lit(",\n"); }
+  void nameTrack(long track);
+  void addOpen(PendingEvent* e);
+  void removeOpen(PendingEvent* e);
+  int64_t openStart() const;   // earliest start an open complete event may get; INT64_MAX: none
+
+  const int pid_;
+  std::string otherData_;   // the trailer's part known from the start
+  FILE* file_;
+  const RankTraceOptions options_;
+  PendingPool* pool_;
+  JsonOut out_;
+  Buckets buckets_;
+  Buckets::iterator lastBucket_;   // where the last event went (most go to the same one)
+  bool haveLastBucket_ = false;
+  std::vector<std::vector<Queued>> spareBuckets_;   // emptied vectors, kept with their capacity
+  int64_t writtenBelow_ = INT64_MIN;   // buckets below this key are written
+  size_t queued_ = 0;
+  PendingEvent* open_ = nullptr;   // open complete events (an intrusive list)
+  std::unordered_set<long> namedTracks_;
+  std::unordered_map<uint64_t, long> proxyOpTracks_;   // ProxyOp id -> track, for its steps
+  std::vector<std::pair<uint64_t, uint64_t>> stoppedProxyOps_;   // (id, pass it stopped in)
+  int64_t lastWrittenStart_ = INT64_MIN;
+  uint64_t admitted_ = 0;
+  uint64_t written_ = 0;
+  uint64_t droppedMaxEvents_ = 0;
+  uint64_t late_ = 0;
+  bool writeFailed_ = false;
+};
+
+}  // namespace trace
