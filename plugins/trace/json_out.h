@@ -13,7 +13,7 @@ namespace trace {
 
 class JsonOut {
  public:
-  explicit JsonOut(size_t initialBytes = 1 << 20) { grow(initialBytes); }
+  explicit JsonOut(size_t initialBytes) { grow(initialBytes); }
 
   template <size_t N>
   void lit(const char (&s)[N]) {

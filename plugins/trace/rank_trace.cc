@@ -9,6 +9,10 @@ namespace trace {
 
 namespace {
 
+// Written buckets kept for reuse with their memory (a 100 ms window has
+// about a hundred at once).
+constexpr size_t kMaxSpareBuckets = 128;
+
 std::string hex16(uint64_t v) {
   static const char kHex[] = "0123456789abcdef";
   std::string s(16, '0');
@@ -75,7 +79,7 @@ void RankTrace::started(PendingEvent* e, uint64_t pass) {
     if (op != proxyOpTracks_.end()) e->track = op->second;
   }
   if (isAsync(type)) {
-    enqueue(e, INT64_MAX);   // the begin is written in start order, stopped or not
+    waitAsync(e);   // the begin is written in start order, stopped or not
   } else if (e->stopNs < 0) {
     if (type == ncclProfileKernelCh) {
       const int64_t gs = gpuToTraceNs(e->first.word, e->startNs);
@@ -98,7 +102,7 @@ void RankTrace::stopped(PendingEvent* e, uint64_t pass) {
   }
   removeOpen(e);
   place(e, e->stopNs);
-  enqueue(e, e->placedStop);
+  complete(e);
 }
 
 void RankTrace::addOpen(PendingEvent* e) {
@@ -138,37 +142,77 @@ void RankTrace::place(PendingEvent* e, int64_t stopNs) {
   if (e->placedStop < e->placedStart) e->placedStop = e->placedStart;
 }
 
-void RankTrace::enqueue(PendingEvent* e, int64_t stopKey) {
-  const int64_t key = e->placedStart >> kBucketShift;
-  if (key < writtenBelow_) {   // its bucket is written: late
-    write(e);
+RankTrace::Bucket* RankTrace::bucketFor(int64_t start) {
+  const int64_t key = start >> kBucketShift;
+  if (key < writtenBelow_) return nullptr;
+  if (key == lastKey_) return lastBucket_;
+  auto it = buckets_.find(key);
+  if (it == buckets_.end()) {
+    std::unique_ptr<Bucket> b;
+    if (!spareBuckets_.empty()) {
+      b = std::move(spareBuckets_.back());
+      spareBuckets_.pop_back();
+    } else {
+      b.reset(new Bucket);
+    }
+    it = buckets_.emplace(key, std::move(b)).first;
+  }
+  lastKey_ = key;
+  lastBucket_ = it->second.get();
+  return lastBucket_;
+}
+
+void RankTrace::complete(PendingEvent* e) {
+  Bucket* b = bucketFor(e->placedStart);
+  if (b == nullptr) {   // its bucket is written: late, written now
+    countOrder(e->placedStart);
+    nameTrack(e->track);
+    separate();
+    appendComplete(out_, *e, pid_, e->unfinished);
+    written_++;
+  } else {
+    const size_t at = b->text.size();
+    appendComplete(b->text, *e, pid_, e->unfinished);
+    b->events.push_back(Waiting{e->placedStart, -e->placedStop, e->id, e->track, nullptr, (uint32_t)at,
+                                (uint32_t)(b->text.size() - at)});
+    queued_++;
+  }
+  pool_->put(e);
+}
+
+void RankTrace::waitAsync(PendingEvent* e) {
+  Bucket* b = bucketFor(e->placedStart);
+  if (b == nullptr) {
+    writeAsync(e);
     return;
   }
-  if (!haveLastBucket_ || lastBucket_->first != key) {
-    lastBucket_ = buckets_.find(key);
-    if (lastBucket_ == buckets_.end()) {
-      std::vector<Queued> v;
-      if (!spareBuckets_.empty()) {
-        v.swap(spareBuckets_.back());
-        spareBuckets_.pop_back();
-      }
-      lastBucket_ = buckets_.emplace(key, std::move(v)).first;
-    }
-    haveLastBucket_ = true;
-  }
-  lastBucket_->second.push_back(Queued{e->placedStart, -stopKey, e->id, e});
+  b->events.push_back(Waiting{e->placedStart, -INT64_MAX, e->id, e->track, e, 0, 0});
   queued_++;
 }
 
 void RankTrace::writeBucket(Buckets::iterator it) {
-  std::vector<Queued>& v = it->second;
-  std::sort(v.begin(), v.end());
+  Bucket& b = *it->second;
+  std::sort(b.events.begin(), b.events.end());
   writtenBelow_ = it->first + 1;
-  for (const Queued& q : v) write(q.event);
-  queued_ -= v.size();
-  v.clear();
-  spareBuckets_.push_back(std::move(v));
-  if (haveLastBucket_ && lastBucket_ == it) haveLastBucket_ = false;
+  for (const Waiting& w : b.events) {
+    if (w.async != nullptr) {
+      writeAsync(w.async);
+      continue;
+    }
+    countOrder(w.start);
+    nameTrack(w.track);
+    separate();
+    out_.raw(b.text.data() + w.textAt, w.textLength);
+    written_++;
+  }
+  queued_ -= b.events.size();
+  b.events.clear();
+  b.text.clear();
+  if (lastBucket_ == &b) {
+    lastKey_ = INT64_MIN;
+    lastBucket_ = nullptr;
+  }
+  if (spareBuckets_.size() < kMaxSpareBuckets) spareBuckets_.push_back(std::move(it->second));
   buckets_.erase(it);
   // A burst of waiting events is handed to the file as it is formatted.
   if (out_.size() > (4u << 20)) flush();
@@ -199,17 +243,16 @@ void RankTrace::nameTrack(long track) {
   appendTrackName(out_, pid_, track);
 }
 
-void RankTrace::write(PendingEvent* e) {
-  if (e->placedStart < lastWrittenStart_) late_++;
-  else lastWrittenStart_ = e->placedStart;
+void RankTrace::countOrder(int64_t start) {
+  if (start < lastWrittenStart_) late_++;
+  else lastWrittenStart_ = start;
+}
+
+void RankTrace::writeAsync(PendingEvent* e) {
+  countOrder(e->placedStart);
   nameTrack(e->track);
   separate();
   written_++;
-  if (!isAsync(e->type())) {
-    appendComplete(out_, *e, pid_, e->unfinished);
-    pool_->put(e);
-    return;
-  }
   appendAsyncBegin(out_, *e, pid_, e->unfinished);
   e->nStatesWritten = e->nStates;
   if (e->stopNs < 0 && !e->unfinished) {
@@ -230,7 +273,7 @@ RankTraceSummary RankTrace::finish(int64_t endNs, const std::vector<PendingEvent
     if (!isAsync(e->type())) {
       removeOpen(e);
       place(e, endNs);
-      enqueue(e, e->placedStop);
+      complete(e);
     } else if (e->beginWritten) {
       e->placedStop = std::max(endNs, e->placedStart);
       separate();

@@ -12,11 +12,17 @@
 // (its start is older than the window) is written at once, out of order,
 // and counted as late. At most maxQueued events wait: past that the oldest
 // bucket goes even before the window has passed.
+//
+// A complete event ("X") is formatted when it stops, while its record is
+// still in the caches, and waits as text; its PendingEvent goes back to the
+// pool at once. An async event (ProxyOp, ProxyStep) waits as it is: its
+// begin is written in start order whether it stopped or not.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -75,23 +81,32 @@ class RankTrace {
  private:
   // Start times per bucket: 2^20 ns, about a millisecond.
   static constexpr int kBucketShift = 20;
-  struct Queued {   // ordered by start; at equal starts the longer (enclosing) event first
+  struct Waiting {   // ordered by start; at equal starts the longer (enclosing) event first
     int64_t start;
     int64_t negStop;
     uint64_t id;
-    PendingEvent* event;
-    bool operator<(const Queued& o) const {
+    long track;
+    PendingEvent* async;    // an async event; nullptr: a complete event, formatted
+    uint32_t textAt, textLength;   // the complete event's text in its bucket
+    bool operator<(const Waiting& o) const {
       if (start != o.start) return start < o.start;
       if (negStop != o.negStop) return negStop < o.negStop;
       return id < o.id;
     }
   };
-  using Buckets = std::map<int64_t, std::vector<Queued>>;
+  struct Bucket {
+    std::vector<Waiting> events;
+    JsonOut text{4096};   // grows to the most a millisecond brought
+  };
+  using Buckets = std::map<int64_t, std::unique_ptr<Bucket>>;
 
-  void enqueue(PendingEvent* e, int64_t stopKey);
+  Bucket* bucketFor(int64_t start);   // nullptr: its bucket was written
+  void complete(PendingEvent* e);     // a stopped (or unfinished) complete event: formatted, then waits
+  void waitAsync(PendingEvent* e);
   void writeBucket(Buckets::iterator it);
   void place(PendingEvent* e, int64_t stopNs);   // placedStart / placedStop of a stopped event
-  void write(PendingEvent* e);                   // its turn in start order
+  void writeAsync(PendingEvent* e);              // its turn in start order
+  void countOrder(int64_t start);                // late or not
   void separate() { out_.lit(",\n"); }
   void nameTrack(long track);
   void addOpen(PendingEvent* e);
@@ -103,11 +118,11 @@ class RankTrace {
   FILE* file_;
   const RankTraceOptions options_;
   PendingPool* pool_;
-  JsonOut out_;
+  JsonOut out_{256 << 10};   // formatted, for the file
   Buckets buckets_;
-  Buckets::iterator lastBucket_;   // where the last event went (most go to the same one)
-  bool haveLastBucket_ = false;
-  std::vector<std::vector<Queued>> spareBuckets_;   // emptied vectors, kept with their capacity
+  int64_t lastKey_ = INT64_MIN;    // where the last event went (most go to the same bucket)
+  Bucket* lastBucket_ = nullptr;
+  std::vector<std::unique_ptr<Bucket>> spareBuckets_;   // written ones, kept with their memory
   int64_t writtenBelow_ = INT64_MIN;   // buckets below this key are written
   size_t queued_ = 0;
   PendingEvent* open_ = nullptr;   // open complete events (an intrusive list)
