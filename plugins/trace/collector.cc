@@ -15,7 +15,7 @@ Collector::~Collector() {
 }
 
 bool Collector::addRank(uint16_t slot, const TraceContext& ctx, FILE* file, const RankTraceOptions& options) {
-  ranks_[slot] = new (std::nothrow) RankTrace(ctx, file, options, &pool_);
+  ranks_[slot] = new (std::nothrow) RankTrace(ctx, file, options, &pools_);
   if (ranks_[slot] == nullptr) return false;
   liveSlots_.push_back(slot);
   return true;
@@ -62,13 +62,13 @@ void Collector::onStart(long tid, const Cell* c, unsigned cells, uint64_t id) {
   if (rank == nullptr || !rank->admit()) {
     if (early != nullptr) {
       open_.erase(id);
-      pool_.put(early);
+      pools_.events.put(early);
     }
     return;
   }
   PendingEvent* e = early;
   if (e == nullptr) {
-    e = pool_.take();
+    e = pools_.events.take();
     e->id = id;
     e->stopNs = -1;
   }
@@ -93,7 +93,7 @@ void Collector::onUpdate(const UpdateRecord& u) {
     // rank finished. Otherwise the start is in a ring not read yet.
     const EventRing* r = rings_->ringOfId(u.id);
     if (r == nullptr || r->startRead(u.id)) return;
-    e = pool_.take();
+    e = pools_.events.take();
     e->id = u.id;
     e->stopNs = -1;
     e->seenInPass = pass_;
@@ -127,7 +127,7 @@ void Collector::forgetEarlyRecords() {
     if (e->id != x.first || e->rank != nullptr) continue;   // its start came
     if (e->seenInPass + 2 <= pass_) {
       open_.erase(x.first);
-      pool_.put(e);
+      pools_.events.put(e);
     } else {
       early_[keep++] = x;
     }

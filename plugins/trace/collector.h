@@ -45,7 +45,7 @@ class Collector {
   ThreadRings* rings_;
   std::vector<RankTrace*> ranks_;   // by slot
   std::vector<uint16_t> liveSlots_;   // the slots that have a rank
-  PendingPool pool_;
+  WriterPools pools_;
   IdMap open_;   // events started and not stopped, and stops / states that came before their start
   std::vector<std::pair<uint64_t, PendingEvent*>> early_;   // the latter, to forget if no start comes
   uint64_t pass_ = 0;

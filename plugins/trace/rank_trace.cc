@@ -29,8 +29,8 @@ std::string quoted(const std::string& s) {
 
 }  // namespace
 
-RankTrace::RankTrace(const TraceContext& ctx, FILE* file, const RankTraceOptions& options, PendingPool* pool)
-    : pid_(ctx.rank), file_(file), options_(options), pool_(pool) {
+RankTrace::RankTrace(const TraceContext& ctx, FILE* file, const RankTraceOptions& options, WriterPools* pools)
+    : pid_(ctx.rank), file_(file), options_(options), pools_(pools) {
   const std::string commId = hex16(ctx.commId);
   // otherData, with the counts known only at the end, closes the file.
   otherData_ = "\"otherData\":{\"commId\":\"" + commId + "\",\"commName\":" + quoted(ctx.commName) +
@@ -52,6 +52,7 @@ RankTrace::RankTrace(const TraceContext& ctx, FILE* file, const RankTraceOptions
 
 RankTrace::~RankTrace() {
   if (file_ != nullptr) fclose(file_);
+  for (auto& b : buckets_) b.second->text.release(pools_->text);
 }
 
 bool RankTrace::admit() {
@@ -97,7 +98,7 @@ void RankTrace::stopped(PendingEvent* e, uint64_t pass) {
     e->placedStop = std::max(e->stopNs, e->placedStart);
     separate();
     appendAsyncEnd(out_, *e, pid_, false);
-    pool_->put(e);
+    pools_->events.put(e);
     return;
   }
   removeOpen(e);
@@ -171,13 +172,22 @@ void RankTrace::complete(PendingEvent* e) {
     appendComplete(out_, *e, pid_, e->unfinished);
     written_++;
   } else {
-    const size_t at = b->text.size();
-    appendComplete(b->text, *e, pid_, e->unfinished);
-    b->events.push_back(Waiting{e->placedStart, -e->placedStop, e->id, e->track, nullptr, (uint32_t)at,
-                                (uint32_t)(b->text.size() - at)});
-    queued_++;
+    scratch_.clear();
+    appendComplete(scratch_, *e, pid_, e->unfinished);
+    const uint32_t n = (uint32_t)scratch_.size();
+    if (n > ChunkPool::kChunkBytes) {   // no event is this long, unless the library's names are
+      countOrder(e->placedStart);
+      nameTrack(e->track);
+      separate();
+      out_.raw(scratch_.data(), n);
+      written_++;
+    } else {
+      const ChunkedText::Place at = b->text.append(pools_->text, scratch_.data(), n);
+      b->events.push_back(Waiting{e->placedStart, -e->placedStop, e->id, e->track, nullptr, at, n});
+      waitingBytes_ += n;
+    }
   }
-  pool_->put(e);
+  pools_->events.put(e);
 }
 
 void RankTrace::waitAsync(PendingEvent* e) {
@@ -186,8 +196,8 @@ void RankTrace::waitAsync(PendingEvent* e) {
     writeAsync(e);
     return;
   }
-  b->events.push_back(Waiting{e->placedStart, -INT64_MAX, e->id, e->track, e, 0, 0});
-  queued_++;
+  b->events.push_back(Waiting{e->placedStart, -INT64_MAX, e->id, e->track, e, {0, 0}, 0});
+  waitingBytes_ += sizeof(PendingEvent);
 }
 
 void RankTrace::writeBucket(Buckets::iterator it) {
@@ -197,17 +207,18 @@ void RankTrace::writeBucket(Buckets::iterator it) {
   for (const Waiting& w : b.events) {
     if (w.async != nullptr) {
       writeAsync(w.async);
+      waitingBytes_ -= sizeof(PendingEvent);
       continue;
     }
     countOrder(w.start);
     nameTrack(w.track);
     separate();
-    out_.raw(b.text.data() + w.textAt, w.textLength);
+    out_.raw(b.text.at(w.text), w.textLength);
     written_++;
+    waitingBytes_ -= w.textLength;
   }
-  queued_ -= b.events.size();
   b.events.clear();
-  b.text.clear();
+  b.text.release(pools_->text);
   if (lastBucket_ == &b) {
     lastKey_ = INT64_MIN;
     lastBucket_ = nullptr;
@@ -223,7 +234,7 @@ void RankTrace::writeReady(int64_t nowNs, uint64_t pass) {
   while (!buckets_.empty()) {
     const auto it = buckets_.begin();
     const bool due = ((it->first + 1) << kBucketShift) <= bound;   // all of it starts before the bound
-    if (!due && queued_ <= options_.maxQueued) break;
+    if (!due && waitingBytes_ <= options_.maxWaitingBytes) break;
     writeBucket(it);
   }
   // A ProxyOp's track is kept for steps that another thread's ring may
@@ -263,7 +274,7 @@ void RankTrace::writeAsync(PendingEvent* e) {
   e->placedStop = std::max(e->placedStop, e->placedStart);
   separate();
   appendAsyncEnd(out_, *e, pid_, false);
-  pool_->put(e);
+  pools_->events.put(e);
 }
 
 RankTraceSummary RankTrace::finish(int64_t endNs, const std::vector<PendingEvent*>& open,
@@ -278,7 +289,7 @@ RankTraceSummary RankTrace::finish(int64_t endNs, const std::vector<PendingEvent
       e->placedStop = std::max(endNs, e->placedStart);
       separate();
       appendAsyncEnd(out_, *e, pid_, true);
-      pool_->put(e);
+      pools_->events.put(e);
     } else {
       e->placedStop = endNs;   // waiting: written with its begin
     }

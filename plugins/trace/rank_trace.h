@@ -10,8 +10,8 @@
 // reorder window and no open event started before them; then a bucket is
 // sorted and written. An event that arrives after its bucket was written
 // (its start is older than the window) is written at once, out of order,
-// and counted as late. At most maxQueued events wait: past that the oldest
-// bucket goes even before the window has passed.
+// and counted as late. At most maxWaitingBytes of events wait: past that
+// the oldest bucket goes even before the window has passed.
 //
 // A complete event ("X") is formatted when it stops, while its record is
 // still in the caches, and waits as text; its PendingEvent goes back to the
@@ -29,16 +29,23 @@
 #include <utility>
 #include <vector>
 
+#include "chunked_text.h"
 #include "json_out.h"
 #include "pending_event.h"
 #include "trace_context.h"
 
 namespace trace {
 
+// The writer's reusable memory, shared by its ranks.
+struct WriterPools {
+  PendingPool events;
+  ChunkPool text;
+};
+
 struct RankTraceOptions {
   uint64_t maxEvents = 0;    // events written; later ones are dropped (counted)
   int64_t reorderNs = 0;     // the reorder window
-  size_t maxQueued = 0;      // events waiting to be written at most
+  size_t maxWaitingBytes = 0;   // events waiting to be written, at most
 };
 
 // What finish() reports.
@@ -55,7 +62,8 @@ struct RankTraceSummary {
 class RankTrace {
  public:
   // Writes the file's head: `file` is the rank's trace file, opened by init.
-  RankTrace(const TraceContext& ctx, FILE* file, const RankTraceOptions& options, PendingPool* pool);
+  // `pools`: the writer's, shared by its ranks.
+  RankTrace(const TraceContext& ctx, FILE* file, const RankTraceOptions& options, WriterPools* pools);
   ~RankTrace();
   RankTrace(const RankTrace&) = delete;
   RankTrace& operator=(const RankTrace&) = delete;
@@ -87,7 +95,8 @@ class RankTrace {
     uint64_t id;
     long track;
     PendingEvent* async;    // an async event; nullptr: a complete event, formatted
-    uint32_t textAt, textLength;   // the complete event's text in its bucket
+    ChunkedText::Place text;        // the complete event's text in its bucket
+    uint32_t textLength;
     bool operator<(const Waiting& o) const {
       if (start != o.start) return start < o.start;
       if (negStop != o.negStop) return negStop < o.negStop;
@@ -96,7 +105,7 @@ class RankTrace {
   };
   struct Bucket {
     std::vector<Waiting> events;
-    JsonOut text{4096};   // grows to the most a millisecond brought
+    ChunkedText text;
   };
   using Buckets = std::map<int64_t, std::unique_ptr<Bucket>>;
 
@@ -117,14 +126,15 @@ class RankTrace {
   std::string otherData_;   // the trailer's part known from the start
   FILE* file_;
   const RankTraceOptions options_;
-  PendingPool* pool_;
+  WriterPools* pools_;
   JsonOut out_{256 << 10};   // formatted, for the file
+  JsonOut scratch_{4096};    // one event, before it goes to its bucket
   Buckets buckets_;
   int64_t lastKey_ = INT64_MIN;    // where the last event went (most go to the same bucket)
   Bucket* lastBucket_ = nullptr;
   std::vector<std::unique_ptr<Bucket>> spareBuckets_;   // written ones, kept with their memory
   int64_t writtenBelow_ = INT64_MIN;   // buckets below this key are written
-  size_t queued_ = 0;
+  size_t waitingBytes_ = 0;   // text of the waiting complete events, and the waiting async events
   PendingEvent* open_ = nullptr;   // open complete events (an intrusive list)
   std::unordered_set<long> namedTracks_;
   std::unordered_map<uint64_t, long> proxyOpTracks_;   // ProxyOp id -> track, for its steps

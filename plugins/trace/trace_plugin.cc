@@ -51,9 +51,11 @@ constexpr int kDefaultMask = ncclProfileGroupApi | ncclProfileCollApi | ncclProf
                              ncclProfileKernelCh;
 static_assert(kUNICCL_PROFILER_TRACE_MASK.intDefault == kDefaultMask, "knobs.def shows the default mask");
 
-// Events a rank's writer holds at most while they wait for their turn in
-// start order (about 300 bytes each).
-constexpr size_t kMaxQueuedPerRank = 65536;
+// What a rank's waiting events may take at most (about 300 bytes of text
+// each): a host-bound loop reporting half a million events a second on a
+// rank fills it in about 50 ms, and then events go before the reorder
+// window has passed.
+constexpr size_t kMaxWaitingBytesPerRank = 8u << 20;
 // A thread whose ring is full waits this long for the writer to make room
 // for a stop or state (a start is dropped at once: it leaves room for them).
 constexpr auto kMaxUpdateWait = std::chrono::milliseconds(2);
@@ -113,7 +115,7 @@ ncclResult_t traceInit(void** context, uint64_t commId, int* eActivationMask, co
   options.maxEvents = maxEvents > 0 ? (uint64_t)maxEvents : 0;
   const int64_t reorderMs = envInt(kUNICCL_PROFILER_TRACE_REORDER_MS);
   options.reorderNs = (reorderMs > 0 ? reorderMs : 0) * 1000000LL;
-  options.maxQueued = kMaxQueuedPerRank;
+  options.maxWaitingBytes = kMaxWaitingBytesPerRank;
   Tracer* tracer = Tracer::join(ringCells());
   if (tracer == nullptr || !tracer->addRank(ctx, file, options)) {
     TLOG(ctx, NCCL_LOG_WARN, "Trace profiler: no room to trace rank %d of comm %016llx (too many communicators)",
