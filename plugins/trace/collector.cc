@@ -77,7 +77,7 @@ void Collector::onStart(long tid, const Cell* c, unsigned cells, uint64_t id) {
   e->first = s;
   e->startNs = clock_.toNs(s.ticks);
   if (cells > 1) memcpy(e->rest, c + 1, (cells - 1) * sizeof(Cell));
-  rank->started(e, pass_);
+  rank->started(e);
   if (e->stopNs >= 0) {
     if (early != nullptr) open_.erase(id);
     rank->stopped(e, pass_);

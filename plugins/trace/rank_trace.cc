@@ -64,8 +64,7 @@ bool RankTrace::admit() {
   return true;
 }
 
-void RankTrace::started(PendingEvent* e, uint64_t pass) {
-  (void)pass;
+void RankTrace::started(PendingEvent* e) {
   const uint32_t type = e->type();
   e->placedStart = e->startNs;
   e->track = e->tid;

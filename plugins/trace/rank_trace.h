@@ -72,7 +72,7 @@ class RankTrace {
   // or taken already; the event is counted as dropped).
   bool admit();
   // An admitted event, after its start (and whatever stop or states came before it).
-  void started(PendingEvent* e, uint64_t pass);
+  void started(PendingEvent* e);
   // e's stop was read (e->stopNs set). The rank owns e from here.
   void stopped(PendingEvent* e, uint64_t pass);
   // Writes every waiting event that the reorder window and the open events

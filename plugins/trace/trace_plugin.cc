@@ -19,6 +19,7 @@
 //   UNICCL_PROFILER_TRACE_REORDER_MS  how long events wait to be written in start order (default 100)
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -113,8 +114,8 @@ ncclResult_t traceInit(void** context, uint64_t commId, int* eActivationMask, co
   RankTraceOptions options;
   const int64_t maxEvents = envInt(kUNICCL_PROFILER_TRACE_MAX_EVENTS);
   options.maxEvents = maxEvents > 0 ? (uint64_t)maxEvents : 0;
-  const int64_t reorderMs = envInt(kUNICCL_PROFILER_TRACE_REORDER_MS);
-  options.reorderNs = (reorderMs > 0 ? reorderMs : 0) * 1000000LL;
+  const int64_t reorderMs = std::min<int64_t>(std::max<int64_t>(envInt(kUNICCL_PROFILER_TRACE_REORDER_MS), 0), 3600000);
+  options.reorderNs = reorderMs * 1000000LL;
   options.maxWaitingBytes = kMaxWaitingBytesPerRank;
   Tracer* tracer = Tracer::join(ringCells());
   if (tracer == nullptr || !tracer->addRank(ctx, file, options)) {
