@@ -2,8 +2,10 @@
 // dropped when a thread's ring is full are counted and nothing else is lost;
 // the file is written while the program runs, and an event that reaches the
 // writer after later ones were written is written anyway, counted as late;
-// a stop on another thread than its start finds its event.
+// a stop on another thread than its start finds its event; the ring of a
+// thread that exited serves a new thread.
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,9 +15,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "common/profiler/profiler.h"
 
@@ -189,6 +195,54 @@ TEST_F(TraceWriterTest, StopsOnAnotherThreadFindTheirStarts) {
   EXPECT_EQ(count(text, "\"ph\":\"e\""), count(text, "\"ph\":\"b\""));
   EXPECT_EQ(count(text, "\"unfinished\""), 0u) << "every stop found its start";
   EXPECT_TRUE(checks("--expect ProxyOp:ProxySend --expect ProxyOp:ProxyRecv"));
+}
+
+// The (tid, id) of every Group event in the text.
+std::vector<std::pair<long, uint64_t>> groupTidsAndIds(const std::string& text) {
+  std::vector<std::pair<long, uint64_t>> v;
+  const std::string group = "\"cat\":\"Group\",";
+  for (size_t at = text.find(group); at != std::string::npos; at = text.find(group, at + 1)) {
+    const size_t tid = text.find("\"tid\":", at), id = text.find("\"id\":", at);
+    if (tid == std::string::npos || id == std::string::npos) break;
+    v.emplace_back(strtol(text.c_str() + tid + 6, nullptr, 10), strtoull(text.c_str() + id + 5, nullptr, 10));
+  }
+  return v;
+}
+
+long currentTid() { return (long)syscall(SYS_gettid); }
+
+TEST_F(TraceWriterTest, AnExitedThreadsRingGoesToANewThread) {
+  setenv("UNICCL_PROFILER_TRACE_REORDER_MS", "0", 1);
+  auto ctx = init(0x54);
+  ASSERT_NE(ctx, nullptr);
+  ProfilerContext* p = ctx.get();
+  // Ids carry the index of the ring that handed them out (above bit 40).
+  constexpr int kRingIdShift = 40;
+  long firstTid = 0;
+  std::thread([&] {
+    firstTid = currentTid();
+    profilerStop(p, profilerStartGroup(p));
+  }).join();
+  // The writer looks for exited threads' rings once a second; threads that
+  // come and go meanwhile each take a ring, then leave theirs too.
+  std::set<long> tids{firstTid};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool reused = false;
+  while (!reused && std::chrono::steady_clock::now() < deadline) {
+    std::thread([&] {
+      tids.insert(currentTid());
+      profilerStop(p, profilerStartGroup(p));
+    }).join();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::map<uint64_t, std::set<long>> tidsByRing;
+    for (const auto& e : groupTidsAndIds(readFile(file_))) tidsByRing[e.second >> kRingIdShift].insert(e.first);
+    for (const auto& r : tidsByRing) reused = reused || r.second.size() > 1;
+  }
+  profilerFinalize(ctx);
+  EXPECT_TRUE(reused) << "no ring was handed to a second thread";
+  // Each event is its own thread's, whichever ring it went through.
+  for (const auto& e : groupTidsAndIds(readFile(file_))) EXPECT_EQ(tids.count(e.first), 1u) << e.first;
+  EXPECT_TRUE(checks());
 }
 
 }  // namespace trace_writer_test
