@@ -1,6 +1,7 @@
 // The text of events that wait for their turn in the file, in chunks of
-// 64 KiB that the writer reuses: the memory follows what waits now, not the
-// largest burst a bucket of events ever held.
+// 64 KiB that the writer reuses: the memory is the most that waited at once
+// (which RankTraceOptions::maxWaitingBytes bounds), not the largest burst
+// each bucket ever held, and it is not handed back and faulted in again.
 #pragma once
 
 #include <cstdint>
@@ -26,13 +27,9 @@ class ChunkPool {
     spare_.pop_back();
     return c;
   }
-  void put(char* chunk) {
-    if (spare_.size() < kMaxSpare) spare_.push_back(chunk);
-    else delete[] chunk;
-  }
+  void put(char* chunk) { spare_.push_back(chunk); }
 
  private:
-  static constexpr size_t kMaxSpare = 64;   // 4 MiB kept for the next burst
   std::vector<char*> spare_;
 };
 

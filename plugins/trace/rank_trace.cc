@@ -12,6 +12,8 @@ namespace {
 // Written buckets kept for reuse with their memory (a 100 ms window has
 // about a hundred at once).
 constexpr size_t kMaxSpareBuckets = 128;
+// Formatted text handed to the file once there is this much.
+constexpr size_t kFlushBytes = 1 << 20;
 
 std::string hex16(uint64_t v) {
   static const char kHex[] = "0123456789abcdef";
@@ -215,6 +217,8 @@ void RankTrace::writeBucket(Buckets::iterator it) {
     out_.raw(b.text.at(w.text), w.textLength);
     written_++;
     waitingBytes_ -= w.textLength;
+    // A burst is handed to the file as it goes: the buffer stays small.
+    if (out_.size() > kFlushBytes) flush();
   }
   b.events.clear();
   b.text.release(pools_->text);
@@ -224,8 +228,6 @@ void RankTrace::writeBucket(Buckets::iterator it) {
   }
   if (spareBuckets_.size() < kMaxSpareBuckets) spareBuckets_.push_back(std::move(it->second));
   buckets_.erase(it);
-  // A burst of waiting events is handed to the file as it is formatted.
-  if (out_.size() > (4u << 20)) flush();
 }
 
 void RankTrace::writeReady(int64_t nowNs, uint64_t pass) {

@@ -73,6 +73,9 @@ void TickConverter::calibrate() {
   if (!points_.empty() && (p.ticks <= points_.back().ticks || p.ns <= points_.back().ns)) return;
   if (points_.size() == kMaxPoints) points_.erase(points_.begin(), points_.begin() + kMaxPoints / 2);
   points_.push_back(p);
+  const size_t n = points_.size();
+  if (n >= 2)
+    lastRate_ = (double)(points_[n - 1].ns - points_[n - 2].ns) / (double)(points_[n - 1].ticks - points_[n - 2].ticks);
 }
 
 int64_t TickConverter::along(const Point& a, const Point& b, uint64_t ticks) {
@@ -85,7 +88,8 @@ int64_t TickConverter::toNs(uint64_t ticks) const {
   const size_t n = points_.size();
   if (n < 2) return nowNs();
   // Most records are younger than the pair before last.
-  if (ticks >= points_[n - 2].ticks) return along(points_[n - 2], points_[n - 1], ticks);
+  if (ticks >= points_[n - 2].ticks)
+    return points_[n - 2].ns + (int64_t)((double)(int64_t)(ticks - points_[n - 2].ticks) * lastRate_);
   auto it = std::upper_bound(points_.begin(), points_.end(), ticks,
                              [](uint64_t t, const Point& p) { return t < p.ticks; });
   if (it == points_.begin()) return along(points_[0], points_[1], ticks);

@@ -56,6 +56,7 @@ class TickConverter {
   };
   static int64_t along(const Point& a, const Point& b, uint64_t ticks);   // on the line through a and b
   std::vector<Point> points_;   // increasing; the last ones (a bounded history)
+  double lastRate_ = 0;         // ns per tick between the last two points (most records use them)
 };
 
 // A GPU global timer value (ns) on the trace clock, or -1 when it is not in
