@@ -21,14 +21,18 @@ bool Collector::addRank(uint16_t slot, const TraceContext& ctx, FILE* file, cons
   return true;
 }
 
-void Collector::pass() {
+void Collector::pass(bool final) {
   pass_++;
-  clock_.calibrate();
-  const int64_t now = nowNs();
+  // Where each ring's records end, then the clock: every record read in
+  // this pass was stamped before the pair the converter takes now.
   const uint32_t n = rings_->count();
+  heads_.resize(n);
+  for (uint32_t i = 0; i < n; i++) heads_[i] = rings_->at(i)->published();
+  if (!clock_.calibrate(final)) return;
+  const int64_t now = nowNs();
   for (uint32_t i = 0; i < n; i++) {
     long tid = -1;
-    rings_->at(i)->drain([&](const Cell* c, unsigned cells, uint64_t startId) {
+    rings_->at(i)->drain(heads_[i], [&](const Cell* c, unsigned cells, uint64_t startId) {
       // Read after the ring's head: a ring handed to a new thread holds only
       // that thread's records.
       if (tid < 0) tid = rings_->ownerTid(i);
@@ -136,7 +140,7 @@ void Collector::forgetEarlyRecords() {
 }
 
 RankTraceSummary Collector::finishRank(uint16_t slot, uint64_t droppedRingFull, uint64_t lostUpdates) {
-  pass();
+  pass(true);
   RankTrace* rank = ranks_[slot];
   std::vector<PendingEvent*> open;
   open_.forEach([&](PendingEvent* e) {

@@ -27,8 +27,9 @@ class Collector {
   Collector& operator=(const Collector&) = delete;
 
   // Reads every record published so far and writes what the ranks' reorder
-  // windows let go.
-  void pass();
+  // windows let go. A pass that could not read the clock well reads no
+  // record (the next one does), unless `final`.
+  void pass(bool final = false);
   // ctx's trace from now on, in slot `slot`, into `file` (which the rank
   // closes); false when it cannot be made.
   bool addRank(uint16_t slot, const TraceContext& ctx, FILE* file, const RankTraceOptions& options);
@@ -49,6 +50,7 @@ class Collector {
   IdMap open_;   // events started and not stopped, and stops / states that came before their start
   std::vector<std::pair<uint64_t, PendingEvent*>> early_;   // the latter, to forget if no start comes
   uint64_t pass_ = 0;
+  std::vector<uint64_t> heads_;   // pass(): where each ring's records ended when it began
   TickConverter clock_;   // the records' ticks to trace-clock ns
 };
 

@@ -65,13 +65,14 @@ class EventRing {
   }
 
   // ----------------------------------------------------------- consumer
+  // Where the published records end now.
+  uint64_t published() const { return head_.load(std::memory_order_acquire); }
   // Calls f(const Cell* record, unsigned cells, uint64_t startId) for each
-  // record published since the last drain, in order (startId: the id of a
-  // start, 0 for other records), then frees their cells. Returns how many
-  // records it read.
+  // record published before `head` (a published() value) and not read yet,
+  // in order (startId: the id of a start, 0 for other records), then frees
+  // their cells. Returns how many records it read.
   template <typename F>
-  size_t drain(F&& f) {
-    const uint64_t head = head_.load(std::memory_order_acquire);
+  size_t drain(uint64_t head, F&& f) {
     uint64_t t = tail_.load(std::memory_order_relaxed);
     size_t n = 0;
     while (t < head) {

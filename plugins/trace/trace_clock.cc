@@ -17,6 +17,21 @@ namespace {
 constexpr int64_t kHourNs = 3600LL * 1000000000LL;
 // Calibration pairs kept: at one pass a millisecond, the last few seconds.
 constexpr size_t kMaxPoints = 4096;
+// Counter ticks between the two reads around the clock: below the first, a
+// pair is good enough; above the second (about 10 us at a few GHz), it is
+// not taken once there is a rate.
+constexpr int kPairAttempts = 8;
+constexpr uint64_t kTightPairTicks = 500;
+constexpr uint64_t kLoosePairTicks = 40000;
+
+// The counter, read after every earlier instruction has completed: the pair
+// brackets the clock read, and follows the ring heads the writer read.
+uint64_t orderedTicks() {
+#if defined(__x86_64__)
+  _mm_lfence();
+#endif
+  return nowTicks();
+}
 
 int64_t clockNs(clockid_t id) {
   timespec ts;
@@ -55,27 +70,38 @@ const bool kTicksAreTsc = tscIsAClock();
 int64_t nowNs() { return clockNs(CLOCK_MONOTONIC) + kMonotonicToEpochNs; }
 
 TickConverter::TickConverter() {
-  calibrate();
+  calibrate(true);
   if (!kTicksAreTsc) return;
   // A second pair 200 us later, so that there is a rate before the first pass.
   const int64_t until = nowNs() + 200000;
   while (nowNs() < until) {
   }
-  calibrate();
+  calibrate(true);
 }
 
-void TickConverter::calibrate() {
-  if (!kTicksAreTsc) return;   // ticks are ns already
-  const uint64_t t0 = nowTicks();
-  const int64_t ns = nowNs();
-  const uint64_t t1 = nowTicks();
-  const Point p{t0 + (t1 - t0) / 2, ns};
-  if (!points_.empty() && (p.ticks <= points_.back().ticks || p.ns <= points_.back().ns)) return;
+bool TickConverter::calibrate(bool anyway) {
+  if (!kTicksAreTsc) return true;   // ticks are ns already
+  // The clock read between two counter reads; the closest of a few tries,
+  // as a thread preempted between the reads pairs them badly.
+  Point p{0, 0};
+  uint64_t spread = UINT64_MAX;
+  for (int attempt = 0; attempt < kPairAttempts && spread > kTightPairTicks; attempt++) {
+    const uint64_t t0 = orderedTicks();
+    const int64_t ns = nowNs();
+    const uint64_t t1 = orderedTicks();
+    if (t1 - t0 < spread) {
+      spread = t1 - t0;
+      p = Point{t0 + spread / 2, ns};
+    }
+  }
+  if (spread > kLoosePairTicks && points_.size() >= 2 && !anyway) return false;
+  if (!points_.empty() && (p.ticks <= points_.back().ticks || p.ns <= points_.back().ns)) return anyway;
   if (points_.size() == kMaxPoints) points_.erase(points_.begin(), points_.begin() + kMaxPoints / 2);
   points_.push_back(p);
   const size_t n = points_.size();
   if (n >= 2)
     lastRate_ = (double)(points_[n - 1].ns - points_[n - 2].ns) / (double)(points_[n - 1].ticks - points_[n - 2].ticks);
+  return true;
 }
 
 int64_t TickConverter::along(const Point& a, const Point& b, uint64_t ticks) {
@@ -87,7 +113,8 @@ int64_t TickConverter::toNs(uint64_t ticks) const {
   if (!kTicksAreTsc) return (int64_t)ticks;
   const size_t n = points_.size();
   if (n < 2) return nowNs();
-  // Most records are younger than the pair before last.
+  // Most records lie between the last two pairs: the writer takes a pair
+  // after reading where the rings' records end (Collector::pass).
   if (ticks >= points_[n - 2].ticks)
     return points_[n - 2].ns + (int64_t)((double)(int64_t)(ticks - points_[n - 2].ticks) * lastRate_);
   auto it = std::upper_bound(points_.begin(), points_.end(), ticks,

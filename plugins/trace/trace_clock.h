@@ -41,12 +41,17 @@ inline uint64_t nowTicks() {
 
 // Ticks to trace-clock ns: piecewise linear between (ticks, ns) pairs the
 // writer takes at every pass, so that a rate the kernel slews (NTP) is
-// followed. Monotonic: ticks in order stay in order. One thread at a time.
+// followed. Pairs are only added, and a record is converted after a pair
+// later than it was taken, so every record is converted by one function:
+// ticks in order stay in order, whichever pass converted them. One thread
+// at a time.
 class TickConverter {
  public:
   TickConverter();
-  // Takes a pair now.
-  void calibrate();
+  // Takes a pair now. Returns false, taking none, when no try read the
+  // clock tightly enough between two counter reads (a preemption between
+  // them), unless `anyway`.
+  bool calibrate(bool anyway);
   int64_t toNs(uint64_t ticks) const;
 
  private:
