@@ -1,6 +1,5 @@
 #include "thread_rings.h"
 
-#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 

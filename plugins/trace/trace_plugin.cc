@@ -119,8 +119,9 @@ ncclResult_t traceInit(void** context, uint64_t commId, int* eActivationMask, co
   options.maxWaitingBytes = kMaxWaitingBytesPerRank;
   Tracer* tracer = Tracer::join(ringCells());
   if (tracer == nullptr || !tracer->addRank(ctx, file, options)) {
-    TLOG(ctx, NCCL_LOG_WARN, "Trace profiler: no room to trace rank %d of comm %016llx (too many communicators)",
-         rank, (unsigned long long)commId);
+    TLOG(ctx, NCCL_LOG_WARN,
+         "Trace profiler: cannot trace rank %d of comm %016llx (no writer thread, or %u traced communicators already)",
+         rank, (unsigned long long)commId, Collector::kMaxRanks);
     fclose(file);
     if (tracer != nullptr) Tracer::leave();
     delete ctx;
