@@ -1,23 +1,37 @@
-// uniccl's trace profiler plugin (profiler API v5): records every event it
-// is given and, when the communicator is destroyed, writes them as one
-// Chrome-trace JSON file per rank (open in https://ui.perfetto.dev or
-// chrome://tracing; docs/profiler.md shows how to merge ranks).
+// uniccl's trace profiler plugin (profiler API v5): writes one Chrome-trace
+// JSON file per communicator rank while the program runs (open it in
+// https://ui.perfetto.dev or chrome://tracing; docs/profiler.md shows how to
+// merge ranks and describes the design).
+//
+// The entry points run on the threads that report events (the launching
+// thread, the proxy thread, the KernelCh poller) and only write a small
+// record into the calling thread's ring (event_ring.h): no lock, no
+// allocation, no formatting, no system call. A writer thread (tracer.h)
+// reads the rings and writes the files.
 //
 //   UNICCL_PROFILER_TRACE_FILE        path prefix (default "uniccl_trace"); the file is
 //                                     <prefix>.<commId as 16 hex digits>.rank<rank>.json
 //   UNICCL_PROFILER_TRACE_MASK        event types to record (default 0xf4f: API, launch,
 //                                     Group/Coll/P2p, ProxyOp, KernelCh)
-//   UNICCL_PROFILER_TRACE_MAX_EVENTS  events kept per rank (default 1000000); later ones
+//   UNICCL_PROFILER_TRACE_MAX_EVENTS  events written per rank (default 1000000); later ones
 //                                     are counted as dropped
-#include <sys/syscall.h>
-#include <time.h>
+//   UNICCL_PROFILER_TRACE_RING_KB     each thread's ring (default 512)
+//   UNICCL_PROFILER_TRACE_REORDER_MS  how long events wait to be written in start order (default 100)
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <new>
+#include <string>
+#include <thread>
 
-#include "trace_event.h"
+#include "trace_clock.h"
+#include "trace_context.h"
+#include "trace_record.h"
+#include "tracer.h"
 
 namespace trace {
 
@@ -38,16 +52,14 @@ constexpr int kDefaultMask = ncclProfileGroupApi | ncclProfileCollApi | ncclProf
                              ncclProfileKernelCh;
 static_assert(kUNICCL_PROFILER_TRACE_MASK.intDefault == kDefaultMask, "knobs.def shows the default mask");
 
-long threadId() {
-  static thread_local long tid = syscall(SYS_gettid);
-  return tid;
-}
-
-void copyStr(char* dst, size_t n, const char* src) {
-  if (src == nullptr) src = "";
-  strncpy(dst, src, n - 1);
-  dst[n - 1] = '\0';
-}
+// What a rank's waiting events may take at most (about 300 bytes of text
+// each): a host-bound loop reporting half a million events a second on a
+// rank fills it in about 50 ms, and then events go before the reorder
+// window has passed.
+constexpr size_t kMaxWaitingBytesPerRank = 8u << 20;
+// A thread whose ring is full waits this long for the writer to make room
+// for a stop or state (a start is dropped at once: it leaves room for them).
+constexpr auto kMaxUpdateWait = std::chrono::milliseconds(2);
 
 int64_t envInt(const Knob& k) {
   const char* v = getenv(k.name);
@@ -56,6 +68,17 @@ int64_t envInt(const Knob& k) {
   char* end = nullptr;
   long long x = strtoll(v, &end, 0);
   return (end && *end == '\0') ? (int64_t)x : dflt;
+}
+
+// Cells per ring from UNICCL_PROFILER_TRACE_RING_KB: a power of two, at least 4 KiB.
+uint32_t ringCells() {
+  int64_t kb = envInt(kUNICCL_PROFILER_TRACE_RING_KB);
+  if (kb < 4) kb = 4;
+  if (kb > (1 << 20)) kb = 1 << 20;
+  uint64_t cells = (uint64_t)kb * 1024 / kCellBytes;
+  uint32_t pow2 = 1;
+  while ((uint64_t)pow2 * 2 <= cells) pow2 *= 2;
+  return pow2;
 }
 
 #define TLOG(ctx, level, ...) \
@@ -74,19 +97,33 @@ ncclResult_t traceInit(void** context, uint64_t commId, int* eActivationMask, co
   ctx->nNodes = nNodes;
   ctx->commName = commName ? commName : "";
   ctx->log = logfn;
-  ctx->initNs = nowNs();
-  int64_t maxEvents = envInt(kUNICCL_PROFILER_TRACE_MAX_EVENTS);
-  ctx->maxEvents = maxEvents > 0 ? (size_t)maxEvents : 0;
+  ctx->pid = getpid();
   const char* prefix = getenv(kUNICCL_PROFILER_TRACE_FILE.name);
   if (prefix == nullptr || *prefix == '\0') prefix = kUNICCL_PROFILER_TRACE_FILE.defaultDoc;
   char suffix[64];
   snprintf(suffix, sizeof(suffix), ".%016llx.rank%d.json", (unsigned long long)commId, rank);
   ctx->path = std::string(prefix) + suffix;
-  ctx->file = fopen(ctx->path.c_str(), "w");
-  if (ctx->file == nullptr) {
+  FILE* file = fopen(ctx->path.c_str(), "w");
+  if (file == nullptr) {
     TLOG(ctx, NCCL_LOG_WARN,
          "Trace profiler: cannot write %s (%s); set UNICCL_PROFILER_TRACE_FILE to a writable path prefix",
          ctx->path.c_str(), strerror(errno));
+    delete ctx;
+    return ncclSystemError;
+  }
+  RankTraceOptions options;
+  const int64_t maxEvents = envInt(kUNICCL_PROFILER_TRACE_MAX_EVENTS);
+  options.maxEvents = maxEvents > 0 ? (uint64_t)maxEvents : 0;
+  const int64_t reorderMs = std::min<int64_t>(std::max<int64_t>(envInt(kUNICCL_PROFILER_TRACE_REORDER_MS), 0), 3600000);
+  options.reorderNs = reorderMs * 1000000LL;
+  options.maxWaitingBytes = kMaxWaitingBytesPerRank;
+  Tracer* tracer = Tracer::join(ringCells());
+  if (tracer == nullptr || !tracer->addRank(ctx, file, options)) {
+    TLOG(ctx, NCCL_LOG_WARN,
+         "Trace profiler: cannot trace rank %d of comm %016llx (no writer thread, or %u traced communicators already)",
+         rank, (unsigned long long)commId, Collector::kMaxRanks);
+    fclose(file);
+    if (tracer != nullptr) Tracer::leave();
     delete ctx;
     return ncclSystemError;
   }
@@ -97,133 +134,151 @@ ncclResult_t traceInit(void** context, uint64_t commId, int* eActivationMask, co
   return ncclSuccess;
 }
 
-// A parent handle is one of this process's records (PXN may hand us a remote
-// process's pointer for ProxyOp; its pid says so, and it is not followed).
-uint64_t parentIdOf(void* parent) {
-  const TraceEvent* p = static_cast<const TraceEvent*>(parent);
-  return (p != nullptr && p->magic == kEventMagic) ? p->id : 0;
+unsigned startCells(uint64_t type) {
+  switch (type) {
+    case ncclProfileColl: return 3;
+    case ncclProfileCollApi:
+    case ncclProfileP2pApi:
+    case ncclProfileP2p:
+    case ncclProfileProxyOp: return 2;
+  }
+  return 1;
 }
 
-std::atomic<uint64_t> gNextId{1};
+// Fills the start record at `c` (startCells(d->type) cells).
+void fillStart(Cell* c, unsigned cells, const TraceContext* ctx, const ncclProfilerEventDescr_v5_t* d, uint64_t now,
+               uint64_t gen) {
+  StartRecord* s = new (c) StartRecord;
+  s->head.kind = RecordKind::kStart;
+  s->head.cells = (uint8_t)cells;
+  s->head.ctxSlot = ctx->slot;
+  s->head.code = d->type < (1u << 16) ? (uint16_t)d->type : 0;
+  s->head.small = 0;
+  s->ticks = now;
+  s->parentId = idOfHandle(d->parentObj, gen);
+  s->word = 0;
+  switch (d->type) {
+    case ncclProfileGroupApi:
+      s->head.small = d->groupApi.graphCaptured;
+      s->word = (uint64_t)(int64_t)d->groupApi.groupDepth;
+      break;
+    case ncclProfileCollApi:
+      s->head.small = d->collApi.graphCaptured;
+      s->word = (uint64_t)(int64_t)d->collApi.root;
+      new (c + 1) ApiTail{d->collApi.func, d->collApi.datatype, d->collApi.stream, d->collApi.count};
+      break;
+    case ncclProfileP2pApi:
+      s->head.small = d->p2pApi.graphCaptured;
+      new (c + 1) ApiTail{d->p2pApi.func, d->p2pApi.datatype, d->p2pApi.stream, d->p2pApi.count};
+      break;
+    case ncclProfileKernelLaunch:
+      s->word = (uint64_t)(uintptr_t)d->kernelLaunch.stream;
+      break;
+    case ncclProfileColl:
+      s->word = idOfHandle(d->coll.parentGroup, gen);
+      new (c + 1) CollNames{d->coll.func, d->coll.datatype, d->coll.algo, d->coll.proto};
+      new (c + 2) CollTail{d->coll.seqNumber, d->coll.count, d->coll.root, d->coll.nChannels, 0};
+      break;
+    case ncclProfileP2p:
+      s->word = idOfHandle(d->p2p.parentGroup, gen);
+      new (c + 1) P2pTail{d->p2p.func, d->p2p.datatype, d->p2p.count, d->p2p.peer, d->p2p.nChannels};
+      break;
+    case ncclProfileProxyOp:
+      // A PXN operation of another process carries that process's handle as parent.
+      if (d->proxyOp.pid != ctx->pid) s->parentId = 0;
+      s->head.small = d->proxyOp.isSend != 0;
+      new (c + 1) ProxyOpTail{d->proxyOp.channelId, d->proxyOp.peer, d->proxyOp.nSteps, d->proxyOp.chunkSize, {0, 0}};
+      break;
+    case ncclProfileProxyStep:
+      s->word = (uint64_t)(int64_t)d->proxyStep.step;
+      break;
+    case ncclProfileKernelCh:
+      s->head.small = d->kernelCh.channelId;
+      s->word = d->kernelCh.pTimer;
+      break;
+    case ncclProfileNetPlugin:
+      s->word = (uint64_t)d->netPlugin.id;
+      break;
+  }
+}
 
 ncclResult_t traceStartEvent(void* context, void** eHandle, ncclProfilerEventDescr_v5_t* d) {
   *eHandle = nullptr;
   TraceContext* ctx = static_cast<TraceContext*>(context);
   if (ctx == nullptr || d == nullptr) return ncclSuccess;
-  const int64_t now = nowNs();
-  std::lock_guard<std::mutex> lock(ctx->mutex);
-  if (ctx->events.size() >= ctx->maxEvents) {
-    ctx->dropped.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t now = nowTicks();
+  Tracer* tracer = Tracer::current();
+  EventRing* ring = tracer != nullptr ? tracer->rings().mine() : nullptr;
+  const unsigned cells = startCells(d->type);
+  // A start leaves an eighth of the ring to stops and states, so that the
+  // events it did record can end even while the writer is behind.
+  Cell* c = ring != nullptr ? ring->reserve(cells, ring->capacity() / 8) : nullptr;
+  if (c == nullptr) {
+    ctx->droppedRingFull.fetch_add(1, std::memory_order_relaxed);
     return ncclSuccess;
   }
-  TraceEvent& e = *ctx->events.add();
-  memset(&e, 0, sizeof(e));
-  e.magic = kEventMagic;
-  e.type = d->type;
-  e.id = gNextId.fetch_add(1, std::memory_order_relaxed);
-  e.ctx = ctx;
-  e.startNs = now;
-  e.stopNs = -1;
-  e.tid = threadId();
-  e.channel = -1;
-  bool remoteParent = d->type == ncclProfileProxyOp && d->proxyOp.pid != getpid();
-  e.parentId = remoteParent ? 0 : parentIdOf(d->parentObj);
-  switch (d->type) {
-    case ncclProfileGroupApi:
-      copyStr(e.func, sizeof(e.func), "Group API");
-      e.graphCaptured = d->groupApi.graphCaptured;
-      e.groupDepth = d->groupApi.groupDepth;
-      break;
-    case ncclProfileCollApi:
-      copyStr(e.func, sizeof(e.func), d->collApi.func);
-      e.count = d->collApi.count;
-      copyStr(e.datatype, sizeof(e.datatype), d->collApi.datatype);
-      e.root = d->collApi.root;
-      e.stream = d->collApi.stream;
-      e.graphCaptured = d->collApi.graphCaptured;
-      break;
-    case ncclProfileP2pApi:
-      copyStr(e.func, sizeof(e.func), d->p2pApi.func);
-      e.count = d->p2pApi.count;
-      copyStr(e.datatype, sizeof(e.datatype), d->p2pApi.datatype);
-      e.stream = d->p2pApi.stream;
-      e.graphCaptured = d->p2pApi.graphCaptured;
-      break;
-    case ncclProfileKernelLaunch:
-      copyStr(e.func, sizeof(e.func), "KernelLaunch");
-      e.stream = d->kernelLaunch.stream;
-      break;
-    case ncclProfileGroup:
-      copyStr(e.func, sizeof(e.func), "Group");
-      break;
-    case ncclProfileColl:
-      copyStr(e.func, sizeof(e.func), d->coll.func);
-      e.seq = d->coll.seqNumber;
-      e.count = d->coll.count;
-      e.root = d->coll.root;
-      copyStr(e.datatype, sizeof(e.datatype), d->coll.datatype);
-      e.nChannels = d->coll.nChannels;
-      copyStr(e.algo, sizeof(e.algo), d->coll.algo);
-      copyStr(e.proto, sizeof(e.proto), d->coll.proto);
-      e.groupId = parentIdOf(d->coll.parentGroup);
-      break;
-    case ncclProfileP2p:
-      copyStr(e.func, sizeof(e.func), d->p2p.func);
-      e.count = d->p2p.count;
-      copyStr(e.datatype, sizeof(e.datatype), d->p2p.datatype);
-      e.root = d->p2p.peer;
-      e.nChannels = d->p2p.nChannels;
-      e.groupId = parentIdOf(d->p2p.parentGroup);
-      break;
-    case ncclProfileProxyOp:
-      copyStr(e.func, sizeof(e.func), d->proxyOp.isSend ? "ProxySend" : "ProxyRecv");
-      e.channel = d->proxyOp.channelId;
-      e.root = d->proxyOp.peer;
-      e.nSteps = d->proxyOp.nSteps;
-      e.chunkSize = d->proxyOp.chunkSize;
-      e.isSend = d->proxyOp.isSend;
-      break;
-    case ncclProfileProxyStep:
-      copyStr(e.func, sizeof(e.func), "ProxyStep");
-      e.step = d->proxyStep.step;
-      break;
-    case ncclProfileProxyCtrl:
-      copyStr(e.func, sizeof(e.func), "ProxyCtrl");
-      break;
-    case ncclProfileKernelCh:
-      copyStr(e.func, sizeof(e.func), "KernelCh");
-      e.channel = d->kernelCh.channelId;
-      e.gpuStart = d->kernelCh.pTimer;
-      break;
-    case ncclProfileNetPlugin:
-      copyStr(e.func, sizeof(e.func), "NetPlugin");
-      e.netId = d->netPlugin.id;
-      break;
-    default:
-      copyStr(e.func, sizeof(e.func), "Unknown");
-      break;
-  }
-  *eHandle = &e;
+  const uint64_t gen = tracer->rings().generation();
+  fillStart(c, cells, ctx, d, now, gen);
+  const uint64_t id = ring->takeId();
+  ring->publish();
+  *eHandle = handleOf(id, gen);
   return ncclSuccess;
 }
 
+// Room for a stop or state in a full ring: asks the writer for a pass and
+// waits for it, kMaxUpdateWait at most.
+Cell* waitForRoom(Tracer* tracer, EventRing* ring) {
+  const auto deadline = std::chrono::steady_clock::now() + kMaxUpdateWait;
+  tracer->wake();
+  do {
+    std::this_thread::yield();
+    if (Cell* c = ring->reserve(1, 0)) return c;
+  } while (std::chrono::steady_clock::now() < deadline);
+  return nullptr;
+}
+
+void writeUpdate(RecordKind kind, uint16_t code, const void* handle, uint64_t value) {
+  const uint64_t now = nowTicks();
+  Tracer* tracer = Tracer::current();
+  if (tracer == nullptr) return;
+  const uint64_t id = idOfHandle(handle, tracer->rings().generation());
+  if (id == 0) return;
+  EventRing* ring = tracer->rings().mine();
+  if (ring == nullptr) {
+    tracer->countLostUpdate();
+    return;
+  }
+  Cell* c = ring->reserve(1, 0);
+  if (c == nullptr) c = waitForRoom(tracer, ring);
+  if (c == nullptr) {
+    tracer->countLostUpdate();
+    return;
+  }
+  UpdateRecord* u = new (c) UpdateRecord;
+  u->head.kind = kind;
+  u->head.cells = 1;
+  u->head.ctxSlot = 0;
+  u->head.code = code;
+  u->head.small = 0;
+  u->id = id;
+  u->ticks = now;
+  u->value = value;
+  ring->publish();
+}
+
 ncclResult_t traceStopEvent(void* eHandle) {
-  TraceEvent* e = static_cast<TraceEvent*>(eHandle);
-  if (e == nullptr || e->magic != kEventMagic) return ncclSuccess;
-  if (e->stopNs < 0) e->stopNs = nowNs();
+  if (eHandle != nullptr) writeUpdate(RecordKind::kStop, 0, eHandle, 0);
   return ncclSuccess;
 }
 
 ncclResult_t traceRecordEventState(void* eHandle, ncclProfilerEventState_v5_t state,
                                    ncclProfilerEventStateArgs_v5_t* args) {
-  TraceEvent* e = static_cast<TraceEvent*>(eHandle);
-  if (e == nullptr || e->magic != kEventMagic) return ncclSuccess;
+  if (eHandle == nullptr) return ncclSuccess;
   uint64_t value = 0;
   if (args != nullptr) {
     switch (state) {
       case ncclProfilerKernelChStop:
         value = args->kernelCh.pTimer;
-        e->gpuStop = value;
         break;
       case ncclProfilerProxyCtrlAppendEnd:
         value = (uint64_t)args->proxyCtrl.appendedProxyOps;
@@ -231,24 +286,41 @@ ncclResult_t traceRecordEventState(void* eHandle, ncclProfilerEventState_v5_t st
       case ncclProfilerNetPluginUpdate:
         break;
       default:
-        if (state >= ncclProfilerProxyStepSendGPUWait && state <= ncclProfilerProxyStepRecvGPUWait)
+        if ((state >= ncclProfilerProxyStepSendGPUWait && state <= ncclProfilerProxyStepRecvGPUWait) ||
+            state == ncclProfilerProxyStepSendPeerWait_v4)
           value = args->proxyStep.transSize;
-        if (state == ncclProfilerProxyStepSendPeerWait_v4) value = args->proxyStep.transSize;
         break;
     }
   }
-  if (e->nStates < kMaxStates) e->states[e->nStates++] = TraceState{(int)state, nowNs(), value};
+  writeUpdate(RecordKind::kState, (uint16_t)state, eHandle, value);
   return ncclSuccess;
 }
 
 ncclResult_t traceFinalize(void* context) {
   TraceContext* ctx = static_cast<TraceContext*>(context);
   if (ctx == nullptr) return ncclSuccess;
-  size_t n = writeTrace(ctx);
-  uint64_t dropped = ctx->dropped.load(std::memory_order_relaxed);
-  TLOG(ctx, NCCL_LOG_INFO, "Trace profiler: wrote %zu events to %s%s", n, ctx->path.c_str(),
-       dropped ? " (some dropped: raise UNICCL_PROFILER_TRACE_MAX_EVENTS)" : "");
+  Tracer* tracer = Tracer::current();
+  const RankTraceSummary s = tracer->finishRank(ctx);
+  TLOG(ctx, NCCL_LOG_INFO, "Trace profiler: wrote %llu events to %s", (unsigned long long)s.written,
+       ctx->path.c_str());
+  if (s.droppedMaxEvents != 0)
+    TLOG(ctx, NCCL_LOG_WARN,
+         "Trace profiler: %llu events of rank %d not written (UNICCL_PROFILER_TRACE_MAX_EVENTS=%llu reached)",
+         (unsigned long long)s.droppedMaxEvents, ctx->rank, (unsigned long long)s.maxEvents);
+  if (s.droppedRingFull != 0 || s.lostUpdates != 0)
+    TLOG(ctx, NCCL_LOG_WARN,
+         "Trace profiler: the writer fell behind: %llu events of rank %d dropped, %llu stops or states lost "
+         "(raise UNICCL_PROFILER_TRACE_RING_KB, or trace fewer event types)",
+         (unsigned long long)s.droppedRingFull, ctx->rank, (unsigned long long)s.lostUpdates);
+  if (s.late != 0)
+    TLOG(ctx, NCCL_LOG_WARN,
+         "Trace profiler: %llu events of rank %d arrived after the reorder window and are out of time order "
+         "in %s (raise UNICCL_PROFILER_TRACE_REORDER_MS)",
+         (unsigned long long)s.late, ctx->rank, ctx->path.c_str());
+  if (s.writeFailed)
+    TLOG(ctx, NCCL_LOG_WARN, "Trace profiler: writing %s failed: the file is incomplete", ctx->path.c_str());
   delete ctx;
+  Tracer::leave();
   return ncclSuccess;
 }
 

@@ -51,6 +51,11 @@ TEST(TraceProfiler, WritesNestedMonotonicChromeTracePerRank) {
   setenv("NCCL_PROFILER_PLUGIN", plugin, 1);
   setenv("UNICCL_PROFILER_TRACE_FILE", prefix.c_str(), 1);
   setenv("UNICCL_PROFILER_TRACE_MASK", "0xfff", 1);
+  // The "GPU" and proxy threads may be scheduled long after they stamp (a
+  // loaded machine, a sanitizer): a window longer than the test keeps every
+  // event in time order, which the checker requires (trace_writer_test.cc
+  // covers the window itself).
+  setenv("UNICCL_PROFILER_TRACE_REORDER_MS", "600000", 1);
   ProfilerCommInfo info;
   info.commId = 0xfeedf00d12345678ULL;
   info.commName = "trace \"test\"";  // must come out escaped
@@ -144,6 +149,7 @@ TEST(TraceProfiler, WritesNestedMonotonicChromeTracePerRank) {
   EXPECT_EQ(system(cmd.c_str()), 0) << cmd;
   removeTrace(file, prefix);
   unsetenv("NCCL_PROFILER_PLUGIN");
+  unsetenv("UNICCL_PROFILER_TRACE_REORDER_MS");
 }
 
 TEST(TraceProfiler, ConcurrentThreadsAndAnUnwritablePath) {
