@@ -1,5 +1,7 @@
 #include "event_json.h"
 
+#include "uniccl_profiler.h"
+
 namespace trace {
 
 namespace {
