@@ -5,6 +5,7 @@
 
 #include "common/check.h"
 #include "common/core/comm.h"
+#include "common/core/comm_transport.h"
 #include "common/transport/transport.h"
 #include "common/util/debug.h"
 #include "common/util/knobs.h"
@@ -207,7 +208,7 @@ ncclResult_t Transports::accept(ncclComm* comm, int peer) {
 ncclResult_t Transports::complete(ncclComm* comm, int peer) {
   PeerLink& link = links_[peer];
   if (link.connected || link.kind != TransportKind::Net) return ncclSuccess;
-  UCHECK(link.net->start(comm));
+  UCHECK(link.net->start(transportComm(comm)));
   for (int c = 0; c < comm->nChannels; c++) {
     dev::Peer p;
     link.net->fillPeer(c, &p);
@@ -315,7 +316,8 @@ ncclResult_t Transports::acceptShm(ncclComm* comm, int peer, PeerLink& link, con
 ncclResult_t Transports::offerNet(ncclComm* comm, int peer, PeerLink& link) {
   link.net = std::make_unique<NetLink>();
   std::vector<char> handles;
-  UCHECK(link.net->listen(comm, peer, comm->nChannels, layout_.simpleBytes / dev::kSteps, &handles, &channelNics_));
+  UCHECK(link.net->listen(transportComm(comm), peer, comm->nChannels, layout_.simpleBytes / dev::kSteps, &handles,
+                          &channelNics_));
   return comm->bootstrap->send(peer, kTagNetHandles, handles.data(), handles.size());
 }
 
