@@ -17,6 +17,16 @@ namespace uniccl {
 class Bootstrap;
 class ProfilerContext;
 
+// What the transports need of one rank's peer info (the init's allgather).
+struct TransportPeer {
+  uint64_t hostHash = 0;      // equal: same machine
+  uint64_t processHash = 0;   // equal: same process (raw pointers work)
+  int gpuDev = -1;            // device index in that rank's own process
+  int64_t busIdNum = 0;       // equal: the same GPU
+  std::string busId;          // "0000:3b:00.0": finds that GPU in this process
+  bool lineStoreAtomic128 = false;   // its GPU delivers a warp's aligned 128-byte store whole
+};
+
 struct TransportComm {
   int rank = 0;
   int nRanks = 0;
