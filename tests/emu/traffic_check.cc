@@ -19,6 +19,7 @@
 #include <set>
 
 #include "common/core/comm.h"
+#include "common/core/comm_transport.h"
 #include "common/gpu.h"
 #include "common/topo/nics.h"
 #include "common/topo/rings.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/core/comm.h"
+#include "common/core/comm_transport.h"
 #include "common/core/planner.h"
 #include "common/core/redop.h"
 #include "common/core/tuning.h"
@@ -121,7 +122,7 @@ double estimateP2pUs(const ncclComm* comm, int peer, size_t bytes) {
   if (peer == comm->rank) return copyUs(bytes);
   // Hand-built test communicators have no reach matrix: taken as P2P, Simple.
   if (!comm->transports.reachKnown()) return transferUs(kP2p, dev::kProtoSimple, comm->p2pChannels, 1, (double)bytes);
-  const TransportKind transport = comm->transports.kindBetween(comm, comm->rank, peer);
+  const TransportKind transport = transportBetween(comm, comm->rank, peer);
   // Between hosts: one NIC's figures (topo/cost.h).
   const bool otherHost = comm->topology.nHosts() > 1 && peer >= 0 && peer < comm->topology.nRanks() &&
                          comm->topology.ranks[peer].host != comm->topology.ranks[comm->rank].host;

@@ -3,6 +3,7 @@
 #include <cinttypes>
 
 #include "common/core/comm.h"
+#include "common/core/comm_transport.h"
 #include "common/core/import_service.h"
 #include "common/gpu.h"
 #include "common/memory/mem_alloc.h"
@@ -63,7 +64,7 @@ bool vmmSharedAcrossProcesses(ncclComm* comm) {
 }  // namespace
 
 uintptr_t directRecvTarget(ncclComm* comm, int peer, void* buff, size_t bytes) {
-  if (bytes == 0 || comm->transports.kindBetween(comm, comm->rank, peer) != TransportKind::P2p) return 0;
+  if (bytes == 0 || transportBetween(comm, comm->rank, peer) != TransportKind::P2p) return 0;
   const uintptr_t p = reinterpret_cast<uintptr_t>(buff);
   const bool sameProcess = comm->peers[peer].processHash == comm->peers[comm->rank].processHash;
   uintptr_t out = 0;

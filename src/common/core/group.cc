@@ -9,6 +9,7 @@
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/core/comm_plan.h"
+#include "common/core/comm_transport.h"
 #include "common/core/cost_model.h"
 #include "common/core/gpu_sharing.h"
 #include "common/core/inplace_stage.h"
@@ -136,12 +137,12 @@ struct DeviceLaunches {
   for (CommPlan& p : plan) {
     if (p.newPeers.empty()) continue;
     UCHECK(device.use(p.gpuDev));
-    for (int peer : p.newPeers) UCHECK(p.comm->transports.offer(p.comm, peer));
+    for (int peer : p.newPeers) UCHECK(p.comm->transports.offer(transportComm(p.comm), peer));
   }
   for (CommPlan& p : plan) {
     if (p.newPeers.empty()) continue;
     UCHECK(device.use(p.gpuDev));
-    for (int peer : p.newPeers) UCHECK(p.comm->transports.accept(p.comm, peer));
+    for (int peer : p.newPeers) UCHECK(p.comm->transports.accept(transportComm(p.comm), peer));
   }
   {
     std::vector<NetLink*> net;
@@ -151,7 +152,7 @@ struct DeviceLaunches {
   for (CommPlan& p : plan) {
     if (p.newPeers.empty()) continue;
     UCHECK(device.use(p.gpuDev));
-    for (int peer : p.newPeers) UCHECK(p.comm->transports.complete(p.comm, peer));
+    for (int peer : p.newPeers) UCHECK(p.comm->transports.complete(transportComm(p.comm), peer));
   }
   return ncclSuccess;
 }
@@ -308,7 +309,7 @@ ncclResult_t enqueueTask(ncclComm* comm, const Task& task) {
   UCHECK_GOTO(device.use(comm->gpuDev), res, fail);
   // Messages, and PAT AllGathers (core/allgather_pat.h), may need new connections.
   peersToConnect(p, &p.newPeers);
-  if (!p.newPeers.empty()) UCHECK_GOTO(comm->transports.connect(comm, p.newPeers), res, fail);
+  if (!p.newPeers.empty()) UCHECK_GOTO(comm->transports.connect(transportComm(comm), p.newPeers), res, fail);
   UCHECK_GOTO(launchTasks(p), res, fail);
   return ncclSuccess;
 fail:

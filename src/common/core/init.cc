@@ -15,6 +15,7 @@
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/core/comm_init.h"
+#include "common/core/comm_transport.h"
 #include "common/core/gpu_sharing.h"
 #include "common/core/group.h"
 #include "common/core/inplace_stage.h"
@@ -248,7 +249,7 @@ void addTreePeers(const ncclComm* comm, std::vector<int>* peers) {
     comm->channelFit = sharing.maxChannels;
   }
   profilerCommInit(comm);  // [profiler] plugin init for this comm; a failing plugin only disables profiling
-  UCHECK_GOTO(comm->transports.init(comm), res, fail);
+  UCHECK_GOTO(comm->transports.init(transportComm(comm), transportPeers(comm)), res, fail);
   UCHECK_GOTO(setupDevice(comm), res, fail);
   UCHECK_GOTO(setupKernelCh(comm), res, fail);
   if (nranks > 1) {
@@ -258,7 +259,7 @@ void addTreePeers(const ncclComm* comm, std::vector<int>* peers) {
     // settings are the same everywhere, so both ends of a pair connect.
     connectPeers = ringPeers;
     if (treeAlgoPossible(nranks)) addTreePeers(comm, &connectPeers);
-    UCHECK_GOTO(comm->transports.connect(comm, connectPeers), res, fail);
+    UCHECK_GOTO(comm->transports.connect(transportComm(comm), connectPeers), res, fail);
   }
   UCHECK_GOTO(comm->workFifo.init(0, &comm->callbacks), res, fail);
   // Before the barrier: once any rank's init returns, every rank's service listens.

@@ -9,6 +9,7 @@
 
 #include "common/core/comm.h"
 #include "common/core/comm_lsa.h"
+#include "common/core/comm_transport.h"
 #include "common/core/redop.h"
 #include "common/core/reducescatter_pat.h"
 #include "common/topo/cost.h"
@@ -143,7 +144,7 @@ bool treeEdgeUsesNet(const ncclComm* comm) {
     const std::vector<TreeNode> tree = topo::buildTree(comm->topology, c);
     for (int r = 0; r < n; r++) {
       const int p = tree[r].parent;
-      if (p >= 0 && comm->transports.kindBetween(comm, r, p) == TransportKind::Net) return true;
+      if (p >= 0 && transportBetween(comm, r, p) == TransportKind::Net) return true;
     }
   }
   return false;
@@ -533,7 +534,7 @@ uint8_t p2pProto(const ncclComm* comm, int peer, size_t bytes) {
   } else if (!env.allowLL || (env.allowSimple && bytes > env.p2pLLThreshold)) {
     return dev::kProtoSimple;
   }
-  if (comm->transports.kindBetween(comm, comm->rank, peer) == TransportKind::Net) return dev::kProtoSimple;
+  if (transportBetween(comm, comm->rank, peer) == TransportKind::Net) return dev::kProtoSimple;
   return dev::kProtoLL;
 }
 

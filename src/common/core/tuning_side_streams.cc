@@ -14,6 +14,7 @@
 #include "common/core/ce_sendrecv.h"
 #include "common/core/comm.h"
 #include "common/core/comm_plan.h"
+#include "common/core/comm_transport.h"
 #include "common/core/redop.h"
 #include "common/core/self_copy_kernel.h"
 #include "common/core/side_stream.h"
@@ -85,7 +86,7 @@ bool oneRemotePeer(const CommPlan& p, TaskKind kind) {
 
 // Peer copies only between GPUs that address each other (P2P).
 bool directPeers(const CommPlan& a, const CommPlan& b) {
-  return a.comm->transports.kindBetween(a.comm, a.rank, b.rank) == TransportKind::P2p;
+  return transportBetween(a.comm, a.rank, b.rank) == TransportKind::P2p;
 }
 
 // The plan in the group of rank `rank` of the communicator `of` belongs to.

@@ -52,6 +52,7 @@
 #include "common/core/async_error.h"
 #include "common/core/comm.h"
 #include "common/core/comm_lsa.h"
+#include "common/core/comm_transport.h"
 #include "common/device_api/copy_progress.h"
 #include "common/device_guard.h"
 #include "common/gpu.h"
@@ -490,12 +491,13 @@ ncclResult_t ginCreate(ncclComm* comm, const GinConfig& cfg, ncclDevComm_t* d, G
   ncclResult_t res = ncclSuccess;
   // Links: listen to every peer, exchange the handles, connect, accept.
   std::vector<char> handles((size_t)n * n * NetLink::kHandleBytes, 0);
+  const TransportComm tc = transportComm(comm);
   for (int p = 0; p < n && res == ncclSuccess; p++) {
     if (p == comm->rank) continue;
     g->links[p] = std::make_unique<NetLink>();
     g->links[p]->setProxyGroup(g.get());
     std::vector<char> h;
-    res = g->links[p]->listen(comm, p, 1, g->stepBytes + sizeof(GinWire), &h);
+    res = g->links[p]->listen(tc, p, 1, g->stepBytes + sizeof(GinWire), &h);
     if (res == ncclSuccess)
       memcpy(handles.data() + ((size_t)comm->rank * n + p) * NetLink::kHandleBytes, h.data(), NetLink::kHandleBytes);
   }
@@ -521,7 +523,7 @@ ncclResult_t ginCreate(ncclComm* comm, const GinConfig& cfg, ncclDevComm_t* d, G
   }
   if (res == ncclSuccess) res = NetLink::connectAll(handshakes);
   for (int p = 0; p < n && res == ncclSuccess; p++)
-    if (p != comm->rank) res = g->links[p]->start(comm);
+    if (p != comm->rank) res = g->links[p]->start(tc);
 
   // Context memory: [ctx struct | queues | pis | cis | counters | signals].
   const size_t ctxBytes = 128;

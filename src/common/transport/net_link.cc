@@ -11,9 +11,7 @@
 #include <thread>
 
 #include "common/check.h"
-#include "common/core/comm.h"
 #include "common/gpu.h"
-#include "common/core/comm_liveness.h"
 #include "common/proxy/conn_fifo.h"
 #include "common/transport/net_devices.h"
 #include "common/util/debug.h"
@@ -57,7 +55,6 @@ struct NetLink::Direction {
   ProxyOp op;
   // Completion context (the callback runs on the proxy thread).
   NetLink* link = nullptr;
-  ncclComm* owner = nullptr;
   int channel = 0;
   bool send = false;
   std::atomic<bool> callbackDone{false};
@@ -73,19 +70,22 @@ struct NetLink::Channel {
 NetLink::NetLink() = default;
 NetLink::~NetLink() { stop(); }
 
-ncclResult_t NetLink::listen(ncclComm* comm, int peer, int nChannels, size_t stepBytes, std::vector<char>* handles,
+ncclResult_t NetLink::listen(const TransportComm& comm, int peer, int nChannels, size_t stepBytes,
+                             std::vector<char>* handles,
                              const std::vector<topo::ChannelNic>* nics) {
   peer_ = peer;
-  owner_ = comm;
-  rank_ = comm->rank;
+  aborted_ = comm.aborted;
+  peerUnreachable_ = comm.peerUnreachable;
+  failed_ = comm.failed;
+  rank_ = comm.rank;
   nChannels_ = nChannels;
   stepBytes_ = stepBytes;
-  UCHECK(netSelectByName(comm->config.netName.c_str(), &net_));
+  UCHECK(netSelectByName(comm.netName.c_str(), &net_));
   int ndev = 0;
   UCHECK(net_->devices(&ndev));
   if (ndev < 1) {
     WARN("Rank %d: the %s network has no device (NCCL_SOCKET_IFNAME / NCCL_IB_HCA select them): cannot reach rank %d",
-         comm->rank, net_->name, peer);
+         comm.rank, net_->name, peer);
     return ncclSystemError;
   }
   std::vector<ncclNetProperties_v8_t> props(ndev);
@@ -97,7 +97,7 @@ ncclResult_t NetLink::listen(ncclComm* comm, int peer, int nChannels, size_t ste
   }
   std::vector<topo::ChannelNic> chNics(nChannels);
   for (int c = 0; nics != nullptr && c < nChannels && c < (int)nics->size(); c++) chNics[c] = (*nics)[c];
-  devs_ = channelNetDevices(chNics, devNames, comm->gpuDev);
+  devs_ = channelNetDevices(chNics, devNames, comm.gpuDev);
   nicNames_.resize(nChannels);
   std::vector<bool> checked(ndev, false);
   for (int c = 0; c < nChannels; c++) {
@@ -107,7 +107,7 @@ ncclResult_t NetLink::listen(ncclComm* comm, int peer, int nChannels, size_t ste
     checked[d] = true;
     if ((props[d].ptrSupport & NCCL_PTR_HOST) == 0) {
       WARN("Rank %d: network %s device %d (%s) cannot move host memory; uniccl stages network traffic in host memory",
-           comm->rank, net_->name, d, devNames[d].c_str());
+           comm.rank, net_->name, d, devNames[d].c_str());
       return ncclInvalidUsage;
     }
   }
@@ -127,7 +127,7 @@ ncclResult_t NetLink::listen(ncclComm* comm, int peer, int nChannels, size_t ste
   for (int c = 0; c < nChannels && c < 16; c++)
     where += " " + std::to_string(devs_[c]) + "(" + nicNames_[c] + ")";
   INFO(kSubsysNet | kSubsysInit, "Rank %d: listening for rank %d on %s, %d channels, devices per channel:%s%s",
-       comm->rank, peer, net_->name, nChannels, where.c_str(), nChannels > 16 ? " ..." : "");
+       comm.rank, peer, net_->name, nChannels, where.c_str(), nChannels > 16 ? " ..." : "");
   return ncclSuccess;
 }
 
@@ -183,14 +183,14 @@ ncclResult_t NetLink::connectAll(const std::vector<NetLink*>& links) {
         snprintf(text, sizeof(text), "the network %s connection setup with rank %d failed: %s", l->net_->name,
                  l->peer_, ncclGetErrorString(res));
         WARN("Rank %d: %s", l->rank_, text);
-        if (res == ncclRemoteError) commLivenessTransportLoss(l->owner_, l->peer_, text);
+        if (res == ncclRemoteError && l->peerUnreachable_) l->peerUnreachable_(l->peer_, text);
         return res;
       }
       if (!done && waiting == nullptr) waiting = l;
     }
     if (waiting == nullptr) return ncclSuccess;
     for (NetLink* l : links) {
-      if (l->owner_->hostAbort.load(std::memory_order_acquire) == 0) continue;
+      if (!l->aborted_ || !l->aborted_()) continue;
       WARN("Rank %d: network connection setup with rank %d stopped: the communicator was aborted", l->rank_,
            l->peer_);
       return ncclRemoteError;
@@ -206,9 +206,9 @@ ncclResult_t NetLink::connectAll(const std::vector<NetLink*>& links) {
   }
 }
 
-ncclResult_t NetLink::start(ncclComm* comm) {
+ncclResult_t NetLink::start(const TransportComm& comm) {
   if (!handshakeDone()) {
-    WARN("Rank %d: starting the network link to rank %d before its connections exist", comm->rank, peer_);
+    WARN("Rank %d: starting the network link to rank %d before its connections exist", comm.rank, peer_);
     return ncclInternalError;
   }
   const size_t chBytes = kConnSteps * stepBytes_;
@@ -220,11 +220,11 @@ ncclResult_t NetLink::start(ncclComm* comm) {
   UCHECK(startOps(comm));
   started_ = true;
   INFO(kSubsysNet | kSubsysInit, "Rank %d <-> rank %d connected via NET/%s on %d channels (%zu-byte steps)",
-       comm->rank, peer_, net_->name, nChannels_, stepBytes_);
+       comm.rank, peer_, net_->name, nChannels_, stepBytes_);
   return ncclSuccess;
 }
 
-ncclResult_t NetLink::startOps(ncclComm* comm) {
+ncclResult_t NetLink::startOps(const TransportComm& comm) {
   const size_t chBytes = kConnSteps * stepBytes_;
   for (int c = 0; c < nChannels_; c++) {
     for (int s = 0; s < 2; s++) {
@@ -240,7 +240,6 @@ ncclResult_t NetLink::startOps(ncclComm* comm) {
       pc.needFlush = false;   // host staging: nothing landed in GPU memory behind the CPU's back
       pc.abortFlag = &stopFlag_;
       d.link = this;
-      d.owner = comm;
       d.channel = c;
       d.send = send;
       ProxyOp& op = d.op;
@@ -251,7 +250,7 @@ ncclResult_t NetLink::startOps(ncclComm* comm) {
       op.onComplete = &NetLink::onOpFinished;
       op.onCompleteArg = &d;
       // ProxyOp events span the link's life (persistent ops): no task parent.
-      op.prof = comm->profiler.get();
+      op.prof = comm.profiler;
       op.profChannel = c;
       op.profPeer = peer_;
       UCHECK(proxy_.post(&op));
@@ -281,17 +280,11 @@ void NetLink::onOpFinished(void* arg, ncclResult_t result) {
          ncclGetErrorString(result), link->peer_);
     link->peerGone_.store(true, std::memory_order_release);
   } else if (__atomic_load_n(&link->stopFlag_, __ATOMIC_ACQUIRE) == 0) {
-    ncclComm* comm = d->owner;
     char text[256];
     snprintf(text, sizeof(text), "the network %s connection to rank %d (channel %d) failed: %s", link->net_->name,
              link->peer_, d->channel, ncclGetErrorString(result));
     WARN("Rank %d: %s; aborting the communicator", link->rank_, text);
-    commLivenessTransportLoss(comm, link->peer_, text);   // ncclCommGetAsyncError's last error names the peer
-    int expected = ncclSuccess;
-    comm->asyncError.compare_exchange_strong(expected, result == ncclSuccess ? ncclRemoteError : result,
-                                             std::memory_order_acq_rel);
-    comm->hostAbort.store(1, std::memory_order_release);
-    if (comm->abortFlagHost != nullptr) __atomic_store_n(comm->abortFlagHost, 1u, __ATOMIC_RELEASE);
+    if (link->failed_) link->failed_(link->peer_, result, text);
   }
   d->callbackDone.store(true, std::memory_order_release);  // last touch of *d by the proxy
 }
@@ -338,7 +331,7 @@ void NetLink::stop() {
     if (!d.posted) continue;
     const ConnFifo* f = d.fifo.host();
     while (connLoadAcquire(&f->head) < connLoadAcquire(&f->tail) && !d.callbackDone.load(std::memory_order_acquire) &&
-           d.owner->hostAbort.load(std::memory_order_acquire) == 0) {
+           !(aborted_ && aborted_())) {
       if (Clock::now() > deadline) {
         WARN("Rank %d: %llu steps to rank %d (channel %d) were still not sent %lld s into the communicator's "
              "destroy; dropping them (is rank %d still receiving?)", rank_,

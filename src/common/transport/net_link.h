@@ -20,17 +20,17 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "common/proxy/proxy.h"
 #include "common/topo/nics.h"
+#include "common/transport/transport_comm.h"
 #include "device/dev_types.h"
 #include "net/net.h"
 #include "uniccl.h"
-
-struct ncclComm;
 
 namespace uniccl {
 
@@ -59,11 +59,13 @@ class NetLink {
 
   static constexpr size_t kHandleBytes = NCCL_NET_HANDLE_MAXSIZE;
 
-  // Phase 1: picks the net (comm->config.netName or NCCL_NET), listens once
+  // Phase 1: picks the net (comm.netName or NCCL_NET), listens once
   // per channel, and returns the handles the peer connects to. nics: the
   // topology's NIC per channel for this rank's host (net_devices.h picks the
   // transport's device from it); nullptr or short: GPU index mod devices.
-  [[nodiscard]] ncclResult_t listen(ncclComm* comm, int peer, int nChannels, size_t stepBytes, std::vector<char>* handles,
+  // Keeps comm's hooks: the handshake and the proxy's ops report through them.
+  [[nodiscard]] ncclResult_t listen(const TransportComm& comm, int peer, int nChannels, size_t stepBytes,
+                                    std::vector<char>* handles,
                       const std::vector<topo::ChannelNic>* nics = nullptr);
   // Before listen(): the link's proxy ops run on the proxy thread of this
   // group (ProxyRef::acquire) instead of the process's.
@@ -83,7 +85,7 @@ class NetLink {
   bool handshakeDone() const;  // both directions of every channel exist
   // Phase 3: registers staging memory and starts the persistent proxy ops.
   // After this, fillPeer() may wire channels.
-  [[nodiscard]] ncclResult_t start(ncclComm* comm);
+  [[nodiscard]] ncclResult_t start(const TransportComm& comm);
   bool connected() const { return started_; }
   // The device-side connection structs of channel c.
   void fillPeer(int c, dev::Peer* p) const;
@@ -118,13 +120,17 @@ class NetLink {
  private:
   struct Direction;
   struct Channel;
-  [[nodiscard]] ncclResult_t startOps(ncclComm* comm);
+  [[nodiscard]] ncclResult_t startOps(const TransportComm& comm);
   // One round of non-blocking connect and accept calls.
   [[nodiscard]] ncclResult_t progressHandshake(bool* done);
   static void onOpFinished(void* arg, ncclResult_t result);
 
   const NetApi* net_ = nullptr;
-  ncclComm* owner_ = nullptr;          // whose abort ends the handshake, whose loss a failed one is
+  // The communicator's hooks (TransportComm): its abort ends the handshake,
+  // a failed handshake or send is its loss.
+  std::function<bool()> aborted_;
+  std::function<void(int, const std::string&)> peerUnreachable_;
+  std::function<void(int, ncclResult_t, const std::string&)> failed_;
   std::vector<char> peerHandles_;      // connect() may keep state in them between calls
   std::vector<int> devs_;              // per channel: the net device
   std::vector<std::string> nicNames_;  // per channel: nicName()

@@ -3,7 +3,6 @@
 #include <cstddef>
 
 #include "common/check.h"
-#include "common/core/comm.h"
 #include "common/transport/transport.h"
 
 namespace uniccl {
@@ -19,15 +18,15 @@ Traffic Traffic::since(const Traffic& before) const {
   return d;
 }
 
-ncclResult_t Transports::readTraffic(const ncclComm* comm, Traffic* out) const {
+ncclResult_t Transports::readTraffic(const TransportComm& comm, Traffic* out) const {
   *out = Traffic{};
-  const int nch = comm->nChannels;
+  const int nch = comm.nChannels;
   out->bytes.assign(nch, std::vector<uint64_t>(nRanks_, 0));
   for (int peer = 0; peer < (int)links_.size(); peer++) {
     const PeerLink& link = links_[peer];
     if (!link.connected) continue;
     for (int c = 0; c < nch; c++) {
-      const dev::Peer* p = comm->channelsHost[c].peers + peer;   // device memory
+      const dev::Peer* p = comm.channelsHost[c].peers + peer;   // device memory
       uint64_t b = 0;
       UCHECK(gpu::memcpy(&b, &p->send.bytesSent, sizeof(b)));
       out->bytes[c][peer] = b;
@@ -44,7 +43,5 @@ ncclResult_t Transports::readTraffic(const ncclComm* comm, Traffic* out) const {
   }
   return ncclSuccess;
 }
-
-ncclResult_t readTraffic(const ncclComm* comm, Traffic* out) { return comm->transports.readTraffic(comm, out); }
 
 }  // namespace uniccl

@@ -23,8 +23,6 @@
 
 #include "uniccl.h"
 
-struct ncclComm;
-
 namespace uniccl {
 
 struct Traffic {
@@ -41,8 +39,5 @@ struct Traffic {
   // This minus an earlier read of the same communicator.
   Traffic since(const Traffic& before) const;
 };
-
-// The communicator's counters now (Transports::readTraffic).
-[[nodiscard]] ncclResult_t readTraffic(const ncclComm* comm, Traffic* out);
 
 }  // namespace uniccl

@@ -19,9 +19,8 @@
 #include "common/topo/nics.h"
 #include "common/transport/net_link.h"
 #include "common/transport/traffic.h"
+#include "common/transport/transport_comm.h"
 #include "uniccl.h"
-
-struct ncclComm;
 
 namespace uniccl {
 
@@ -104,7 +103,8 @@ class Transports {
   // Called once at init after the peer-info exchange: decides P2P
   // reachability with every peer (second allgather) and sizes buffers.
   // Uses NCCL_BUFFSIZE (Simple), UNICCL_LL_BUFFSIZE, NCCL_P2P_DISABLE, NCCL_SHM_DISABLE.
-  [[nodiscard]] ncclResult_t init(ncclComm* comm);
+  // peers: every rank's, [nRanks] (kept for the connections).
+  [[nodiscard]] ncclResult_t init(const TransportComm& comm, std::vector<TransportPeer> peers);
   bool connected(int peer) const { return links_[peer].connected; }
   // Both ranks' GPUs can address each other's memory (same decision on every rank).
   bool p2pReachable(int a, int b) const {
@@ -128,16 +128,16 @@ class Transports {
   // netLinksToConnect() of every communicator the thread sets up (the
   // network handshakes, all together); complete() finishes NET links
   // (starts the proxy ops, wires). Each phase for every peer before the next.
-  [[nodiscard]] ncclResult_t offer(ncclComm* comm, int peer);
-  [[nodiscard]] ncclResult_t accept(ncclComm* comm, int peer);
+  [[nodiscard]] ncclResult_t offer(const TransportComm& comm, int peer);
+  [[nodiscard]] ncclResult_t accept(const TransportComm& comm, int peer);
   void netLinksToConnect(const std::vector<int>& peers, std::vector<NetLink*>* out);
-  [[nodiscard]] ncclResult_t complete(ncclComm* comm, int peer);
+  [[nodiscard]] ncclResult_t complete(const TransportComm& comm, int peer);
   // All phases, for a set of peers of one communicator.
-  [[nodiscard]] ncclResult_t connect(ncclComm* comm, const std::vector<int>& peers);
+  [[nodiscard]] ncclResult_t connect(const TransportComm& comm, const std::vector<int>& peers);
 
   // The transport ranks a and b use with each other (same answer on every
-  // rank once init() ran).
-  TransportKind kindBetween(const ncclComm* comm, int a, int b) const;
+  // rank once init() ran); sameHost: their host hashes are equal.
+  TransportKind kindBetween(int a, int b, bool sameHost) const;
   // Some ring neighbour pair goes through the network: collectives use the
   // Simple protocol and the NET channel count (decided at init, before any
   // connection exists).
@@ -167,24 +167,28 @@ class Transports {
   const std::vector<topo::ChannelNic>& channelNics() const { return channelNics_; }
   // Bytes this rank sent so far, by link class, NIC and channel (traffic.h).
   // Read when no kernel of the communicator runs (after a stream sync).
-  [[nodiscard]] ncclResult_t readTraffic(const ncclComm* comm, Traffic* out) const;
+  [[nodiscard]] ncclResult_t readTraffic(const TransportComm& comm, Traffic* out) const;
 
   // Frees every resource (safe after errors, idempotent).
   void release();
   const ChannelLayout& layout() const { return layout_; }
 
  private:
-  TransportKind choose(ncclComm* comm, int peer) const;
-  [[nodiscard]] ncclResult_t offerP2p(ncclComm* comm, int peer, PeerLink& link, struct ConnectOffer* offer);
-  [[nodiscard]] ncclResult_t offerShm(ncclComm* comm, int peer, PeerLink& link, struct ConnectOffer* offer);
-  [[nodiscard]] ncclResult_t acceptP2p(ncclComm* comm, int peer, PeerLink& link, const struct ConnectOffer& offer);
-  [[nodiscard]] ncclResult_t acceptShm(ncclComm* comm, int peer, PeerLink& link, const struct ConnectOffer& offer);
-  [[nodiscard]] ncclResult_t offerNet(ncclComm* comm, int peer, PeerLink& link);
-  [[nodiscard]] ncclResult_t acceptNet(ncclComm* comm, int peer, PeerLink& link);
-  [[nodiscard]] ncclResult_t wire(ncclComm* comm, int peer, char* ownBlockDev, char* peerBlockDev, bool direct);
+  TransportKind choose(const TransportComm& comm, int peer) const;
+  [[nodiscard]] ncclResult_t offerP2p(const TransportComm& comm, int peer, PeerLink& link, struct ConnectOffer* offer);
+  [[nodiscard]] ncclResult_t offerShm(const TransportComm& comm, int peer, PeerLink& link, struct ConnectOffer* offer);
+  [[nodiscard]] ncclResult_t acceptP2p(const TransportComm& comm, int peer, PeerLink& link,
+                                       const struct ConnectOffer& offer);
+  [[nodiscard]] ncclResult_t acceptShm(const TransportComm& comm, int peer, PeerLink& link,
+                                       const struct ConnectOffer& offer);
+  [[nodiscard]] ncclResult_t offerNet(const TransportComm& comm, int peer, PeerLink& link);
+  [[nodiscard]] ncclResult_t acceptNet(const TransportComm& comm, int peer, PeerLink& link);
+  [[nodiscard]] ncclResult_t wire(const TransportComm& comm, int peer, char* ownBlockDev, char* peerBlockDev,
+                                  bool direct);
 
   ChannelLayout layout_{};
   std::vector<PeerLink> links_;
+  std::vector<TransportPeer> peers_;   // [nRanks], from init()
   std::vector<uint8_t> p2pReach_;   // [nRanks*nRanks]: rank i can address rank j's GPU (2: and keeps LL128 lines whole)
   int nRanks_ = 0;
   bool shmDisabled_ = false;

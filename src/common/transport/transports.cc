@@ -2,9 +2,10 @@
 // offer/accept/complete exchange through the bootstrap, and wiring the
 // device-side connection structs. NET resources live in net_link.cc.
 #include <cstring>
+#include <utility>
 
+#include "common/bootstrap/bootstrap.h"
 #include "common/check.h"
-#include "common/core/comm.h"
 #include "common/transport/transport.h"
 #include "common/util/debug.h"
 #include "common/util/knobs.h"
@@ -41,8 +42,13 @@ const char* transportName(TransportKind kind) {
 
 Transports::~Transports() { release(); }
 
-ncclResult_t Transports::init(ncclComm* comm) {
-  nRanks_ = comm->nRanks;
+ncclResult_t Transports::init(const TransportComm& comm, std::vector<TransportPeer> peers) {
+  nRanks_ = comm.nRanks;
+  if ((int)peers.size() != nRanks_) {
+    WARN("Rank %d: %zu peer infos for %d ranks", comm.rank, peers.size(), nRanks_);
+    return ncclInternalError;
+  }
+  peers_ = std::move(peers);
   links_.clear();
   links_.resize(nRanks_);
   layout_.simpleBytes = (size_t)knobInt(Knob::NCCL_BUFFSIZE);
@@ -64,35 +70,37 @@ ncclResult_t Transports::init(ncclComm* comm) {
   bool p2pDisabled = knobInt(Knob::NCCL_P2P_DISABLE) != 0;
   shmDisabled_ = knobInt(Knob::NCCL_SHM_DISABLE) != 0;
   std::vector<uint8_t> row(nRanks_, 0);
-  const PeerInfo& me = comm->peers[comm->rank];
+  const TransportPeer& me = peers_[comm.rank];
   for (int j = 0; j < nRanks_; j++) {
-    const PeerInfo& p = comm->peers[j];
-    if (j == comm->rank || p2pDisabled || p.hostHash != me.hostHash) continue;
+    const TransportPeer& p = peers_[j];
+    if (j == comm.rank || p2pDisabled || p.hostHash != me.hostHash) continue;
     int peerDev = -1;
     if (p.processHash == me.processHash) {
       peerDev = p.gpuDev;
-    } else if (gpu::deviceGetByBusId(p.busId, &peerDev) != ncclSuccess) {
+    } else if (gpu::deviceGetByBusId(p.busId.c_str(), &peerDev) != ncclSuccess) {
       continue;   // that GPU is not visible in this process
     }
     // Ranks sharing this GPU (gpu_sharing.h) address each other's memory as
     // their own; the runtime answers "no peer access" for a device and itself.
     bool can = p.busIdNum == me.busIdNum;
-    if (!can && gpu::canAccessPeer(comm->gpuDev, peerDev, &can) != ncclSuccess) can = false;
+    if (!can && gpu::canAccessPeer(comm.gpuDev, peerDev, &can) != ncclSuccess) can = false;
     // 2: the link also keeps a warp's 128-byte stores whole (LL128, below):
     // a GPU and itself always, other GPUs where the backend says so.
-    bool lines = can && me.lineStoreAtomic128 != 0 && p.lineStoreAtomic128 != 0;
-    if (lines && p.busIdNum != me.busIdNum && gpu::p2pLinkKeepsLines(comm->gpuDev, peerDev, &lines) != ncclSuccess)
+    bool lines = can && me.lineStoreAtomic128 && p.lineStoreAtomic128;
+    if (lines && p.busIdNum != me.busIdNum && gpu::p2pLinkKeepsLines(comm.gpuDev, peerDev, &lines) != ncclSuccess)
       lines = false;
     if (can) row[j] = lines ? 2 : 1;
   }
   p2pReach_.assign((size_t)nRanks_ * nRanks_, 0);
-  memcpy(&p2pReach_[(size_t)comm->rank * nRanks_], row.data(), nRanks_);
-  UCHECK(comm->bootstrap->allGather(p2pReach_.data(), nRanks_));
+  memcpy(&p2pReach_[(size_t)comm.rank * nRanks_], row.data(), nRanks_);
+  UCHECK(comm.bootstrap->allGather(p2pReach_.data(), nRanks_));
   ringUsesNet_ = false;
   bool ringAllP2p = nRanks_ > 1;
   for (int r = 0; r < nRanks_ && nRanks_ > 1; r++) {
-    ringUsesNet_ = ringUsesNet_ || kindBetween(comm, r, (r + 1) % nRanks_) == TransportKind::Net;
-    ringAllP2p = ringAllP2p && p2pReachable(r, (r + 1) % nRanks_);
+    const int next = (r + 1) % nRanks_;
+    const bool sameHost = peers_[r].hostHash == peers_[next].hostHash;
+    ringUsesNet_ = ringUsesNet_ || kindBetween(r, next, sameHost) == TransportKind::Net;
+    ringAllP2p = ringAllP2p && p2pReachable(r, next);
   }
   // All-P2P communicators run 64 or 128 channels (tuning.cc's
   // defaultP2pChannels): 2 MiB Simple buffers halve the memory 4 MiB ones
@@ -108,7 +116,7 @@ ncclResult_t Transports::init(ncclComm* comm) {
   // stride must match on both sides of every connection).
   bool allPairsP2p = nRanks_ > 1, lines = true, links = true;
   for (int a = 0; a < nRanks_; a++) {
-    lines = lines && comm->peers[a].lineStoreAtomic128 != 0;
+    lines = lines && peers_[a].lineStoreAtomic128;
     for (int b = a + 1; b < nRanks_; b++) {
       allPairsP2p = allPairsP2p && p2pReachable(a, b);
       links = links && p2pReach_[(size_t)a * nRanks_ + b] == 2 && p2pReach_[(size_t)b * nRanks_ + a] == 2;
@@ -116,7 +124,7 @@ ncclResult_t Transports::init(ncclComm* comm) {
   }
   if (allPairsP2p && lines && links && ll128Bytes > 0) layout_.ll128Bytes = ll128Bytes;
   if (nRanks_ > 1)
-    INFO(kSubsysInit | kSubsysTune, "Rank %d: LL128 %s", comm->rank,
+    INFO(kSubsysInit | kSubsysTune, "Rank %d: LL128 %s", comm.rank,
          layout_.ll128Bytes > 0 ? "available (every pair of ranks P2P, links that keep 128-byte stores whole)"
          : ll128Bytes == 0      ? "off (UNICCL_LL128_BUFFSIZE=0)"
          : !allPairsP2p ? "off: some pair of ranks is not reached through P2P (SHM and the network carry LL and Simple only)"
@@ -128,9 +136,9 @@ ncclResult_t Transports::init(ncclComm* comm) {
 
 // Every rank sees the same reach matrix, host hashes and (by documented
 // requirement) the same NCCL_SHM_DISABLE, so both sides of a pair agree.
-TransportKind Transports::kindBetween(const ncclComm* comm, int a, int b) const {
+TransportKind Transports::kindBetween(int a, int b, bool sameHost) const {
   if (p2pReachable(a, b)) return TransportKind::P2p;
-  if (comm->peers[a].hostHash == comm->peers[b].hostHash && !shmDisabled_) return TransportKind::Shm;
+  if (sameHost && !shmDisabled_) return TransportKind::Shm;
   return TransportKind::Net;
 }
 
@@ -141,7 +149,9 @@ int Transports::lostNetPeer() const {
   return -1;
 }
 
-TransportKind Transports::choose(ncclComm* comm, int peer) const { return kindBetween(comm, comm->rank, peer); }
+TransportKind Transports::choose(const TransportComm& comm, int peer) const {
+  return kindBetween(comm.rank, peer, peers_[comm.rank].hostHash == peers_[peer].hostHash);
+}
 
 void Transports::wakeNetProxy() {
   if (netLinks_ == 0) return;
@@ -154,7 +164,7 @@ void Transports::wakeNetProxy() {
   }
 }
 
-ncclResult_t Transports::offer(ncclComm* comm, int peer) {
+ncclResult_t Transports::offer(const TransportComm& comm, int peer) {
   PeerLink& link = links_[peer];
   if (link.offered || link.connected) return ncclSuccess;
   link.kind = choose(comm, peer);
@@ -162,33 +172,33 @@ ncclResult_t Transports::offer(ncclComm* comm, int peer) {
   memset(&msg, 0, sizeof(msg));
   msg.magic = kOfferMagic;
   msg.kind = (uint8_t)link.kind;
-  msg.nChannels = comm->nChannels;
+  msg.nChannels = comm.nChannels;
   msg.stride = layout_.stride();
-  msg.blockBytes = layout_.stride() * comm->nChannels;
+  msg.blockBytes = layout_.stride() * comm.nChannels;
   switch (link.kind) {
     case TransportKind::P2p: UCHECK(offerP2p(comm, peer, link, &msg)); break;
     case TransportKind::Shm: UCHECK(offerShm(comm, peer, link, &msg)); break;
     case TransportKind::Net: break;   // the handles follow the offer
     default:
-      WARN("No transport to reach rank %d from rank %d", peer, comm->rank);
+      WARN("No transport to reach rank %d from rank %d", peer, comm.rank);
       return ncclInternalError;
   }
-  UCHECK(comm->bootstrap->send(peer, kTagConnect, &msg, sizeof(msg)));
+  UCHECK(comm.bootstrap->send(peer, kTagConnect, &msg, sizeof(msg)));
   if (link.kind == TransportKind::Net) UCHECK(offerNet(comm, peer, link));
   link.offered = true;
   return ncclSuccess;
 }
 
-ncclResult_t Transports::accept(ncclComm* comm, int peer) {
+ncclResult_t Transports::accept(const TransportComm& comm, int peer) {
   PeerLink& link = links_[peer];
   if (link.connected || link.netHandles) return ncclSuccess;
   ConnectOffer msg;
-  UCHECK(comm->bootstrap->recv(peer, kTagConnect, &msg, sizeof(msg)));
-  if (msg.magic != kOfferMagic || msg.kind != (uint8_t)link.kind || msg.nChannels != comm->nChannels ||
+  UCHECK(comm.bootstrap->recv(peer, kTagConnect, &msg, sizeof(msg)));
+  if (msg.magic != kOfferMagic || msg.kind != (uint8_t)link.kind || msg.nChannels != comm.nChannels ||
       msg.stride != layout_.stride()) {
     WARN("Connection offer from rank %d does not match ours (transport %s/%s, channels %d/%d, stride %llu/%llu): "
          "are all ranks running the same uniccl with the same NCCL_BUFFSIZE/NCCL_*_NCHANNELS settings?",
-         peer, transportName((TransportKind)msg.kind), transportName(link.kind), msg.nChannels, comm->nChannels,
+         peer, transportName((TransportKind)msg.kind), transportName(link.kind), msg.nChannels, comm.nChannels,
          (unsigned long long)msg.stride, (unsigned long long)layout_.stride());
     return ncclInvalidUsage;
   }
@@ -199,19 +209,19 @@ ncclResult_t Transports::accept(ncclComm* comm, int peer) {
     UCHECK(acceptShm(comm, peer, link, msg));
   }
   link.connected = true;
-  INFO(kSubsysInit | kSubsysP2p, "Rank %d <-> rank %d connected via %s on %d channels", comm->rank, peer,
-       transportName(link.kind), comm->nChannels);
+  INFO(kSubsysInit | kSubsysP2p, "Rank %d <-> rank %d connected via %s on %d channels", comm.rank, peer,
+       transportName(link.kind), comm.nChannels);
   return ncclSuccess;
 }
 
-ncclResult_t Transports::complete(ncclComm* comm, int peer) {
+ncclResult_t Transports::complete(const TransportComm& comm, int peer) {
   PeerLink& link = links_[peer];
   if (link.connected || link.kind != TransportKind::Net) return ncclSuccess;
   UCHECK(link.net->start(comm));
-  for (int c = 0; c < comm->nChannels; c++) {
+  for (int c = 0; c < comm.nChannels; c++) {
     dev::Peer p;
     link.net->fillPeer(c, &p);
-    UCHECK(gpu::memcpy(comm->channelsHost[c].peers + peer, &p, sizeof(p)));
+    UCHECK(gpu::memcpy(comm.channelsHost[c].peers + peer, &p, sizeof(p)));
   }
   link.connected = true;
   netLinks_++;
@@ -226,7 +236,7 @@ void Transports::netLinksToConnect(const std::vector<int>& peers, std::vector<Ne
   }
 }
 
-ncclResult_t Transports::connect(ncclComm* comm, const std::vector<int>& peers) {
+ncclResult_t Transports::connect(const TransportComm& comm, const std::vector<int>& peers) {
   for (int p : peers) UCHECK(offer(comm, p));
   for (int p : peers) UCHECK(accept(comm, p));
   std::vector<NetLink*> net;
@@ -240,9 +250,9 @@ ncclResult_t Transports::connect(ncclComm* comm, const std::vector<int>& peers) 
 // peer's block, the receive half into ours (layout in transport.h). direct:
 // the peer's GPU can store into our user buffers (P2P), so the connection
 // carries direct messages' offers (dev_types.h, p2pExchanges).
-ncclResult_t Transports::wire(ncclComm* comm, int peer, char* own, char* remote, bool direct) {
+ncclResult_t Transports::wire(const TransportComm& comm, int peer, char* own, char* remote, bool direct) {
   const ChannelLayout& L = layout_;
-  for (int c = 0; c < comm->nChannels; c++) {
+  for (int c = 0; c < comm.nChannels; c++) {
     char* o = own + c * L.stride();
     char* r = remote + c * L.stride();
     dev::Peer p;
@@ -262,18 +272,18 @@ ncclResult_t Transports::wire(ncclComm* comm, int peer, char* own, char* remote,
       p.recv.remotePtrExchange = reinterpret_cast<uint64_t*>(r + L.ptrExchangeOffset());
     }
     p.connected = 1;
-    UCHECK(gpu::memcpy(comm->channelsHost[c].peers + peer, &p, sizeof(p)));
+    UCHECK(gpu::memcpy(comm.channelsHost[c].peers + peer, &p, sizeof(p)));
   }
   return ncclSuccess;
 }
 
 // ------------------------------------------------------------------- P2P
-ncclResult_t Transports::offerP2p(ncclComm* comm, int peer, PeerLink& link, ConnectOffer* msg) {
+ncclResult_t Transports::offerP2p(const TransportComm& comm, int peer, PeerLink& link, ConnectOffer* msg) {
   size_t bytes = msg->blockBytes;
   // The peer spins on the tail and slots, this GPU on the head: polled memory.
   UCHECK(gpu::deviceAllocPolled(&link.ownBlock, bytes));
   UCHECK(gpu::memset(link.ownBlock, 0, bytes));
-  if (comm->peers[peer].processHash == comm->peers[comm->rank].processHash) {
+  if (peers_[peer].processHash == peers_[comm.rank].processHash) {
     msg->blockPtr = reinterpret_cast<uint64_t>(link.ownBlock);
   } else {
     UCHECK(gpu::ipcGetMemHandle(&msg->ipc, link.ownBlock));
@@ -281,10 +291,10 @@ ncclResult_t Transports::offerP2p(ncclComm* comm, int peer, PeerLink& link, Conn
   return ncclSuccess;
 }
 
-ncclResult_t Transports::acceptP2p(ncclComm* comm, int peer, PeerLink& link, const ConnectOffer& msg) {
-  const PeerInfo& p = comm->peers[peer];
-  if (p.processHash == comm->peers[comm->rank].processHash) {
-    if (p.gpuDev != comm->gpuDev) UCHECK(gpu::enablePeerAccess(p.gpuDev));   // not for a GPU and itself
+ncclResult_t Transports::acceptP2p(const TransportComm& comm, int peer, PeerLink& link, const ConnectOffer& msg) {
+  const TransportPeer& p = peers_[peer];
+  if (p.processHash == peers_[comm.rank].processHash) {
+    if (p.gpuDev != comm.gpuDev) UCHECK(gpu::enablePeerAccess(p.gpuDev));   // not for a GPU and itself
     link.peerBlock = reinterpret_cast<void*>(msg.blockPtr);
   } else {
     UCHECK(gpu::ipcOpenMemHandle(&link.peerBlock, msg.ipc));
@@ -294,14 +304,14 @@ ncclResult_t Transports::acceptP2p(ncclComm* comm, int peer, PeerLink& link, con
 }
 
 // ------------------------------------------------------------------- SHM
-ncclResult_t Transports::offerShm(ncclComm* comm, int peer, PeerLink& link, ConnectOffer* msg) {
+ncclResult_t Transports::offerShm(const TransportComm& comm, int peer, PeerLink& link, ConnectOffer* msg) {
   link.ownSegment = std::make_unique<ShmSegment>();
   UCHECK(link.ownSegment->create(msg->blockBytes));
   snprintf(msg->shmName, sizeof(msg->shmName), "%s", link.ownSegment->name().c_str());
   return ncclSuccess;
 }
 
-ncclResult_t Transports::acceptShm(ncclComm* comm, int peer, PeerLink& link, const ConnectOffer& msg) {
+ncclResult_t Transports::acceptShm(const TransportComm& comm, int peer, PeerLink& link, const ConnectOffer& msg) {
   char name[sizeof(msg.shmName) + 1];
   memcpy(name, msg.shmName, sizeof(msg.shmName));
   name[sizeof(msg.shmName)] = '\0';
@@ -312,17 +322,17 @@ ncclResult_t Transports::acceptShm(ncclComm* comm, int peer, PeerLink& link, con
 }
 
 // ------------------------------------------------------------------- NET
-ncclResult_t Transports::offerNet(ncclComm* comm, int peer, PeerLink& link) {
+ncclResult_t Transports::offerNet(const TransportComm& comm, int peer, PeerLink& link) {
   link.net = std::make_unique<NetLink>();
   std::vector<char> handles;
-  UCHECK(link.net->listen(comm, peer, comm->nChannels, layout_.simpleBytes / dev::kSteps, &handles, &channelNics_));
-  return comm->bootstrap->send(peer, kTagNetHandles, handles.data(), handles.size());
+  UCHECK(link.net->listen(comm, peer, comm.nChannels, layout_.simpleBytes / dev::kSteps, &handles, &channelNics_));
+  return comm.bootstrap->send(peer, kTagNetHandles, handles.data(), handles.size());
 }
 
-ncclResult_t Transports::acceptNet(ncclComm* comm, int peer, PeerLink& link) {
+ncclResult_t Transports::acceptNet(const TransportComm& comm, int peer, PeerLink& link) {
   if (link.netHandles) return ncclSuccess;
-  std::vector<char> handles((size_t)comm->nChannels * NetLink::kHandleBytes);
-  UCHECK(comm->bootstrap->recv(peer, kTagNetHandles, handles.data(), handles.size()));
+  std::vector<char> handles((size_t)comm.nChannels * NetLink::kHandleBytes);
+  UCHECK(comm.bootstrap->recv(peer, kTagNetHandles, handles.data(), handles.size()));
   UCHECK(link.net->setPeerHandles(handles));
   link.netHandles = true;
   return ncclSuccess;

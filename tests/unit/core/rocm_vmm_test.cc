@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/core/comm.h"
+#include "common/core/comm_transport.h"
 #include "common/core/direct_recv.h"
 #include "common/memory/mem_alloc.h"
 #include "common/symmetric/handle_exchange.h"
@@ -141,7 +142,7 @@ TEST_F(RocmVmm, DirectReceiveIntoOrdinaryMemoryAsksNothing) {
   ncclComm_t comms[2] = {nullptr, nullptr};
   const int devs[2] = {0, 1};
   ASSERT_EQ(ncclCommInitAll(comms, 2, devs), ncclSuccess) << ncclGetLastError(nullptr);
-  if (comms[0]->transports.kindBetween(comms[0], 0, 1) != TransportKind::P2p)
+  if (transportBetween(comms[0], 0, 1) != TransportKind::P2p)
     GTEST_SKIP() << "the fake's two GPUs are not connected over P2P";
   const size_t bytes = size_t(64) << 20;
   void* buf = nullptr;
@@ -202,7 +203,7 @@ TEST_F(RocmVmm, Rocm60DirectReceiveFromAnotherProcessUsesTheSlots) {
   ncclComm_t comms[2] = {nullptr, nullptr};
   const int devs[2] = {0, 1};
   ASSERT_EQ(ncclCommInitAll(comms, 2, devs), ncclSuccess) << ncclGetLastError(nullptr);
-  if (comms[0]->transports.kindBetween(comms[0], 0, 1) != TransportKind::P2p)
+  if (transportBetween(comms[0], 0, 1) != TransportKind::P2p)
     GTEST_SKIP() << "the fake's two GPUs are not connected over P2P";
   const size_t bytes = size_t(64) << 20;
   ASSERT_EQ(gpu::setDevice(0), ncclSuccess);

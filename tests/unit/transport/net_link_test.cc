@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "common/core/comm.h"
+#include "common/core/comm_transport.h"
 #include "common/transport/net_link.h"
 #include "fake_gpu.h"
 #include "fake_verbs.h"
@@ -112,13 +113,13 @@ class NetLinkTest : public ::testing::Test {
   // ends does): none may wait on a later phase of the peer.
   static void connectPair(TestComm& a, TestComm& b, NetLink& la, NetLink& lb) {
     std::vector<char> ha, hb;
-    ASSERT_EQ(la.listen(a.comm, 1, kChannels, kStepBytes, &ha), ncclSuccess);
-    ASSERT_EQ(lb.listen(b.comm, 0, kChannels, kStepBytes, &hb), ncclSuccess);
+    ASSERT_EQ(la.listen(transportComm(a.comm), 1, kChannels, kStepBytes, &ha), ncclSuccess);
+    ASSERT_EQ(lb.listen(transportComm(b.comm), 0, kChannels, kStepBytes, &hb), ncclSuccess);
     ASSERT_EQ(la.setPeerHandles(hb), ncclSuccess);
     ASSERT_EQ(lb.setPeerHandles(ha), ncclSuccess);
     ASSERT_EQ(NetLink::connectAll({&la, &lb}), ncclSuccess);
-    ASSERT_EQ(la.start(a.comm), ncclSuccess);
-    ASSERT_EQ(lb.start(b.comm), ncclSuccess);
+    ASSERT_EQ(la.start(transportComm(a.comm)), ncclSuccess);
+    ASSERT_EQ(lb.start(transportComm(b.comm)), ncclSuccess);
     ASSERT_TRUE(la.connected());
     ASSERT_TRUE(lb.connected());
   }
@@ -206,8 +207,8 @@ TEST_F(NetLinkTest, APeerThatNeverConnectsFailsWithinTheTimeout) {
   TestComm a(0), b(1);
   NetLink la, lb;
   std::vector<char> ha, hb;
-  ASSERT_EQ(la.listen(a.comm, 1, kChannels, kStepBytes, &ha), ncclSuccess);
-  ASSERT_EQ(lb.listen(b.comm, 0, kChannels, kStepBytes, &hb), ncclSuccess);
+  ASSERT_EQ(la.listen(transportComm(a.comm), 1, kChannels, kStepBytes, &ha), ncclSuccess);
+  ASSERT_EQ(lb.listen(transportComm(b.comm), 0, kChannels, kStepBytes, &hb), ncclSuccess);
   ASSERT_EQ(la.setPeerHandles(hb), ncclSuccess);
   // b never connects to a.
   const auto t0 = Clock::now();
@@ -222,8 +223,8 @@ TEST_F(NetLinkTest, AbortEndsAWaitingSetupPromptly) {
   TestComm a(0), b(1);
   NetLink la, lb;
   std::vector<char> ha, hb;
-  ASSERT_EQ(la.listen(a.comm, 1, kChannels, kStepBytes, &ha), ncclSuccess);
-  ASSERT_EQ(lb.listen(b.comm, 0, kChannels, kStepBytes, &hb), ncclSuccess);
+  ASSERT_EQ(la.listen(transportComm(a.comm), 1, kChannels, kStepBytes, &ha), ncclSuccess);
+  ASSERT_EQ(lb.listen(transportComm(b.comm), 0, kChannels, kStepBytes, &hb), ncclSuccess);
   ASSERT_EQ(la.setPeerHandles(hb), ncclSuccess);
   std::thread aborter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -239,7 +240,7 @@ TEST_F(NetLinkTest, MismatchedHandlesAreRefused) {
   TestComm a(0);
   NetLink la;
   std::vector<char> ha;
-  ASSERT_EQ(la.listen(a.comm, 1, kChannels, kStepBytes, &ha), ncclSuccess);
+  ASSERT_EQ(la.listen(transportComm(a.comm), 1, kChannels, kStepBytes, &ha), ncclSuccess);
   std::vector<char> wrong(NetLink::kHandleBytes);   // one channel's worth for two channels
   EXPECT_EQ(la.setPeerHandles(wrong), ncclInternalError);
 }
@@ -260,15 +261,15 @@ TEST_F(NetLinkTest, HandshakesThatWaitForThePeersAcceptCompleteFromOneThread) {
   {
     NetLink la, lb;
     std::vector<char> ha, hb;
-    const ncclResult_t listened = la.listen(a.comm, 1, kChannels, kStepBytes, &ha);
+    const ncclResult_t listened = la.listen(transportComm(a.comm), 1, kChannels, kStepBytes, &ha);
     if (listened == ncclInvalidArgument) GTEST_SKIP() << "built without the IB transport (libibverbs headers)";
     ASSERT_EQ(listened, ncclSuccess);
-    ASSERT_EQ(lb.listen(b.comm, 0, kChannels, kStepBytes, &hb), ncclSuccess);
+    ASSERT_EQ(lb.listen(transportComm(b.comm), 0, kChannels, kStepBytes, &hb), ncclSuccess);
     ASSERT_EQ(la.setPeerHandles(hb), ncclSuccess);
     ASSERT_EQ(lb.setPeerHandles(ha), ncclSuccess);
     ASSERT_EQ(NetLink::connectAll({&la, &lb}), ncclSuccess);
-    ASSERT_EQ(la.start(a.comm), ncclSuccess);
-    ASSERT_EQ(lb.start(b.comm), ncclSuccess);
+    ASSERT_EQ(la.start(transportComm(a.comm)), ncclSuccess);
+    ASSERT_EQ(lb.start(transportComm(b.comm)), ncclSuccess);
     for (int c = 0; c < kChannels; c++) {
       dev::Peer pa, pb;
       la.fillPeer(c, &pa);
@@ -288,7 +289,7 @@ TEST_F(NetLinkTest, AnUnknownNetIsAClearError) {
   a.comm->config.netName = "NoSuchNet";
   NetLink la;
   std::vector<char> ha;
-  EXPECT_EQ(la.listen(a.comm, 1, kChannels, kStepBytes, &ha), ncclInvalidArgument);
+  EXPECT_EQ(la.listen(transportComm(a.comm), 1, kChannels, kStepBytes, &ha), ncclInvalidArgument);
   EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("NoSuchNet"), std::string::npos);
 }
 
