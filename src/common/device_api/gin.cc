@@ -333,11 +333,14 @@ bool GinState::drainQueue(int c, int peer, int budget) {
   for (int n = 0; n < kMaxPerPass && !failed && budget > 0; n++) {
     const uint32_t idx = m.next[peer];
     uint64_t* q = m.queues + ((size_t)peer * kQueueSize + (idx & (kQueueSize - 1))) * 8;
-    for (int i = 0; i < 8; i++)
-      if ((__atomic_load_n(&q[i], __ATOMIC_RELAXED) & 1) == 0) return moved;   // not (whole) yet
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    // Each word carries its own valid bit (bit 0): the descriptor is whole
+    // when all eight are set. Acquire loads, so nothing read after them is
+    // older than the words.
     uint64_t words[8];
-    for (int i = 0; i < 8; i++) words[i] = __atomic_load_n(&q[i], __ATOMIC_RELAXED);
+    for (int i = 0; i < 8; i++) {
+      words[i] = __atomic_load_n(&q[i], __ATOMIC_ACQUIRE);
+      if ((words[i] & 1) == 0) return moved;   // not (whole) yet
+    }
     Descriptor d;
     decode(words, &d);
     const bool isInline = (d.op & UNICCL_GIN_OP_INLINE) != 0;
