@@ -137,12 +137,14 @@ struct DeviceLaunches {
   for (CommPlan& p : plan) {
     if (p.newPeers.empty()) continue;
     UCHECK(device.use(p.gpuDev));
-    for (int peer : p.newPeers) UCHECK(p.comm->transports.offer(transportComm(p.comm), peer));
+    const TransportComm tc = transportComm(p.comm);
+    for (int peer : p.newPeers) UCHECK(p.comm->transports.offer(tc, peer));
   }
   for (CommPlan& p : plan) {
     if (p.newPeers.empty()) continue;
     UCHECK(device.use(p.gpuDev));
-    for (int peer : p.newPeers) UCHECK(p.comm->transports.accept(transportComm(p.comm), peer));
+    const TransportComm tc = transportComm(p.comm);
+    for (int peer : p.newPeers) UCHECK(p.comm->transports.accept(tc, peer));
   }
   {
     std::vector<NetLink*> net;
@@ -152,7 +154,8 @@ struct DeviceLaunches {
   for (CommPlan& p : plan) {
     if (p.newPeers.empty()) continue;
     UCHECK(device.use(p.gpuDev));
-    for (int peer : p.newPeers) UCHECK(p.comm->transports.complete(transportComm(p.comm), peer));
+    const TransportComm tc = transportComm(p.comm);
+    for (int peer : p.newPeers) UCHECK(p.comm->transports.complete(tc, peer));
   }
   return ncclSuccess;
 }
