@@ -24,6 +24,7 @@
 #include "common/core/launch_plan.h"
 #include "common/core/tasks.h"
 #include "common/profiler/profiler.h"
+#include "common/transport/peer_need.h"
 
 struct ncclComm;
 
@@ -48,7 +49,7 @@ struct CommPlan {
   LaunchPlan launch;          // works, kernel launches, streams (core/launch_plan.h)
   SidePlan side;              // copy engines and side kernels (core/launch_plan.h)
   StagePlan stage;            // in-place AlltoAll sends copied aside (core/inplace_stage.h)
-  std::vector<int> newPeers;  // peers the kernels need that are not connected yet (written by peersToConnect)
+  std::vector<PeerNeed> newPeers;  // connections the kernels need that are not wired yet (written by peersToConnect)
   // The communicator's state of the modules the group end drives.
   SideStreams* const sides;               // ncclComm::sides
   InPlaceScratch* const stageScratch;     // ncclComm::stageScratch

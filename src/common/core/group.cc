@@ -138,13 +138,13 @@ struct DeviceLaunches {
     if (p.newPeers.empty()) continue;
     UCHECK(device.use(p.gpuDev));
     const TransportComm tc = transportComm(p.comm);
-    for (int peer : p.newPeers) UCHECK(p.comm->transports.offer(tc, peer));
+    for (const PeerNeed& need : p.newPeers) UCHECK(p.comm->transports.offer(tc, need));
   }
   for (CommPlan& p : plan) {
     if (p.newPeers.empty()) continue;
     UCHECK(device.use(p.gpuDev));
     const TransportComm tc = transportComm(p.comm);
-    for (int peer : p.newPeers) UCHECK(p.comm->transports.accept(tc, peer));
+    for (const PeerNeed& need : p.newPeers) UCHECK(p.comm->transports.accept(tc, need));
   }
   {
     std::vector<NetLink*> net;
@@ -155,7 +155,7 @@ struct DeviceLaunches {
     if (p.newPeers.empty()) continue;
     UCHECK(device.use(p.gpuDev));
     const TransportComm tc = transportComm(p.comm);
-    for (int peer : p.newPeers) UCHECK(p.comm->transports.complete(tc, peer));
+    for (const PeerNeed& need : p.newPeers) UCHECK(p.comm->transports.complete(tc, need.peer));
   }
   return ncclSuccess;
 }

@@ -130,6 +130,7 @@ std::vector<const void*> launchedKernels() {
       topo::channelNicsOfRank(comm->topology, topo::assignNics(comm->topology, rings), comm->rank));
 
   UCHECK(allocDevice(comm, &comm->channelsDev, dev::kMaxChannels));
+  std::vector<int> treePeers;   // every channel's tree parent and children, each once
   for (int c = 0; c < comm->nChannels; c++) {
     dev::Channel& ch = comm->channelsHost[c];
     const std::vector<int>& ring = rings[c];
@@ -142,8 +143,11 @@ std::vector<const void*> launchedKernels() {
     ch.treeUp = tree.parent;
     ch.treeDown[0] = tree.children[0];
     ch.treeDown[1] = tree.children[1];
+    for (int p : {ch.treeUp, ch.treeDown[0], ch.treeDown[1]})
+      if (p >= 0 && std::find(treePeers.begin(), treePeers.end(), p) == treePeers.end()) treePeers.push_back(p);
     UCHECK(allocDevice(comm, &ch.peers, n));
   }
+  comm->transports.setTreePeers(std::move(treePeers));
   UCHECK(gpu::memcpy(comm->channelsDev, comm->channelsHost, sizeof(comm->channelsHost)));
 
   dev::DevComm& d = comm->devCommHost;
@@ -170,28 +174,18 @@ std::vector<const void*> launchedKernels() {
   return ncclSuccess;
 }
 
-void addPeer(int p, std::vector<int>* peers) {
-  if (p >= 0 && std::find(peers->begin(), peers->end(), p) == peers->end()) peers->push_back(p);
-}
-
-// This rank's ring neighbours over every channel (successor first, as
-// channel 0's), each once: a connection serves every channel of its pair.
-std::vector<int> ringNeighbours(const ncclComm* comm) {
-  std::vector<int> peers;
-  for (int c = 0; c < comm->nChannels; c++) {
-    addPeer(comm->channelsHost[c].ringNext, &peers);
-    addPeer(comm->channelsHost[c].ringPrev, &peers);
-  }
-  return peers;
-}
-
-// Appends this rank's tree neighbours (parent and children in every
-// channel's tree) that `peers` does not hold yet.
-void addTreePeers(const ncclComm* comm, std::vector<int>* peers) {
+// This rank's connection needs at init: on every channel it receives from
+// its ring predecessor and sends to its successor (a P2P link carries slots
+// only for the direction it serves). Tree parents and children connect
+// when the first collective on the tree is planned (planner.cc).
+std::vector<PeerNeed> initConnectNeeds(const ncclComm* comm) {
+  std::vector<PeerNeed> needs;
   for (int c = 0; c < comm->nChannels; c++) {
     const dev::Channel& ch = comm->channelsHost[c];
-    for (int p : {ch.treeUp, ch.treeDown[0], ch.treeDown[1]}) addPeer(p, peers);
+    if (ch.ringNext >= 0) addPeerNeed(&needs, ch.ringNext, kDirSend);
+    if (ch.ringPrev >= 0) addPeerNeed(&needs, ch.ringPrev, kDirRecv);
   }
+  return needs;
 }
 
 // KernelCh profiling: rings in host-mapped memory the kernels stamp, and
@@ -217,7 +211,7 @@ void addTreePeers(const ncclComm* comm, std::vector<int>* peers) {
 [[nodiscard]] ncclResult_t initRankSteps(ncclComm* comm, int nranks, const std::vector<ncclUniqueId>& ids, int rank, int gpuDev) {
   ncclResult_t res = ncclSuccess;
   PeerInfo info;
-  std::vector<int> ringPeers, connectPeers;
+  std::vector<PeerNeed> connectNeeds;
   comm->rank = rank;
   comm->nRanks = nranks;
   comm->gpuDev = gpuDev;
@@ -253,13 +247,8 @@ void addTreePeers(const ncclComm* comm, std::vector<int>* peers) {
   UCHECK_GOTO(setupDevice(comm), res, fail);
   UCHECK_GOTO(setupKernelCh(comm), res, fail);
   if (nranks > 1) {
-    ringPeers = ringNeighbours(comm);
-    // The tree algorithm's parents and children too (every channel's tree) when the
-    // settings let AllReduce use it: the relation is symmetric and the
-    // settings are the same everywhere, so both ends of a pair connect.
-    connectPeers = ringPeers;
-    if (treeAlgoPossible(nranks)) addTreePeers(comm, &connectPeers);
-    UCHECK_GOTO(comm->transports.connect(transportComm(comm), connectPeers), res, fail);
+    connectNeeds = initConnectNeeds(comm);
+    UCHECK_GOTO(comm->transports.connect(transportComm(comm), connectNeeds), res, fail);
   }
   UCHECK_GOTO(comm->workFifo.init(0, &comm->callbacks), res, fail);
   // Before the barrier: once any rank's init returns, every rank's service listens.
@@ -268,7 +257,7 @@ void addTreePeers(const ncclComm* comm, std::vector<int>* peers) {
   UCHECK_GOTO(watchdogRegister(comm, watchdogTimeoutMsFromEnv()), res, fail);
   INFO(kSubsysInit, "comm %p rank %d nranks %d gpuDev %d busId %s - Init COMPLETE (%d channels, %s)", (void*)comm,
        rank, nranks, gpuDev, info.busId, comm->nChannels,
-       nranks == 1 ? "single rank" : transportName(comm->transports.kind(ringPeers[0])));
+       nranks == 1 ? "single rank" : transportName(comm->transports.kind(comm->channelsHost[0].ringNext)));
   comm->state.store(CommState::Ready, std::memory_order_release);
   comm->asyncError.store(ncclSuccess, std::memory_order_release);
   commLivenessReady(comm);   // a peer lost since its last wait: the async error says so now

@@ -370,27 +370,36 @@ size_t tuningBytes(const ncclComm* comm, const Task& t) {
   return bytes;
 }
 
-void peersToConnect(const CommPlan& p, std::vector<int>* peers) {
+void peersToConnect(const CommPlan& p, std::vector<PeerNeed>* needs) {
   const ncclComm* comm = p.comm;
-  peers->clear();
+  needs->clear();
   const std::vector<Task>& tasks = p.tasks.p2p;
   for (size_t i = 0; i < tasks.size(); i++) {
     const Task& t = tasks[i];
     // Messages the side plan moves outside the kernels need no connection.
     if (p.side.p2pPathOf(i) != TaskPath::Kernels) continue;
-    if (t.peer() == comm->rank || comm->transports.connected(t.peer())) continue;
-    if (std::find(peers->begin(), peers->end(), t.peer()) == peers->end()) peers->push_back(t.peer());
+    const uint8_t dir = t.kind == TaskKind::Send ? kDirSend : kDirRecv;
+    if (t.peer() == comm->rank || comm->transports.ready(t.peer(), dir)) continue;
+    addPeerNeed(needs, t.peer(), dir);
   }
-  // PAT AllGathers and ReduceScatters talk to ranks at distances 2^k
-  // (core/allgather_pat.h).
+  // PAT AllGathers and ReduceScatters send to and receive from ranks at
+  // distances 2^k (core/allgather_pat.h).
   for (const Task& t : p.tasks.colls) {
     if (!collUsesPat(comm, t)) continue;
-    const size_t before = peers->size();
-    patAllGatherPeers(comm, peers);
-    peers->erase(std::remove_if(peers->begin() + (long)before, peers->end(),
-                                [&](int p) { return comm->transports.connected(p); }),
-                 peers->end());
+    std::vector<int> pat;
+    patAllGatherPeers(comm, &pat);
+    for (int peer : pat)
+      if (!comm->transports.ready(peer, kDirBoth)) addPeerNeed(needs, peer, kDirBoth);
     break;   // the same peers for every PAT collective of the communicator
+  }
+  // The tree's parents and children, both ways, for the first AllReduce on
+  // the tree.
+  if (comm->transports.treeReady()) return;
+  for (const Task& t : p.tasks.colls) {
+    if (t.kind != TaskKind::AllReduce || !allReduceUsesTree(comm, tuningBytes(comm, t))) continue;
+    for (int peer : comm->transports.treePeers())
+      if (!comm->transports.ready(peer, kDirBoth)) addPeerNeed(needs, peer, kDirBoth);
+    break;
   }
 }
 

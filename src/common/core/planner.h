@@ -7,6 +7,7 @@
 
 #include "common/core/tasks.h"
 #include "common/gpu.h"
+#include "common/transport/peer_need.h"
 #include "device/dev_types.h"
 #include "uniccl.h"
 
@@ -27,7 +28,7 @@ dev::Work emptyP2pWork(const ncclComm* comm, uint32_t sliceBytes);
 
 // Peers that the plan's tasks need (its p2p tasks left to the kernels, PAT
 // rounds) and that are not connected yet.
-void peersToConnect(const CommPlan& p, std::vector<int>* peers);
+void peersToConnect(const CommPlan& p, std::vector<PeerNeed>* needs);
 
 // Checks the streams of the plan's tasks: all captured by one graph or none
 // (the capture state goes into p.launch).

@@ -227,7 +227,6 @@ uint8_t chooseAlgo(const ncclComm* comm, const TuningEnv& env, TaskKind kind, si
     }
     return dev::kAlgoRing;
   }
-  // Init connected the tree peers exactly when this holds.
   if (!treeAlgoPossible(comm->nRanks)) return dev::kAlgoRing;
   if (!env.algos.ring) return dev::kAlgoTree;
   if (comm->nRanks < env.treeMinRanks) return dev::kAlgoRing;
@@ -332,6 +331,11 @@ static size_t patMaxBytes(const ncclComm* comm, const TuningEnv& env) {
     INFO(kSubsysTune, "Rank %d: AllGather and ReduceScatter over %d hosts of %d rank(s) use PAT up to %zu bytes "
          "(cost model)", comm->rank, shape.nHosts, shape.ranksPerHost, lo);
   return lo;
+}
+
+bool allReduceUsesTree(const ncclComm* comm, size_t bytes) {
+  if (!treeAlgoPossible(comm->nRanks)) return false;
+  return chooseAlgo(comm, tuningEnv(), TaskKind::AllReduce, bytes) == dev::kAlgoTree;
 }
 
 bool collUsesPat(const ncclComm* comm, const Task& t) {

@@ -84,9 +84,13 @@ uint8_t chooseCollProto(const ncclComm* comm, const ProtoChoice& pc, size_t byte
 const char* protoName(uint8_t proto);
 
 // Whether AllReduce on nRanks ranks may ever pick the tree under this
-// process's settings: init connects tree peers only then (each connection
-// costs buffer memory on every channel). Ranks must share the settings.
+// process's settings. Ranks must share the settings.
 bool treeAlgoPossible(int nRanks);
+// Whether an AllReduce of `bytes` (planner.h's tuningBytes) runs on the
+// tree: its connections to the tree parents and children are made when the
+// first such collective is planned (each connection costs buffer memory on
+// every channel). The same answer on every rank.
+bool allReduceUsesTree(const ncclComm* comm, size_t bytes);
 
 // Tuning decisions made in this process per (collective, algorithm) since
 // countTuningDecisions() (tests: which algorithm ran; ncclGroupSimulateEnd's

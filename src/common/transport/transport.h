@@ -1,11 +1,14 @@
-// Transports. A connection between two ranks covers both
-// directions on every channel; each side owns the memory it receives into
-// (slot buffers + tail counter) and the head counter it sends with, and maps
-// the peer's. P2P puts all of it in GPU memory (raw pointers inside one
-// process, IPC handles across processes); SHM puts it in a POSIX shared-memory
-// segment both GPUs map. Device-side counters follow dev_types.h. NET
-// (another host, or P2P and SHM both disabled) goes through the net plugin
-// table and the proxy thread: net_link.h.
+// Transports. A connection between two ranks has a direction each way on
+// every channel; the receiving side of a direction owns the memory it
+// receives into (slot buffers + tail counter) and the sending side the head
+// counter the receiver frees slots with, and each maps the other's. P2P puts
+// all of it in GPU memory (raw pointers inside one process, IPC handles
+// across processes) and gives a direction's slots only where a rank receives
+// from that peer: a ring rank holds slots for its predecessor, not for its
+// successor. SHM puts both directions in a POSIX shared-memory segment both
+// GPUs map. Device-side counters follow dev_types.h. NET (another host, or
+// P2P and SHM both disabled) goes through the net plugin table and the proxy
+// thread: net_link.h. SHM and NET links always carry both directions.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +21,7 @@
 #include "common/gpu.h"
 #include "common/topo/nics.h"
 #include "common/transport/net_link.h"
+#include "common/transport/peer_need.h"
 #include "common/transport/traffic.h"
 #include "common/transport/transport_comm.h"
 #include "uniccl.h"
@@ -27,15 +31,19 @@ namespace uniccl {
 enum class TransportKind : uint8_t { None = 0, P2p = 1, Shm = 2, Net = 3 };
 const char* transportName(TransportKind kind);
 
-// Each rank owns one block per peer (GPU memory for P2P, a shared segment for
-// SHM) with, per channel: [tail | head | LL slots | LL128 slots | Simple
-// slots], each part 128-byte aligned (the head's 128 bytes also hold the
-// direct-message offer words). LL128 slots exist (ll128Bytes > 0)
-// only in communicators that may run LL128 (Transports::ll128(): every pair
-// of ranks P2P, every GPU delivering 128-byte warp stores whole). The tail and slots serve the direction peer -> us (the
-// peer writes them); the head serves us -> peer (the peer bumps it when it
-// freed a slot, and we poll it in our own memory).
+// Each rank owns, per peer and channel: [tail | head | LL slots | LL128
+// slots | Simple slots], each part 128-byte aligned (the head's 128 bytes
+// also hold the direct-message offer words). SHM keeps all of it in one
+// segment per peer (stride()); P2P in two GPU blocks per peer: the counters
+// of every channel (kCounterBytes each), and the slots of every channel
+// (slotStride() each) only when this rank receives from the peer. LL128
+// slots exist (ll128Bytes > 0) only in communicators that may run LL128
+// (Transports::ll128(): every pair of ranks P2P, every GPU delivering
+// 128-byte warp stores whole). The tail and slots serve the direction peer
+// -> us (the peer writes them); the head serves us -> peer (the peer bumps
+// it when it freed a slot, and we poll it in our own memory).
 struct ChannelLayout {
+  static constexpr size_t kCounterBytes = 256;
   size_t llBytes;
   size_t simpleBytes;
   size_t ll128Bytes;
@@ -48,7 +56,13 @@ struct ChannelLayout {
   size_t ll128Offset() const { return 256 + llBytes; }
   size_t simpleOffset() const { return 256 + llBytes + ll128Bytes; }
   size_t stride() const { return 256 + llBytes + ll128Bytes + simpleBytes; }
+  // P2P's slot block: [LL | LL128 | Simple] per channel.
+  size_t slotStride() const { return llBytes + ll128Bytes + simpleBytes; }
+  size_t slotLlOffset() const { return 0; }
+  size_t slotLl128Offset() const { return llBytes; }
+  size_t slotSimpleOffset() const { return llBytes + ll128Bytes; }
 };
+
 
 // A POSIX shared-memory segment mapped into this process (and registered
 // with the GPU runtime so kernels can address it). open() removes the name
@@ -80,11 +94,16 @@ class ShmSegment {
 struct PeerLink {
   TransportKind kind = TransportKind::None;
   bool offered = false;     // our resources allocated and described to the peer
-  bool connected = false;   // wired into the device channels
+  bool connected = false;   // wired into the device channels (P2P: the counters; the slots below)
   // P2P
-  void* ownBlock = nullptr;       // our GPU memory (ChannelLayout per channel)
-  void* peerBlock = nullptr;      // the peer's block, mapped
+  void* ownBlock = nullptr;       // our counters (ChannelLayout::kCounterBytes per channel)
+  void* peerBlock = nullptr;      // the peer's counters, mapped
   bool peerIpcMapped = false;     // mapped through an IPC handle (close it on release)
+  void* ownSlots = nullptr;       // the slots we receive the peer's data in (ChannelLayout::slotStride per channel)
+  void* peerSlots = nullptr;      // the peer's slots we send into, mapped
+  bool peerSlotsIpcMapped = false;
+  bool recvWired = false;         // the channels' receive halves point at ownSlots
+  bool sendWired = false;         // the channels' send halves point at peerSlots
   // SHM
   std::unique_ptr<ShmSegment> ownSegment;   // our block
   std::unique_ptr<ShmSegment> peerSegment;  // the peer's block
@@ -105,7 +124,10 @@ class Transports {
   // Uses NCCL_BUFFSIZE (Simple), UNICCL_LL_BUFFSIZE, NCCL_P2P_DISABLE, NCCL_SHM_DISABLE.
   // peers: every rank's, [nRanks] (kept for the connections).
   [[nodiscard]] ncclResult_t init(const TransportComm& comm, std::vector<TransportPeer> peers);
+  // The connection to peer is wired (P2P: at least its counters).
   bool connected(int peer) const { return links_[peer].connected; }
+  // The connection to peer carries the directions dirs (ConnDir bits).
+  bool ready(int peer, uint8_t dirs) const;
   // Both ranks' GPUs can address each other's memory (same decision on every rank).
   bool p2pReachable(int a, int b) const {
     return p2pReach_[(size_t)a * nRanks_ + b] && p2pReach_[(size_t)b * nRanks_ + a];
@@ -128,12 +150,14 @@ class Transports {
   // netLinksToConnect() of every communicator the thread sets up (the
   // network handshakes, all together); complete() finishes NET links
   // (starts the proxy ops, wires). Each phase for every peer before the next.
-  [[nodiscard]] ncclResult_t offer(const TransportComm& comm, int peer);
-  [[nodiscard]] ncclResult_t accept(const TransportComm& comm, int peer);
-  void netLinksToConnect(const std::vector<int>& peers, std::vector<NetLink*>* out);
+  // A P2P link gets the slots of a direction when a need first names it:
+  // the receiver offers its slots (offer), the sender maps them (accept).
+  [[nodiscard]] ncclResult_t offer(const TransportComm& comm, const PeerNeed& need);
+  [[nodiscard]] ncclResult_t accept(const TransportComm& comm, const PeerNeed& need);
+  void netLinksToConnect(const std::vector<PeerNeed>& needs, std::vector<NetLink*>* out);
   [[nodiscard]] ncclResult_t complete(const TransportComm& comm, int peer);
   // All phases, for a set of peers of one communicator.
-  [[nodiscard]] ncclResult_t connect(const TransportComm& comm, const std::vector<int>& peers);
+  [[nodiscard]] ncclResult_t connect(const TransportComm& comm, const std::vector<PeerNeed>& needs);
 
   // The transport ranks a and b use with each other (same answer on every
   // rank once init() ran); sameHost: their host hashes are equal.
@@ -165,6 +189,16 @@ class Transports {
   // at init before any connection: network links open each channel on it.
   void setChannelNics(std::vector<topo::ChannelNic> nics) { channelNics_ = std::move(nics); }
   const std::vector<topo::ChannelNic>& channelNics() const { return channelNics_; }
+  // This rank's tree parents and children over every channel, set at init:
+  // they connect (both ways) when the first collective on the tree is
+  // planned. treeReady(): every one of them is connected.
+  void setTreePeers(std::vector<int> peers) { treePeers_ = std::move(peers); }
+  const std::vector<int>& treePeers() const { return treePeers_; }
+  bool treeReady() const {
+    for (int p : treePeers_)
+      if (!ready(p, kDirBoth)) return false;
+    return true;
+  }
   // Bytes this rank sent so far, by link class, NIC and channel (traffic.h).
   // Read when no kernel of the communicator runs (after a stream sync).
   [[nodiscard]] ncclResult_t readTraffic(const TransportComm& comm, Traffic* out) const;
@@ -185,6 +219,9 @@ class Transports {
   [[nodiscard]] ncclResult_t acceptNet(const TransportComm& comm, int peer, PeerLink& link);
   [[nodiscard]] ncclResult_t wire(const TransportComm& comm, int peer, char* ownBlockDev, char* peerBlockDev,
                                   bool direct);
+  [[nodiscard]] ncclResult_t offerP2pSlots(const TransportComm& comm, int peer, PeerLink& link);
+  [[nodiscard]] ncclResult_t acceptP2pSlots(const TransportComm& comm, int peer, PeerLink& link);
+  [[nodiscard]] ncclResult_t wireP2p(const TransportComm& comm, int peer, const PeerLink& link, bool whole);
 
   ChannelLayout layout_{};
   std::vector<PeerLink> links_;
@@ -195,6 +232,7 @@ class Transports {
   bool ringUsesNet_ = false;
   int netLinks_ = 0;           // links of kind NET (wakeNetProxy walks them only when nonzero)
   std::vector<topo::ChannelNic> channelNics_;
+  std::vector<int> treePeers_;
 };
 
 }  // namespace uniccl

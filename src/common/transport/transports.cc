@@ -1,6 +1,7 @@
 // Connection setup shared by the transports: reachability, the phased
 // offer/accept/complete exchange through the bootstrap, and wiring the
 // device-side connection structs. NET resources live in net_link.cc.
+#include <cstddef>
 #include <cstring>
 #include <utility>
 
@@ -16,7 +17,60 @@ namespace {
 constexpr uint32_t kOfferMagic = 0x4f464652;   // "OFFR"
 constexpr uint32_t kTagConnect = 0x434f4e00;   // bootstrap tag of connection offers
 constexpr uint32_t kTagNetHandles = 0x434f4e01; // NET: the listen handles, one per channel
+constexpr uint32_t kTagSlots = 0x434f4e02;      // P2P: a receiver's slots for the direction towards it
+constexpr uint32_t kSlotsMagic = 0x534c4f54;    // "SLOT"
+
+// What a receiver tells its sender about the slots it owns for the pair's
+// direction towards it (P2P).
+struct SlotsOffer {
+  uint32_t magic;
+  int32_t nChannels;
+  uint64_t stride;         // ChannelLayout::slotStride(), must match
+  uint64_t blockPtr;       // same process: device pointer of the slots
+  gpu::IpcMemHandle ipc;   // across processes
+};
+
+// One channel's device-side connection: each side's counters (tail, head,
+// offer words) and slots ([LL | LL128 | Simple]; nullptr: that direction is
+// not carried, its buffers stay null). direct: the peer's GPU can store into
+// our user buffers (P2P), so the connection carries direct messages' offers
+// (dev_types.h, p2pExchanges).
+dev::Peer channelPeer(const ChannelLayout& L, char* own, char* remote, char* ownSlots, char* remoteSlots,
+                      bool direct) {
+  dev::Peer p;
+  memset(&p, 0, sizeof(p));
+  if (remoteSlots != nullptr) {
+    p.send.buffs[dev::kProtoLL] = remoteSlots + L.slotLlOffset();
+    p.send.buffs[dev::kProtoSimple] = remoteSlots + L.slotSimpleOffset();
+    p.send.buffs[dev::kProtoLL128] = L.ll128Bytes > 0 ? remoteSlots + L.slotLl128Offset() : nullptr;
+  }
+  p.send.remoteTail = reinterpret_cast<uint64_t*>(remote + L.tailOffset());
+  p.send.head = reinterpret_cast<uint64_t*>(own + L.headOffset());
+  if (ownSlots != nullptr) {
+    p.recv.buffs[dev::kProtoLL] = ownSlots + L.slotLlOffset();
+    p.recv.buffs[dev::kProtoSimple] = ownSlots + L.slotSimpleOffset();
+    p.recv.buffs[dev::kProtoLL128] = L.ll128Bytes > 0 ? ownSlots + L.slotLl128Offset() : nullptr;
+  }
+  p.recv.tail = reinterpret_cast<uint64_t*>(own + L.tailOffset());
+  p.recv.remoteHead = reinterpret_cast<uint64_t*>(remote + L.headOffset());
+  if (direct) {
+    p.send.ptrExchange = reinterpret_cast<uint64_t*>(own + L.ptrExchangeOffset());
+    p.recv.remotePtrExchange = reinterpret_cast<uint64_t*>(remote + L.ptrExchangeOffset());
+  }
+  p.connected = 1;
+  return p;
+}
 }  // namespace
+
+void addPeerNeed(std::vector<PeerNeed>* needs, int peer, uint8_t dirs) {
+  for (PeerNeed& n : *needs) {
+    if (n.peer == peer) {
+      n.dirs |= dirs;
+      return;
+    }
+  }
+  needs->push_back(PeerNeed{peer, dirs});
+}
 
 // What one side tells the other about the block it owns for this pair.
 struct ConnectOffer {
@@ -153,6 +207,13 @@ TransportKind Transports::choose(const TransportComm& comm, int peer) const {
   return kindBetween(comm.rank, peer, peers_[comm.rank].hostHash == peers_[peer].hostHash);
 }
 
+bool Transports::ready(int peer, uint8_t dirs) const {
+  const PeerLink& l = links_[peer];
+  if (!l.connected) return false;
+  if (l.kind != TransportKind::P2p) return true;   // SHM and NET carry both directions
+  return ((dirs & kDirSend) == 0 || l.sendWired) && ((dirs & kDirRecv) == 0 || l.recvWired);
+}
+
 void Transports::wakeNetProxy() {
   if (netLinks_ == 0) return;
   // One proxy thread serves every link: waking through any of them suffices.
@@ -164,53 +225,74 @@ void Transports::wakeNetProxy() {
   }
 }
 
-ncclResult_t Transports::offer(const TransportComm& comm, int peer) {
+ncclResult_t Transports::offer(const TransportComm& comm, const PeerNeed& need) {
+  const int peer = need.peer;
   PeerLink& link = links_[peer];
-  if (link.offered || link.connected) return ncclSuccess;
-  link.kind = choose(comm, peer);
-  ConnectOffer msg;
-  memset(&msg, 0, sizeof(msg));
-  msg.magic = kOfferMagic;
-  msg.kind = (uint8_t)link.kind;
-  msg.nChannels = comm.nChannels;
-  msg.stride = layout_.stride();
-  msg.blockBytes = layout_.stride() * comm.nChannels;
-  switch (link.kind) {
-    case TransportKind::P2p: UCHECK(offerP2p(comm, peer, link, &msg)); break;
-    case TransportKind::Shm: UCHECK(offerShm(comm, peer, link, &msg)); break;
-    case TransportKind::Net: break;   // the handles follow the offer
-    default:
-      WARN("No transport to reach rank %d from rank %d", peer, comm.rank);
-      return ncclInternalError;
+  if (!link.offered && !link.connected) {
+    link.kind = choose(comm, peer);
+    ConnectOffer msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.magic = kOfferMagic;
+    msg.kind = (uint8_t)link.kind;
+    msg.nChannels = comm.nChannels;
+    msg.stride = layout_.stride();
+    msg.blockBytes = (link.kind == TransportKind::P2p ? ChannelLayout::kCounterBytes : layout_.stride()) *
+                     comm.nChannels;
+    switch (link.kind) {
+      case TransportKind::P2p: UCHECK(offerP2p(comm, peer, link, &msg)); break;
+      case TransportKind::Shm: UCHECK(offerShm(comm, peer, link, &msg)); break;
+      case TransportKind::Net: break;   // the handles follow the offer
+      default:
+        WARN("No transport to reach rank %d from rank %d", peer, comm.rank);
+        return ncclInternalError;
+    }
+    UCHECK(comm.bootstrap->send(peer, kTagConnect, &msg, sizeof(msg)));
+    if (link.kind == TransportKind::Net) UCHECK(offerNet(comm, peer, link));
+    link.offered = true;
   }
-  UCHECK(comm.bootstrap->send(peer, kTagConnect, &msg, sizeof(msg)));
-  if (link.kind == TransportKind::Net) UCHECK(offerNet(comm, peer, link));
-  link.offered = true;
+  if (link.kind == TransportKind::P2p && (need.dirs & kDirRecv) != 0 && link.ownSlots == nullptr)
+    UCHECK(offerP2pSlots(comm, peer, link));
   return ncclSuccess;
 }
 
-ncclResult_t Transports::accept(const TransportComm& comm, int peer) {
+ncclResult_t Transports::accept(const TransportComm& comm, const PeerNeed& need) {
+  const int peer = need.peer;
   PeerLink& link = links_[peer];
-  if (link.connected || link.netHandles) return ncclSuccess;
-  ConnectOffer msg;
-  UCHECK(comm.bootstrap->recv(peer, kTagConnect, &msg, sizeof(msg)));
-  if (msg.magic != kOfferMagic || msg.kind != (uint8_t)link.kind || msg.nChannels != comm.nChannels ||
-      msg.stride != layout_.stride()) {
-    WARN("Connection offer from rank %d does not match ours (transport %s/%s, channels %d/%d, stride %llu/%llu): "
-         "are all ranks running the same uniccl with the same NCCL_BUFFSIZE/NCCL_*_NCHANNELS settings?",
-         peer, transportName((TransportKind)msg.kind), transportName(link.kind), msg.nChannels, comm.nChannels,
-         (unsigned long long)msg.stride, (unsigned long long)layout_.stride());
-    return ncclInvalidUsage;
-  }
-  if (link.kind == TransportKind::Net) return acceptNet(comm, peer, link);   // complete() wires
-  if (link.kind == TransportKind::P2p) {
+  if (link.netHandles) return ncclSuccess;
+  const bool first = !link.connected;
+  if (first) {
+    ConnectOffer msg;
+    UCHECK(comm.bootstrap->recv(peer, kTagConnect, &msg, sizeof(msg)));
+    if (msg.magic != kOfferMagic || msg.kind != (uint8_t)link.kind || msg.nChannels != comm.nChannels ||
+        msg.stride != layout_.stride()) {
+      WARN("Connection offer from rank %d does not match ours (transport %s/%s, channels %d/%d, stride %llu/%llu): "
+           "are all ranks running the same uniccl with the same NCCL_BUFFSIZE/NCCL_*_NCHANNELS settings?",
+           peer, transportName((TransportKind)msg.kind), transportName(link.kind), msg.nChannels, comm.nChannels,
+           (unsigned long long)msg.stride, (unsigned long long)layout_.stride());
+      return ncclInvalidUsage;
+    }
+    if (link.kind == TransportKind::Net) return acceptNet(comm, peer, link);   // complete() wires
+    if (link.kind == TransportKind::Shm) {
+      UCHECK(acceptShm(comm, peer, link, msg));
+      link.connected = link.sendWired = link.recvWired = true;
+      INFO(kSubsysInit | kSubsysP2p, "Rank %d <-> rank %d connected via SHM on %d channels", comm.rank, peer,
+           comm.nChannels);
+      return ncclSuccess;
+    }
     UCHECK(acceptP2p(comm, peer, link, msg));
-  } else {
-    UCHECK(acceptShm(comm, peer, link, msg));
   }
+  if (link.kind != TransportKind::P2p) return ncclSuccess;
+  if ((need.dirs & kDirSend) != 0 && link.peerSlots == nullptr) UCHECK(acceptP2pSlots(comm, peer, link));
+  const bool newSend = link.peerSlots != nullptr && !link.sendWired;
+  const bool newRecv = link.ownSlots != nullptr && !link.recvWired;
+  if (!first && !newSend && !newRecv) return ncclSuccess;
+  UCHECK(wireP2p(comm, peer, link, first));
   link.connected = true;
-  INFO(kSubsysInit | kSubsysP2p, "Rank %d <-> rank %d connected via %s on %d channels", comm.rank, peer,
-       transportName(link.kind), comm.nChannels);
+  link.sendWired = link.sendWired || newSend;
+  link.recvWired = link.recvWired || newRecv;
+  INFO(kSubsysInit | kSubsysP2p, "Rank %d <-> rank %d connected via P2P on %d channels (%s%s%s)", comm.rank, peer,
+       comm.nChannels, link.sendWired ? "send" : "", link.sendWired && link.recvWired ? " and " : "",
+       link.recvWired ? "receive" : (link.sendWired ? "" : "counters only"));
   return ncclSuccess;
 }
 
@@ -228,51 +310,55 @@ ncclResult_t Transports::complete(const TransportComm& comm, int peer) {
   return ncclSuccess;
 }
 
-void Transports::netLinksToConnect(const std::vector<int>& peers, std::vector<NetLink*>* out) {
-  for (int p : peers) {
-    PeerLink& link = links_[p];
+void Transports::netLinksToConnect(const std::vector<PeerNeed>& needs, std::vector<NetLink*>* out) {
+  for (const PeerNeed& n : needs) {
+    PeerLink& link = links_[n.peer];
     if (!link.connected && link.kind == TransportKind::Net && link.netHandles && !link.net->handshakeDone())
       out->push_back(link.net.get());
   }
 }
 
-ncclResult_t Transports::connect(const TransportComm& comm, const std::vector<int>& peers) {
-  for (int p : peers) UCHECK(offer(comm, p));
-  for (int p : peers) UCHECK(accept(comm, p));
+ncclResult_t Transports::connect(const TransportComm& comm, const std::vector<PeerNeed>& needs) {
+  for (const PeerNeed& n : needs) UCHECK(offer(comm, n));
+  for (const PeerNeed& n : needs) UCHECK(accept(comm, n));
   std::vector<NetLink*> net;
-  netLinksToConnect(peers, &net);
+  netLinksToConnect(needs, &net);
   UCHECK(NetLink::connectAll(net));
-  for (int p : peers) UCHECK(complete(comm, p));
+  for (const PeerNeed& n : needs) UCHECK(complete(comm, n.peer));
   return ncclSuccess;
 }
 
-// Fills the Peer entry of every channel: the send half points into the
-// peer's block, the receive half into ours (layout in transport.h). direct:
-// the peer's GPU can store into our user buffers (P2P), so the connection
-// carries direct messages' offers (dev_types.h, p2pExchanges).
+// Fills the Peer entry of every channel from one block per side holding
+// every part of the layout (SHM).
 ncclResult_t Transports::wire(const TransportComm& comm, int peer, char* own, char* remote, bool direct) {
   const ChannelLayout& L = layout_;
   for (int c = 0; c < comm.nChannels; c++) {
     char* o = own + c * L.stride();
     char* r = remote + c * L.stride();
-    dev::Peer p;
-    memset(&p, 0, sizeof(p));
-    p.send.buffs[dev::kProtoLL] = r + L.llOffset();
-    p.send.buffs[dev::kProtoSimple] = r + L.simpleOffset();
-    p.send.buffs[dev::kProtoLL128] = L.ll128Bytes > 0 ? r + L.ll128Offset() : nullptr;
-    p.send.remoteTail = reinterpret_cast<uint64_t*>(r + L.tailOffset());
-    p.send.head = reinterpret_cast<uint64_t*>(o + L.headOffset());
-    p.recv.buffs[dev::kProtoLL] = o + L.llOffset();
-    p.recv.buffs[dev::kProtoSimple] = o + L.simpleOffset();
-    p.recv.buffs[dev::kProtoLL128] = L.ll128Bytes > 0 ? o + L.ll128Offset() : nullptr;
-    p.recv.tail = reinterpret_cast<uint64_t*>(o + L.tailOffset());
-    p.recv.remoteHead = reinterpret_cast<uint64_t*>(r + L.headOffset());
-    if (direct) {
-      p.send.ptrExchange = reinterpret_cast<uint64_t*>(o + L.ptrExchangeOffset());
-      p.recv.remotePtrExchange = reinterpret_cast<uint64_t*>(r + L.ptrExchangeOffset());
-    }
-    p.connected = 1;
+    const dev::Peer p = channelPeer(L, o, r, o + L.llOffset(), r + L.llOffset(), direct);
     UCHECK(gpu::memcpy(comm.channelsHost[c].peers + peer, &p, sizeof(p)));
+  }
+  return ncclSuccess;
+}
+
+// P2P: the counters and whichever slots exist. whole: the first wiring
+// (the entry is written entire). Otherwise a direction added later: only
+// its buffer pointers are written, so the persistent step counters the
+// kernels keep in the entry (dev_types.h) are left as they are.
+ncclResult_t Transports::wireP2p(const TransportComm& comm, int peer, const PeerLink& link, bool whole) {
+  const ChannelLayout& L = layout_;
+  const bool addSend = !whole && link.peerSlots != nullptr && !link.sendWired;
+  const bool addRecv = !whole && link.ownSlots != nullptr && !link.recvWired;
+  for (int c = 0; c < comm.nChannels; c++) {
+    char* o = static_cast<char*>(link.ownBlock) + c * ChannelLayout::kCounterBytes;
+    char* r = static_cast<char*>(link.peerBlock) + c * ChannelLayout::kCounterBytes;
+    char* os = link.ownSlots != nullptr ? static_cast<char*>(link.ownSlots) + c * L.slotStride() : nullptr;
+    char* rs = link.peerSlots != nullptr ? static_cast<char*>(link.peerSlots) + c * L.slotStride() : nullptr;
+    const dev::Peer p = channelPeer(L, o, r, os, rs, true);
+    dev::Peer* dst = comm.channelsHost[c].peers + peer;
+    if (whole) UCHECK(gpu::memcpy(dst, &p, sizeof(p)));
+    if (addSend) UCHECK(gpu::memcpy(&dst->send.buffs, &p.send.buffs, sizeof(p.send.buffs)));
+    if (addRecv) UCHECK(gpu::memcpy(&dst->recv.buffs, &p.recv.buffs, sizeof(p.recv.buffs)));
   }
   return ncclSuccess;
 }
@@ -280,7 +366,7 @@ ncclResult_t Transports::wire(const TransportComm& comm, int peer, char* own, ch
 // ------------------------------------------------------------------- P2P
 ncclResult_t Transports::offerP2p(const TransportComm& comm, int peer, PeerLink& link, ConnectOffer* msg) {
   size_t bytes = msg->blockBytes;
-  // The peer spins on the tail and slots, this GPU on the head: polled memory.
+  // The peer spins on the tail, this GPU on the head: polled memory.
   UCHECK(gpu::deviceAllocPolled(&link.ownBlock, bytes));
   UCHECK(gpu::memset(link.ownBlock, 0, bytes));
   if (peers_[peer].processHash == peers_[comm.rank].processHash) {
@@ -291,6 +377,7 @@ ncclResult_t Transports::offerP2p(const TransportComm& comm, int peer, PeerLink&
   return ncclSuccess;
 }
 
+// Maps the peer's counters; accept() wires them with the slots.
 ncclResult_t Transports::acceptP2p(const TransportComm& comm, int peer, PeerLink& link, const ConnectOffer& msg) {
   const TransportPeer& p = peers_[peer];
   if (p.processHash == peers_[comm.rank].processHash) {
@@ -300,7 +387,44 @@ ncclResult_t Transports::acceptP2p(const TransportComm& comm, int peer, PeerLink
     UCHECK(gpu::ipcOpenMemHandle(&link.peerBlock, msg.ipc));
     link.peerIpcMapped = true;
   }
-  return wire(comm, peer, static_cast<char*>(link.ownBlock), static_cast<char*>(link.peerBlock), true);
+  return ncclSuccess;
+}
+
+// The slots this rank receives the peer's data in, offered to the peer.
+ncclResult_t Transports::offerP2pSlots(const TransportComm& comm, int peer, PeerLink& link) {
+  const size_t bytes = layout_.slotStride() * comm.nChannels;
+  // This GPU spins on LL flags in the slots: polled memory.
+  UCHECK(gpu::deviceAllocPolled(&link.ownSlots, bytes));
+  UCHECK(gpu::memset(link.ownSlots, 0, bytes));
+  SlotsOffer msg;
+  memset(&msg, 0, sizeof(msg));
+  msg.magic = kSlotsMagic;
+  msg.nChannels = comm.nChannels;
+  msg.stride = layout_.slotStride();
+  if (peers_[peer].processHash == peers_[comm.rank].processHash) {
+    msg.blockPtr = reinterpret_cast<uint64_t>(link.ownSlots);
+  } else {
+    UCHECK(gpu::ipcGetMemHandle(&msg.ipc, link.ownSlots));
+  }
+  return comm.bootstrap->send(peer, kTagSlots, &msg, sizeof(msg));
+}
+
+// The peer's slots this rank sends into, mapped.
+ncclResult_t Transports::acceptP2pSlots(const TransportComm& comm, int peer, PeerLink& link) {
+  SlotsOffer msg;
+  UCHECK(comm.bootstrap->recv(peer, kTagSlots, &msg, sizeof(msg)));
+  if (msg.magic != kSlotsMagic || msg.nChannels != comm.nChannels || msg.stride != layout_.slotStride()) {
+    WARN("Slot offer from rank %d does not match ours (channels %d/%d, stride %llu/%llu)", peer, msg.nChannels,
+         comm.nChannels, (unsigned long long)msg.stride, (unsigned long long)layout_.slotStride());
+    return ncclInvalidUsage;
+  }
+  if (peers_[peer].processHash == peers_[comm.rank].processHash) {
+    link.peerSlots = reinterpret_cast<void*>(msg.blockPtr);
+  } else {
+    UCHECK(gpu::ipcOpenMemHandle(&link.peerSlots, msg.ipc));
+    link.peerSlotsIpcMapped = true;
+  }
+  return ncclSuccess;
 }
 
 // ------------------------------------------------------------------- SHM
@@ -347,7 +471,9 @@ void Transports::release() {
   // Teardown: a release that fails was logged by the backend; the others still run.
   for (PeerLink& link : links_) {
     if (link.peerIpcMapped && link.peerBlock != nullptr) (void)gpu::ipcCloseMemHandle(link.peerBlock);
+    if (link.peerSlotsIpcMapped && link.peerSlots != nullptr) (void)gpu::ipcCloseMemHandle(link.peerSlots);
     if (link.ownBlock != nullptr) (void)gpu::deviceFree(link.ownBlock);
+    if (link.ownSlots != nullptr) (void)gpu::deviceFree(link.ownSlots);
     link = PeerLink{};
   }
   links_.clear();

@@ -303,7 +303,7 @@ TEST_F(SidePlanTest, SendRecvOverCopyEngine) {
     EXPECT_EQ(x.dst, recv[1]);
     EXPECT_EQ(x.bytes, 8 * kMiB);
     EXPECT_FALSE(side.forksKernel());
-    std::vector<int> peers;
+    std::vector<PeerNeed> peers;
     peersToConnect(planOf(comms[r]), &peers);
     EXPECT_TRUE(peers.empty());
     ASSERT_EQ(planWorks(planOf(comms[r])), ncclSuccess);

@@ -99,7 +99,7 @@ int runOne(int n, bool check) {
     }
     for (int ch = 0; ch < c->nChannels && check; ch++) {
       const dev::Channel& x = c->channelsHost[ch];
-      if ((!c->transports.connected(x.ringNext) || !c->transports.connected(x.ringPrev)) && bad++ < 5)
+      if ((!c->transports.ready(x.ringNext, kDirSend) || !c->transports.ready(x.ringPrev, kDirRecv)) && bad++ < 5)
         fprintf(stderr, "N=%d: rank %d channel %d: a ring neighbour is not connected\n", n, c->rank, ch);
     }
   }
