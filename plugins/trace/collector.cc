@@ -136,6 +136,14 @@ void Collector::beginPass(const SpillPass& p) {
   inPass_ = true;
 }
 
+void Collector::idleUntil(uint64_t pass, int64_t nowNs) {
+  if (pass <= pass_ || inPass_ || behind()) return;
+  pass_ = pass;
+  forgetEarlyRecords();
+  letWindowPass(nowNs);
+  flushRanks();
+}
+
 void Collector::endPass() {
   forgetEarlyRecords();
   letWindowPass(passNowNs_);

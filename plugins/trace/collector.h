@@ -36,6 +36,10 @@ class Collector {
   bool readSpill(const std::function<bool()>& stop = nullptr);
   // Whether the spill holds records not read yet.
   bool behind() const { return bufAt_ < bufEnd_ || loaded_ < spill_->size(); }
+  // The drainer's pass `pass` found nothing to read at `nowNs` (after all
+  // that is in the spill): lets the reorder window pass until then, so that
+  // events wait no longer than it when no more records come.
+  void idleUntil(uint64_t pass, int64_t nowNs);
   // Whether what was read made sense (false: the spill was cut short, or
   // holds something else than the drainer writes; the rest was skipped).
   bool spillReadable() const { return readable_; }

@@ -50,6 +50,11 @@ class RingDrainer {
 
   // Whether any ring holds more than `share` of its capacity now.
   bool anyRingFuller(double share) const;
+  // The last pass since the last one spilled that found nothing to read
+  // (pass 0: none), and when it read the rings: the reorder window has
+  // passed until then.
+  uint64_t idlePass() const { return idlePass_; }
+  int64_t idleNowNs() const { return idleNowNs_; }
 
   // The context in `slot` from now on, taking `maxEvents` starts.
   void addRank(uint16_t slot, TraceContext* ctx, uint64_t maxEvents);

@@ -151,11 +151,13 @@ void Tracer::writerLoop() {
       if (r.fullest > 0) sleepNs = std::min(sleepNs, (int64_t)((double)(start - lastPass) * (kDrainAtShare / r.fullest)));
       lastPass = start;
       if (r.fullest >= kQuietShare) lastBusy = start;
-      if (start - lastBusy >= kQuietForNs && collector_.behind()) {
+      if (start - lastBusy >= kQuietForNs) {
         const int64_t until = nowNs() + kMaxFormatNs;
-        const bool all = collector_.readSpill(
-            [&] { return nowNs() > until || drainer_.anyRingFuller(kFormatYieldShare); });
-        if (!all) sleepNs = 0;
+        const bool all = !collector_.behind() || collector_.readSpill([&] {
+          return nowNs() > until || drainer_.anyRingFuller(kFormatYieldShare);
+        });
+        if (all) collector_.idleUntil(drainer_.idlePass(), drainer_.idleNowNs());
+        else sleepNs = 0;
       }
       if (nowNs() - lastReclaim > kReclaimPeriodNs) {
         rings_.reclaimExited();
