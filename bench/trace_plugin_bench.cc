@@ -7,7 +7,7 @@
 // test: it prints figures and checks nothing but that the plugin loads.
 //
 //   trace_plugin_bench [--plugin PATH|null] [--threads 1,2,4] [--bursts N] [--burst-events N]
-//                      [--pause-us N] [--keep-trace]
+//                      [--pause-us N] [--flood N] [--keep-trace]
 //
 // --plugin null: a table that records nothing, for what the driving loop
 // itself costs.
@@ -20,6 +20,16 @@
 // context, as a rank's launching thread, proxy thread and KernelCh poller do.
 // The first and last tenth of the bursts are also shown apart: what a pair
 // costs after many events were recorded.
+//
+// --flood N: instead, each thread reports N KernelCh events back to back
+// (start, KernelChStop, stop: three records), as fast as it can, and the
+// bench prints what the plugin's writer thread keeps up with: the records
+// that went into the rings per second, the writer's CPU time per record
+// (and the records per second one core of it moves), the starts dropped
+// because a ring was full, and the time per call on the reporting threads
+// (wall and CPU: on a machine shared with other work, the wall time counts
+// the time the thread waited for a core).
+#include <dirent.h>
 #include <dlfcn.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,6 +54,7 @@ struct Options {
   int bursts = 100;
   int burstEvents = 2000;
   int pauseUs = 3000;
+  long flood = 0;   // events per thread, back to back; 0: the burst benchmark
   bool keepTrace = false;
 };
 
@@ -237,11 +248,44 @@ ThreadResult runThread(Driver drv, Kind kind, const Options& o) {
   return r;
 }
 
+// The collective the KernelCh and proxy events belong to (as in the
+// library, it stopped when its kernel was launched, before they come): its Coll handle.
+void* startParents(Driver& drv) {
+  ncclProfilerEventDescr_v5_t d{};
+  d.type = ncclProfileGroupApi;
+  d.groupApi.groupDepth = 1;
+  void* gapi = drv.start(d);
+  d = {};
+  d.type = ncclProfileCollApi;
+  d.parentObj = gapi;
+  d.collApi = {"AllReduce", 1, "ncclFloat32", 0, nullptr, false};
+  void* capi = drv.start(d);
+  drv.stop(capi);
+  drv.stop(gapi);
+  d = {};
+  d.type = ncclProfileGroup;
+  void* group = drv.start(d);
+  d = {};
+  d.type = ncclProfileColl;
+  d.parentObj = capi;
+  d.coll.func = "AllReduce";
+  d.coll.datatype = "ncclFloat32";
+  d.coll.algo = "Ring";
+  d.coll.proto = "Simple";
+  d.coll.parentGroup = group;
+  void* coll = drv.start(d);
+  drv.stop(coll);
+  drv.stop(group);
+  return coll;
+}
+
 // The trace's size and "dropped" count (-1: none found), from the file's
 // first and last few KiB (where plugins put their metadata).
 struct TraceFacts {
   long bytes = 0;
   long dropped = -1;
+  long droppedRingFull = -1;
+  long lostUpdates = -1;
 };
 TraceFacts traceFacts(const std::string& path) {
   TraceFacts t;
@@ -256,9 +300,45 @@ TraceFacts traceFacts(const std::string& path) {
   n += fread(&text[n], 1, 4096, f);
   text.resize(n);
   fclose(f);
-  const size_t at = text.rfind("\"dropped\":");
-  if (at != std::string::npos) t.dropped = strtol(text.c_str() + at + 10, nullptr, 10);
+  auto number = [&](const char* key) {
+    const std::string k = std::string("\"") + key + "\":";
+    const size_t at = text.rfind(k);
+    return at == std::string::npos ? -1 : strtol(text.c_str() + at + k.size(), nullptr, 10);
+  };
+  t.dropped = number("dropped");
+  t.droppedRingFull = number("droppedRingFull");
+  t.lostUpdates = number("lostUpdates");
   return t;
+}
+
+// The plugin's writer thread (named uniccl-trace): its id, or -1 when there
+// is none after a while (it names itself once it runs).
+long writerTid() {
+  for (int attempt = 0; attempt < 100; attempt++) {
+    DIR* tasks = opendir("/proc/self/task");
+    if (tasks == nullptr) return -1;
+    long tid = -1;
+    while (dirent* d = readdir(tasks)) {
+      if (d->d_name[0] == '.') continue;
+      std::ifstream comm(std::string("/proc/self/task/") + d->d_name + "/comm");
+      std::string name;
+      std::getline(comm, name);
+      if (name == "uniccl-trace") tid = atol(d->d_name);
+    }
+    closedir(tasks);
+    if (tid >= 0) return tid;
+    usleep(10000);
+  }
+  return -1;
+}
+
+// CPU time of one of the process's threads, ns; -1 when unknown.
+int64_t taskCpuNs(long tid) {
+  if (tid < 0) return -1;
+  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/schedstat");   // first field: ns on a CPU
+  long long ns = -1;
+  stat >> ns;
+  return ns;
 }
 
 // CPU time of the whole process and of the calling thread, ns.
@@ -266,6 +346,69 @@ int64_t cpuNs(clockid_t id) {
   timespec ts;
   clock_gettime(id, &ts);
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+uint64_t epochNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+// --flood: nThreads threads report o.flood KernelCh events each, back to back.
+int flood(const ncclProfiler_v5_t* table, int nThreads, const Options& o, const std::string& dir, uint64_t commId) {
+  void* ctx = nullptr;
+  int mask = 0;
+  if (table->init(&ctx, commId, &mask, "bench", 1, 1, 0, logNothing) != ncclSuccess) {
+    fprintf(stderr, "trace_plugin_bench: init failed (is %s writable?)\n", dir.c_str());
+    return 1;
+  }
+  Driver drv{table, ctx};
+  drv.coll = startParents(drv);
+  const long writer = writerTid();
+  const int64_t writer0 = taskCpuNs(writer);
+  std::vector<int64_t> threadWall((size_t)nThreads), threadCpu((size_t)nThreads);
+  std::vector<std::thread> threads;
+  const int64_t t0 = nowNs();
+  for (int t = 0; t < nThreads; t++)
+    threads.emplace_back([&, t] {
+      Driver d = drv;
+      const int64_t w0 = nowNs(), c0 = cpuNs(CLOCK_THREAD_CPUTIME_ID);
+      for (long i = 0; i < o.flood; i++) {
+        // The "GPU timer" follows the host's clock (KernelCh slices are placed by it).
+        if ((i & 1023) == 0) d.gpuNs = epochNs();
+        d.kernelCh((int)(i & 15));
+      }
+      threadWall[(size_t)t] = nowNs() - w0;
+      threadCpu[(size_t)t] = cpuNs(CLOCK_THREAD_CPUTIME_ID) - c0;
+    });
+  for (std::thread& t : threads) t.join();
+  const int64_t wall = nowNs() - t0;
+  const int64_t writer1 = taskCpuNs(writer);
+  const int64_t f0 = nowNs();
+  table->finalize(ctx);
+  const double finalizeMs = (double)(nowNs() - f0) / 1e6;
+  char name[64];
+  snprintf(name, sizeof(name), "/trace.%016llx.rank0.json", (unsigned long long)commId);
+  const std::string path = dir + name;
+  const TraceFacts facts = traceFacts(path);
+  const double events = (double)o.flood * nThreads;
+  const double dropped = facts.droppedRingFull > 0 ? (double)facts.droppedRingFull : 0;
+  const double lost = facts.lostUpdates > 0 ? (double)facts.lostUpdates : 0;
+  const double records = 3 * (events - dropped) - lost;   // start, KernelChStop, stop
+  double callWall = 0, callCpu = 0;
+  for (int t = 0; t < nThreads; t++) {
+    callWall += (double)threadWall[(size_t)t] / (3.0 * (double)o.flood) / nThreads;
+    callCpu += (double)threadCpu[(size_t)t] / (3.0 * (double)o.flood) / nThreads;
+  }
+  const double writerNs = writer0 >= 0 && writer1 >= 0 ? (double)(writer1 - writer0) : -1;
+  printf("%7d  %9.0f  %8.1f  %8.1f  %12.2f  %8.2f%%  %10.1f  %10.2f  %11.1f  %9.1f\n", nThreads, events, callWall,
+         callCpu, records / ((double)wall / 1e9) / 1e6, 100.0 * dropped / events,
+         writerNs >= 0 ? writerNs / records : -1.0, writerNs > 0 ? records / (writerNs / 1e9) / 1e6 : -1.0,
+         finalizeMs, (double)facts.bytes / (1 << 20));
+  fflush(stdout);
+  if (o.keepTrace) printf("         trace kept: %s\n", path.c_str());
+  else remove(path.c_str());
+  return 0;
 }
 
 std::vector<int> parseList(const char* s) {
@@ -293,33 +436,7 @@ int benchmark(const ncclProfiler_v5_t* table, int nThreads, const Options& o, co
     return 1;
   }
   Driver drv{table, ctx};
-  // The collective the KernelCh and proxy events belong to (as in the
-  // library, it stopped when its kernel was launched, before they come).
-  ncclProfilerEventDescr_v5_t d{};
-  d.type = ncclProfileGroupApi;
-  d.groupApi.groupDepth = 1;
-  void* gapi = drv.start(d);
-  d = {};
-  d.type = ncclProfileCollApi;
-  d.parentObj = gapi;
-  d.collApi = {"AllReduce", 1, "ncclFloat32", 0, nullptr, false};
-  void* capi = drv.start(d);
-  drv.stop(capi);
-  drv.stop(gapi);
-  d = {};
-  d.type = ncclProfileGroup;
-  void* group = drv.start(d);
-  d = {};
-  d.type = ncclProfileColl;
-  d.parentObj = capi;
-  d.coll.func = "AllReduce";
-  d.coll.datatype = "ncclFloat32";
-  d.coll.algo = "Ring";
-  d.coll.proto = "Simple";
-  d.coll.parentGroup = group;
-  drv.coll = drv.start(d);
-  drv.stop(drv.coll);
-  drv.stop(group);
+  drv.coll = startParents(drv);
 
   const Kind kinds[] = {Kind::kLaunch, Kind::kKernelCh, Kind::kProxy};
   for (Kind kind : kinds) {
@@ -374,11 +491,12 @@ int main(int argc, char** argv) {
     else if (a == "--bursts") o.bursts = atoi(v), i++;
     else if (a == "--burst-events") o.burstEvents = atoi(v), i++;
     else if (a == "--pause-us") o.pauseUs = atoi(v), i++;
+    else if (a == "--flood") o.flood = atol(v), i++;
     else if (a == "--keep-trace") o.keepTrace = true;
     else {
       fprintf(stderr,
               "usage: %s [--plugin PATH|null] [--threads 1,2,4] [--bursts N] [--burst-events N] [--pause-us N]"
-              " [--keep-trace]\n",
+              " [--flood N] [--keep-trace]\n",
               argv[0]);
       return 2;
     }
@@ -405,12 +523,19 @@ int main(int argc, char** argv) {
   setenv("UNICCL_PROFILER_TRACE_FILE", (std::string(dir) + "/trace").c_str(), 1);
   setenv("UNICCL_PROFILER_TRACE_MASK", "0xfff", 1);
   setenv("UNICCL_PROFILER_TRACE_MAX_EVENTS", "1000000000", 1);
-  printf("plugin %s (%s): %d bursts of %d events per thread, %d us apart\n", o.plugin.c_str(), table->name,
-         o.bursts, o.burstEvents, o.pauseUs);
-  printf("threads  kind        ns/pair     first 10%%   last 10%%    pairs\n");
   int rc = 0;
   uint64_t commId = 0xbe4c000000000001ull;
-  for (int n : o.threads) rc |= benchmark(table, n, o, dir, commId++);
+  if (o.flood > 0) {
+    printf("plugin %s (%s): %ld KernelCh events per thread, back to back\n", o.plugin.c_str(), table->name, o.flood);
+    printf("threads     events  ns/call  cpu-ns/call  Mrecords/s  dropped  writer-ns/rec  Mrec/s/core  finalize-ms"
+           "  trace-MiB\n");
+    for (int n : o.threads) rc |= flood(table, n, o, dir, commId++);
+  } else {
+    printf("plugin %s (%s): %d bursts of %d events per thread, %d us apart\n", o.plugin.c_str(), table->name,
+           o.bursts, o.burstEvents, o.pauseUs);
+    printf("threads  kind        ns/pair     first 10%%   last 10%%    pairs\n");
+    for (int n : o.threads) rc |= benchmark(table, n, o, dir, commId++);
+  }
   if (!o.keepTrace) rmdir(dir);
   return rc;
 }

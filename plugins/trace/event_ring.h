@@ -1,7 +1,8 @@
 // One thread's records on their way to the writer thread: a single-producer
 // single-consumer ring of cells (trace_record.h). The owning thread writes
 // records and publishes them; the writer (one consumer at a time, under the
-// tracer's pass lock) reads them and frees their cells for reuse.
+// tracer's pass lock) moves them out (ring_drainer.h) and frees their cells
+// for reuse.
 //
 // Why a ring: its memory is written again and again, so it stays in the
 // caches and its pages were faulted in once, at creation. A record costs the
@@ -65,36 +66,25 @@ class EventRing {
   }
 
   // ----------------------------------------------------------- consumer
-  // Where the published records end now.
+  // Positions count cells from the ring's creation: the records not read yet
+  // are those in [consumed(), published()), each at cellAt(its position).
+  // Records never wrap: the cells from a position up to the ring's end
+  // (cellsToEnd) hold whole records, in order, and lie one after the other
+  // in memory.
   uint64_t published() const { return head_.load(std::memory_order_acquire); }
-  // Calls f(const Cell* record, unsigned cells, uint64_t startId) for each
-  // record published before `head` (a published() value) and not read yet,
-  // in order (startId: the id of a start, 0 for other records), then frees
-  // their cells. Returns how many records it read.
-  template <typename F>
-  size_t drain(uint64_t head, F&& f) {
-    uint64_t t = tail_.load(std::memory_order_relaxed);
-    size_t n = 0;
-    while (t < head) {
-      const Cell* c = &cells_[(uint32_t)t & mask_];
-      RecordHead h;
-      memcpy(&h, c, sizeof(h));
-      if (h.kind != RecordKind::kPad) {
-        const uint64_t id = h.kind == RecordKind::kStart ? idBase_ + ++startsRead_ : 0;
-        f(c, (unsigned)h.cells, id);
-        n++;
-      }
-      t += h.cells;
-    }
-    tail_.store(t, std::memory_order_release);
-    return n;
+  uint64_t consumed() const { return tail_.load(std::memory_order_relaxed); }
+  const Cell* cellAt(uint64_t pos) const { return &cells_[(uint32_t)pos & mask_]; }
+  uint32_t cellsToEnd(uint64_t pos) const { return capacity_ - ((uint32_t)pos & mask_); }
+  // The cells before `pos` were read, `starts` starts among them: the
+  // producer may reuse them.
+  void release(uint64_t pos, uint64_t starts) {
+    startsRead_ += starts;
+    tail_.store(pos, std::memory_order_release);
   }
+  // The starts read so far (the ids takeId handed out for them are the first ones).
+  uint64_t startsRead() const { return startsRead_; }
   // Every record published so far was read (consumer side).
-  bool drained() const { return tail_.load(std::memory_order_relaxed) == head_.load(std::memory_order_acquire); }
-  // Whether the start with this id was read already: a later stop or state
-  // of it belongs to an event the writer has seen (or dropped), not to one
-  // still on its way (consumer side).
-  bool startRead(uint64_t id) const { return id - idBase_ <= startsRead_; }
+  bool drained() const { return consumed() == published(); }
 
  private:
   EventRing(uint32_t index, uint32_t cells, Cell* memory);

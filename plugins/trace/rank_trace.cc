@@ -57,15 +57,6 @@ RankTrace::~RankTrace() {
   for (auto& b : buckets_) b.second->text.release(pools_->text);
 }
 
-bool RankTrace::admit() {
-  if (admitted_ >= options_.maxEvents) {
-    droppedMaxEvents_++;
-    return false;
-  }
-  admitted_++;
-  return true;
-}
-
 void RankTrace::started(PendingEvent* e) {
   const uint32_t type = e->type();
   e->placedStart = e->startNs;
@@ -278,8 +269,7 @@ void RankTrace::writeAsync(PendingEvent* e) {
   pools_->events.put(e);
 }
 
-RankTraceSummary RankTrace::finish(int64_t endNs, const std::vector<PendingEvent*>& open,
-                                   uint64_t droppedRingFull, uint64_t lostUpdates) {
+RankTraceSummary RankTrace::finish(int64_t endNs, const std::vector<PendingEvent*>& open, const DropCounts& drops) {
   for (PendingEvent* e : open) {
     e->unfinished = true;
     if (!isAsync(e->type())) {
@@ -299,15 +289,16 @@ RankTraceSummary RankTrace::finish(int64_t endNs, const std::vector<PendingEvent
   RankTraceSummary s;
   s.written = written_;
   s.maxEvents = options_.maxEvents;
-  s.droppedMaxEvents = droppedMaxEvents_;
-  s.droppedRingFull = droppedRingFull;
-  s.lostUpdates = lostUpdates;
+  s.droppedMaxEvents = drops.maxEvents;
+  s.droppedRingFull = drops.ringFull;
+  s.droppedSpill = drops.spill;
+  s.lostUpdates = drops.lostUpdates;
   s.late = late_;
   // "dropped": every event not in the file (check_trace.py accepts orphans then).
   out_.lit("\n],\n");
   out_.raw(otherData_.data(), otherData_.size());
   out_.lit(",\"dropped\":");
-  out_.u64(s.droppedMaxEvents + s.droppedRingFull);
+  out_.u64(s.droppedMaxEvents + s.droppedRingFull + s.droppedSpill);
   out_.lit(",\"droppedRingFull\":");
   out_.u64(s.droppedRingFull);
   out_.lit(",\"lostUpdates\":");
@@ -316,9 +307,13 @@ RankTraceSummary RankTrace::finish(int64_t endNs, const std::vector<PendingEvent
   out_.u64(s.late);
   out_.lit("}}\n");
   flush();
-  s.writeFailed = writeFailed_ || fclose(file_) != 0;
+  s.writeFailed = writeFailed_ || drops.spillFailed || fclose(file_) != 0;
   file_ = nullptr;
   return s;
+}
+
+void RankTrace::flushIfLarge() {
+  if (out_.size() >= kFlushBytes) flush();
 }
 
 void RankTrace::flush() {

@@ -1,5 +1,6 @@
-// One communicator rank's trace file, written by the writer thread while
-// the program runs.
+// One communicator rank's trace file, written by the writer thread as it
+// reads the spill (collector.h): while the program runs when the rings are
+// quiet, else at the communicator's finalize.
 //
 // The file lists events by start time (check_trace.py checks it; trace
 // viewers do not need it). Records reach the writer out of that order:
@@ -43,9 +44,19 @@ struct WriterPools {
 };
 
 struct RankTraceOptions {
-  uint64_t maxEvents = 0;    // events written; later ones are dropped (counted)
+  uint64_t maxEvents = 0;    // events written; later ones are dropped (counted by the ring drainer)
   int64_t reorderNs = 0;     // the reorder window
   size_t maxWaitingBytes = 0;   // events waiting to be written, at most
+};
+
+// What never became one of the rank's events, counted before the rank saw
+// it; finish() writes it into otherData.
+struct DropCounts {
+  uint64_t maxEvents = 0;     // starts past maxEvents (ring_drainer.h)
+  uint64_t ringFull = 0;      // starts that found their thread's ring full
+  uint64_t lostUpdates = 0;   // stops and states that did, for longer than they wait
+  uint64_t spill = 0;         // starts lost because the spill could not be written
+  bool spillFailed = false;   // the spill could not be written or read back
 };
 
 // What finish() reports.
@@ -54,6 +65,7 @@ struct RankTraceSummary {
   uint64_t maxEvents = 0;
   uint64_t droppedMaxEvents = 0;
   uint64_t droppedRingFull = 0;
+  uint64_t droppedSpill = 0;
   uint64_t lostUpdates = 0;
   uint64_t late = 0;
   bool writeFailed = false;
@@ -68,10 +80,7 @@ class RankTrace {
   RankTrace(const RankTrace&) = delete;
   RankTrace& operator=(const RankTrace&) = delete;
 
-  // A start was read: whether the rank takes it (false: maxEvents written
-  // or taken already; the event is counted as dropped).
-  bool admit();
-  // An admitted event, after its start (and whatever stop or states came before it).
+  // An event, after its start (and whatever stop or states came before it).
   void started(PendingEvent* e);
   // e's stop was read (e->stopNs set). The rank owns e from here.
   void stopped(PendingEvent* e, uint64_t pass);
@@ -81,10 +90,11 @@ class RankTrace {
   // The communicator is going: `open` are its events that never stopped
   // (the rank owns them from here). Writes every event, the trailer, and
   // closes the file.
-  RankTraceSummary finish(int64_t endNs, const std::vector<PendingEvent*>& open, uint64_t droppedRingFull,
-                          uint64_t lostUpdates);
-  // Hands what was formatted to the file.
+  RankTraceSummary finish(int64_t endNs, const std::vector<PendingEvent*>& open, const DropCounts& drops);
+  // Hands what was formatted to the file: all of it, or once there is a
+  // large piece.
   void flush();
+  void flushIfLarge();
 
  private:
   // Start times per bucket: 2^20 ns, about a millisecond.
@@ -140,9 +150,7 @@ class RankTrace {
   std::unordered_map<uint64_t, long> proxyOpTracks_;   // ProxyOp id -> track, for its steps
   std::vector<std::pair<uint64_t, uint64_t>> stoppedProxyOps_;   // (id, pass it stopped in)
   int64_t lastWrittenStart_ = INT64_MIN;
-  uint64_t admitted_ = 0;
   uint64_t written_ = 0;
-  uint64_t droppedMaxEvents_ = 0;
   uint64_t late_ = 0;
   bool writeFailed_ = false;
 };

@@ -69,7 +69,7 @@ const bool kTicksAreTsc = tscIsAClock();
 
 int64_t nowNs() { return clockNs(CLOCK_MONOTONIC) + kMonotonicToEpochNs; }
 
-TickConverter::TickConverter() {
+void TickConverter::start() {
   calibrate(true);
   if (!kTicksAreTsc) return;
   // A second pair 200 us later, so that there is a rate before the first pass.
@@ -83,7 +83,7 @@ bool TickConverter::calibrate(bool anyway) {
   if (!kTicksAreTsc) return true;   // ticks are ns already
   // The clock read between two counter reads; the closest of a few tries,
   // as a thread preempted between the reads pairs them badly.
-  Point p{0, 0};
+  TickPair p{0, 0};
   uint64_t spread = UINT64_MAX;
   for (int attempt = 0; attempt < kPairAttempts && spread > kTightPairTicks; attempt++) {
     const uint64_t t0 = orderedTicks();
@@ -91,20 +91,25 @@ bool TickConverter::calibrate(bool anyway) {
     const uint64_t t1 = orderedTicks();
     if (t1 - t0 < spread) {
       spread = t1 - t0;
-      p = Point{t0 + spread / 2, ns};
+      p = TickPair{t0 + spread / 2, ns};
     }
   }
   if (spread > kLoosePairTicks && points_.size() >= 2 && !anyway) return false;
   if (!points_.empty() && (p.ticks <= points_.back().ticks || p.ns <= points_.back().ns)) return anyway;
-  if (points_.size() == kMaxPoints) points_.erase(points_.begin(), points_.begin() + kMaxPoints / 2);
-  points_.push_back(p);
-  const size_t n = points_.size();
-  if (n >= 2)
-    lastRate_ = (double)(points_[n - 1].ns - points_[n - 2].ns) / (double)(points_[n - 1].ticks - points_[n - 2].ticks);
+  add(p);
   return true;
 }
 
-int64_t TickConverter::along(const Point& a, const Point& b, uint64_t ticks) {
+void TickConverter::add(const TickPair& p) {
+  if (points_.size() == kMaxPoints) points_.erase(points_.begin(), points_.begin() + kMaxPoints / 2);
+  points_.push_back(p);
+  added_++;
+  const size_t n = points_.size();
+  if (n >= 2)
+    lastRate_ = (double)(points_[n - 1].ns - points_[n - 2].ns) / (double)(points_[n - 1].ticks - points_[n - 2].ticks);
+}
+
+int64_t TickConverter::along(const TickPair& a, const TickPair& b, uint64_t ticks) {
   const double rate = (double)(b.ns - a.ns) / (double)(b.ticks - a.ticks);
   return a.ns + (int64_t)((double)(int64_t)(ticks - a.ticks) * rate);
 }
@@ -118,7 +123,7 @@ int64_t TickConverter::toNs(uint64_t ticks) const {
   if (ticks >= points_[n - 2].ticks)
     return points_[n - 2].ns + (int64_t)((double)(int64_t)(ticks - points_[n - 2].ticks) * lastRate_);
   auto it = std::upper_bound(points_.begin(), points_.end(), ticks,
-                             [](uint64_t t, const Point& p) { return t < p.ticks; });
+                             [](uint64_t t, const TickPair& p) { return t < p.ticks; });
   if (it == points_.begin()) return along(points_[0], points_[1], ticks);
   return along(*(it - 1), *it, ticks);
 }

@@ -39,29 +39,48 @@ inline uint64_t nowTicks() {
   return (uint64_t)nowNs();
 }
 
-// Ticks to trace-clock ns: piecewise linear between (ticks, ns) pairs the
-// writer takes at every pass, so that a rate the kernel slews (NTP) is
+// A (counter, trace clock) pair, read at one instant.
+struct TickPair {
+  uint64_t ticks;
+  int64_t ns;
+};
+
+// Ticks to trace-clock ns: piecewise linear between pairs taken as records
+// are read out of the rings, so that a rate the kernel slews (NTP) is
 // followed. Pairs are only added, and a record is converted after a pair
 // later than it was taken, so every record is converted by one function:
 // ticks in order stay in order, whichever pass converted them. One thread
 // at a time.
+//
+// The ring drainer takes the pairs (calibrate) and writes each into the
+// spill next to the records it follows; the spill's reader converts with a
+// converter fed those pairs (add), in the same order, so it converts as the
+// drainer's would have at the time.
 class TickConverter {
  public:
-  TickConverter();
+  // Without pairs: toNs() needs two (start(), calibrate() or add()).
+  TickConverter() = default;
+  // The first pairs: one now and, on the counter, one 200 us later, so that
+  // there is a rate before the first pass.
+  void start();
   // Takes a pair now. Returns false, taking none, when no try read the
   // clock tightly enough between two counter reads (a preemption between
   // them), unless `anyway`.
   bool calibrate(bool anyway);
+  // A pair another converter took (in the order it took them).
+  void add(const TickPair& p);
   int64_t toNs(uint64_t ticks) const;
 
+  // Pairs taken or added so far, and the one `back` pairs before the last
+  // (0: the last); `back` below the pairs kept, which are at least the last 2048.
+  uint64_t pairsAdded() const { return added_; }
+  TickPair recent(size_t back) const { return points_[points_.size() - 1 - back]; }
+
  private:
-  struct Point {
-    uint64_t ticks;
-    int64_t ns;
-  };
-  static int64_t along(const Point& a, const Point& b, uint64_t ticks);   // on the line through a and b
-  std::vector<Point> points_;   // increasing; the last ones (a bounded history)
-  double lastRate_ = 0;         // ns per tick between the last two points (most records use them)
+  static int64_t along(const TickPair& a, const TickPair& b, uint64_t ticks);   // on the line through a and b
+  std::vector<TickPair> points_;   // increasing; the last ones (a bounded history)
+  double lastRate_ = 0;            // ns per tick between the last two points (most records use them)
+  uint64_t added_ = 0;
 };
 
 // A GPU global timer value (ns) on the trace clock, or -1 when it is not in

@@ -7,7 +7,7 @@
 // thread, the proxy thread, the KernelCh poller) and only write a small
 // record into the calling thread's ring (event_ring.h): no lock, no
 // allocation, no formatting, no system call. A writer thread (tracer.h)
-// reads the rings and writes the files.
+// moves the records into a spill file and formats the files from it.
 //
 //   UNICCL_PROFILER_TRACE_FILE        path prefix (default "uniccl_trace"); the file is
 //                                     <prefix>.<commId as 16 hex digits>.rank<rank>.json
@@ -81,6 +81,14 @@ uint32_t ringCells() {
   return pow2;
 }
 
+// The directory of a file's path ("." for a bare name): the trace's, where
+// the tracer's spill goes.
+std::string directoryOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
 #define TLOG(ctx, level, ...) \
   do {                                                                                       \
     if ((ctx)->log) (ctx)->log(level, UNICCL_PROFILER_LOG_SUBSYS, __FILE__, __LINE__, __VA_ARGS__); \
@@ -117,13 +125,17 @@ ncclResult_t traceInit(void** context, uint64_t commId, int* eActivationMask, co
   const int64_t reorderMs = std::min<int64_t>(std::max<int64_t>(envInt(kUNICCL_PROFILER_TRACE_REORDER_MS), 0), 3600000);
   options.reorderNs = reorderMs * 1000000LL;
   options.maxWaitingBytes = kMaxWaitingBytesPerRank;
-  Tracer* tracer = Tracer::join(ringCells());
-  if (tracer == nullptr || !tracer->addRank(ctx, file, options)) {
-    TLOG(ctx, NCCL_LOG_WARN,
-         "Trace profiler: cannot trace rank %d of comm %016llx (no writer thread, or %u traced communicators already)",
-         rank, (unsigned long long)commId, Collector::kMaxRanks);
+  std::string whyNot;
+  Tracer* tracer = Tracer::join(ringCells(), directoryOf(ctx->path), &whyNot);
+  if (tracer != nullptr && !tracer->addRank(ctx, file, options)) {
+    whyNot = "out of memory, or " + std::to_string(kMaxTracedContexts) + " traced communicators already";
+    Tracer::leave();
+    tracer = nullptr;
+  }
+  if (tracer == nullptr) {
+    TLOG(ctx, NCCL_LOG_WARN, "Trace profiler: cannot trace rank %d of comm %016llx: %s", rank,
+         (unsigned long long)commId, whyNot.c_str());
     fclose(file);
-    if (tracer != nullptr) Tracer::leave();
     delete ctx;
     return ncclSystemError;
   }
@@ -209,12 +221,25 @@ ncclResult_t traceStartEvent(void* context, void** eHandle, ncclProfilerEventDes
   const uint64_t now = nowTicks();
   Tracer* tracer = Tracer::current();
   EventRing* ring = tracer != nullptr ? tracer->rings().mine() : nullptr;
-  const unsigned cells = startCells(d->type);
+  // Past the rank's maxEvents the start is only counted: one cell, no id
+  // (so the library passes a null handle and no stop or state follows).
+  const bool skipped = ctx->atMaxEvents.load(std::memory_order_relaxed);
+  const unsigned cells = skipped ? 1 : startCells(d->type);
   // A start leaves an eighth of the ring to stops and states, so that the
   // events it did record can end even while the writer is behind.
   Cell* c = ring != nullptr ? ring->reserve(cells, ring->capacity() / 8) : nullptr;
   if (c == nullptr) {
     ctx->droppedRingFull.fetch_add(1, std::memory_order_relaxed);
+    return ncclSuccess;
+  }
+  if (skipped) {
+    RecordHead* h = new (c) RecordHead;
+    h->kind = RecordKind::kSkippedStart;
+    h->cells = 1;
+    h->ctxSlot = ctx->slot;
+    h->code = 0;
+    h->small = 0;
+    ring->publish();
     return ncclSuccess;
   }
   const uint64_t gen = tracer->rings().generation();
@@ -318,7 +343,10 @@ ncclResult_t traceFinalize(void* context) {
          "in %s (raise UNICCL_PROFILER_TRACE_REORDER_MS)",
          (unsigned long long)s.late, ctx->rank, ctx->path.c_str());
   if (s.writeFailed)
-    TLOG(ctx, NCCL_LOG_WARN, "Trace profiler: writing %s failed: the file is incomplete", ctx->path.c_str());
+    TLOG(ctx, NCCL_LOG_WARN,
+         "Trace profiler: writing %s or the spill file next to it failed: the file is incomplete (%llu events of "
+         "rank %d lost with the spill)",
+         ctx->path.c_str(), (unsigned long long)s.droppedSpill, ctx->rank);
   delete ctx;
   Tracer::leave();
   return ncclSuccess;

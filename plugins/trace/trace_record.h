@@ -1,5 +1,6 @@
 // What the plugin's entry points write into the calling thread's ring
-// (event_ring.h) and the writer thread reads back: plain data in cells of 32
+// (event_ring.h), the writer thread moves into its spill as it is
+// (spill_format.h) and reads back to format: plain data in cells of 32
 // bytes. A start is one to three cells, a state or a stop one, so that an
 // event costs its caller a few stores into memory it has written before.
 //
@@ -22,12 +23,13 @@ enum class RecordKind : uint8_t {
   kStart,
   kState,
   kStop,
+  kSkippedStart,   // a start its rank no longer takes (maxEvents reached): counted, no id, no event
 };
 
 struct RecordHead {
   RecordKind kind;
   uint8_t cells;     // length of the record in cells, this one included
-  uint16_t ctxSlot;  // kStart: the context's slot in the tracer
+  uint16_t ctxSlot;  // kStart, kSkippedStart: the context's slot in the tracer
   uint16_t code;     // kStart: the ncclProfile* type; kState: the state
   uint16_t small;    // kStart: graphCaptured (GroupApi, CollApi, P2pApi), isSend (ProxyOp), channel (KernelCh)
 };

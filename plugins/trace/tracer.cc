@@ -2,7 +2,10 @@
 
 #include <pthread.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <new>
 
 #include "trace_clock.h"
@@ -11,10 +14,25 @@ namespace trace {
 
 namespace {
 
-// How often the writer reads the rings. A thread reporting an event every
-// few hundred ns fills a 512 KiB ring in about 5 ms; the writer reads it
-// several times in that span.
-constexpr auto kWriterPeriod = std::chrono::milliseconds(1);
+// The longest the writer sleeps between passes.
+constexpr int64_t kWriterPeriodNs = 1000000;
+// It plans the next pass for when the fullest ring will hold this share of
+// its capacity, at the rate it filled since the last pass: starts are
+// dropped at seven eighths, so a burst several times faster still fits.
+constexpr double kDrainAtShare = 1.0 / 8;
+// Below this, it yields instead of sleeping (a timed sleep ends tens of
+// microseconds late).
+constexpr int64_t kMinSleepNs = 30000;
+// It formats the spill once every pass for a while found every ring below
+// this share: records come slower than it formats them (a 512 KiB ring at
+// a quarter of a million records a second), and not only for a moment (a
+// reporting thread that waited for a core).
+constexpr double kQuietShare = 1.0 / 32;
+constexpr int64_t kQuietForNs = 2000000;
+// It stops formatting, to drain, once a ring holds this share, and after
+// this long at a time.
+constexpr double kFormatYieldShare = 1.0 / 8;
+constexpr int64_t kMaxFormatNs = 20000000;
 // How often it looks for rings of threads that have exited.
 constexpr int64_t kReclaimPeriodNs = 1000000000LL;
 
@@ -26,16 +44,26 @@ uint64_t gGenerations = 0;
 
 std::atomic<Tracer*> Tracer::live_{nullptr};
 
-Tracer* Tracer::join(uint32_t ringCells) {
+Tracer* Tracer::join(uint32_t ringCells, const std::string& spillDir, std::string* whyNot) {
   std::lock_guard<std::mutex> lock(gLifeMutex);
   Tracer* t = live_.load(std::memory_order_relaxed);
   if (t == nullptr) {
-    t = new (std::nothrow) Tracer(ringCells, ++gGenerations);
-    if (t == nullptr) return nullptr;
-    try {
-      t->writer_ = std::thread([t] { t->writerLoop(); });
-    } catch (...) {
-      delete t;
+    std::unique_ptr<SpillFile> spill = SpillFile::create(spillDir);
+    if (spill == nullptr) {
+      *whyNot = "cannot make its spill file in " + spillDir + " (" + strerror(errno) + ")";
+      return nullptr;
+    }
+    t = new (std::nothrow) Tracer(ringCells, ++gGenerations, std::move(spill));
+    if (t != nullptr) {
+      try {
+        t->writer_ = std::thread([t] { t->writerLoop(); });
+      } catch (...) {
+        delete t;
+        t = nullptr;
+      }
+    }
+    if (t == nullptr) {
+      *whyNot = "cannot start its writer thread";
       return nullptr;
     }
     live_.store(t, std::memory_order_release);
@@ -58,9 +86,13 @@ void Tracer::leave() {
   delete t;
 }
 
-Tracer::Tracer(uint32_t ringCells, uint64_t generation)
-    : rings_(ringCells, generation), collector_(&rings_), lostAtStart_(Collector::kMaxRanks, 0) {
-  for (uint32_t s = Collector::kMaxRanks; s > 0; s--) freeSlots_.push_back((uint16_t)(s - 1));
+Tracer::Tracer(uint32_t ringCells, uint64_t generation, std::unique_ptr<SpillFile> spill)
+    : rings_(ringCells, generation),
+      spill_(std::move(spill)),
+      drainer_(&rings_, spill_.get()),
+      collector_(spill_.get()),
+      lostAtStart_(kMaxTracedContexts, 0) {
+  for (uint32_t s = kMaxTracedContexts; s > 0; s--) freeSlots_.push_back((uint16_t)(s - 1));
 }
 
 Tracer::~Tracer() = default;
@@ -70,6 +102,7 @@ bool Tracer::addRank(TraceContext* ctx, FILE* file, const RankTraceOptions& opti
   if (freeSlots_.empty()) return false;
   const uint16_t slot = freeSlots_.back();
   if (!collector_.addRank(slot, *ctx, file, options)) return false;
+  drainer_.addRank(slot, ctx, options.maxEvents);
   freeSlots_.pop_back();
   ctx->slot = slot;
   lostAtStart_[slot] = lostUpdates_.load(std::memory_order_relaxed);
@@ -78,9 +111,16 @@ bool Tracer::addRank(TraceContext* ctx, FILE* file, const RankTraceOptions& opti
 
 RankTraceSummary Tracer::finishRank(TraceContext* ctx) {
   std::lock_guard<std::mutex> lock(passMutex_);
-  RankTraceSummary s =
-      collector_.finishRank(ctx->slot, ctx->droppedRingFull.load(std::memory_order_relaxed),
-                            lostUpdates_.load(std::memory_order_relaxed) - lostAtStart_[ctx->slot]);
+  drainer_.pass(true);
+  collector_.readSpill();
+  const RankDrainCounts counts = drainer_.finishRank(ctx->slot);
+  DropCounts drops;
+  drops.maxEvents = counts.droppedMaxEvents;
+  drops.ringFull = ctx->droppedRingFull.load(std::memory_order_relaxed);
+  drops.lostUpdates = lostUpdates_.load(std::memory_order_relaxed) - lostAtStart_[ctx->slot];
+  drops.spill = counts.droppedSpill;
+  drops.spillFailed = counts.spillFailed || !collector_.spillReadable();
+  RankTraceSummary s = collector_.finishRank(ctx->slot, drops);
   freeSlots_.push_back(ctx->slot);
   return s;
 }
@@ -96,20 +136,42 @@ void Tracer::wake() {
 void Tracer::writerLoop() {
   pthread_setname_np(pthread_self(), "uniccl-trace");   // how it shows in top, perf and gdb
   int64_t lastReclaim = nowNs();
+  int64_t lastPass = nowNs();
+  int64_t lastBusy = nowNs();   // the last pass that found a ring above kQuietShare
   std::unique_lock<std::mutex> wakeLock(wakeMutex_);
   while (!stop_) {
     wakeNow_ = false;
     wakeLock.unlock();
+    int64_t sleepNs;
     {
       std::lock_guard<std::mutex> lock(passMutex_);
-      collector_.pass();
+      const int64_t start = nowNs();
+      const RingDrainer::PassResult r = drainer_.pass();
+      sleepNs = kWriterPeriodNs;
+      if (r.fullest > 0) sleepNs = std::min(sleepNs, (int64_t)((double)(start - lastPass) * (kDrainAtShare / r.fullest)));
+      lastPass = start;
+      if (r.fullest >= kQuietShare) lastBusy = start;
+      if (start - lastBusy >= kQuietForNs) {
+        const int64_t until = nowNs() + kMaxFormatNs;
+        const bool all = !collector_.behind() || collector_.readSpill([&] {
+          return nowNs() > until || drainer_.anyRingFuller(kFormatYieldShare);
+        });
+        if (all) collector_.idleUntil(drainer_.idlePass(), drainer_.idleNowNs());
+        else sleepNs = 0;
+      }
       if (nowNs() - lastReclaim > kReclaimPeriodNs) {
         rings_.reclaimExited();
         lastReclaim = nowNs();
       }
     }
     wakeLock.lock();
-    wakeCv_.wait_for(wakeLock, kWriterPeriod, [this] { return stop_ || wakeNow_; });
+    if (sleepNs >= kMinSleepNs) {
+      wakeCv_.wait_for(wakeLock, std::chrono::nanoseconds(sleepNs), [this] { return stop_ || wakeNow_; });
+    } else {
+      wakeLock.unlock();
+      std::this_thread::yield();
+      wakeLock.lock();
+    }
   }
 }
 

@@ -1,19 +1,28 @@
 // The trace plugin's process-wide part while at least one communicator is
-// traced: the threads' rings, the writer thread that empties them into the
-// ranks' files, and the contexts' slots. The first init makes it, the last
-// finalize ends it (the library may then unload the plugin).
+// traced: the threads' rings, the writer thread, its spill, and the
+// contexts' slots. The first init makes it, the last finalize ends it (the
+// library may then unload the plugin).
+//
+// The writer thread drains the rings into the spill as often as they need
+// (ring_drainer.h), and formats the spill into the ranks' files when the
+// rings are quiet (collector.h); a communicator's finalize drains, then
+// formats what is left.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "collector.h"
 #include "rank_trace.h"
+#include "ring_drainer.h"
+#include "spill_file.h"
 #include "thread_rings.h"
 #include "trace_context.h"
 
@@ -22,8 +31,9 @@ namespace trace {
 class Tracer {
  public:
   // The tracer, made if there is none (`ringCells`: cells per thread ring,
-  // for a tracer made now), or nullptr when it cannot be made.
-  static Tracer* join(uint32_t ringCells);
+  // `spillDir`: where its spill goes, for a tracer made now), or nullptr
+  // when it cannot be made (`whyNot` says why).
+  static Tracer* join(uint32_t ringCells, const std::string& spillDir, std::string* whyNot);
   // Drops a join; the last one ends the tracer.
   static void leave();
   // The live tracer; the entry points use it only for contexts they were
@@ -45,14 +55,16 @@ class Tracer {
   void wake();
 
  private:
-  Tracer(uint32_t ringCells, uint64_t generation);
+  Tracer(uint32_t ringCells, uint64_t generation, std::unique_ptr<SpillFile> spill);
   ~Tracer();
   void writerLoop();
 
   static std::atomic<Tracer*> live_;
 
   ThreadRings rings_;
-  std::mutex passMutex_;   // one reader of the rings at a time: the writer's passes, finalize
+  std::unique_ptr<SpillFile> spill_;
+  std::mutex passMutex_;   // one reader of the rings and the spill at a time: the writer, finalize
+  RingDrainer drainer_;    // under passMutex_
   Collector collector_;    // under passMutex_
   std::vector<uint16_t> freeSlots_;   // under passMutex_
   std::vector<uint64_t> lostAtStart_;   // by slot: lostUpdates_ when the rank was added

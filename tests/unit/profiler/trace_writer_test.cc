@@ -3,7 +3,11 @@
 // the file is written while the program runs, and an event that reaches the
 // writer after later ones were written is written anyway, counted as late;
 // a stop on another thread than its start finds its event; the ring of a
-// thread that exited serves a new thread.
+// thread that exited serves a new thread; the spill is a file without a
+// name in the trace's directory; starts past maxEvents get no handle once
+// the writer counted them; ranks that finish at different times, one slot
+// serving two of them, each get their own events.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -242,6 +246,123 @@ TEST_F(TraceWriterTest, AnExitedThreadsRingGoesToANewThread) {
   EXPECT_TRUE(reused) << "no ring was handed to a second thread";
   // Each event is its own thread's, whichever ring it went through.
   for (const auto& e : groupTidsAndIds(readFile(file_))) EXPECT_EQ(tids.count(e.first), 1u) << e.first;
+}
+
+// The entries of a directory, and what the process's open files are that lie in it.
+std::vector<std::string> entriesOf(const std::string& dir) {
+  std::vector<std::string> v;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return v;
+  while (dirent* e = readdir(d))
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) v.push_back(e->d_name);
+  closedir(d);
+  return v;
+}
+std::vector<std::string> openFilesIn(const std::string& dir) {
+  std::vector<std::string> v;
+  for (const std::string& fd : entriesOf("/proc/self/fd")) {
+    char target[4096];
+    const ssize_t n = readlink(("/proc/self/fd/" + fd).c_str(), target, sizeof(target) - 1);
+    if (n <= 0) continue;
+    target[n] = '\0';
+    if (strncmp(target, (dir + "/").c_str(), dir.size() + 1) == 0) v.push_back(target);
+  }
+  return v;
+}
+
+TEST_F(TraceWriterTest, TheSpillIsAFileWithoutANameInTheTracesDirectory) {
+  auto ctx = init(0x55);
+  ASSERT_NE(ctx, nullptr);
+  ProfilerContext* p = ctx.get();
+  for (int i = 0; i < 1000; i++) profilerStop(p, profilerStartGroup(p));
+  // The trace file (the plugin keeps it open) and the spill, which has no name.
+  const std::vector<std::string> open = openFilesIn(dir_);
+  int unnamed = 0;
+  for (const std::string& f : open) {
+    const bool deleted = f.size() > 10 && f.compare(f.size() - 10, 10, " (deleted)") == 0;
+    if (deleted) unnamed++;
+    else EXPECT_EQ(f, file_);
+  }
+  EXPECT_EQ(unnamed, 1) << "one spill, in the trace's directory";
+  EXPECT_EQ(entriesOf(dir_), std::vector<std::string>{file_.substr(dir_.size() + 1)}) << "only the trace has a name";
+  profilerFinalize(ctx);
+  EXPECT_TRUE(openFilesIn(dir_).empty()) << "the spill is closed with the last communicator";
+  const std::string text = readFile(file_);
+  EXPECT_EQ(count(text, "\"cat\":\"Group\""), 1000u);
+  EXPECT_TRUE(checks());
+}
+
+TEST_F(TraceWriterTest, StartsPastMaxEventsGetNoHandleOnceTheWriterCountedThem) {
+  setenv("UNICCL_PROFILER_TRACE_MAX_EVENTS", "10", 1);
+  auto ctx = init(0x56);
+  unsetenv("UNICCL_PROFILER_TRACE_MAX_EVENTS");
+  ASSERT_NE(ctx, nullptr);
+  ProfilerContext* p = ctx.get();
+  // Events go on getting handles until the writer has read the tenth start.
+  long started = 0;
+  bool skipped = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!skipped && std::chrono::steady_clock::now() < deadline) {
+    void* g = profilerStartGroup(p);
+    started++;
+    skipped = g == nullptr;
+    profilerStop(p, g);
+    if (started % 100 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(skipped) << "no start was skipped after " << started;
+  EXPECT_GT(started, 10);
+  for (int i = 0; i < 1000; i++, started++) EXPECT_EQ(profilerStartGroup(p), nullptr) << "skipped from then on";
+  profilerFinalize(ctx);
+  const std::string text = readFile(file_);
+  EXPECT_EQ(count(text, "\"cat\":\"Group\""), 10u);
+  EXPECT_EQ(otherDataNumber(text, "dropped"), started - 10);
+  EXPECT_EQ(otherDataNumber(text, "droppedRingFull"), 0);
+  EXPECT_EQ(count(text, "\"unfinished\""), 0u);
+  EXPECT_TRUE(checks());
+}
+
+TEST_F(TraceWriterTest, RanksFinishingAtDifferentTimesKeepTheirOwnEvents) {
+  setenv("UNICCL_PROFILER_TRACE_REORDER_MS", "0", 1);
+  // Rings that hold every record of the test: none is dropped, however late the writer runs.
+  setenv("UNICCL_PROFILER_TRACE_RING_KB", "2048", 1);
+  auto a = init(0x57);
+  const std::string fileA = file_;
+  auto b = init(0x58);
+  const std::string fileB = file_;
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  // Both ranks' events from two threads, then rank a goes; its slot serves rank c.
+  auto report = [](ProfilerContext* p, int groups) {
+    std::thread([p, groups] {
+      for (int i = 0; i < groups; i++) profilerStop(p, profilerStartGroup(p));
+    }).join();
+    for (int i = 0; i < groups; i++) profilerStop(p, profilerStartProxyOp(p, nullptr, i % 4, 1, 4, 65536, true));
+  };
+  report(a.get(), 3000);
+  report(b.get(), 2000);
+  profilerFinalize(a);
+  auto c = init(0x59);
+  const std::string fileC = file_;
+  ASSERT_NE(c, nullptr);
+  report(b.get(), 500);
+  report(c.get(), 700);
+  profilerFinalize(b);
+  profilerFinalize(c);
+  struct Expect {
+    std::string file;
+    size_t groups;
+  };
+  for (const Expect& x : {Expect{fileA, 3000}, Expect{fileB, 2500}, Expect{fileC, 700}}) {
+    file_ = x.file;
+    const std::string text = readFile(x.file);
+    EXPECT_EQ(count(text, "\"cat\":\"Group\""), x.groups) << x.file;
+    EXPECT_EQ(count(text, "\"ph\":\"b\""), x.groups) << x.file;
+    EXPECT_EQ(count(text, "\"ph\":\"e\""), x.groups) << x.file;
+    EXPECT_EQ(otherDataNumber(text, "dropped"), 0) << x.file;
+    EXPECT_EQ(count(text, "\"unfinished\""), 0u) << x.file;
+    EXPECT_TRUE(checks()) << x.file;
+    if (x.file != fileC) remove(x.file.c_str());   // TearDown removes the last one
+  }
 }
 
 }  // namespace trace_writer_test
