@@ -59,9 +59,10 @@ struct DeviceProps {
 [[nodiscard]] ncclResult_t p2pLinkKeepsLines(int dev, int peer, bool* whole);
 // The kind of the path between two GPUs of this process, for the topology
 // (common/topo/system.h, LinkClass): kPeerLinkNone (no peer access),
-// kPeerLinkPcie, kPeerLinkDirect (a point-to-point GPU link: xGMI on HIP),
-// kPeerLinkSwitch (a GPU fabric: NVLink on CUDA, which cannot tell NVSwitch
-// from a direct NVLink without NVML), and *count links (0: not known).
+// kPeerLinkPcie, kPeerLinkDirect (a point-to-point GPU link: xGMI on HIP,
+// NVLinks joining the two GPUs on CUDA), kPeerLinkSwitch (a GPU fabric:
+// NVSwitch; on CUDA also any NVLink when NVML is missing, as the runtime
+// cannot tell the two apart), and *count links (0: not known).
 enum PeerLinkKind : int { kPeerLinkNone = 0, kPeerLinkPcie = 1, kPeerLinkDirect = 2, kPeerLinkSwitch = 3 };
 [[nodiscard]] ncclResult_t peerLinkKind(int dev, int peer, int* kind, int* count);
 // Enables access from the current device to `peer`; already-enabled is success.

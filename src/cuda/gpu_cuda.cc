@@ -18,6 +18,7 @@
 #include "common/gpu.h"
 #include "common/util/debug.h"
 #include "common/util/knobs.h"
+#include "cuda/nvml_links.h"
 #include "gpu_common/relaxed_capture.h"
 #include "gpu_common/runtime_check.h"
 #include "gpu_common/vendor_hooks.h"
@@ -61,7 +62,22 @@ ncclResult_t peerLinkKind(int dev, int peer, int* kind, int* count) {
   GPU_TRY(cudaDeviceCanAccessPeer(&can, dev, peer));
   if (can != 0) GPU_TRY(cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, dev, peer));
   *kind = can == 0 ? kPeerLinkNone : atomics != 0 ? kPeerLinkSwitch : kPeerLinkPcie;
-  *count = 0;   // NVLink lanes need NVML
+  *count = 0;
+  if (*kind != kPeerLinkSwitch) return ncclSuccess;
+  // NVLink: NVML tells an NVSwitch fabric (a pair gets the lanes both GPUs
+  // have into it) from lanes joining the two GPUs directly. Without NVML
+  // the pair stays a fabric of unknown width.
+  char a[32], b[32];
+  GPU_TRY(cudaDeviceGetPCIBusId(a, sizeof(a), dev));
+  GPU_TRY(cudaDeviceGetPCIBusId(b, sizeof(b), peer));
+  nvml::NvlinkCounts ab, ba;
+  if (!nvml::nvlinkCounts(a, b, &ab) || !nvml::nvlinkCounts(b, a, &ba)) return ncclSuccess;
+  if (ab.toPeer > 0) {
+    *kind = kPeerLinkDirect;
+    *count = ab.toPeer;
+  } else if (ab.toSwitch > 0 && ba.toSwitch > 0) {
+    *count = ab.toSwitch < ba.toSwitch ? ab.toSwitch : ba.toSwitch;
+  }
   return ncclSuccess;
 }
 
