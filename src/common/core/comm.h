@@ -23,6 +23,7 @@
 #include "common/core/registry.h"
 #include "common/core/side_stream.h"
 #include "common/core/tasks.h"
+#include "common/core/tuning.h"
 #include "common/enqueue/event_callback_queue.h"
 #include "common/enqueue/event_pool.h"
 #include "common/enqueue/work_fifo.h"
@@ -128,16 +129,9 @@ struct ncclComm {
   // the next group end takes and gives back: its vectors keep their
   // capacity, so steady-state launches do not allocate. Nothing reads it.
   std::unique_ptr<uniccl::CommPlan> planStorage;
-  // Whether a tree edge crosses the network (core/tuning.cc): -1 not known
-  // yet; fixed once the transports are wired, asked per tree collective.
-  mutable std::atomic<int8_t> treeUsesNetCache{-1};
-  // Across hosts, the largest AllReduce on the tree (core/tuning.cc, from
-  // the topology's cost model): -1 not computed yet.
-  mutable std::atomic<int64_t> treeMaxBytesCache{-1};
-  // One rank per host: the largest AllGather or ReduceScatter run as PAT
-  // rounds by default (core/tuning.cc, from the cost model): -1 not
-  // computed yet.
-  mutable std::atomic<int64_t> patMaxBytesCache{-1};
+  // What the tuning derived once from the transports and the cost model
+  // (core/tuning.h).
+  mutable uniccl::TuningCache tuningCache;
 
   std::thread initThread;                     // non-blocking init runs here
   // A failed init's last error text: a non-blocking init fails on
