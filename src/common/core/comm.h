@@ -24,6 +24,7 @@
 #include "common/core/side_stream.h"
 #include "common/core/tasks.h"
 #include "common/core/tuning.h"
+#include "common/core/validate.h"
 #include "common/enqueue/event_callback_queue.h"
 #include "common/enqueue/event_pool.h"
 #include "common/enqueue/work_fifo.h"
@@ -157,9 +158,6 @@ struct ncclComm {
   // reach matrix is known, then fixed for the comm's life.
   mutable std::atomic<int> lsaSizeCache{0};
 
-  // Pointer validation cache: recently checked device allocations.
-  struct CheckedRange { uintptr_t base = 0, end = 0; };
-  static constexpr unsigned kCheckedRanges = 4;
-  CheckedRange checked[kCheckedRanges];
-  unsigned checkedNext = 0;
+  // Device allocations whose buffers checkBuffer accepted lately (core/validate.h).
+  uniccl::CheckedRanges checkedBuffers;
 };
