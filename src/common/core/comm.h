@@ -18,10 +18,7 @@
 #include "common/core/peer_info.h"
 #include "common/core/redop.h"
 #include "common/core/direct_recv.h"
-#include "common/core/inplace_stage.h"
-#include "common/core/pat_scratch.h"
 #include "common/core/registry.h"
-#include "common/core/side_stream.h"
 #include "common/core/tasks.h"
 #include "common/core/tuning.h"
 #include "common/core/validate.h"
@@ -39,6 +36,7 @@
 
 namespace uniccl {
 
+struct SideState;        // core/side_state.h
 struct SymmetricState;
 
 enum class CommState : int {
@@ -60,6 +58,11 @@ struct ncclComm {
   static void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept;
   static void operator delete(void* p) noexcept;
   static void operator delete(void* p, const std::nothrow_t&) noexcept;
+  // Out of line (core/comm.cc), where the side state's type is complete.
+  ncclComm();
+  ~ncclComm();
+  ncclComm(const ncclComm&) = delete;
+  ncclComm& operator=(const ncclComm&) = delete;
 
   int rank = -1;
   int nRanks = 0;
@@ -104,13 +107,11 @@ struct ncclComm {
   bool haveLastStream = false;
   uniccl::gpu::Event orderEvent = nullptr;    // recorded on lastStream when the next launch moves elsewhere
   uint64_t opCount = 0;                       // collectives issued (sequence numbers for logs)
-  // Side streams (core/side_stream.h): posted-task counts for copy-engine
-  // matching, the side stream and its events.
-  uniccl::SideStreams sides;
-  // In-place AlltoAll (core/inplace_stage.h): the eager scratch its sends read.
-  uniccl::InPlaceScratch stageScratch;
-  // PAT ReduceScatter (core/pat_scratch.h): the eager scratch of partial sums.
-  uniccl::PatScratch patScratch;
+  // The copy engines' side stream and the eager scratches of in-place
+  // AlltoAll sends and PAT ReduceScatters (core/side_state.h): made with
+  // the comm (nullptr only when that allocation failed), released by
+  // releaseSideState at destroy and abort.
+  std::unique_ptr<uniccl::SideState> sideState;
   // Timeout tracking of this comm's launches (common/watchdog; nullptr when
   // UNICCL_TIMEOUT=0). Declared after donePool/callbacks so it goes first.
   std::unique_ptr<uniccl::CommWatch> watch;

@@ -32,6 +32,7 @@ namespace uniccl {
 class LaunchObserver;   // core/launch_observer.h
 struct SideStreams;     // core/side_stream.h
 struct InPlaceScratch;  // core/inplace_stage.h
+struct PatScratch;      // core/pat_scratch.h
 
 // One communicator's part of a group.
 struct CommPlan {
@@ -49,9 +50,11 @@ struct CommPlan {
   SidePlan side;              // copy engines and side kernels (core/launch_plan.h)
   StagePlan stage;            // in-place AlltoAll sends copied aside (core/inplace_stage.h)
   std::vector<int> newPeers;  // peers the kernels need that are not connected yet (written by peersToConnect)
-  // The communicator's state of the modules the group end drives.
-  SideStreams* const sides;               // ncclComm::sides
-  InPlaceScratch* const stageScratch;     // ncclComm::stageScratch
+  // The communicator's state of the modules the group end drives, each
+  // module's part of ncclComm::sideState (core/side_state.h).
+  SideStreams* const sides;
+  InPlaceScratch* const stageScratch;
+  PatScratch* const patScratch;
   // Who watches the launch sequence (the profiler, core/launch_observer.h),
   // and the events it opened for this launch; nullptr: nobody.
   LaunchObserver* observer = nullptr;

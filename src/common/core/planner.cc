@@ -328,7 +328,7 @@ ncclResult_t planWorks(CommPlan& p) {
   if (patScratchBytes > 0) {
     gpu::CaptureInfo cap;
     UCHECK(planCapture(p, &cap));
-    UCHECK(patScratch(&comm->patScratch, comm->rank, comm->gpuShared, patScratchBytes, cap, &scratch));
+    UCHECK(patScratch(p.patScratch, comm->rank, comm->gpuShared, patScratchBytes, cap, &scratch));
     plan.usesPatScratch = cap.status != gpu::CaptureStatus::Active;
   }
   // PAT AllGathers and ReduceScatters: their rounds after the group's other
@@ -457,7 +457,7 @@ ncclResult_t launchPlan(CommPlan& p) {
   // The eager scratch of PAT ReduceScatters is free again behind what was
   // launched (also when a later launch failed).
   if (plan.usesPatScratch) {
-    const ncclResult_t r = patScratchLaunched(&p.comm->patScratch, plan.streams.launch);
+    const ncclResult_t r = patScratchLaunched(p.patScratch, plan.streams.launch);
     if (res == ncclSuccess) res = r;
   }
   UCHECK(res);
