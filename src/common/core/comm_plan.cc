@@ -40,6 +40,7 @@ CommPlan& GroupPlan::add(ncclComm* comm) {
   p->nRanks = comm->nRanks;
   p->gpuDev = comm->gpuDev;
   p->gpuShared = comm->gpuShared;
+  p->commHash = comm->commHash;
   p->observer = launchObserverOf(comm);
   p->next_ = nullptr;
   if (last_ != nullptr) last_->next_ = p;

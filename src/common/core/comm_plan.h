@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -41,10 +42,14 @@ struct CommPlan {
   CommPlan& operator=(const CommPlan&) = delete;
 
   ncclComm* const comm;       // whose plan it is (the planner and the tuning read it)
-  int rank = -1;              // comm's rank, rank count, GPU and GPU sharing, for the steps that do not read
-  int nRanks = 0;             // the communicator
+  // What the steps that do not read the communicator need of it: its rank,
+  // rank count, GPU, GPU sharing, and its hash (the same on every rank: the
+  // copy engines pair a group's ranks by it).
+  int rank = -1;
+  int nRanks = 0;
   int gpuDev = -1;
   bool gpuShared = false;
+  uint64_t commHash = 0;
   TaskList& tasks;            // the group's tasks (ncclComm::tasks)
   LaunchPlan launch;          // works, kernel launches, streams (core/launch_plan.h)
   SidePlan side;              // copy engines and side kernels (core/launch_plan.h)

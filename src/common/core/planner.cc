@@ -339,7 +339,8 @@ ncclResult_t planWorks(CommPlan& p) {
     if (p.side.collPathOf(i) != TaskPath::Kernels || !collUsesPat(comm, t)) continue;
     const size_t first = plan.works.size();
     if (t.kind == TaskKind::ReduceScatter)
-      UCHECK(patReduceScatterWorks(comm, t, scratch, &plan.works, &plan.launchStarts));
+      UCHECK(patReduceScatterWorks(p.rank, p.nRanks, emptyP2pWork(comm, p2pSliceBytes(comm)), t, scratch,
+                                   &plan.works, &plan.launchStarts));
     else
       patAllGatherWorks(comm, t, &plan.works, &plan.launchStarts);
     plan.workSeq.resize(plan.works.size(), t.seq);
@@ -386,7 +387,7 @@ void peersToConnect(const CommPlan& p, std::vector<int>* peers) {
   for (const Task& t : p.tasks.colls) {
     if (!collUsesPat(comm, t)) continue;
     const size_t before = peers->size();
-    patAllGatherPeers(comm, peers);
+    patAllGatherPeers(p.rank, p.nRanks, peers);
     peers->erase(std::remove_if(peers->begin() + (long)before, peers->end(),
                                 [&](int p) { return comm->transports.connected(p); }),
                  peers->end());
