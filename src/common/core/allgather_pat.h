@@ -37,9 +37,9 @@ namespace uniccl {
 void patAllGatherWorks(ncclComm* comm, const Task& t, std::vector<dev::Work>* out,
                        std::vector<LaunchStart>* launchStarts);
 
-// Appends to *peers the ranks this rank's PAT rounds send to or receive
-// from that are not in it yet: those at distances 2^k both ways, the same
-// for AllGather and ReduceScatter (core/reducescatter_pat.h).
-void patAllGatherPeers(const ncclComm* comm, std::vector<int>* peers);
+// Appends to *peers the ranks the PAT rounds of rank `rank` of nRanks send
+// to or receive from that are not in it yet: those at distances 2^k both
+// ways, the same for AllGather and ReduceScatter (core/reducescatter_pat.h).
+void patAllGatherPeers(int rank, int nRanks, std::vector<int>* peers);
 
 }  // namespace uniccl

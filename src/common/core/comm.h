@@ -18,11 +18,10 @@
 #include "common/core/peer_info.h"
 #include "common/core/redop.h"
 #include "common/core/direct_recv.h"
-#include "common/core/inplace_stage.h"
-#include "common/core/pat_scratch.h"
 #include "common/core/registry.h"
-#include "common/core/side_stream.h"
 #include "common/core/tasks.h"
+#include "common/core/tuning.h"
+#include "common/core/validate.h"
 #include "common/enqueue/event_callback_queue.h"
 #include "common/enqueue/event_pool.h"
 #include "common/enqueue/work_fifo.h"
@@ -37,6 +36,7 @@
 
 namespace uniccl {
 
+struct SideState;        // core/side_state.h
 struct SymmetricState;
 
 enum class CommState : int {
@@ -58,6 +58,11 @@ struct ncclComm {
   static void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept;
   static void operator delete(void* p) noexcept;
   static void operator delete(void* p, const std::nothrow_t&) noexcept;
+  // Out of line (core/comm.cc), where the side state's type is complete.
+  ncclComm();
+  ~ncclComm();
+  ncclComm(const ncclComm&) = delete;
+  ncclComm& operator=(const ncclComm&) = delete;
 
   int rank = -1;
   int nRanks = 0;
@@ -102,13 +107,11 @@ struct ncclComm {
   bool haveLastStream = false;
   uniccl::gpu::Event orderEvent = nullptr;    // recorded on lastStream when the next launch moves elsewhere
   uint64_t opCount = 0;                       // collectives issued (sequence numbers for logs)
-  // Side streams (core/side_stream.h): posted-task counts for copy-engine
-  // matching, the side stream and its events.
-  uniccl::SideStreams sides;
-  // In-place AlltoAll (core/inplace_stage.h): the eager scratch its sends read.
-  uniccl::InPlaceScratch stageScratch;
-  // PAT ReduceScatter (core/pat_scratch.h): the eager scratch of partial sums.
-  uniccl::PatScratch patScratch;
+  // The copy engines' side stream and the eager scratches of in-place
+  // AlltoAll sends and PAT ReduceScatters (core/side_state.h): made with
+  // the comm (nullptr only when that allocation failed), released by
+  // releaseSideState at destroy and abort.
+  std::unique_ptr<uniccl::SideState> sideState;
   // Timeout tracking of this comm's launches (common/watchdog; nullptr when
   // UNICCL_TIMEOUT=0). Declared after donePool/callbacks so it goes first.
   std::unique_ptr<uniccl::CommWatch> watch;
@@ -128,16 +131,9 @@ struct ncclComm {
   // the next group end takes and gives back: its vectors keep their
   // capacity, so steady-state launches do not allocate. Nothing reads it.
   std::unique_ptr<uniccl::CommPlan> planStorage;
-  // Whether a tree edge crosses the network (core/tuning.cc): -1 not known
-  // yet; fixed once the transports are wired, asked per tree collective.
-  mutable std::atomic<int8_t> treeUsesNetCache{-1};
-  // Across hosts, the largest AllReduce on the tree (core/tuning.cc, from
-  // the topology's cost model): -1 not computed yet.
-  mutable std::atomic<int64_t> treeMaxBytesCache{-1};
-  // One rank per host: the largest AllGather or ReduceScatter run as PAT
-  // rounds by default (core/tuning.cc, from the cost model): -1 not
-  // computed yet.
-  mutable std::atomic<int64_t> patMaxBytesCache{-1};
+  // What the tuning derived once from the transports and the cost model
+  // (core/tuning.h).
+  mutable uniccl::TuningCache tuningCache;
 
   std::thread initThread;                     // non-blocking init runs here
   // A failed init's last error text: a non-blocking init fails on
@@ -163,9 +159,6 @@ struct ncclComm {
   // reach matrix is known, then fixed for the comm's life.
   mutable std::atomic<int> lsaSizeCache{0};
 
-  // Pointer validation cache: recently checked device allocations.
-  struct CheckedRange { uintptr_t base = 0, end = 0; };
-  static constexpr unsigned kCheckedRanges = 4;
-  CheckedRange checked[kCheckedRanges];
-  unsigned checkedNext = 0;
+  // Device allocations whose buffers checkBuffer accepted lately (core/validate.h).
+  uniccl::CheckedRanges checkedBuffers;
 };

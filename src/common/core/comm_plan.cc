@@ -4,11 +4,16 @@
 
 #include "common/core/comm.h"
 #include "common/core/launch_profiling.h"
+#include "common/core/side_state.h"
 
 namespace uniccl {
 
 CommPlan::CommPlan(ncclComm* c)
-    : comm(c), tasks(c->tasks), sides(&c->sides), stageScratch(&c->stageScratch) {}
+    : comm(c),
+      tasks(c->tasks),
+      sides(&c->sideState->streams),
+      stageScratch(&c->sideState->inPlace),
+      patScratch(&c->sideState->pat) {}
 
 void CommPlan::clear() {
   tasks.clear();
@@ -35,6 +40,7 @@ CommPlan& GroupPlan::add(ncclComm* comm) {
   p->nRanks = comm->nRanks;
   p->gpuDev = comm->gpuDev;
   p->gpuShared = comm->gpuShared;
+  p->commHash = comm->commHash;
   p->observer = launchObserverOf(comm);
   p->next_ = nullptr;
   if (last_ != nullptr) last_->next_ = p;

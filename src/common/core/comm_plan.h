@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -33,6 +34,7 @@ namespace uniccl {
 class LaunchObserver;   // core/launch_observer.h
 struct SideStreams;     // core/side_stream.h
 struct InPlaceScratch;  // core/inplace_stage.h
+struct PatScratch;      // core/pat_scratch.h
 
 // One communicator's part of a group.
 struct CommPlan {
@@ -41,18 +43,24 @@ struct CommPlan {
   CommPlan& operator=(const CommPlan&) = delete;
 
   ncclComm* const comm;       // whose plan it is (the planner and the tuning read it)
-  int rank = -1;              // comm's rank, rank count, GPU and GPU sharing, for the steps that do not read
-  int nRanks = 0;             // the communicator
+  // What the steps that do not read the communicator need of it: its rank,
+  // rank count, GPU, GPU sharing, and its hash (the same on every rank: the
+  // copy engines pair a group's ranks by it).
+  int rank = -1;
+  int nRanks = 0;
   int gpuDev = -1;
   bool gpuShared = false;
+  uint64_t commHash = 0;
   TaskList& tasks;            // the group's tasks (ncclComm::tasks)
   LaunchPlan launch;          // works, kernel launches, streams (core/launch_plan.h)
   SidePlan side;              // copy engines and side kernels (core/launch_plan.h)
   StagePlan stage;            // in-place AlltoAll sends copied aside (core/inplace_stage.h)
   std::vector<PeerNeed> newPeers;  // connections the kernels need that are not wired yet (written by peersToConnect)
-  // The communicator's state of the modules the group end drives.
-  SideStreams* const sides;               // ncclComm::sides
-  InPlaceScratch* const stageScratch;     // ncclComm::stageScratch
+  // The communicator's state of the modules the group end drives, each
+  // module's part of ncclComm::sideState (core/side_state.h).
+  SideStreams* const sides;
+  InPlaceScratch* const stageScratch;
+  PatScratch* const patScratch;
   // Who watches the launch sequence (the profiler, core/launch_observer.h),
   // and the events it opened for this launch; nullptr: nobody.
   LaunchObserver* observer = nullptr;

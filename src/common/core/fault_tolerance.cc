@@ -23,6 +23,7 @@
 #include "common/core/comm.h"
 #include "common/core/comm_init.h"
 #include "common/core/launch.h"
+#include "common/core/side_state.h"
 #include "common/core/validate.h"
 #include "common/device_guard.h"
 #include "common/util/debug.h"
@@ -50,7 +51,8 @@ namespace {
   DeviceGuard device;   // the waits below are on the comm's GPU
   UCHECK(device.use(comm->gpuDev));
   ncclResult_t res = drainLaunches(comm);
-  if (res == ncclSuccess && comm->sides.stream != nullptr) res = gpu::streamSynchronize(comm->sides.stream);
+  if (res == ncclSuccess && comm->sideState->streams.stream != nullptr)
+    res = gpu::streamSynchronize(comm->sideState->streams.stream);
   if (res != ncclSuccess) {
     WARN("Rank %d: waiting for the revoked operations failed (%s); abort the communicator", comm->rank,
          ncclGetErrorString(res));

@@ -18,6 +18,7 @@
 #include "common/core/launch_helpers.h"
 #include "common/core/launch_profiling.h"
 #include "common/core/planner.h"
+#include "common/core/side_state.h"
 #include "common/core/side_stream.h"
 #include "common/device_guard.h"
 #include "common/util/debug.h"
@@ -210,7 +211,7 @@ void leaveGroup(ncclComm* comm) {
     if (g.comms[i] != comm) continue;
     g.comms.erase(g.comms.begin() + (long)i);
     comm->inGroupList = false;
-    if (!comm->tasks.empty()) disableCopyEngine(&comm->sides);   // counted by no one, but its peers may launch theirs
+    if (!comm->tasks.empty()) disableCopyEngine(&comm->sideState->streams);   // counted by no one, but its peers may launch theirs
     comm->tasks.clear();
     profilerDropTasks(comm);  // [profiler]
     WARN("Rank %d: communicator %p destroyed inside an open group: its operations of the group are dropped",

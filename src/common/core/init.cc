@@ -18,10 +18,9 @@
 #include "common/core/comm_transport.h"
 #include "common/core/gpu_sharing.h"
 #include "common/core/group.h"
-#include "common/core/inplace_stage.h"
 #include "common/core/graph_buffers.h"
 #include "common/core/launch.h"
-#include "common/core/pat_scratch.h"
+#include "common/core/side_state.h"
 #include "common/core/tuning.h"
 #include "common/core/validate.h"
 #include "common/core/launch_profiling.h"
@@ -359,9 +358,8 @@ void commFree(ncclComm* comm, bool abort) {
   for (void* p : comm->deviceAllocs) (void)gpu::deviceFree(p);
   comm->deviceAllocs.clear();
   if (comm->orderEvent != nullptr) (void)gpu::eventDestroy(comm->orderEvent);
-  releaseSideStreams(&comm->sides);
-  releaseStaging(&comm->stageScratch, abort);
-  releasePatScratch(&comm->patScratch);   // the launches that used it drained above
+  // The side stream and the scratches: the launches that used them drained above.
+  if (comm->sideState) releaseSideState(comm->sideState.get(), abort);
   if (comm->abortFlagHost != nullptr) (void)gpu::hostFree(const_cast<uint32_t*>(comm->abortFlagHost));
   comm->liveness.reset();
   comm->bootstrap.reset();
@@ -383,8 +381,9 @@ ncclResult_t newComm(const ncclConfig_t* config, const CommConfig* inherit, nccl
     UCHECK(readConfig(config, &cfg));
   }
   ncclComm* comm = new (std::nothrow) ncclComm();
-  if (comm == nullptr) {
+  if (comm == nullptr || !comm->sideState) {
     WARN("Out of host memory allocating a communicator");
+    delete comm;
     return ncclSystemError;
   }
   comm->config = cfg;

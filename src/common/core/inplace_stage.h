@@ -34,9 +34,9 @@ namespace uniccl {
 
 class GroupPlan;
 
-// The eager scratch of one communicator (ncclComm::stageScratch), from
-// group to group, and the event recorded after the last group that read it
-// (on freeStream).
+// The eager scratch of one communicator (SideState::inPlace,
+// core/side_state.h), from group to group, and the event recorded after the
+// last group that read it (on freeStream).
 struct InPlaceScratch {
   void* buf = nullptr;
   size_t bytes = 0;

@@ -24,8 +24,8 @@
 
 namespace uniccl {
 
-// One communicator's eager scratch (ncclComm::patScratch), and the event
-// recorded after the last launches that used it.
+// One communicator's eager scratch (SideState::pat, core/side_state.h), and
+// the event recorded after the last launches that used it.
 struct PatScratch {
   void* buf = nullptr;
   size_t bytes = 0;

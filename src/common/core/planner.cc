@@ -328,7 +328,7 @@ ncclResult_t planWorks(CommPlan& p) {
   if (patScratchBytes > 0) {
     gpu::CaptureInfo cap;
     UCHECK(planCapture(p, &cap));
-    UCHECK(patScratch(&comm->patScratch, comm->rank, comm->gpuShared, patScratchBytes, cap, &scratch));
+    UCHECK(patScratch(p.patScratch, comm->rank, comm->gpuShared, patScratchBytes, cap, &scratch));
     plan.usesPatScratch = cap.status != gpu::CaptureStatus::Active;
   }
   // PAT AllGathers and ReduceScatters: their rounds after the group's other
@@ -339,7 +339,8 @@ ncclResult_t planWorks(CommPlan& p) {
     if (p.side.collPathOf(i) != TaskPath::Kernels || !collUsesPat(comm, t)) continue;
     const size_t first = plan.works.size();
     if (t.kind == TaskKind::ReduceScatter)
-      UCHECK(patReduceScatterWorks(comm, t, scratch, &plan.works, &plan.launchStarts));
+      UCHECK(patReduceScatterWorks(p.rank, p.nRanks, emptyP2pWork(comm, p2pSliceBytes(comm)), t, scratch,
+                                   &plan.works, &plan.launchStarts));
     else
       patAllGatherWorks(comm, t, &plan.works, &plan.launchStarts);
     plan.workSeq.resize(plan.works.size(), t.seq);
@@ -387,7 +388,7 @@ void peersToConnect(const CommPlan& p, std::vector<PeerNeed>* needs) {
   for (const Task& t : p.tasks.colls) {
     if (!collUsesPat(comm, t)) continue;
     std::vector<int> pat;
-    patAllGatherPeers(comm, &pat);
+    patAllGatherPeers(p.rank, p.nRanks, &pat);
     for (int peer : pat)
       if (!comm->transports.ready(peer, kDirBoth)) addPeerNeed(needs, peer, kDirBoth);
     break;   // the same peers for every PAT collective of the communicator
@@ -466,7 +467,7 @@ ncclResult_t launchPlan(CommPlan& p) {
   // The eager scratch of PAT ReduceScatters is free again behind what was
   // launched (also when a later launch failed).
   if (plan.usesPatScratch) {
-    const ncclResult_t r = patScratchLaunched(&p.comm->patScratch, plan.streams.launch);
+    const ncclResult_t r = patScratchLaunched(p.patScratch, plan.streams.launch);
     if (res == ncclSuccess) res = r;
   }
   UCHECK(res);

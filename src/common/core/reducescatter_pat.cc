@@ -2,10 +2,7 @@
 
 #include <algorithm>
 
-#include "common/core/comm.h"
-#include "common/core/planner.h"
 #include "common/core/redop.h"
-#include "common/core/tuning.h"
 #include "common/util/debug.h"
 
 namespace uniccl {
@@ -49,16 +46,15 @@ int messageCuts(int n, int d, int c, int reduced, int receiver, int cut[6]) {
 
 }  // namespace
 
-ncclResult_t patReduceScatterWorks(ncclComm* comm, const Task& t, void* scratch, std::vector<dev::Work>* out,
-                                   std::vector<LaunchStart>* launchStarts) {
-  const int n = comm->nRanks, me = comm->rank;
+ncclResult_t patReduceScatterWorks(int rank, int nRanks, const dev::Work& empty, const Task& t, void* scratch,
+                                   std::vector<dev::Work>* out, std::vector<LaunchStart>* launchStarts) {
+  const int n = nRanks, me = rank;
   if (!patReducesWith(t.redOp)) {
     WARN("Internal error: a PAT ReduceScatter with op %d (rank %d)", (int)t.redOp, me);
     return ncclInternalError;
   }
   Holdings h{n, me, t.count * dataTypeSize(t.dtype), static_cast<const char*>(t.sendbuff),
              static_cast<char*>(t.recvbuff), static_cast<char*>(scratch), 0};
-  const uint32_t slice = p2pSliceBytes(comm);
   for (int d = patFirstDistance(n); d >= 1; d /= 2) {
     launchStarts->push_back(LaunchStart{(uint32_t)out->size(), (int)t.dtype});
     const int c = std::min(d, n - d);
@@ -67,7 +63,7 @@ ncclResult_t patReduceScatterWorks(ncclComm* comm, const Task& t, void* scratch,
     const int nSends = messageCuts(n, d, c, h.reduced, to, sendCut);
     const int nRecvs = messageCuts(n, d, c, h.reduced, me, recvCut);
     for (int j = 0; j < std::max(nSends, nRecvs); j++) {
-      dev::Work w = emptyP2pWork(comm, slice);
+      dev::Work w = empty;
       if (j < nSends) {
         w.p.sendPeer = to;
         w.p.sendBuff = h.current(d + sendCut[j]);

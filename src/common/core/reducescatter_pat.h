@@ -46,8 +46,6 @@
 #include "device/dev_types.h"
 #include "uniccl.h"
 
-struct ncclComm;
-
 namespace uniccl {
 
 // Whether PAT rounds can run a ReduceScatter with this op (a dev::RedOp
@@ -77,14 +75,17 @@ static_assert(patReduceScatterScratchBytes(3, 1) == 0 && patReduceScatterScratch
                   patReduceScatterScratchBytes(17, 1) == 7,
               "at most ceil(n/2)-1 blocks");
 
-// Appends the work items of the ReduceScatter `t` (count > 0, an op
-// patReducesWith) to *out, and to *launchStarts each round's first item
-// with the datatype whose kernel runs it. scratch: at least
+// Appends the work items of rank `rank` of nRanks for the ReduceScatter `t`
+// (count > 0, an op patReducesWith) to *out, and to *launchStarts each
+// round's first item with the datatype whose kernel runs it. empty: the
+// communicator's empty p2p item (the planner's emptyP2pWork: channels and
+// slice size), which every item starts from. scratch: at least
 // patReduceScatterScratchBytes of device memory no other work of the
 // launches touches. ncclInternalError when an op or address cannot be
 // carried in a work item (48-bit addresses: every user-space address of
 // the targets).
-[[nodiscard]] ncclResult_t patReduceScatterWorks(ncclComm* comm, const Task& t, void* scratch, std::vector<dev::Work>* out,
-                                   std::vector<LaunchStart>* launchStarts);
+[[nodiscard]] ncclResult_t patReduceScatterWorks(int rank, int nRanks, const dev::Work& empty, const Task& t,
+                                                 void* scratch, std::vector<dev::Work>* out,
+                                                 std::vector<LaunchStart>* launchStarts);
 
 }  // namespace uniccl

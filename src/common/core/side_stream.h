@@ -39,7 +39,7 @@ class GroupPlan;
 struct CommPlan;
 
 // What one communicator keeps for its side work, from group to group
-// (ncclComm::sides): the messages it ever posted to and from each peer and
+// (SideState::streams, core/side_state.h): the messages it ever posted to and from each peer and
 // the collectives it ever posted (how groups match the ranks' tasks for
 // copy engines), the side stream of the copies and side kernels, and the
 // events that order it between the ranks' streams (created once, released

@@ -154,10 +154,10 @@ bool treeEdgeUsesNet(const ncclComm* comm) {
 // network. Fixed once the communicator is wired:
 // walked once (every rank's parent), then cached in the communicator.
 bool treeUsesNet(const ncclComm* comm) {
-  int8_t known = comm->treeUsesNetCache.load(std::memory_order_relaxed);
+  int8_t known = comm->tuningCache.treeUsesNet.load(std::memory_order_relaxed);
   if (known >= 0) return known != 0;
   const bool net = treeEdgeUsesNet(comm);
-  if (comm->transports.reachKnown()) comm->treeUsesNetCache.store(net ? 1 : 0, std::memory_order_relaxed);
+  if (comm->transports.reachKnown()) comm->tuningCache.treeUsesNet.store(net ? 1 : 0, std::memory_order_relaxed);
   return net;
 }
 
@@ -192,7 +192,7 @@ bool largestWinningSize(Wins wins, size_t* lastWin) {
 // every rank (same topology, channels and knobs); computed once per
 // communicator (a search over sizes), then cached in it.
 size_t treeMaxBytesAcrossHosts(const ncclComm* comm, const TuningEnv& env) {
-  const int64_t known = comm->treeMaxBytesCache.load(std::memory_order_relaxed);
+  const int64_t known = comm->tuningCache.treeMaxBytes.load(std::memory_order_relaxed);
   if (known >= 0) return (size_t)known;
   const topo::Shape shape = topo::shapeOf(comm->topology);
   auto treeWins = [&](size_t b) {
@@ -203,7 +203,7 @@ size_t treeMaxBytesAcrossHosts(const ncclComm* comm, const TuningEnv& env) {
   };
   size_t lo = 0;
   largestWinningSize(treeWins, &lo);
-  comm->treeMaxBytesCache.store((int64_t)lo, std::memory_order_relaxed);
+  comm->tuningCache.treeMaxBytes.store((int64_t)lo, std::memory_order_relaxed);
   INFO(kSubsysTune, "Rank %d: AllReduce across %d hosts uses the tree up to %zu bytes (cost model)", comm->rank,
        shape.nHosts, lo);
   return lo;
@@ -309,7 +309,7 @@ void countPatDecision(TaskKind kind) {
 // both. Computed once per communicator (a search over sizes), then cached
 // in it.
 static size_t patMaxBytes(const ncclComm* comm, const TuningEnv& env) {
-  const int64_t known = comm->patMaxBytesCache.load(std::memory_order_relaxed);
+  const int64_t known = comm->tuningCache.patMaxBytes.load(std::memory_order_relaxed);
   if (known >= 0) return (size_t)known;
   const topo::Shape shape = topo::shapeOf(comm->topology);
   auto patWins = [&](size_t b) {
@@ -323,7 +323,7 @@ static size_t patMaxBytes(const ncclComm* comm, const TuningEnv& env) {
   if (shape.ranksPerHost == 1 && shape.nHosts > 2) {
     if (!largestWinningSize(patWins, &lo)) lo = SIZE_MAX;   // ahead at every size the search tried
   }
-  comm->patMaxBytesCache.store((int64_t)std::min<size_t>(lo, INT64_MAX), std::memory_order_relaxed);
+  comm->tuningCache.patMaxBytes.store((int64_t)std::min<size_t>(lo, INT64_MAX), std::memory_order_relaxed);
   if (lo == SIZE_MAX)
     INFO(kSubsysTune, "Rank %d: AllGather and ReduceScatter over %d hosts of one rank use PAT at every size "
          "(cost model)", comm->rank, shape.nHosts);

@@ -6,6 +6,7 @@
 // NCCL_PROTO, NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS override them.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -19,6 +20,22 @@ struct ncclComm;
 namespace uniccl {
 
 class GroupPlan;
+
+// What the tuning derives once per communicator and then only reads
+// (ncclComm::tuningCache): each -1 until first computed. Relaxed atomics
+// suffice: every computation gives the same value, so a reader that still
+// finds -1 computes it again.
+struct TuningCache {
+  // Whether a tree edge crosses the network: known once the transports are
+  // wired, asked per tree collective.
+  std::atomic<int8_t> treeUsesNet{-1};
+  // Across hosts, the largest AllReduce on the tree (from the topology's
+  // cost model).
+  std::atomic<int64_t> treeMaxBytes{-1};
+  // One rank per host: the largest AllGather or ReduceScatter run as PAT
+  // rounds by default (from the cost model).
+  std::atomic<int64_t> patMaxBytes{-1};
+};
 
 struct CollTuning {
   uint8_t algo;         // dev::Algo (kAlgoTree: AllReduce only)

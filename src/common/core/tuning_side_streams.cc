@@ -12,7 +12,6 @@
 #include "common/core/allreduce_ce_split.h"
 #include "common/core/ce_broadcast.h"
 #include "common/core/ce_sendrecv.h"
-#include "common/core/comm.h"
 #include "common/core/comm_plan.h"
 #include "common/core/comm_transport.h"
 #include "common/core/redop.h"
@@ -92,7 +91,7 @@ bool directPeers(const CommPlan& a, const CommPlan& b) {
 // The plan in the group of rank `rank` of the communicator `of` belongs to.
 CommPlan* rankOf(GroupPlan& group, const CommPlan& of, int rank) {
   for (CommPlan& p : group)
-    if (p.side.ceMatched && p.comm->commHash == of.comm->commHash && p.nRanks == of.nRanks && p.rank == rank)
+    if (p.side.ceMatched && p.commHash == of.commHash && p.nRanks == of.nRanks && p.rank == rank)
       return &p;
   return nullptr;
 }

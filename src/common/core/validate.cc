@@ -106,12 +106,7 @@ ncclResult_t checkBuffer(ncclComm* comm, const void* ptr, size_t bytes, const ch
     return ncclInvalidArgument;
   }
   uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
-  for (const auto& r : comm->checked) {
-    if (p >= r.base && p < r.end) {
-      if (bytes > r.end - p) break;   // re-check: report precisely below
-      return ncclSuccess;
-    }
-  }
+  if (comm->checkedBuffers.covers(p, bytes)) return ncclSuccess;
   gpu::PointerInfo info;
   if (gpu::pointerGetInfo(ptr, &info) != ncclSuccess) {
     WARN("%s: %s %p is not a valid GPU-accessible pointer", fn, name, ptr);
@@ -140,7 +135,7 @@ ncclResult_t checkBuffer(ncclComm* comm, const void* ptr, size_t bytes, const ch
          fn, name, ptr, bytes, base, size);
     return ncclInvalidArgument;
   }
-  comm->checked[comm->checkedNext++ % ncclComm::kCheckedRanges] = {b, b + size};
+  comm->checkedBuffers.remember(b, b + size);
   return ncclSuccess;
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/core/comm.h"
+#include "common/core/validate.h"
 #include "device/kernels.h"
 #include "fake_gpu.h"
 #include "uniccl.h"
@@ -892,6 +893,26 @@ TEST_F(ApiValidate, AbortAndDestroyHandles) {
   other->state.store(CommState::Initializing);
   other->asyncError.store(ncclInProgress);
   EXPECT_EQ(ncclCommDestroy(other), ncclSuccess);
+}
+
+// The allocations checkBuffer remembers (core/validate.h): a buffer inside
+// one is covered, one that runs past its end is not (the runtime checks it
+// again), and the oldest of kRanges gives way to a new one.
+TEST(CheckedRanges, CoverRememberedAllocationsOnly) {
+  CheckedRanges c;
+  EXPECT_FALSE(c.covers(0x1000, 1));
+  c.remember(0x1000, 0x2000);
+  EXPECT_TRUE(c.covers(0x1000, 0x1000));
+  EXPECT_TRUE(c.covers(0x1fff, 1));
+  EXPECT_FALSE(c.covers(0x1fff, 2));   // past the end
+  EXPECT_FALSE(c.covers(0x0fff, 1));   // before the start
+  EXPECT_FALSE(c.covers(0x2000, 1));
+  for (unsigned i = 1; i < CheckedRanges::kRanges; i++) c.remember(0x10000 * i, 0x10000 * i + 0x100);
+  EXPECT_TRUE(c.covers(0x1000, 1));   // still one of the last kRanges
+  c.remember(0x900000, 0x900100);
+  EXPECT_FALSE(c.covers(0x1000, 1));  // the oldest gave way
+  EXPECT_TRUE(c.covers(0x900000, 0x100));
+  EXPECT_TRUE(c.covers(0x10000, 0x100));
 }
 
 }  // namespace

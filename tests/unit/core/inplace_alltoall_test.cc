@@ -16,6 +16,7 @@
 #include "common/core/inplace_stage.h"
 #include "common/core/graph_buffers.h"
 #include "common/core/launch.h"
+#include "common/core/side_state.h"
 #include "fake_comm.h"
 #include "fake_gpu.h"
 #include "uniccl.h"
@@ -126,22 +127,22 @@ TEST_F(InPlaceAlltoAll, ScratchReuseGrowthAndOrder) {
   recordAndStage(comm, 1000, stream);
   drop();
   EXPECT_EQ(stagingAllocations(), allocs0 + 1);
-  EXPECT_TRUE(comm->stageScratch.freeRecorded);
-  EXPECT_EQ(comm->stageScratch.freeStream, static_cast<gpu::Stream>(stream));
-  void* first = comm->stageScratch.buf;
+  EXPECT_TRUE(comm->sideState->inPlace.freeRecorded);
+  EXPECT_EQ(comm->sideState->inPlace.freeStream, static_cast<gpu::Stream>(stream));
+  void* first = comm->sideState->inPlace.buf;
 
   uint64_t waits = fake::callCount("streamWaitEvent");
   recordAndStage(comm, 1000, stream);   // same stream: stream order suffices
   expectStagedSends(comm, 1000);
   drop();
   EXPECT_EQ(fake::callCount("streamWaitEvent"), waits);
-  EXPECT_EQ(comm->stageScratch.buf, first);
+  EXPECT_EQ(comm->sideState->inPlace.buf, first);
 
   recordAndStage(comm, 1000, stream2);   // another stream waits for the last reader
   expectStagedSends(comm, 1000);
   drop();
   EXPECT_EQ(fake::callCount("streamWaitEvent"), waits + 1);
-  EXPECT_EQ(comm->stageScratch.freeStream, static_cast<gpu::Stream>(stream2));
+  EXPECT_EQ(comm->sideState->inPlace.freeStream, static_cast<gpu::Stream>(stream2));
   EXPECT_EQ(stagingAllocations(), allocs0 + 1);
 
   const uint64_t syncs = fake::callCount("eventSynchronize");
@@ -150,7 +151,7 @@ TEST_F(InPlaceAlltoAll, ScratchReuseGrowthAndOrder) {
   drop();
   EXPECT_EQ(fake::callCount("eventSynchronize"), syncs + 1);
   EXPECT_EQ(stagingAllocations(), allocs0 + 2);
-  EXPECT_GE(comm->stageScratch.bytes, kCap / 2);
+  EXPECT_GE(comm->sideState->inPlace.bytes, kCap / 2);
   EXPECT_EQ(fake::live().deviceAllocs, base.deviceAllocs + 1) << "the old scratch was freed";
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
   EXPECT_EQ(fake::live().deviceAllocs, base.deviceAllocs);
@@ -186,8 +187,8 @@ TEST_F(InPlaceAlltoAll, CapturedStagingBelongsToTheGraph) {
   expectStagedSends(comm, 333);
   drop();
   fake::endCapture(static_cast<gpu::Stream>(stream));
-  EXPECT_EQ(comm->stageScratch.buf, nullptr);
-  EXPECT_FALSE(comm->stageScratch.freeRecorded);
+  EXPECT_EQ(comm->sideState->inPlace.buf, nullptr);
+  EXPECT_FALSE(comm->sideState->inPlace.freeRecorded);
   EXPECT_EQ(fake::live().deviceAllocs, base.deviceAllocs + 1);
   EXPECT_EQ(fake::live().userObjects, base.userObjects + 1);
   fake::replayGraph(g);

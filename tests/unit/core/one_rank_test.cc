@@ -12,6 +12,7 @@
 
 #include "common/core/comm.h"
 #include "common/core/one_rank.h"
+#include "common/core/side_state.h"
 #include "fake_comm.h"
 #include "fake_gpu.h"
 #include "uniccl.h"
@@ -228,7 +229,7 @@ TEST_F(OneRank, GroupsOfSeveralCommsAndSimulateEnd) {
   void* recv2 = nullptr;
   ASSERT_EQ(gpu::deviceAlloc(&recv2, kBytes), ncclSuccess);
   fill();
-  const uint64_t posted0 = comm->sides.collsPosted;
+  const uint64_t posted0 = comm->sideState->streams.collsPosted;
   const Counts c0 = counts();
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclAllReduce(send, recv, kCount, ncclFloat32, ncclSum, comm, stream), ncclSuccess);
@@ -238,7 +239,7 @@ TEST_F(OneRank, GroupsOfSeveralCommsAndSimulateEnd) {
   EXPECT_EQ(counts().launches, c0.launches);
   EXPECT_TRUE(recvHolds(in, kBytes));
   EXPECT_EQ(std::memcmp(recv2, in.data(), kBytes), 0);
-  EXPECT_EQ(comm->sides.collsPosted, posted0 + 1);
+  EXPECT_EQ(comm->sideState->streams.collsPosted, posted0 + 1);
 
   const Counts c1 = counts();
   ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;

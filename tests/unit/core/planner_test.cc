@@ -15,6 +15,7 @@
 #include "common/core/comm_plan.h"
 #include "common/core/launch.h"
 #include "common/core/planner.h"
+#include "common/core/side_state.h"
 #include "common/core/side_stream.h"
 #include "common/core/tuning.h"
 #include "device/kernels.h"
@@ -311,7 +312,7 @@ TEST_F(SidePlanTest, SendRecvOverCopyEngine) {
   }
   drop();
 
-  for (ncclComm* c : comms) c->sides.copyEngineOff = false;
+  for (ncclComm* c : comms) c->sideState->streams.copyEngineOff = false;
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclSend(send[0], n - 1, ncclFloat32, 1, comms[0], streams[0]), ncclSuccess);
   ASSERT_EQ(ncclRecv(recv[1], n - 1, ncclFloat32, 0, comms[1], streams[1]), ncclSuccess);
@@ -334,14 +335,14 @@ TEST_F(SidePlanTest, SendRecvKeepsKernelsWhenNotMatched) {
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclSend(send[0], n, ncclFloat32, 1, comms[0], streams[0]), ncclSuccess);
   ASSERT_EQ(ncclRecv(recv[1], n, ncclFloat32, 0, comms[1], streams[1]), ncclSuccess);
-  ensurePostedCounters(&comms[1]->sides, comms[1]->nRanks);
-  comms[1]->sides.recvdFrom[0] = 1;   // a recv from rank 0 posted in an earlier group
+  ensurePostedCounters(&comms[1]->sideState->streams, comms[1]->nRanks);
+  comms[1]->sideState->streams.recvdFrom[0] = 1;   // a recv from rank 0 posted in an earlier group
   ASSERT_EQ(plan(comms), ncclSuccess);
   for (ncclComm* c : comms) expectNoSideWork(c);
   drop();
 
-  for (ncclComm* c : comms) c->sides.copyEngineOff = false;
-  comms[1]->sides.recvdFrom[0] = 0;
+  for (ncclComm* c : comms) c->sideState->streams.copyEngineOff = false;
+  comms[1]->sideState->streams.recvdFrom[0] = 0;
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclSend(send[0], n, ncclFloat32, 1, comms[0], streams[0]), ncclSuccess);
   ASSERT_EQ(ncclRecv(recv[1], n, ncclFloat32, 0, comms[1], streams[1]), ncclSuccess);
@@ -350,7 +351,7 @@ TEST_F(SidePlanTest, SendRecvKeepsKernelsWhenNotMatched) {
   for (ncclComm* c : comms) expectNoSideWork(c);
   drop();
 
-  for (ncclComm* c : comms) c->sides.copyEngineOff = false;
+  for (ncclComm* c : comms) c->sideState->streams.copyEngineOff = false;
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclSend(send[0], n, ncclFloat32, 1, comms[0], streams[0]), ncclSuccess);
   ASSERT_EQ(ncclRecv(recv[1], n + 1, ncclFloat32, 0, comms[1], streams[1]), ncclSuccess);
@@ -396,7 +397,7 @@ TEST_F(SidePlanTest, TwoRankBroadcastOverCopyEngine) {
   }
   drop();
 
-  for (ncclComm* c : comms) c->sides.copyEngineOff = false;
+  for (ncclComm* c : comms) c->sideState->streams.copyEngineOff = false;
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   for (int r = 0; r < 2; r++)
     ASSERT_EQ(ncclBroadcast(recv[r], recv[r], n, ncclFloat32, 0, comms[r], streams[r]), ncclSuccess);
@@ -462,7 +463,7 @@ TEST_F(SidePlanTest, TwoRankAllReduceSplit) {
   drop();
 
   for (size_t count : {n + 1, n - 2}) {
-    for (ncclComm* c : comms) c->sides.copyEngineOff = false;
+    for (ncclComm* c : comms) c->sideState->streams.copyEngineOff = false;
     ASSERT_EQ(ncclGroupStart(), ncclSuccess);
     for (int r = 0; r < 2; r++)
       ASSERT_EQ(ncclAllReduce(send[r], recv[r], count, ncclFloat32, ncclSum, comms[r], streams[r]), ncclSuccess);
@@ -584,7 +585,7 @@ TEST_F(SidePlanTest, KnobsTurnEachChoiceOnAndOff) {
   setenv("UNICCL_COPY_ENGINE", "0", 1);
   setenv("UNICCL_SELF_COPY_BLOCKS", "0", 1);
   knobs = readSideStreamKnobs();
-  for (ncclComm* c : comms) c->sides.copyEngineOff = false;
+  for (ncclComm* c : comms) c->sideState->streams.copyEngineOff = false;
   post();
   ASSERT_EQ(plan(group), ncclSuccess);
   EXPECT_TRUE(ceComms.empty());

@@ -21,6 +21,7 @@
 #include "common/core/launch_plan.h"
 #include "common/core/planner.h"
 #include "common/core/reducescatter_pat.h"
+#include "common/core/tuning.h"
 #include "common/topo/cost.h"
 #include "device/kernels.h"
 #include "fake_comm.h"
@@ -83,7 +84,8 @@ TEST_P(PatReduceScatterRounds, EveryInputOnceIntoItsBlock) {
     t.count = kCount;
     t.sendbuff = reinterpret_cast<const void*>(send[r]);
     t.recvbuff = reinterpret_cast<void*>(recv[r]);
-    ASSERT_EQ(patReduceScatterWorks(c, t, reinterpret_cast<void*>(scratch[r]), &works[r], &starts[r]), ncclSuccess);
+    ASSERT_EQ(patReduceScatterWorks(c->rank, c->nRanks, emptyP2pWork(c, p2pSliceBytes(c)), t,
+                                    reinterpret_cast<void*>(scratch[r]), &works[r], &starts[r]), ncclSuccess);
     ASSERT_EQ((int)starts[r].size(), rounds);
     // planLaunches cuts a launch at every round, each on float's Simple collective kernel.
     LaunchPlan plan;

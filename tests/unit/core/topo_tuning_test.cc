@@ -57,7 +57,7 @@ TEST(TopoTuning, OneHostChoosesByTheKnobsRule) {
     EXPECT_EQ(box.algo(64 * kKiB), dev::kAlgoTree);
     EXPECT_EQ(box.algo(64 * kKiB + 1), dev::kAlgoRing);
     EXPECT_EQ(box.algo(kGiB), dev::kAlgoRing);
-    EXPECT_EQ(box.c->treeMaxBytesCache.load(), -1);   // the cost model was not asked
+    EXPECT_EQ(box.c->tuningCache.treeMaxBytes.load(), -1);   // the cost model was not asked
   }
 }
 
@@ -82,7 +82,7 @@ TEST(TopoTuning, AcrossHostsTreeForSmallRingForLarge) {
     EXPECT_EQ(t->algo(kGiB), dev::kAlgoRing);
     // One switch point: the tree up to it, the ring above.
     const size_t limit = treeLimit(*t);
-    EXPECT_EQ((size_t)t->c->treeMaxBytesCache.load(), limit);
+    EXPECT_EQ((size_t)t->c->tuningCache.treeMaxBytes.load(), limit);
     for (size_t b = 1; b <= kGiB; b *= 4) EXPECT_EQ(t->algo(b), b <= limit ? dev::kAlgoTree : dev::kAlgoRing) << b;
   }
   // More hosts: the ring's latency grows linearly, the tree's by a level per doubling: the tree runs longer.
@@ -112,13 +112,13 @@ TEST(TopoTuning, PatForAllGatherAcrossHostsOfOneGpu) {
     SCOPED_TRACE(t->c->topology.nHosts());
     EXPECT_TRUE(collUsesPat(t->c, allGather(1)));
     EXPECT_TRUE(collUsesPat(t->c, allGather(1000)));
-    EXPECT_GT(t->c->patMaxBytesCache.load(), 0);
+    EXPECT_GT(t->c->tuningCache.patMaxBytes.load(), 0);
     EXPECT_FALSE(collUsesPat(t->c, allGather(0)));
     EXPECT_FALSE(collUsesPat(t->c, allGather(1000, TaskKind::AllReduce)));
   }
   EXPECT_FALSE(collUsesPat(two.c, allGather(1)));
   EXPECT_FALSE(collUsesPat(sixteenBoxes.c, allGather(1)));
-  EXPECT_EQ(sixteenBoxes.c->patMaxBytesCache.load(), 0);
+  EXPECT_EQ(sixteenBoxes.c->tuningCache.patMaxBytes.load(), 0);
   // ncclGroupSimulateEnd's estimate follows: 64 hosts, 6 rounds (5 extra
   // launches) instead of the ring's 63 network hops.
   single.c->tasks.colls.push_back(allGather(2));
