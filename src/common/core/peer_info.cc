@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -22,6 +23,8 @@ uint64_t fnv1a(const char* s, size_t n, uint64_t h = 1469598103934665603ULL) {
   }
   return h;
 }
+
+std::atomic<HostIdHook> hostIdHook{nullptr};
 
 // The host identity set by the user, if any: UNICCL_HOSTID, then NCCL's name.
 const char* hostIdKnob() {
@@ -53,7 +56,12 @@ ncclResult_t fillLocalPeerInfo(int gpuDev, PeerInfo* info) {
   info->pid = (int32_t)getpid();
   uint64_t pid = (uint64_t)info->pid;
   info->processHash = fnv1a(reinterpret_cast<const char*>(&pid), sizeof(pid), info->hostHash);
-  if (const char* id = hostIdKnob()) {
+  char simulated[sizeof(info->hostName)];
+  const HostIdHook hook = hostIdHook.load(std::memory_order_acquire);
+  if (hook != nullptr && hook(gpuDev, simulated, sizeof(simulated))) {
+    simulated[sizeof(simulated) - 1] = '\0';
+    setPeerHost(simulated, info);
+  } else if (const char* id = hostIdKnob()) {
     snprintf(info->hostName, sizeof(info->hostName), "%s", id);
   } else if (gethostname(info->hostName, sizeof(info->hostName) - 1) != 0) {
     snprintf(info->hostName, sizeof(info->hostName), "unknown");
@@ -76,5 +84,7 @@ void setPeerHost(const char* name, PeerInfo* info) {
   info->processHash = fnv1a(reinterpret_cast<const char*>(&pid), sizeof(pid), info->hostHash);
   snprintf(info->hostName, sizeof(info->hostName), "%s", name);
 }
+
+void setHostIdHookForTesting(HostIdHook hook) { hostIdHook.store(hook, std::memory_order_release); }
 
 }  // namespace uniccl

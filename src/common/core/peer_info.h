@@ -2,6 +2,7 @@
 // the second exchange: which peers' GPUs this rank can address directly.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "common/util/socket_address.h"
@@ -38,5 +39,12 @@ struct PeerInfo {
 // Makes `name` the host identity of `info` (hostHash, processHash,
 // hostName), as UNICCL_HOSTID=name would (a topology file's host).
 void setPeerHost(const char* name, PeerInfo* info);
+
+// Tests that simulate a cluster in one process (tests/unit/scale): the host
+// identity of the rank on GPU `gpuDev`, written into name[cap] as
+// UNICCL_HOSTID would give it; false leaves the usual identity. Without a
+// hook (the default) nothing changes. Set before any init starts.
+using HostIdHook = bool (*)(int gpuDev, char* name, size_t cap);
+void setHostIdHookForTesting(HostIdHook hook);
 
 }  // namespace uniccl

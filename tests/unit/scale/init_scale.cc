@@ -8,7 +8,12 @@
 // keeps unwritten GPU memory out of the RSS, so the RSS is the library's
 // host side plus the GPU bytes init really writes).
 //
-//   init_scale [--ranks=64,256,1024] [--check]
+//   init_scale [--ranks=64,256,1024] [--ranks-per-host=8] [--check]
+//
+// --ranks-per-host=K gives the fake ranks host identities (ranks r..r+K-1
+// on one simulated host, through setHostIdHookForTesting): ranks of one
+// host connect through P2P, ranks of different hosts through the network
+// transport (sockets), as on a cluster. Without it all ranks share a host.
 //
 // Each N runs in a child process of its own (a fresh RSS baseline, threads
 // and sockets released). --check: fail (exit 1) unless every rank's init
@@ -31,6 +36,7 @@
 #include <vector>
 
 #include "common/core/comm.h"
+#include "common/core/peer_info.h"
 #include "fake_gpu.h"
 #include "uniccl.h"
 
@@ -69,8 +75,18 @@ std::set<int> initPeers(const ncclComm* c) {
   return s;
 }
 
+// Simulated hosts: rank (= fake GPU) g on host g / ranksPerHost.
+int ranksPerHost = 0;
+
+bool simulatedHost(int gpuDev, char* name, size_t cap) {
+  if (ranksPerHost <= 0) return false;
+  snprintf(name, cap, "simhost-%d", gpuDev / ranksPerHost);
+  return true;
+}
+
 // One N, in this (child) process. Returns the exit status.
 int runOne(int n, bool check) {
+  setHostIdHookForTesting(simulatedHost);
   fake::reset();
   fake::setDeviceCount(n);
   fake::setAutoComplete(true);
@@ -88,12 +104,13 @@ int runOne(int n, bool check) {
   const int fds = openFds();
   const fake::Bytes b1 = fake::liveBytes();
   int bad = 0;
-  long connected = 0;
+  long connected = 0, viaNet = 0;
   for (ncclComm_t c : comms) {
     const std::set<int> expected = initPeers(c);
     for (int p = 0; p < n; p++) {
       if (!c->transports.connected(p)) continue;
       connected++;
+      if (c->transports.kind(p) == TransportKind::Net) viaNet++;
       if (check && !expected.count(p) && bad++ < 5)
         fprintf(stderr, "N=%d: rank %d connected rank %d, which is no ring or tree neighbour\n", n, c->rank, p);
     }
@@ -109,9 +126,9 @@ int runOne(int n, bool check) {
     if (ncclCommDestroy(c) != ncclSuccess) bad++;
   const double destroyS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   const double mib = 1024.0 * 1024.0;
-  printf("%6d %8.2f %9.2f %11.1f %11.1f %10.2f %9.3f %4d %6.2f %7ld %6d\n", n, initS, destroyS,
+  printf("%6d %8.2f %9.2f %11.1f %11.1f %10.2f %9.3f %4d %6.2f %6.2f %7ld %6d\n", n, initS, destroyS,
          (rss1 - rss0) / (double)n, hwm / (double)n, (b1.device - b0.device) / mib / n,
-         (b1.host - b0.host) / mib / n, nChannels, connected / (double)n, threads, fds);
+         (b1.host - b0.host) / mib / n, nChannels, connected / (double)n, viaNet / (double)n, threads, fds);
   fflush(stdout);
   if (bad) fprintf(stderr, "N=%d: %d problems\n", n, bad);
   return bad ? 1 : 0;
@@ -131,15 +148,21 @@ int main(int argc, char** argv) {
         if (!s) break;
         s++;
       }
+    } else if (strncmp(argv[i], "--ranks-per-host=", 17) == 0) {
+      ranksPerHost = atoi(argv[i] + 17);
+      if (ranksPerHost < 1) {
+        fprintf(stderr, "--ranks-per-host: need 1 or more\n");
+        return 2;
+      }
     } else if (strcmp(argv[i], "--check") == 0) {
       check = true;
     } else {
-      fprintf(stderr, "usage: %s [--ranks=64,256,1024] [--check]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--ranks=64,256,1024] [--ranks-per-host=K] [--check]\n", argv[0]);
       return 2;
     }
   }
-  printf("# %6s %8s %9s %11s %11s %10s %9s %4s %6s %7s %6s\n", "ranks", "init_s", "destroy_s", "rss_KiB/rk",
-         "peak_KiB/rk", "gpu_MiB/rk", "host_MiB/rk", "ch", "peers", "threads", "fds");
+  printf("# %6s %8s %9s %11s %11s %10s %9s %4s %6s %6s %7s %6s\n", "ranks", "init_s", "destroy_s", "rss_KiB/rk",
+         "peak_KiB/rk", "gpu_MiB/rk", "host_MiB/rk", "ch", "peers", "net", "threads", "fds");
   fflush(stdout);
   int failures = 0;
   for (int n : sizes) {
