@@ -9,6 +9,7 @@
 #include "common/check.h"
 #include "common/core/comm.h"
 #include "common/gpu.h"
+#include "common/topo/host_ranks.h"
 #include "common/topo/sysfs_nics.h"
 #include "common/topo/topo_file.h"
 #include "common/util/debug.h"
@@ -29,8 +30,10 @@ struct TopoReport {
   uint8_t nicCount;
   uint8_t pad[7];
   NicReport nics[kMaxNics];
-  // followed by 2 bytes per rank: the link kind and count from this rank's
-  // GPU to that rank's (gpu.h, peerLinkKind), where both are on one host
+  // followed by 2 bytes per rank of this rank's host (HostRanks: by local
+  // index, the row as wide as the largest host): the link kind and count
+  // from this rank's GPU to that rank's (gpu.h, peerLinkKind). Other hosts'
+  // ranks have no link, so the rows stay O(ranks per host).
 };
 
 // Host names as the file format takes them: one word, no comment mark.
@@ -43,9 +46,9 @@ std::string fileWord(const char* name) {
 }
 
 // This rank's report row: its NICs and its links to every rank of its host.
-[[nodiscard]] ncclResult_t localReport(ncclComm* comm, std::vector<char>* row) {
+[[nodiscard]] ncclResult_t localReport(ncclComm* comm, const HostRanks& hosts, std::vector<char>* row) {
   const int n = comm->nRanks;
-  row->assign(sizeof(TopoReport) + 2 * (size_t)n, 0);
+  row->assign(sizeof(TopoReport) + 2 * (size_t)hosts.rowWidth, 0);
   TopoReport rep;
   memset(&rep, 0, sizeof(rep));
   const PeerInfo& me = comm->peers[comm->rank];
@@ -59,7 +62,7 @@ std::string fileWord(const char* name) {
   uint8_t* links = reinterpret_cast<uint8_t*>(row->data() + sizeof(rep));
   for (int r = 0; r < n; r++) {
     const PeerInfo& p = comm->peers[r];
-    if (p.hostHash != me.hostHash || p.busIdNum == me.busIdNum) continue;
+    if (!hosts.sameHost(r, comm->rank) || p.busIdNum == me.busIdNum) continue;
     int peerDev = -1;
     if (p.processHash == me.processHash) {
       peerDev = p.gpuDev;
@@ -68,16 +71,19 @@ std::string fileWord(const char* name) {
     }
     int kind = gpu::kPeerLinkNone, count = 0;
     if (gpu::peerLinkKind(comm->gpuDev, peerDev, &kind, &count) != ncclSuccess) continue;
-    links[2 * r] = (uint8_t)kind;
-    links[2 * r + 1] = (uint8_t)std::min(count, 255);
+    links[2 * hosts.localIndex[r]] = (uint8_t)kind;
+    links[2 * hosts.localIndex[r] + 1] = (uint8_t)std::min(count, 255);
   }
   return ncclSuccess;
 }
 
 [[nodiscard]] ncclResult_t discover(ncclComm* comm, System* out) {
   const int n = comm->nRanks;
+  std::vector<uint64_t> hashes(n);
+  for (int r = 0; r < n; r++) hashes[r] = comm->peers[r].hostHash;
+  const HostRanks hosts = hostRanks(hashes);
   std::vector<char> mine;
-  UCHECK(localReport(comm, &mine));
+  UCHECK(localReport(comm, hosts, &mine));
   const size_t bytes = mine.size();
   std::vector<char> all(bytes * n);
   memcpy(all.data() + bytes * comm->rank, mine.data(), bytes);
@@ -87,9 +93,11 @@ std::string fileWord(const char* name) {
     memcpy(&rep, all.data() + bytes * r, sizeof(rep));
     return rep;
   };
+  // from and to share a host (the ranks of one host's GPUs).
   auto link = [&](int from, int to) {
     const uint8_t* l = reinterpret_cast<const uint8_t*>(all.data() + bytes * from + sizeof(TopoReport));
-    return Link{(LinkClass)std::min<int>(l[2 * to], (int)LinkClass::Switch), (int)l[2 * to + 1]};
+    const int i = hosts.localIndex[to];
+    return Link{(LinkClass)std::min<int>(l[2 * i], (int)LinkClass::Switch), (int)l[2 * i + 1]};
   };
 
   System sys;

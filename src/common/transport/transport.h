@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/gpu.h"
+#include "common/topo/host_ranks.h"
 #include "common/topo/nics.h"
 #include "common/transport/net_link.h"
 #include "common/transport/peer_need.h"
@@ -129,18 +130,14 @@ class Transports {
   // The connection to peer carries the directions dirs (ConnDir bits).
   bool ready(int peer, uint8_t dirs) const;
   // Both ranks' GPUs can address each other's memory (same decision on every rank).
-  bool p2pReachable(int a, int b) const {
-    return p2pReach_[(size_t)a * nRanks_ + b] && p2pReach_[(size_t)b * nRanks_ + a];
-  }
+  bool p2pReachable(int a, int b) const { return reachByHost(a, b) && reachByHost(b, a); }
   TransportKind kind(int peer) const { return links_[peer].kind; }
   // init() ran and p2pReachable() may be asked (hand-built test comms lack it).
-  bool reachKnown() const { return nRanks_ > 0 && p2pReach_.size() == (size_t)nRanks_ * nRanks_; }
-  // Sets the reach matrix init() would exchange ([a * nRanks + b]: a can
-  // address b's GPU), for unit tests of what is decided from it.
-  void setReachForTesting(int nRanks, std::vector<uint8_t> reach) {
-    nRanks_ = nRanks;
-    p2pReach_ = std::move(reach);
-  }
+  bool reachKnown() const { return nRanks_ > 0 && hosts_.host.size() == (size_t)nRanks_; }
+  // Sets the reach init() would exchange as a full matrix ([a * nRanks + b]:
+  // a can address b's GPU), all ranks on one host, for unit tests of what
+  // is decided from it.
+  void setReachForTesting(int nRanks, std::vector<uint8_t> reach);
 
   // Connection in phases so that one thread can connect several
   // communicators of a group without deadlock (each phase waits only on
@@ -226,7 +223,12 @@ class Transports {
   ChannelLayout layout_{};
   std::vector<PeerLink> links_;
   std::vector<TransportPeer> peers_;   // [nRanks], from init()
-  std::vector<uint8_t> p2pReach_;   // [nRanks*nRanks]: rank i can address rank j's GPU (2: and keeps LL128 lines whole)
+  // a can address b's GPU (2: and keeps LL128 lines whole); only ranks of one host can.
+  uint8_t reachByHost(int a, int b) const {
+    return hosts_.sameHost(a, b) ? p2pReach_[(size_t)a * hosts_.rowWidth + hosts_.localIndex[b]] : 0;
+  }
+  topo::HostRanks hosts_;           // which ranks share a host (from peers_)
+  std::vector<uint8_t> p2pReach_;   // [nRanks][hosts_.rowWidth]: each rank's row over its host's ranks
   int nRanks_ = 0;
   bool shmDisabled_ = false;
   bool ringUsesNet_ = false;

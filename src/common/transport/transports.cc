@@ -96,6 +96,12 @@ const char* transportName(TransportKind kind) {
 
 Transports::~Transports() { release(); }
 
+void Transports::setReachForTesting(int nRanks, std::vector<uint8_t> reach) {
+  nRanks_ = nRanks;
+  hosts_ = topo::hostRanks(std::vector<uint64_t>(nRanks, 0));
+  p2pReach_ = std::move(reach);
+}
+
 ncclResult_t Transports::init(const TransportComm& comm, std::vector<TransportPeer> peers) {
   nRanks_ = comm.nRanks;
   if ((int)peers.size() != nRanks_) {
@@ -119,15 +125,20 @@ ncclResult_t Transports::init(const TransportComm& comm, std::vector<TransportPe
     return ncclInvalidArgument;
   }
 
-  // Which peers' GPUs can this rank address? Then share the rows so both
-  // sides of every pair take the same decision.
+  // Which GPUs of its host's ranks can this rank address? Then share the
+  // rows (one per rank, over its host's ranks: HostRanks) so both sides of
+  // every pair take the same decision.
   bool p2pDisabled = knobInt(Knob::NCCL_P2P_DISABLE) != 0;
   shmDisabled_ = knobInt(Knob::NCCL_SHM_DISABLE) != 0;
-  std::vector<uint8_t> row(nRanks_, 0);
+  std::vector<uint64_t> hashes(nRanks_);
+  for (int r = 0; r < nRanks_; r++) hashes[r] = peers_[r].hostHash;
+  hosts_ = topo::hostRanks(hashes);
+  const size_t width = (size_t)hosts_.rowWidth;
+  std::vector<uint8_t> row(width, 0);
   const TransportPeer& me = peers_[comm.rank];
   for (int j = 0; j < nRanks_; j++) {
     const TransportPeer& p = peers_[j];
-    if (j == comm.rank || p2pDisabled || p.hostHash != me.hostHash) continue;
+    if (j == comm.rank || p2pDisabled || !hosts_.sameHost(j, comm.rank)) continue;
     int peerDev = -1;
     if (p.processHash == me.processHash) {
       peerDev = p.gpuDev;
@@ -143,11 +154,11 @@ ncclResult_t Transports::init(const TransportComm& comm, std::vector<TransportPe
     bool lines = can && me.lineStoreAtomic128 && p.lineStoreAtomic128;
     if (lines && p.busIdNum != me.busIdNum && gpu::p2pLinkKeepsLines(comm.gpuDev, peerDev, &lines) != ncclSuccess)
       lines = false;
-    if (can) row[j] = lines ? 2 : 1;
+    if (can) row[hosts_.localIndex[j]] = lines ? 2 : 1;
   }
-  p2pReach_.assign((size_t)nRanks_ * nRanks_, 0);
-  memcpy(&p2pReach_[(size_t)comm.rank * nRanks_], row.data(), nRanks_);
-  UCHECK(comm.bootstrap->allGather(p2pReach_.data(), nRanks_));
+  p2pReach_.assign((size_t)nRanks_ * width, 0);
+  if (width > 0) memcpy(&p2pReach_[(size_t)comm.rank * width], row.data(), width);
+  UCHECK(comm.bootstrap->allGather(p2pReach_.data(), width));
   ringUsesNet_ = false;
   bool ringAllP2p = nRanks_ > 1;
   for (int r = 0; r < nRanks_ && nRanks_ > 1; r++) {
@@ -168,12 +179,13 @@ ncclResult_t Transports::init(const TransportComm& comm, std::vector<TransportPe
   // rank's GPU promises it (the peer info all ranks share). Then every
   // rank's connections get LL128 slots; otherwise none does (the layout's
   // stride must match on both sides of every connection).
-  bool allPairsP2p = nRanks_ > 1, lines = true, links = true;
-  for (int a = 0; a < nRanks_; a++) {
-    lines = lines && peers_[a].lineStoreAtomic128;
-    for (int b = a + 1; b < nRanks_; b++) {
-      allPairsP2p = allPairsP2p && p2pReachable(a, b);
-      links = links && p2pReach_[(size_t)a * nRanks_ + b] == 2 && p2pReach_[(size_t)b * nRanks_ + a] == 2;
+  // Every pair P2P needs one host; the pairs are then walked until one fails.
+  bool allPairsP2p = nRanks_ > 1 && hosts_.nHosts == 1, lines = true, links = true;
+  for (int a = 0; a < nRanks_; a++) lines = lines && peers_[a].lineStoreAtomic128;
+  for (int a = 0; a < nRanks_ && allPairsP2p; a++) {
+    for (int b = a + 1; b < nRanks_ && allPairsP2p; b++) {
+      allPairsP2p = p2pReachable(a, b);
+      links = links && reachByHost(a, b) == 2 && reachByHost(b, a) == 2;
     }
   }
   if (allPairsP2p && lines && links && ll128Bytes > 0) layout_.ll128Bytes = ll128Bytes;
