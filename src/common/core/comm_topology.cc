@@ -45,8 +45,9 @@ std::string fileWord(const char* name) {
   return s;
 }
 
-// This rank's report row: its NICs and its links to every rank of its host.
-[[nodiscard]] ncclResult_t localReport(ncclComm* comm, const HostRanks& hosts, std::vector<char>* row) {
+}  // namespace
+
+ncclResult_t localReport(ncclComm* comm, const HostRanks& hosts, std::vector<char>* row) {
   const int n = comm->nRanks;
   row->assign(sizeof(TopoReport) + 2 * (size_t)hosts.rowWidth, 0);
   TopoReport rep;
@@ -77,17 +78,17 @@ std::string fileWord(const char* name) {
   return ncclSuccess;
 }
 
-[[nodiscard]] ncclResult_t discover(ncclComm* comm, System* out) {
+namespace {
+
+// The system every rank's report describes (all: [nRanks][bytes]).
+[[nodiscard]] ncclResult_t discover(ncclComm* comm, const HostRanks& hosts, const std::vector<char>& all, size_t bytes,
+                                    System* out) {
   const int n = comm->nRanks;
-  std::vector<uint64_t> hashes(n);
-  for (int r = 0; r < n; r++) hashes[r] = comm->peers[r].hostHash;
-  const HostRanks hosts = hostRanks(hashes);
-  std::vector<char> mine;
-  UCHECK(localReport(comm, hosts, &mine));
-  const size_t bytes = mine.size();
-  std::vector<char> all(bytes * n);
-  memcpy(all.data() + bytes * comm->rank, mine.data(), bytes);
-  UCHECK(comm->bootstrap->allGather(all.data(), bytes));
+  if (bytes < sizeof(TopoReport) + 2 * (size_t)hosts.rowWidth || all.size() != bytes * n) {
+    WARN("Rank %d: topology reports of %zu bytes (%zu in all) for %d ranks and hosts of up to %d", comm->rank, bytes,
+         all.size(), n, hosts.rowWidth);
+    return ncclInternalError;
+  }
   auto report = [&](int r) {
     TopoReport rep;
     memcpy(&rep, all.data() + bytes * r, sizeof(rep));
@@ -198,9 +199,10 @@ ncclResult_t placeFromFile(int rank, int nRanks, PeerInfo* info, System* fromFil
   return ncclSuccess;
 }
 
-ncclResult_t buildTopology(ncclComm* comm, System* sys) {
+ncclResult_t buildTopology(ncclComm* comm, const HostRanks& hosts, const std::vector<char>& reports, size_t rowBytes,
+                           System* sys) {
   const bool fromFile = sys->nRanks() == comm->nRanks;
-  if (!fromFile) UCHECK(discover(comm, sys));
+  if (!fromFile) UCHECK(discover(comm, hosts, reports, rowBytes, sys));
   int meshes = 0;
   for (const Host& h : sys->hosts) meshes += h.directMesh() ? 1 : 0;
   INFO(kSubsysInit, "Rank %d: topology %s: %d hosts, %d with a direct-link GPU mesh; this rank on host %s GPU %d",

@@ -8,6 +8,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 #include "common/api_export.h"
 #include "common/bootstrap/root.h"
@@ -17,6 +18,7 @@
 #include "common/core/comm_init.h"
 #include "common/core/comm_transport.h"
 #include "common/core/gpu_sharing.h"
+#include "common/core/host_rows.h"
 #include "common/core/group.h"
 #include "common/core/graph_buffers.h"
 #include "common/core/launch.h"
@@ -210,6 +212,7 @@ std::vector<PeerNeed> initConnectNeeds(const ncclComm* comm) {
 [[nodiscard]] ncclResult_t initRankSteps(ncclComm* comm, int nranks, const std::vector<ncclUniqueId>& ids, int rank, int gpuDev) {
   ncclResult_t res = ncclSuccess;
   PeerInfo info;
+  HostRows hostRows;
   std::vector<PeerNeed> connectNeeds;
   comm->rank = rank;
   comm->nRanks = nranks;
@@ -234,7 +237,9 @@ std::vector<PeerNeed> initConnectNeeds(const ncclComm* comm) {
   // From here on a rank that dies is reported at once (its link closes), not
   // after the bootstrap timeout: the waits below end through hostAbort.
   UCHECK_GOTO(commLivenessLink(comm), res, fail);
-  UCHECK_GOTO(topo::buildTopology(comm, &comm->topology), res, fail);
+  UCHECK_GOTO(exchangeHostRows(comm, &hostRows), res, fail);
+  UCHECK_GOTO(topo::buildTopology(comm, hostRows.hosts, hostRows.topology, hostRows.topologyBytes, &comm->topology),
+              res, fail);
   {
     GpuSharing sharing;
     UCHECK_GOTO(checkGpuSharing(comm->peers, rank, &sharing), res, fail);
@@ -242,7 +247,7 @@ std::vector<PeerNeed> initConnectNeeds(const ncclComm* comm) {
     comm->channelFit = sharing.maxChannels;
   }
   profilerCommInit(comm);  // [profiler] plugin init for this comm; a failing plugin only disables profiling
-  UCHECK_GOTO(comm->transports.init(transportComm(comm), transportPeers(comm)), res, fail);
+  UCHECK_GOTO(comm->transports.init(transportComm(comm), transportPeers(comm), std::move(hostRows.reach)), res, fail);
   UCHECK_GOTO(setupDevice(comm), res, fail);
   UCHECK_GOTO(setupKernelCh(comm), res, fail);
   if (nranks > 1) {

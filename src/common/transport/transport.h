@@ -120,11 +120,20 @@ class Transports {
   Transports(const Transports&) = delete;
   Transports& operator=(const Transports&) = delete;
 
-  // Called once at init after the peer-info exchange: decides P2P
-  // reachability with every peer (second allgather) and sizes buffers.
-  // Uses NCCL_BUFFSIZE (Simple), UNICCL_LL_BUFFSIZE, NCCL_P2P_DISABLE, NCCL_SHM_DISABLE.
-  // peers: every rank's, [nRanks] (kept for the connections).
-  [[nodiscard]] ncclResult_t init(const TransportComm& comm, std::vector<TransportPeer> peers);
+  // This rank's P2P reach row, as init() takes every rank's: one byte per
+  // rank of its host (hosts: topo::hostRanks of the peers' host hashes; by
+  // local index, hosts.rowWidth bytes), 1 where this rank's GPU can address
+  // that rank's, 2 where the link also keeps LL128 lines whole. Reads
+  // NCCL_P2P_DISABLE. Init exchanges the rows together with the topology's.
+  [[nodiscard]] static ncclResult_t reachRow(const TransportComm& comm, const std::vector<TransportPeer>& peers,
+                                             const topo::HostRanks& hosts, std::vector<uint8_t>* row);
+  // Called once at init after the exchange of reach rows: decides P2P
+  // reachability with every peer and sizes buffers. Uses NCCL_BUFFSIZE
+  // (Simple), UNICCL_LL_BUFFSIZE, NCCL_SHM_DISABLE. peers: every rank's,
+  // [nRanks] (kept for the connections); reachRows: every rank's reachRow(),
+  // [nRanks][rowWidth], the same on every rank.
+  [[nodiscard]] ncclResult_t init(const TransportComm& comm, std::vector<TransportPeer> peers,
+                                  std::vector<uint8_t> reachRows);
   // The connection to peer is wired (P2P: at least its counters).
   bool connected(int peer) const { return links_[peer].connected; }
   // The connection to peer carries the directions dirs (ConnDir bits).

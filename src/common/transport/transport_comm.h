@@ -31,7 +31,7 @@ struct TransportComm {
   int rank = 0;
   int nRanks = 0;
   int gpuDev = -1;
-  Bootstrap* bootstrap = nullptr;        // the offers' and network handles' messages, the reach allgather
+  Bootstrap* bootstrap = nullptr;        // the offers' and network handles' messages
   std::string netName;                   // the config's net (empty: NCCL_NET or the default)
   int nChannels = 0;                     // channels to wire
   const dev::Channel* channelsHost = nullptr;  // [nChannels]: each channel's peers array (device memory) is wired

@@ -102,7 +102,36 @@ void Transports::setReachForTesting(int nRanks, std::vector<uint8_t> reach) {
   p2pReach_ = std::move(reach);
 }
 
-ncclResult_t Transports::init(const TransportComm& comm, std::vector<TransportPeer> peers) {
+ncclResult_t Transports::reachRow(const TransportComm& comm, const std::vector<TransportPeer>& peers,
+                                  const topo::HostRanks& hosts, std::vector<uint8_t>* row) {
+  row->assign((size_t)hosts.rowWidth, 0);
+  if (knobInt(Knob::NCCL_P2P_DISABLE) != 0) return ncclSuccess;
+  const TransportPeer& me = peers[comm.rank];
+  for (int j = 0; j < (int)peers.size(); j++) {
+    const TransportPeer& p = peers[j];
+    if (j == comm.rank || !hosts.sameHost(j, comm.rank)) continue;
+    int peerDev = -1;
+    if (p.processHash == me.processHash) {
+      peerDev = p.gpuDev;
+    } else if (gpu::deviceGetByBusId(p.busId.c_str(), &peerDev) != ncclSuccess) {
+      continue;   // that GPU is not visible in this process
+    }
+    // Ranks sharing this GPU (gpu_sharing.h) address each other's memory as
+    // their own; the runtime answers "no peer access" for a device and itself.
+    bool can = p.busIdNum == me.busIdNum;
+    if (!can && gpu::canAccessPeer(comm.gpuDev, peerDev, &can) != ncclSuccess) can = false;
+    // 2: the link also keeps a warp's 128-byte stores whole (LL128, below):
+    // a GPU and itself always, other GPUs where the backend says so.
+    bool lines = can && me.lineStoreAtomic128 && p.lineStoreAtomic128;
+    if (lines && p.busIdNum != me.busIdNum && gpu::p2pLinkKeepsLines(comm.gpuDev, peerDev, &lines) != ncclSuccess)
+      lines = false;
+    if (can) (*row)[hosts.localIndex[j]] = lines ? 2 : 1;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t Transports::init(const TransportComm& comm, std::vector<TransportPeer> peers,
+                              std::vector<uint8_t> reachRows) {
   nRanks_ = comm.nRanks;
   if ((int)peers.size() != nRanks_) {
     WARN("Rank %d: %zu peer infos for %d ranks", comm.rank, peers.size(), nRanks_);
@@ -125,40 +154,18 @@ ncclResult_t Transports::init(const TransportComm& comm, std::vector<TransportPe
     return ncclInvalidArgument;
   }
 
-  // Which GPUs of its host's ranks can this rank address? Then share the
-  // rows (one per rank, over its host's ranks: HostRanks) so both sides of
-  // every pair take the same decision.
-  bool p2pDisabled = knobInt(Knob::NCCL_P2P_DISABLE) != 0;
+  // Every rank's reach over its host's ranks (reachRow), gathered at init,
+  // so that both sides of every pair take the same decision.
   shmDisabled_ = knobInt(Knob::NCCL_SHM_DISABLE) != 0;
   std::vector<uint64_t> hashes(nRanks_);
   for (int r = 0; r < nRanks_; r++) hashes[r] = peers_[r].hostHash;
   hosts_ = topo::hostRanks(hashes);
-  const size_t width = (size_t)hosts_.rowWidth;
-  std::vector<uint8_t> row(width, 0);
-  const TransportPeer& me = peers_[comm.rank];
-  for (int j = 0; j < nRanks_; j++) {
-    const TransportPeer& p = peers_[j];
-    if (j == comm.rank || p2pDisabled || !hosts_.sameHost(j, comm.rank)) continue;
-    int peerDev = -1;
-    if (p.processHash == me.processHash) {
-      peerDev = p.gpuDev;
-    } else if (gpu::deviceGetByBusId(p.busId.c_str(), &peerDev) != ncclSuccess) {
-      continue;   // that GPU is not visible in this process
-    }
-    // Ranks sharing this GPU (gpu_sharing.h) address each other's memory as
-    // their own; the runtime answers "no peer access" for a device and itself.
-    bool can = p.busIdNum == me.busIdNum;
-    if (!can && gpu::canAccessPeer(comm.gpuDev, peerDev, &can) != ncclSuccess) can = false;
-    // 2: the link also keeps a warp's 128-byte stores whole (LL128, below):
-    // a GPU and itself always, other GPUs where the backend says so.
-    bool lines = can && me.lineStoreAtomic128 && p.lineStoreAtomic128;
-    if (lines && p.busIdNum != me.busIdNum && gpu::p2pLinkKeepsLines(comm.gpuDev, peerDev, &lines) != ncclSuccess)
-      lines = false;
-    if (can) row[hosts_.localIndex[j]] = lines ? 2 : 1;
+  if (reachRows.size() != (size_t)nRanks_ * hosts_.rowWidth) {
+    WARN("Rank %d: %zu bytes of P2P reach rows for %d ranks of rows of %d", comm.rank, reachRows.size(), nRanks_,
+         hosts_.rowWidth);
+    return ncclInternalError;
   }
-  p2pReach_.assign((size_t)nRanks_ * width, 0);
-  if (width > 0) memcpy(&p2pReach_[(size_t)comm.rank * width], row.data(), width);
-  UCHECK(comm.bootstrap->allGather(p2pReach_.data(), width));
+  p2pReach_ = std::move(reachRows);
   ringUsesNet_ = false;
   bool ringAllP2p = nRanks_ > 1;
   for (int r = 0; r < nRanks_ && nRanks_ > 1; r++) {
