@@ -132,8 +132,9 @@ class HostLayout : public ::testing::Test {
               << "ranks " << a << ", " << b;
         }
       for (int p = 0; p < n; p++) {
-        if (c->transports.connected(p))
+        if (c->transports.connected(p)) {
           EXPECT_EQ(c->transports.kind(p), hostOf[p] == hostOf[c->rank] ? TransportKind::P2p : TransportKind::Net);
+        }
       }
       EXPECT_EQ(c->allP2p, oneHost);
       EXPECT_EQ(c->transports.ringUsesNet(), !oneHost);
