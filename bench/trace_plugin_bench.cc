@@ -354,14 +354,18 @@ uint64_t epochNs() {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+// The plugin's context for one bench communicator; false (said) when its init fails.
+bool initContext(const ncclProfiler_v5_t* table, uint64_t commId, const std::string& dir, void** ctx, int* mask) {
+  if (table->init(ctx, commId, mask, "bench", 1, 1, 0, logNothing) == ncclSuccess) return true;
+  fprintf(stderr, "trace_plugin_bench: init failed (is %s writable?)\n", dir.c_str());
+  return false;
+}
+
 // --flood: nThreads threads report o.flood KernelCh events each, back to back.
 int flood(const ncclProfiler_v5_t* table, int nThreads, const Options& o, const std::string& dir, uint64_t commId) {
   void* ctx = nullptr;
   int mask = 0;
-  if (table->init(&ctx, commId, &mask, "bench", 1, 1, 0, logNothing) != ncclSuccess) {
-    fprintf(stderr, "trace_plugin_bench: init failed (is %s writable?)\n", dir.c_str());
-    return 1;
-  }
+  if (!initContext(table, commId, dir, &ctx, &mask)) return 1;
   Driver drv{table, ctx};
   drv.coll = startParents(drv);
   const long writer = writerTid();
@@ -431,10 +435,7 @@ int benchmark(const ncclProfiler_v5_t* table, int nThreads, const Options& o, co
   const int64_t mainCpu0 = cpuNs(CLOCK_THREAD_CPUTIME_ID);
   std::atomic<int64_t> reportingCpuNs{0};
   uint64_t totalPairs = 0;
-  if (table->init(&ctx, commId, &mask, "bench", 1, 1, 0, logNothing) != ncclSuccess) {
-    fprintf(stderr, "trace_plugin_bench: init failed (is %s writable?)\n", dir.c_str());
-    return 1;
-  }
+  if (!initContext(table, commId, dir, &ctx, &mask)) return 1;
   Driver drv{table, ctx};
   drv.coll = startParents(drv);
 
