@@ -223,8 +223,7 @@ class Transports {
                                        const struct ConnectOffer& offer);
   [[nodiscard]] ncclResult_t offerNet(const TransportComm& comm, int peer, PeerLink& link);
   [[nodiscard]] ncclResult_t acceptNet(const TransportComm& comm, int peer, PeerLink& link);
-  [[nodiscard]] ncclResult_t wire(const TransportComm& comm, int peer, char* ownBlockDev, char* peerBlockDev,
-                                  bool direct);
+  [[nodiscard]] ncclResult_t wireShm(const TransportComm& comm, int peer, char* ownBlockDev, char* peerBlockDev);
   [[nodiscard]] ncclResult_t offerP2pSlots(const TransportComm& comm, int peer, PeerLink& link);
   [[nodiscard]] ncclResult_t acceptP2pSlots(const TransportComm& comm, int peer, PeerLink& link);
   [[nodiscard]] ncclResult_t wireP2p(const TransportComm& comm, int peer, const PeerLink& link, bool whole);

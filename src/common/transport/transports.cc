@@ -348,13 +348,14 @@ ncclResult_t Transports::connect(const TransportComm& comm, const std::vector<Pe
 }
 
 // Fills the Peer entry of every channel from one block per side holding
-// every part of the layout (SHM).
-ncclResult_t Transports::wire(const TransportComm& comm, int peer, char* own, char* remote, bool direct) {
+// every part of the layout (SHM: the peer's GPU cannot store into our user
+// buffers, so no direct-message offers).
+ncclResult_t Transports::wireShm(const TransportComm& comm, int peer, char* own, char* remote) {
   const ChannelLayout& L = layout_;
   for (int c = 0; c < comm.nChannels; c++) {
     char* o = own + c * L.stride();
     char* r = remote + c * L.stride();
-    const dev::Peer p = channelPeer(L, o, r, o + L.llOffset(), r + L.llOffset(), direct);
+    const dev::Peer p = channelPeer(L, o, r, o + L.llOffset(), r + L.llOffset(), false);
     UCHECK(gpu::memcpy(comm.channelsHost[c].peers + peer, &p, sizeof(p)));
   }
   return ncclSuccess;
@@ -460,8 +461,7 @@ ncclResult_t Transports::acceptShm(const TransportComm& comm, int peer, PeerLink
   name[sizeof(msg.shmName)] = '\0';
   link.peerSegment = std::make_unique<ShmSegment>();
   UCHECK(link.peerSegment->open(name, msg.blockBytes));
-  return wire(comm, peer, static_cast<char*>(link.ownSegment->dev()), static_cast<char*>(link.peerSegment->dev()),
-              false);
+  return wireShm(comm, peer, static_cast<char*>(link.ownSegment->dev()), static_cast<char*>(link.peerSegment->dev()));
 }
 
 // ------------------------------------------------------------------- NET
