@@ -354,6 +354,22 @@ uint64_t epochNs() {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+// The trace file the plugin writes for the bench communicator.
+std::string tracePath(const std::string& dir, uint64_t commId) {
+  char name[64];
+  snprintf(name, sizeof(name), "/trace.%016llx.rank0.json", (unsigned long long)commId);
+  return dir + name;
+}
+
+// Finalizes the bench communicator's context (timed) and reads what its
+// trace file says.
+TraceFacts finalizeAndRead(const ncclProfiler_v5_t* table, void* ctx, const std::string& path, double* finalizeMs) {
+  const int64_t f0 = nowNs();
+  table->finalize(ctx);
+  *finalizeMs = (double)(nowNs() - f0) / 1e6;
+  return traceFacts(path);
+}
+
 // The plugin's context for one bench communicator; false (said) when its init fails.
 bool initContext(const ncclProfiler_v5_t* table, uint64_t commId, const std::string& dir, void** ctx, int* mask) {
   if (table->init(ctx, commId, mask, "bench", 1, 1, 0, logNothing) == ncclSuccess) return true;
@@ -388,13 +404,9 @@ int flood(const ncclProfiler_v5_t* table, int nThreads, const Options& o, const 
   for (std::thread& t : threads) t.join();
   const int64_t wall = nowNs() - t0;
   const int64_t writer1 = taskCpuNs(writer);
-  const int64_t f0 = nowNs();
-  table->finalize(ctx);
-  const double finalizeMs = (double)(nowNs() - f0) / 1e6;
-  char name[64];
-  snprintf(name, sizeof(name), "/trace.%016llx.rank0.json", (unsigned long long)commId);
-  const std::string path = dir + name;
-  const TraceFacts facts = traceFacts(path);
+  const std::string path = tracePath(dir, commId);
+  double finalizeMs = 0;
+  const TraceFacts facts = finalizeAndRead(table, ctx, path, &finalizeMs);
   const double events = (double)o.flood * nThreads;
   const double dropped = facts.droppedRingFull > 0 ? (double)facts.droppedRingFull : 0;
   const double lost = facts.lostUpdates > 0 ? (double)facts.lostUpdates : 0;
@@ -463,13 +475,9 @@ int benchmark(const ncclProfiler_v5_t* table, int nThreads, const Options& o, co
   const long rss1 = rssKiB();
   const double pluginCpuMs = (double)(cpuNs(CLOCK_PROCESS_CPUTIME_ID) - processCpu0 -
                                       (cpuNs(CLOCK_THREAD_CPUTIME_ID) - mainCpu0) - reportingCpuNs.load()) / 1e6;
-  const int64_t f0 = nowNs();
-  table->finalize(ctx);
-  const double finalizeMs = (double)(nowNs() - f0) / 1e6;
-  char name[64];
-  snprintf(name, sizeof(name), "/trace.%016llx.rank0.json", (unsigned long long)commId);
-  const std::string path = dir + name;
-  const TraceFacts facts = traceFacts(path);
+  const std::string path = tracePath(dir, commId);
+  double finalizeMs = 0;
+  const TraceFacts facts = finalizeAndRead(table, ctx, path, &finalizeMs);
   printf("         memory held before finalize %.1f MiB; CPU of the plugin's own threads %.0f ms (%.0f ns per"
          " pair); finalize %.1f ms; ",
          (double)(rss1 - rss0) / 1024.0, pluginCpuMs, pluginCpuMs * 1e6 / (double)totalPairs, finalizeMs);

@@ -45,6 +45,7 @@
 
 #include "common/core/comm.h"
 #include "common/core/peer_info.h"
+#include "../../common/pipe_io.h"
 #include "fake_gpu.h"
 #include "uniccl.h"
 
@@ -179,29 +180,12 @@ int runOne(int n, bool check) {
   return st.bad ? 1 : 0;
 }
 
+// The parent and its workers exchange fixed-size records over pipes; a
+// worker's init may take minutes, so a read waits as long as init may.
 bool readAll(int fd, void* p, size_t bytes) {
-  char* c = static_cast<char*>(p);
-  while (bytes > 0) {
-    const ssize_t got = read(fd, c, bytes);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    c += got;
-    bytes -= (size_t)got;
-  }
-  return true;
+  return testpipe::readUntil(fd, p, bytes, testpipe::Clock::now() + std::chrono::hours(2)) == bytes;
 }
-
-bool writeAll(int fd, const void* p, size_t bytes) {
-  const char* c = static_cast<const char*>(p);
-  while (bytes > 0) {
-    const ssize_t put = write(fd, c, bytes);
-    if (put < 0 && errno == EINTR) continue;
-    if (put <= 0) return false;
-    c += put;
-    bytes -= (size_t)put;
-  }
-  return true;
-}
+using testpipe::writeAll;
 
 // A worker process: ranks base .. base + local - 1 on fake GPUs 0 .. local - 1,
 // initialised from the id the coordinator sends (one thread per rank: the
