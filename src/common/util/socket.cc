@@ -2,6 +2,8 @@
 
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -220,6 +222,32 @@ ssize_t Socket::trySend(const void* data, size_t bytes, int* err) {
 ssize_t Socket::tryRecv(void* data, size_t bytes, int* err) {
   if (bytes == 0) return 0;
   ssize_t n = ::recv(fd_, data, bytes, MSG_DONTWAIT);
+  if (n > 0) return n;
+  if (n == 0) {
+    *err = 0;  // orderly close by the peer
+    return -1;
+  }
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
+  *err = errno;
+  return -1;
+}
+
+ssize_t Socket::trySendv(const iovec* iov, int iovcnt, int* err) {
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov);
+  msg.msg_iovlen = (size_t)iovcnt;
+  ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n >= 0) return n;
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
+  *err = errno;
+  return -1;
+}
+
+ssize_t Socket::tryRecvv(const iovec* iov, int iovcnt, int* err) {
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov);
+  msg.msg_iovlen = (size_t)iovcnt;
+  ssize_t n = ::recvmsg(fd_, &msg, MSG_DONTWAIT);
   if (n > 0) return n;
   if (n == 0) {
     *err = 0;  // orderly close by the peer

@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <sys/uio.h>
+
 #include "common/util/socket_address.h"
 
 namespace uniccl {
@@ -66,6 +68,10 @@ class Socket {
   // or -1 when the peer closed or the socket failed (errno-like reason in *err).
   ssize_t trySend(const void* data, size_t bytes, int* err);
   ssize_t tryRecv(void* data, size_t bytes, int* err);
+  // The same over several buffers in one system call (one TCP segment for a
+  // small header and its payload; one read for a header and what follows).
+  ssize_t trySendv(const iovec* iov, int iovcnt, int* err);
+  ssize_t tryRecvv(const iovec* iov, int iovcnt, int* err);
 
   void close();
 

@@ -264,6 +264,56 @@ TEST_F(SocketNetTest, ManyRequestsInFlightCompleteInOrder) {
   net->closeRecv(recvComm);
 }
 
+// Small messages travel inline on the control socket, the receiver reading
+// ahead of the request that wants the bytes: messages sent before their
+// receives are posted arrive whole and in order, however the reads cut
+// the stream (headers and payloads across the read-ahead buffer's end, a
+// message over the inline limit between inline ones, empty messages).
+TEST_F(SocketNetTest, QueuedSmallMessagesArriveWholeThroughTheReadAhead) {
+  void *sendComm, *recvComm;
+  connectPair(&sendComm, &recvComm);
+  constexpr int kN = NCCL_NET_MAX_REQUESTS;   // one request per message
+  const std::vector<std::vector<size_t>> rounds = {{0, 1, 7, 4075, 4080, 4081, 4096, 13},
+                                                   {16 << 10, (16 << 10) + 1, 3, 0, 8191, 1, 4079, 2}};
+  for (const std::vector<size_t>& sizes : rounds) {
+    ASSERT_EQ(sizes.size(), (size_t)kN);
+    std::vector<std::vector<char>> src(kN), dst(kN);
+    void* sreq[kN];
+    for (int i = 0; i < kN; i++) {
+      src[i] = randomBytes(sizes[i], 300 + i);
+      dst[i] = randomBytes(sizes[i] + 9, 400 + i);   // never the expected content
+      ASSERT_EQ(net->isend(sendComm, src[i].data(), (int)sizes[i], i, nullptr, &sreq[i]), ncclSuccess);
+      ASSERT_NE(sreq[i], nullptr);
+    }
+    // The inline messages leave with no receive posted: the receiver's socket
+    // holds them all when its first read comes.
+    int size = -1;
+    ASSERT_EQ(waitRequest(sreq[0], &size), ncclSuccess);
+    void* rreq[kN];
+    for (int i = 0; i < kN; i++) {
+      void* data = dst[i].data();
+      int capacity = (int)dst[i].size(), tag = i;
+      ASSERT_EQ(net->irecv(recvComm, 1, &data, &capacity, &tag, nullptr, &rreq[i]), ncclSuccess);
+      ASSERT_NE(rreq[i], nullptr);
+      if (i % 3 == 0) {   // some received one by one, the rest after all are posted
+        ASSERT_EQ(waitRequest(rreq[i], &size), ncclSuccess);
+        EXPECT_EQ(size, (int)sizes[i]) << "message " << i;
+        rreq[i] = nullptr;
+      }
+    }
+    for (int i = 0; i < kN; i++) {
+      if (rreq[i] != nullptr) {
+        ASSERT_EQ(waitRequest(rreq[i], &size), ncclSuccess);
+        EXPECT_EQ(size, (int)sizes[i]) << "message " << i;
+      }
+      if (i > 0) ASSERT_EQ(waitRequest(sreq[i], &size), ncclSuccess);
+      if (sizes[i] > 0) EXPECT_EQ(memcmp(src[i].data(), dst[i].data(), sizes[i]), 0) << "message " << i;
+    }
+  }
+  net->closeSend(sendComm);
+  net->closeRecv(recvComm);
+}
+
 TEST_F(SocketNetTest, TagMismatchIsAnError) {
   void *sendComm, *recvComm;
   connectPair(&sendComm, &recvComm);
