@@ -96,7 +96,10 @@ constexpr int kNumDataTypes = 12;
 // One slot of a network connection's conn FIFO, as the kernel sees it (the
 // host's ConnFifoSlot in common/proxy/conn_fifo.h, same layout, asserted
 // there). The kernel writes `size` before it advances tail (send) and sets
-// it to -1 before it advances head (receive).
+// it to -1 before it advances head (receive). An LL send step advances no
+// tail: its size carries kConnSizeLL and the lines' flags tell the proxy
+// when the data is there (as NCCL's proxy checks LL lines before it sends).
+constexpr int64_t kConnSizeLL = int64_t{1} << 62;
 struct ConnSlot {
   int32_t mode;
   int32_t offset;

@@ -456,6 +456,14 @@ class Prims {
       Pack16* sslot = Send ? reinterpret_cast<Pack16*>(sendBuf_ + (ss % kSteps) * slotBytes_) : nullptr;
       llReduceCopy<Fn, Src, Recv, Dst, Send, Pre, Post>(fn_, g_, src, rslot, dst, sslot, n, (uint32_t)(rs + 1),
                                                         (uint32_t)(ss + 1), stepNo);
+      // Network connections: the proxy sends the step's lines once their
+      // flags are all there; this size (no tail) tells it how many.
+      if constexpr (Send) {
+        if (sendFifo_ != nullptr && g_.tid == sendPoller_) {
+          const int64_t lines = divUp(n * (int64_t)sizeof(S), (int64_t)8);
+          storeVolatile64(&sendFifo_[ss % kSteps].size, kConnSizeLL | (lines * 16));
+        }
+      }
     }
     // LL and LL128 sends need no barrier before moving on: the flags publish the data.
     if constexpr (Recv || Proto == kProtoSimple) {

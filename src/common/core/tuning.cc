@@ -51,6 +51,7 @@ struct TuningEnv {
   topo::LinkCosts linkCosts = topo::defaultLinkCosts();   // UNICCL_LINK_COSTS
   bool allreduceExchange = true;   // UNICCL_ALLREDUCE_EXCHANGE
   size_t netExchangeMaxBytes = 0;  // UNICCL_NET_EXCHANGE_MAX_BYTES
+  size_t netLLMaxBytes = 0;        // UNICCL_NET_LL_MAX_BYTES
   bool symmetric = false;          // UNICCL_SYMMETRIC (opt-in: docs/device_api.md, "Measured")
   size_t symmetricMaxBytes = 0;    // UNICCL_SYMMETRIC_MAX_BYTES
   size_t symmetricTwoShotBytes = 0;  // UNICCL_SYMMETRIC_TWO_SHOT_BYTES
@@ -101,6 +102,7 @@ TuningEnv readEnv() {
   }
   e.allreduceExchange = knobInt(Knob::UNICCL_ALLREDUCE_EXCHANGE) != 0;
   e.netExchangeMaxBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_NET_EXCHANGE_MAX_BYTES));
+  e.netLLMaxBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_NET_LL_MAX_BYTES));
   e.symmetric = knobInt(Knob::UNICCL_SYMMETRIC) != 0;
   e.symmetricMaxBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_SYMMETRIC_MAX_BYTES));
   e.symmetricTwoShotBytes = (size_t)std::max<int64_t>(0, knobInt(Knob::UNICCL_SYMMETRIC_TWO_SHOT_BYTES));
@@ -399,14 +401,23 @@ ncclResult_t chooseChannelCount(const ncclComm* comm, int* nChannels) {
   return ncclSuccess;
 }
 
+// A collective whose links cross the network: LL for small messages (the
+// proxy sends an LL step once its lines are there and the receiving kernel
+// polls the lines, one host-memory round trip where Simple's tail and data
+// take two; common/proxy/ll_lines.h), Simple above. Never LL128.
+static uint8_t netCollProto(const TuningEnv& env, const ChannelLayout& L, size_t bytes) {
+  if (!env.allowLL || !L.netCarriesLL()) return dev::kProtoSimple;
+  if (!env.allowSimple || bytes <= env.netLLMaxBytes) return dev::kProtoLL;
+  return dev::kProtoSimple;
+}
+
 CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
   const TuningEnv& env = tuningEnv();
   const ChannelLayout& L = comm->transports.layout();
   CollTuning t;
   t.algo = chooseAlgo(comm, env, kind, bytes);
   const bool tree = t.algo == dev::kAlgoTree;
-  // The network carries the Simple protocol only (the proxy sends whole
-  // slots once their size is published; LL's per-line flags are not checked).
+  // The network carries Simple and LL (netCollProto), never LL128.
   const bool net = comm->transports.ringUsesNet() || (tree && treeUsesNet(comm));
   ProtoChoice pc;
   pc.mask = ProtoMask{env.allowLL, env.allowSimple, env.allowLL128};
@@ -414,7 +425,7 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
   pc.llThresholdUnderLL128 = env.llThresholdUnderLL128;
   pc.ll128PerRankBytes = env.ll128PerRankBytes;
   pc.ll128MinRanks = env.ll128MinRanks;
-  const uint8_t proto = net ? (uint8_t)dev::kProtoSimple : chooseCollProto(comm, pc, bytes);
+  const uint8_t proto = net ? netCollProto(env, L, bytes) : chooseCollProto(comm, pc, bytes);
   const bool ll = proto == dev::kProtoLL;
   // Two ranks, LL, or small messages across the network: each sends its
   // whole share and combines what arrives (one hop where reduce-scatter +
@@ -440,7 +451,9 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
   if (ll) {
     size_t slot = L.llBytes / dev::kSteps / 2;  // data bytes per LL slot
     t.proto = dev::kProtoLL;
-    t.nChannels = channels(env.llChannelBytes);
+    // Across the network every channel's step is a message of its own
+    // through the one proxy thread: small LL messages go on one channel.
+    t.nChannels = channels(net ? std::max(env.llChannelBytes, env.netLLMaxBytes) : env.llChannelBytes);
     t.sliceBytes = (uint32_t)std::min(slot, roundUp(std::max<size_t>(divUp(bytes, t.nChannels * perRankChunks), 1), 16));
   } else if (proto == dev::kProtoLL128) {
     // Data bytes per LL128 slot: 120 of every 128-byte line (device/prims.h's stepCapacity).

@@ -31,6 +31,10 @@ namespace uniccl {
 
 constexpr int kConnSteps = dev::kSteps;  // NCCL_STEPS: the kernels fill the same steps
 
+// A send step of LL lines (dev::kConnSizeLL in its size): the lines lie in
+// the connection's LL slots, and the producer advanced no tail for it.
+constexpr int64_t kConnSizeLL = dev::kConnSizeLL;
+
 // Where the bytes of a slot are (NCCL_MODE_*). uniccl's kernels and proxy
 // use only the staging slots; the slot keeps NCCL's offset and ptr fields
 // (the layout is NCCL's) but no other mode is produced or accepted.
@@ -69,8 +73,10 @@ inline int64_t connLoadSize(const ConnFifoSlot& s) { return __atomic_load_n(&s.s
 void connFifoReset(ConnFifo* f);
 
 // Producer: may step `step` be filled (its slot freed by the consumer)?
+// The consumer may have freed steps not filled yet: an LL consumer of a
+// step without lines (a zero-byte part) does not wait for its message.
 inline bool connFifoCanFill(const ConnFifo* f, uint64_t step) {
-  return step - connLoadAcquire(&f->head) < static_cast<uint64_t>(kConnSteps);
+  return step < connLoadAcquire(&f->head) + static_cast<uint64_t>(kConnSteps);
 }
 
 // Producer: publishes step `step` (its data already written) as `size` bytes.

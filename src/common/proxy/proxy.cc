@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/profiler/profiler.h"
+#include "common/proxy/ll_lines.h"
 #include "common/util/cpu_relax.h"
 #include "common/util/debug.h"
 #include "common/util/guarded.h"
@@ -199,19 +200,37 @@ bool Proxy::progressSend(ProxyOp* op, bool* moved) {
   // Transmit every slot the producer has filled (at most kConnSteps in flight).
   while (op->transmitted < op->nsteps && op->transmitted < op->done + kConnSteps) {
     uint64_t step = op->base + op->transmitted;
-    if (!connFifoReady(f, step)) break;
     int slot = static_cast<int>(step % kConnSteps);
-    if (op->posted <= op->transmitted) op->posted = op->transmitted + 1;
     const ConnFifoSlot& s = f->slots[slot];
-    int64_t size = connLoadSize(s);
-    char* ptr = c->staging + slot * c->stepBytes;
-    void* mh = c->mhandle;
+    // An LL step says so in its size alone (it advances no tail) and is
+    // there once its lines are; any other step once the tail passed it. A
+    // size read before the tail may be older than the step: read it again
+    // after (the tail of a later step may have passed an LL step).
+    auto isLL = [&](int64_t v) { return c->llStaging != nullptr && v >= 0 && (v & kConnSizeLL) != 0; };
+    int64_t raw = connLoadSize(s);
+    bool ll = isLL(raw);
+    if (!ll) {
+      if (!connFifoReady(f, step)) break;
+      raw = connLoadSize(s);
+      ll = isLL(raw);
+    }
+    if (ll) {
+      const int64_t bytes = raw & ~kConnSizeLL;
+      const bool sane = bytes % kLLLineBytes == 0 && bytes <= c->llStepBytes;   // else failed below
+      if (sane && !llLinesReady(c->llStaging + slot * c->llStepBytes, bytes, llFlag(step))) break;
+    }
+    if (op->posted <= op->transmitted) op->posted = op->transmitted + 1;
+    int64_t size = ll ? raw & ~kConnSizeLL : raw;
+    char* ptr = ll ? c->llStaging + slot * c->llStepBytes : c->staging + slot * c->stepBytes;
+    void* mh = ll ? c->llMhandle : c->mhandle;
     // The kernels fill staging slots only (NCCL's offset and pointer modes are never produced).
-    if (s.mode != kConnModeNormal || size > c->stepBytes) size = -2;
+    if (s.mode != kConnModeNormal || size > (ll ? c->llStepBytes : c->stepBytes) || (ll && size % kLLLineBytes != 0))
+      size = -2;
     if (size < 0 || size > INT_MAX) {
       WARN("proxy: send step %lu (slot %d) was published with an invalid slot (mode %d, offset %d, "
-           "size %ld, %ld-byte slots); the producer must write the slot before advancing tail",
-           (unsigned long)step, slot, s.mode, s.offset, (long)connLoadSize(s), (long)c->stepBytes);
+           "size %ld, %ld-byte%s slots); the producer must write the slot before advancing tail",
+           (unsigned long)step, slot, s.mode, s.offset, (long)(connLoadSize(s) & ~kConnSizeLL),
+           (long)(ll ? c->llStepBytes : c->stepBytes), ll ? " LL" : "");
       return fail(op, ncclInternalError);
     }
     void* req = nullptr;
@@ -310,6 +329,11 @@ bool Proxy::progressRecv(ProxyOp* op, bool* moved) {
       return fail(op, ncclInternalError);
     }
     op->sizes[slot] = size;
+    // An LL consumer polls the LL slot, not the tail: this step's LL lines go there too.
+    if (c->llStaging != nullptr && !c->needFlush && size > 0 && size % kLLLineBytes == 0 && size <= c->llStepBytes) {
+      const char* got = c->staging + slot * c->stepBytes;
+      if (llLinesReady(got, size, llFlag(step))) copyLLLines(c->llStaging + slot * c->llStepBytes, got, size);
+    }
     profilerRecordProxyStep(op->prof, op->profSteps[slot],
                             c->needFlush && size > 0 ? ncclProfilerProxyStepRecvFlushWait
                                                      : ncclProfilerProxyStepRecvGPUWait,
@@ -571,6 +595,13 @@ ncclResult_t ProxyRef::post(ProxyOp* op) {
       c->stepBytes > INT_MAX / kConnSteps) {
     WARN("proxy: the op's connection is not set up (netComm %p, fifo %p, staging %p, stepBytes %ld)",
          c->netComm, static_cast<void*>(c->fifo), static_cast<void*>(c->staging), (long)c->stepBytes);
+    return ncclInvalidArgument;
+  }
+  // LL messages are received into staging slots first: they must fit there.
+  if (c->llStaging != nullptr &&
+      (c->llStepBytes <= 0 || c->llStepBytes > c->stepBytes || c->llStepBytes % kLLLineBytes != 0)) {
+    WARN("proxy: the op's connection has LL slots of %ld bytes: they must be whole %ld-byte lines and no larger "
+         "than its %ld-byte staging slots", (long)c->llStepBytes, (long)kLLLineBytes, (long)c->stepBytes);
     return ncclInvalidArgument;
   }
   if (op->kind != ProxyOpKind::kSend && op->kind != ProxyOpKind::kRecv) {

@@ -37,6 +37,13 @@ struct ProxyConnection {
   char* staging = nullptr;   // host address of kConnSteps * stepBytes staging bytes
   int64_t stepBytes = 0;     // bytes of one staging slot
   bool needFlush = false;    // staging is GPU memory the NIC wrote: iflush before publishing
+  // LL slots (optional, host memory): kConnSteps slots of llStepBytes
+  // (common/proxy/ll_lines.h). Send: a step whose size has kConnSizeLL
+  // leaves from here once its lines are complete. Receive: a message of
+  // LL lines of its step is copied here as well. nullptr: Simple only.
+  char* llStaging = nullptr;
+  int64_t llStepBytes = 0;
+  void* llMhandle = nullptr;  // regMr of the LL slots
   const volatile uint32_t* abortFlag = nullptr;  // owner's abort flag; nonzero stops its ops
 
   // Proxy-thread state; zero when the connection is set up, never written by the owner later.

@@ -50,6 +50,7 @@ ncclResult_t MappedBuffer::allocate(size_t bytes) {
 struct NetLink::Direction {
   void* comm = nullptr;      // net sendComm / recvComm
   void* mhandle = nullptr;   // regMr of this direction's staging slots
+  void* llMhandle = nullptr; // regMr of its LL slots
   ConnFifoBuffer fifo;
   ProxyConnection conn;
   ProxyOp op;
@@ -118,6 +119,19 @@ ncclResult_t NetLink::listen(const TransportComm& comm, int peer, int nChannels,
   }
   UCHECK(sendStaging_.allocate((size_t)nChannels * kConnSteps * stepBytes));
   UCHECK(recvStaging_.allocate((size_t)nChannels * kConnSteps * stepBytes));
+  if (llStepBytes_ > 0) {
+    if (llStepBytes_ % 16 != 0 || llStepBytes_ > stepBytes) {
+      WARN("Rank %d: LL slots of %zu bytes for the network link to rank %d: they must be whole 16-byte lines and "
+           "no larger than its %zu-byte staging slots", comm.rank, llStepBytes_, peer, stepBytes);
+      return ncclInternalError;
+    }
+    const size_t llBytes = (size_t)nChannels * kConnSteps * llStepBytes_;
+    UCHECK(sendLL_.allocate(llBytes));
+    UCHECK(recvLL_.allocate(llBytes));
+    // Flags 0: no step's (the first step's flag is 1).
+    memset(sendLL_.host(), 0, llBytes);
+    memset(recvLL_.host(), 0, llBytes);
+  }
   for (int c = 0; c < nChannels; c++) {
     UCHECK(channels_[c].send.fifo.allocateMapped());
     UCHECK(channels_[c].recv.fifo.allocateMapped());
@@ -216,6 +230,10 @@ ncclResult_t NetLink::start(const TransportComm& comm) {
     Channel& ch = channels_[c];
     UCHECK(net_->regMr(ch.send.comm, sendStaging_.host() + c * chBytes, chBytes, NCCL_PTR_HOST, &ch.send.mhandle));
     UCHECK(net_->regMr(ch.recv.comm, recvStaging_.host() + c * chBytes, chBytes, NCCL_PTR_HOST, &ch.recv.mhandle));
+    if (llStepBytes_ == 0) continue;
+    const size_t llBytes = kConnSteps * llStepBytes_;
+    UCHECK(net_->regMr(ch.send.comm, sendLL_.host() + c * llBytes, llBytes, NCCL_PTR_HOST, &ch.send.llMhandle));
+    UCHECK(net_->regMr(ch.recv.comm, recvLL_.host() + c * llBytes, llBytes, NCCL_PTR_HOST, &ch.recv.llMhandle));
   }
   UCHECK(startOps(comm));
   started_ = true;
@@ -238,6 +256,11 @@ ncclResult_t NetLink::startOps(const TransportComm& comm) {
       pc.staging = (send ? sendStaging_.host() : recvStaging_.host()) + c * chBytes;
       pc.stepBytes = (int64_t)stepBytes_;
       pc.needFlush = false;   // host staging: nothing landed in GPU memory behind the CPU's back
+      if (llStepBytes_ > 0) {
+        pc.llStaging = (send ? sendLL_.host() : recvLL_.host()) + c * kConnSteps * llStepBytes_;
+        pc.llStepBytes = (int64_t)llStepBytes_;
+        pc.llMhandle = d.llMhandle;
+      }
       pc.abortFlag = &stopFlag_;
       d.link = this;
       d.channel = c;
@@ -303,13 +326,15 @@ void NetLink::fillPeer(int c, dev::Peer* p) const {
   const Channel& ch = channels_[c];
   ConnFifo* sf = ch.send.fifo.device();
   ConnFifo* rf = ch.recv.fifo.device();
-  p->send.buffs[dev::kProtoLL] = nullptr;   // the network carries the Simple protocol only
+  // LL lines in host memory (setLLStepBytes), Simple steps in the staging slots; never LL128.
+  const size_t llBytes = kConnSteps * llStepBytes_;
+  p->send.buffs[dev::kProtoLL] = llStepBytes_ > 0 ? sendLL_.device() + c * llBytes : nullptr;
   p->send.buffs[dev::kProtoLL128] = nullptr;
   p->send.buffs[dev::kProtoSimple] = sendStaging_.device() + c * chBytes;
   p->send.remoteTail = &sf->tail;
   p->send.head = &sf->head;
   p->send.fifo = reinterpret_cast<dev::ConnSlot*>(sf->slots);
-  p->recv.buffs[dev::kProtoLL] = nullptr;
+  p->recv.buffs[dev::kProtoLL] = llStepBytes_ > 0 ? recvLL_.device() + c * llBytes : nullptr;
   p->recv.buffs[dev::kProtoLL128] = nullptr;
   p->recv.buffs[dev::kProtoSimple] = recvStaging_.device() + c * chBytes;
   p->recv.tail = &rf->tail;
@@ -357,7 +382,8 @@ void NetLink::stop() {
     Channel& ch = channels_[c];
     for (Direction* d : {&ch.send, &ch.recv}) {
       if (d->mhandle != nullptr) net_->deregMr(d->comm, d->mhandle);
-      d->mhandle = nullptr;
+      if (d->llMhandle != nullptr) net_->deregMr(d->comm, d->llMhandle);
+      d->mhandle = d->llMhandle = nullptr;
     }
     if (ch.send.comm != nullptr) net_->closeSend(ch.send.comm);
     else if (!peerHandles_.empty()) netAbandonConnect(net_, peerHandles_.data() + (size_t)c * kHandleBytes);

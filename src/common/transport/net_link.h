@@ -70,6 +70,10 @@ class NetLink {
   // Before listen(): the link's proxy ops run on the proxy thread of this
   // group (ProxyRef::acquire) instead of the process's.
   void setProxyGroup(const void* group) { proxyGroup_ = group; }
+  // Before listen(): the link carries the LL protocol too, in LL slots of
+  // this many bytes (whole 16-byte lines, no more than a staging slot; the
+  // proxy's LL path, common/proxy/ll_lines.h). 0: the Simple protocol only.
+  void setLLStepBytes(size_t bytes) { llStepBytes_ = bytes; }
   // Phase 2: the handles the peer's listen() returned.
   [[nodiscard]] ncclResult_t setPeerHandles(const std::vector<char>& handles);
   // Phase 2, for every link a thread sets up at once (each after
@@ -138,9 +142,12 @@ class NetLink {
   int rank_ = -1;
   int nChannels_ = 0;
   size_t stepBytes_ = 0;
+  size_t llStepBytes_ = 0;
   std::unique_ptr<Channel[]> channels_;
   MappedBuffer sendStaging_;   // [channel][kSteps slots]
   MappedBuffer recvStaging_;
+  MappedBuffer sendLL_;        // [channel][kSteps LL slots], when llStepBytes_ > 0
+  MappedBuffer recvLL_;
   ProxyRef proxy_;
   const void* proxyGroup_ = nullptr;
   uint32_t stopFlag_ = 0;      // the ops' abort flag: set by stop()

@@ -62,6 +62,9 @@ struct ChannelLayout {
   size_t slotLlOffset() const { return 0; }
   size_t slotLl128Offset() const { return llBytes; }
   size_t slotSimpleOffset() const { return llBytes + ll128Bytes; }
+  // The network carries LL when an LL slot fits a staging slot: a received
+  // message lands in a staging slot first (common/proxy/ll_lines.h).
+  bool netCarriesLL() const { return llBytes <= simpleBytes; }
 };
 
 

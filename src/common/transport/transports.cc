@@ -467,6 +467,7 @@ ncclResult_t Transports::acceptShm(const TransportComm& comm, int peer, PeerLink
 // ------------------------------------------------------------------- NET
 ncclResult_t Transports::offerNet(const TransportComm& comm, int peer, PeerLink& link) {
   link.net = std::make_unique<NetLink>();
+  if (layout_.netCarriesLL()) link.net->setLLStepBytes(layout_.llBytes / dev::kSteps);
   std::vector<char> handles;
   UCHECK(link.net->listen(comm, peer, comm.nChannels, layout_.simpleBytes / dev::kSteps, &handles, &channelNics_));
   return comm.bootstrap->send(peer, kTagNetHandles, handles.data(), handles.size());

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/proxy/ll_lines.h"
 #include "common/proxy/proxy.h"
 #include "loopback_net.h"
 #include "proxy_harness.h"
@@ -540,6 +541,142 @@ TEST(ProxyThread, ShutdownAbortsPendingOps) {
   EXPECT_EQ(loopbackCounts().comms, 0);
 }
 
+// LL steps through the proxy (common/proxy/ll_lines.h), mixed with Simple
+// steps on one connection as launches of either protocol follow each other.
+// The producer plays an LL kernel: it publishes an LL step's size before its
+// lines and never advances the tail for it; a later Simple step's tail
+// passes it. The consumer polls an LL step's lines in the receive side's LL
+// slots and frees the step without waiting when it has no lines (a
+// zero-byte part), so the head runs ahead of the proxy's receives.
+constexpr int64_t kLLStep = 256;   // LL slot: 16 lines
+enum class StepKind { kSimple, kLL, kLLEmpty };
+StepKind kindOf(uint64_t seed, uint64_t step) {
+  const uint64_t r = mix(seed * 31 + step) % 8;
+  return r < 3 ? StepKind::kSimple : r < 7 ? StepKind::kLL : StepKind::kLLEmpty;
+}
+int64_t linesOf(uint64_t seed, uint64_t step) {
+  return kindOf(seed, step) == StepKind::kLL ? 1 + (int64_t)(mix(seed + step * 977) % (kLLStep / kLLLineBytes)) : 0;
+}
+uint64_t lineData(uint64_t seed, uint64_t step, int64_t line) { return mix((seed << 32) ^ (step << 12) ^ (uint64_t)line); }
+
+struct LLSlots {
+  std::vector<char> bytes = std::vector<char>(kLLStep * kConnSteps, 0);
+  void* mh = nullptr;
+  void attach(Endpoint& e) {
+    ASSERT_EQ(e.net->regMr(e.comm, bytes.data(), bytes.size(), NCCL_PTR_HOST, &mh), ncclSuccess);
+    e.conn.llStaging = bytes.data();
+    e.conn.llStepBytes = kLLStep;
+    e.conn.llMhandle = mh;
+  }
+  void detach(Endpoint& e) {
+    if (mh != nullptr) e.net->deregMr(e.comm, mh);
+    mh = nullptr;
+  }
+};
+
+TEST_F(ProxyLoopback, LLStepsAndSimpleStepsShareAConnection) {
+  constexpr uint64_t kSeed = 5, kTotal = 3000;
+  loopbackSetChaos(777, 20);
+  LLSlots txLL, rxLL;
+  txLL.attach(tx);
+  rxLL.attach(rx);
+  ProxyOp send, recv;
+  initOp(send, tx, kTotal);
+  initOp(recv, rx, kTotal);
+  ASSERT_EQ(proxy.post(&recv), ncclSuccess);
+  ASSERT_EQ(proxy.post(&send), ncclSuccess);
+  std::atomic<uint64_t> badSteps{0}, done{0};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto late = [&] { return std::chrono::steady_clock::now() > deadline; };
+  std::thread producer([&] {
+    ConnFifo* f = tx.fifo.host();
+    for (uint64_t step = 0; step < kTotal && !late(); step++) {
+      while (!connFifoCanFill(f, step) && !late()) std::this_thread::yield();
+      const int slot = (int)(step % kConnSteps);
+      if (kindOf(kSeed, step) == StepKind::kSimple) {
+        const int64_t n = stepBytesOf(kSeed, step, kStep);
+        char* p = tx.staging.data() + slot * kStep;
+        for (int64_t i = 0; i < n; i++) p[i] = static_cast<char>(byteOf(kSeed, step, i));
+        connFifoPublish(f, step, n);
+        continue;
+      }
+      // The size first, then the lines, half of them after a pause: the
+      // proxy must wait for every flag.
+      const int64_t lines = linesOf(kSeed, step);
+      __atomic_store_n(&f->slots[slot].size, kConnSizeLL | (lines * kLLLineBytes), __ATOMIC_RELAXED);
+      uint32_t* w = reinterpret_cast<uint32_t*>(txLL.bytes.data() + slot * kLLStep);
+      for (int64_t l = 0; l < lines; l++) {
+        if (l == lines / 2) std::this_thread::yield();
+        const uint64_t d = lineData(kSeed, step, l);
+        const uint64_t lo = (uint32_t)d | ((uint64_t)llFlag(step) << 32), hi = (d >> 32) | ((uint64_t)llFlag(step) << 32);
+        __atomic_store_n(reinterpret_cast<uint64_t*>(w + 4 * l), lo, __ATOMIC_RELEASE);
+        __atomic_store_n(reinterpret_cast<uint64_t*>(w + 4 * l + 2), hi, __ATOMIC_RELEASE);
+      }
+    }
+  });
+  std::thread consumer([&] {
+    ConnFifo* f = rx.fifo.host();
+    for (uint64_t step = 0; step < kTotal && !late(); step++) {
+      const int slot = (int)(step % kConnSteps);
+      if (kindOf(kSeed, step) == StepKind::kSimple) {
+        while (!connFifoReady(f, step) && !late()) std::this_thread::yield();
+        const int64_t n = connLoadSize(f->slots[slot]);
+        const char* p = rx.staging.data() + slot * kStep;
+        bool ok = n == stepBytesOf(kSeed, step, kStep);
+        for (int64_t i = 0; ok && i < n; i++) ok = static_cast<uint8_t>(p[i]) == byteOf(kSeed, step, i);
+        badSteps += !ok;
+        connFifoFree(f, step);
+      } else {
+        const uint64_t* h = reinterpret_cast<const uint64_t*>(rxLL.bytes.data() + slot * kLLStep);
+        for (int64_t l = 0; l < linesOf(kSeed, step); l++) {
+          uint64_t lo, hi;   // as a kernel polls a line: until both halves carry the step's flag
+          do {
+            lo = __atomic_load_n(&h[2 * l], __ATOMIC_ACQUIRE);
+            hi = __atomic_load_n(&h[2 * l + 1], __ATOMIC_ACQUIRE);
+          } while ((llHalfFlag(lo) != llFlag(step) || llHalfFlag(hi) != llFlag(step)) && !late() &&
+                   (std::this_thread::yield(), true));
+          const uint64_t d = lineData(kSeed, step, l);
+          badSteps += (uint32_t)lo != (uint32_t)d || (uint32_t)hi != (uint32_t)(d >> 32);
+        }
+        connStoreRelease(&f->head, step + 1);   // an LL consumer frees by head alone
+      }
+      done++;
+    }
+  });
+  producer.join();
+  consumer.join();
+  EXPECT_FALSE(late()) << done.load() << " of " << kTotal << " steps consumed";
+  EXPECT_EQ(done.load(), kTotal);
+  EXPECT_EQ(badSteps.load(), 0u);
+  ASSERT_TRUE(waitFinished(send, std::chrono::seconds(5)));
+  ASSERT_TRUE(waitFinished(recv, std::chrono::seconds(5)));
+  EXPECT_EQ(send.status.load(), kProxyOpDone);
+  EXPECT_EQ(recv.status.load(), kProxyOpDone);
+  for (const ConnFifoSlot& s : tx.fifo.host()->slots) EXPECT_EQ(s.size, -1);   // every step sent and freed
+  txLL.detach(tx);
+  rxLL.detach(rx);
+}
+
+// An LL step whose published size is no whole number of lines, or larger
+// than an LL slot, fails the op (a corrupted slot, never sent as is).
+void expectBadLLSizeFails(ProxyRef& proxy, Endpoint& tx, int64_t bad) {
+  LLSlots txLL;
+  txLL.attach(tx);
+  tx.fifo.host()->slots[0].size = kConnSizeLL | bad;
+  ProxyOp send;
+  send.conn = &tx.conn;
+  send.kind = ProxyOpKind::kSend;
+  send.tag = 7;
+  send.nsteps = 1;
+  ASSERT_EQ(proxy.post(&send), ncclSuccess);
+  ASSERT_TRUE(waitFinished(send, std::chrono::seconds(5)));
+  EXPECT_EQ(send.status.load(), kProxyOpFailed) << bad;
+  EXPECT_EQ(send.result, ncclInternalError);
+  txLL.detach(tx);
+}
+TEST_F(ProxyLoopback, LLStepOfPartLinesFailsTheOp) { expectBadLLSizeFails(proxy, tx, 24); }
+TEST_F(ProxyLoopback, LLStepLargerThanItsSlotFailsTheOp) { expectBadLLSizeFails(proxy, tx, kLLStep + kLLLineBytes); }
+
 TEST(ConnFifo, HostBufferStartsFreeAndMoves) {
   ConnFifoBuffer a;
   ASSERT_EQ(a.allocateHost(), ncclSuccess);
@@ -554,6 +691,11 @@ TEST(ConnFifo, HostBufferStartsFreeAndMoves) {
   EXPECT_FALSE(connFifoReady(a.host(), 1));
   connFifoFree(a.host(), 0);
   EXPECT_TRUE(connFifoCanFill(a.host(), 8));
+  // A consumer may free steps ahead of the producer (an LL part without lines).
+  connStoreRelease(&a.host()->head, 5);
+  EXPECT_TRUE(connFifoCanFill(a.host(), 2));
+  EXPECT_TRUE(connFifoCanFill(a.host(), 12));
+  EXPECT_FALSE(connFifoCanFill(a.host(), 13));
   ConnFifo* p = a.host();
   ConnFifoBuffer b(std::move(a));
   EXPECT_EQ(b.host(), p);
