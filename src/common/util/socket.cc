@@ -211,51 +211,45 @@ ncclResult_t Socket::connectImpl(const SocketAddress& addr, Deadline deadline, c
   }
 }
 
-ssize_t Socket::trySend(const void* data, size_t bytes, int* err) {
-  ssize_t n = ::send(fd_, data, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
-  if (n >= 0) return n;
+namespace {
+// What a non-blocking call's result says: bytes moved, 0 if it would block,
+// -1 with *err set otherwise (0 when a receive found the peer closed).
+ssize_t movedOrWouldBlock(ssize_t n, bool receiving, int* err) {
+  if (n > 0 || (n == 0 && !receiving)) return n;
+  if (n == 0) {
+    *err = 0;  // orderly close by the peer
+    return -1;
+  }
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
   *err = errno;
   return -1;
+}
+
+msghdr messageOf(const iovec* iov, int iovcnt) {
+  msghdr msg{};
+  msg.msg_iov = const_cast<iovec*>(iov);
+  msg.msg_iovlen = (size_t)iovcnt;
+  return msg;
+}
+}  // namespace
+
+ssize_t Socket::trySend(const void* data, size_t bytes, int* err) {
+  return movedOrWouldBlock(::send(fd_, data, bytes, MSG_NOSIGNAL | MSG_DONTWAIT), false, err);
 }
 
 ssize_t Socket::tryRecv(void* data, size_t bytes, int* err) {
   if (bytes == 0) return 0;
-  ssize_t n = ::recv(fd_, data, bytes, MSG_DONTWAIT);
-  if (n > 0) return n;
-  if (n == 0) {
-    *err = 0;  // orderly close by the peer
-    return -1;
-  }
-  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
-  *err = errno;
-  return -1;
+  return movedOrWouldBlock(::recv(fd_, data, bytes, MSG_DONTWAIT), true, err);
 }
 
 ssize_t Socket::trySendv(const iovec* iov, int iovcnt, int* err) {
-  msghdr msg{};
-  msg.msg_iov = const_cast<iovec*>(iov);
-  msg.msg_iovlen = (size_t)iovcnt;
-  ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-  if (n >= 0) return n;
-  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
-  *err = errno;
-  return -1;
+  const msghdr msg = messageOf(iov, iovcnt);
+  return movedOrWouldBlock(::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT), false, err);
 }
 
 ssize_t Socket::tryRecvv(const iovec* iov, int iovcnt, int* err) {
-  msghdr msg{};
-  msg.msg_iov = const_cast<iovec*>(iov);
-  msg.msg_iovlen = (size_t)iovcnt;
-  ssize_t n = ::recvmsg(fd_, &msg, MSG_DONTWAIT);
-  if (n > 0) return n;
-  if (n == 0) {
-    *err = 0;  // orderly close by the peer
-    return -1;
-  }
-  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
-  *err = errno;
-  return -1;
+  msghdr msg = messageOf(iov, iovcnt);
+  return movedOrWouldBlock(::recvmsg(fd_, &msg, MSG_DONTWAIT), true, err);
 }
 
 ncclResult_t Socket::sendAll(const void* data, size_t bytes, Deadline deadline,
