@@ -15,7 +15,7 @@
 //                                     Group/Coll/P2p, ProxyOp, KernelCh)
 //   UNICCL_PROFILER_TRACE_MAX_EVENTS  events written per rank (default 1000000); later ones
 //                                     are counted as dropped
-//   UNICCL_PROFILER_TRACE_RING_KB     each thread's ring (default 512)
+//   UNICCL_PROFILER_TRACE_RING_KB     each thread's ring (default 4096)
 //   UNICCL_PROFILER_TRACE_REORDER_MS  how long events wait to be written in start order (default 100)
 #include <unistd.h>
 
