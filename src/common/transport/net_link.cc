@@ -355,8 +355,13 @@ void NetLink::stop() {
     Direction& d = channels_[c].send;
     if (!d.posted) continue;
     const ConnFifo* f = d.fifo.host();
-    while (connLoadAcquire(&f->head) < connLoadAcquire(&f->tail) && !d.callbackDone.load(std::memory_order_acquire) &&
-           !(aborted_ && aborted_())) {
+    // Published and not yet sent: steps below the tail, and an LL step,
+    // which advances no tail (its slot's size is set until the proxy frees it).
+    auto unsent = [f] {
+      const uint64_t head = connLoadAcquire(&f->head);
+      return head < connLoadAcquire(&f->tail) || connLoadSize(f->slots[head % kConnSteps]) != -1;
+    };
+    while (unsent() && !d.callbackDone.load(std::memory_order_acquire) && !(aborted_ && aborted_())) {
       if (Clock::now() > deadline) {
         WARN("Rank %d: %llu steps to rank %d (channel %d) were still not sent %lld s into the communicator's "
              "destroy; dropping them (is rank %d still receiving?)", rank_,
