@@ -86,12 +86,4 @@ void patAllGatherWorks(ncclComm* comm, const Task& t, std::vector<dev::Work>* ou
   }
 }
 
-void patAllGatherPeers(int rank, int nRanks, std::vector<int>* peers) {
-  const int n = nRanks, me = rank;
-  for (int d = 1; d < n; d *= 2) {
-    for (int p : {(me - d + n) % n, (me + d) % n})
-      if (std::find(peers->begin(), peers->end(), p) == peers->end()) peers->push_back(p);
-  }
-}
-
 }  // namespace uniccl

@@ -37,9 +37,17 @@ namespace uniccl {
 void patAllGatherWorks(ncclComm* comm, const Task& t, std::vector<dev::Work>* out,
                        std::vector<LaunchStart>* launchStarts);
 
-// Appends to *peers the ranks the PAT rounds of rank `rank` of nRanks send
-// to or receive from that are not in it yet: those at distances 2^k both
-// ways, the same for AllGather and ReduceScatter (core/reducescatter_pat.h).
-void patAllGatherPeers(int rank, int nRanks, std::vector<int>* peers);
+// Calls fn(peer) for every rank the PAT rounds of rank `rank` of nRanks send
+// to or receive from: those at distances 2^k both ways, the same for
+// AllGather and ReduceScatter (core/reducescatter_pat.h). A rank may come
+// twice (both ways at the same distance); nothing is allocated, as the
+// planner asks at every group end that has a PAT collective.
+template <typename Fn>
+void forEachPatPeer(int rank, int nRanks, Fn&& fn) {
+  for (int d = 1; d < nRanks; d *= 2) {
+    fn((rank - d + nRanks) % nRanks);
+    fn((rank + d) % nRanks);
+  }
+}
 
 }  // namespace uniccl

@@ -387,10 +387,9 @@ void peersToConnect(const CommPlan& p, std::vector<PeerNeed>* needs) {
   // distances 2^k (core/allgather_pat.h).
   for (const Task& t : p.tasks.colls) {
     if (!collUsesPat(comm, t)) continue;
-    std::vector<int> pat;
-    patAllGatherPeers(p.rank, p.nRanks, &pat);
-    for (int peer : pat)
+    forEachPatPeer(p.rank, p.nRanks, [&](int peer) {
       if (!comm->transports.ready(peer, kDirBoth)) addPeerNeed(needs, peer, kDirBoth);
+    });
     break;   // the same peers for every PAT collective of the communicator
   }
   // The tree's parents and children, both ways, for the first AllReduce on
