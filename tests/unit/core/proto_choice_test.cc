@@ -169,15 +169,19 @@ TEST(ProtoChoice, TuneCollectiveSlicesLL128Lines) {
   EXPECT_EQ(tuneCollective(two.c, TaskKind::AllReduce, 1 * kMiB).proto, dev::kProtoLL128);
   EXPECT_EQ(tuneCollective(two.c, TaskKind::AllReduce, 8 * kMiB).proto, dev::kProtoSimple);
   EXPECT_FALSE(tuneCollective(two.c, TaskKind::AllReduce, 8 * kMiB).exchange);   // Simple over P2P: the ring
-  // Across the network (Simple only) 2 ranks exchange up to
-  // UNICCL_NET_EXCHANGE_MAX_BYTES (512 KiB); more ranks, larger messages and
-  // the other collectives run the ring.
+  // Across the network: LL on one channel up to UNICCL_NET_LL_MAX_BYTES
+  // (8 KiB), Simple above, never LL128; 2 ranks exchange up to
+  // UNICCL_NET_EXCHANGE_MAX_BYTES (512 KiB); more ranks, larger messages
+  // and the other collectives run the ring.
   two.c->transports.setRingUsesNetForTesting(true);
-  for (size_t bytes : {(size_t)0, (size_t)8, 512 * kKiB, 512 * kKiB + 1, 64 * kMiB}) {
+  for (size_t bytes : {(size_t)0, (size_t)8, 8 * kKiB, 8 * kKiB + 1, 512 * kKiB, 512 * kKiB + 1, 64 * kMiB}) {
     const CollTuning net = tuneCollective(two.c, TaskKind::AllReduce, bytes);
-    EXPECT_EQ(net.proto, dev::kProtoSimple);
+    EXPECT_EQ(net.proto, bytes <= 8 * kKiB ? dev::kProtoLL : dev::kProtoSimple) << bytes;
     EXPECT_EQ(net.exchange, bytes <= 512 * kKiB) << bytes;
+    if (net.proto == dev::kProtoLL) EXPECT_EQ(net.nChannels, 1) << bytes;
   }
+  EXPECT_EQ(tuneCollective(two.c, TaskKind::AllGather, 8).proto, dev::kProtoLL);
+  EXPECT_EQ(tuneCollective(two.c, TaskKind::AllGather, 1 * kMiB).proto, dev::kProtoSimple);
   EXPECT_FALSE(tuneCollective(two.c, TaskKind::ReduceScatter, 8).exchange);
   four.c->transports.setRingUsesNetForTesting(true);
   EXPECT_FALSE(tuneCollective(four.c, TaskKind::AllReduce, 8).exchange);
