@@ -214,25 +214,21 @@ bool Proxy::progressSend(ProxyOp* op, bool* moved) {
       raw = connLoadSize(s);
       ll = isLL(raw);
     }
-    if (ll) {
-      const int64_t bytes = raw & ~kConnSizeLL;
-      const bool sane = bytes % kLLLineBytes == 0 && bytes <= c->llStepBytes;   // else failed below
-      if (sane && !llLinesReady(c->llStaging + slot * c->llStepBytes, bytes, llFlag(step))) break;
-    }
-    if (op->posted <= op->transmitted) op->posted = op->transmitted + 1;
-    int64_t size = ll ? raw & ~kConnSizeLL : raw;
-    char* ptr = ll ? c->llStaging + slot * c->llStepBytes : c->staging + slot * c->stepBytes;
-    void* mh = ll ? c->llMhandle : c->mhandle;
-    // The kernels fill staging slots only (NCCL's offset and pointer modes are never produced).
-    if (s.mode != kConnModeNormal || size > (ll ? c->llStepBytes : c->stepBytes) || (ll && size % kLLLineBytes != 0))
-      size = -2;
-    if (size < 0 || size > INT_MAX) {
+    const int64_t size = ll ? raw & ~kConnSizeLL : raw;
+    const int64_t slotBytes = ll ? c->llStepBytes : c->stepBytes;
+    // The kernels fill staging slots only (NCCL's offset and pointer modes
+    // are never produced), an LL step with whole lines.
+    if (s.mode != kConnModeNormal || size < 0 || size > slotBytes || size > INT_MAX ||
+        (ll && size % kLLLineBytes != 0)) {
       WARN("proxy: send step %lu (slot %d) was published with an invalid slot (mode %d, offset %d, "
            "size %ld, %ld-byte%s slots); the producer must write the slot before advancing tail",
-           (unsigned long)step, slot, s.mode, s.offset, (long)(connLoadSize(s) & ~kConnSizeLL),
-           (long)(ll ? c->llStepBytes : c->stepBytes), ll ? " LL" : "");
+           (unsigned long)step, slot, s.mode, s.offset, (long)size, (long)slotBytes, ll ? " LL" : "");
       return fail(op, ncclInternalError);
     }
+    char* ptr = (ll ? c->llStaging : c->staging) + slot * slotBytes;
+    if (ll && !llLinesReady(ptr, size, llFlag(step))) break;
+    if (op->posted <= op->transmitted) op->posted = op->transmitted + 1;
+    void* mh = ll ? c->llMhandle : c->mhandle;
     void* req = nullptr;
     ncclResult_t r = net->isend(c->netComm, ptr, static_cast<int>(size), op->tag, mh, &req);
     if (r != ncclSuccess) {
