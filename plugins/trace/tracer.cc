@@ -21,9 +21,11 @@ constexpr int64_t kWriterPeriodNs = 1000000;
 // dropped at seven eighths, so a burst over three times faster still fits.
 constexpr double kDrainAtShare = 1.0 / 4;
 // And sleeps at least this long: a writer that passes again at once, or
-// yields in a loop, takes a core's time from the threads that report (on
-// one H200 a host-bound loop ran 1.13x slower with it than without a
-// plugin, and 1.00-1.03x with passes at least 200 us apart and 4 MiB rings).
+// yields in a loop, takes a core's time from the threads that report (in
+// one run on an H200, a host-bound loop ran 1.13x slower with it than
+// without a plugin and 1.00-1.03x with passes at least 200 us apart and
+// 4 MiB rings; docs/profiler.md has the runs, also one where the loop's
+// cost came from elsewhere).
 constexpr int64_t kMinSleepNs = 200000;
 // It formats the spill once every pass for a while found every ring below
 // this share: records come slower than it formats them (a 4 MiB ring at
