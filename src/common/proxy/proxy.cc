@@ -15,6 +15,7 @@
 #include <new>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 #include "common/profiler/profiler.h"
 #include "common/proxy/ll_lines.h"
@@ -511,40 +512,45 @@ struct Instance {
   int refs = 0;
 };
 std::mutex gMu;
-// Key nullptr: the process-wide thread; any other key: the thread of the refs
-// acquired with it.
-std::map<const void*, Instance>& instances() {
-  static std::map<const void*, Instance>& m = *new std::map<const void*, Instance>();   // used until exit
+// Key nullptr: the process-wide threads; any other key: the threads of the
+// refs acquired with it. One instance per key and lane.
+using InstanceKey = std::pair<const void*, ProxyLane>;
+std::map<InstanceKey, Instance>& instances() {
+  static std::map<InstanceKey, Instance>& m = *new std::map<InstanceKey, Instance>();   // used until exit
   return m;
 }
 }  // namespace
 
-ncclResult_t ProxyRef::acquire(ProxyRef* out, const void* group) {
+ncclResult_t ProxyRef::acquire(ProxyRef* out, const void* group, ProxyLane lane) {
   if (out == nullptr) {
     WARN("proxy: acquire needs a ProxyRef to fill");
     return ncclInvalidArgument;
   }
   out->release();
+  if (lane == ProxyLane::kReceive && knobInt(Knob::UNICCL_PROXY_RECV_THREAD) == 0) lane = ProxyLane::kMain;
+  const InstanceKey key{group, lane};
   std::lock_guard<std::mutex> lk(gMu);
-  Instance& in = instances()[group];
+  Instance& in = instances()[key];
   if (in.proxy == nullptr) {
     Proxy* p = new (std::nothrow) Proxy();
     if (p == nullptr) {
       WARN("proxy: out of memory creating the progress thread state");
-      instances().erase(group);
+      instances().erase(key);
       return ncclSystemError;
     }
     if (ncclResult_t r = p->start(); r != ncclSuccess) {
       delete p;
-      instances().erase(group);
+      instances().erase(key);
       return r;
     }
     in.proxy = p;
-    INFO(kSubsysProxy, "proxy progress thread started%s", group == nullptr ? "" : " (a group's own)");
+    INFO(kSubsysProxy, "proxy progress thread started%s%s", lane == ProxyLane::kReceive ? " (receives)" : "",
+         group == nullptr ? "" : " (a group's own)");
   }
   in.refs++;
   out->p_ = in.proxy;
   out->group_ = group;
+  out->lane_ = lane;
   return ncclSuccess;
 }
 
@@ -552,13 +558,14 @@ void ProxyRef::release() {
   if (p_ == nullptr) return;
   p_ = nullptr;
   std::lock_guard<std::mutex> lk(gMu);
-  auto it = instances().find(group_);
+  auto it = instances().find(InstanceKey{group_, lane_});
   if (--it->second.refs > 0) return;
   Proxy* p = it->second.proxy;
   instances().erase(it);
   p->stopAndJoin();
   delete p;
-  INFO(kSubsysProxy, "proxy progress thread stopped%s", group_ == nullptr ? "" : " (a group's own)");
+  INFO(kSubsysProxy, "proxy progress thread stopped%s%s", lane_ == ProxyLane::kReceive ? " (receives)" : "",
+       group_ == nullptr ? "" : " (a group's own)");
 }
 
 ProxyRef& ProxyRef::operator=(ProxyRef&& o) noexcept {
@@ -566,6 +573,7 @@ ProxyRef& ProxyRef::operator=(ProxyRef&& o) noexcept {
     release();
     p_ = o.p_;
     group_ = o.group_;
+    lane_ = o.lane_;
     o.p_ = nullptr;
   }
   return *this;
@@ -643,13 +651,18 @@ void ProxyRef::removePoller(ProxyPoller* poller) {
 
 int proxyRefCount() {
   std::lock_guard<std::mutex> lk(gMu);
-  auto it = instances().find(nullptr);
-  return it == instances().end() ? 0 : it->second.refs;
+  int refs = 0;
+  for (ProxyLane lane : {ProxyLane::kMain, ProxyLane::kReceive}) {
+    auto it = instances().find(InstanceKey{nullptr, lane});
+    if (it != instances().end()) refs += it->second.refs;
+  }
+  return refs;
 }
 
 bool proxyThreadRunning() {
   std::lock_guard<std::mutex> lk(gMu);
-  return instances().count(nullptr) != 0;
+  return instances().count(InstanceKey{nullptr, ProxyLane::kMain}) != 0 ||
+         instances().count(InstanceKey{nullptr, ProxyLane::kReceive}) != 0;
 }
 
 }  // namespace uniccl

@@ -116,13 +116,20 @@ struct ProxyPoller {
 // A reference on a proxy thread: the process's, or a group's own. The first
 // acquire starts the thread; the release of the last reference stops and
 // joins it (ops still pending then finish as kProxyOpAborted). Move-only RAII.
+// Which thread of a key's pair an op or poller runs on. Receives have a
+// thread of their own (unless UNICCL_PROXY_RECV_THREAD=0): a step that
+// arrives while the other thread is in a send system call (3-4 us on
+// loopback TCP) is taken at once, not after it, and the two directions of a
+// symmetric exchange progress in parallel.
+enum class ProxyLane : uint8_t { kMain = 0, kReceive = 1 };
+
 class ProxyRef {
  public:
   ProxyRef() = default;
   ~ProxyRef() { release(); }
   ProxyRef(const ProxyRef&) = delete;
   ProxyRef& operator=(const ProxyRef&) = delete;
-  ProxyRef(ProxyRef&& o) noexcept : p_(o.p_), group_(o.group_) { o.p_ = nullptr; }
+  ProxyRef(ProxyRef&& o) noexcept : p_(o.p_), group_(o.group_), lane_(o.lane_) { o.p_ = nullptr; }
   ProxyRef& operator=(ProxyRef&& o) noexcept;
 
   // group nullptr: the process's proxy thread, which every communicator's
@@ -131,7 +138,10 @@ class ProxyRef {
   // communicator's links and poller, whose every step waits on a proxy pass,
   // so that it is not behind the process's other connections, and the
   // ranks of one process progress in parallel).
-  [[nodiscard]] static ncclResult_t acquire(ProxyRef* out, const void* group = nullptr);
+  // kReceive: the key's receive thread, for the receive ops of its
+  // connections (the main thread itself when UNICCL_PROXY_RECV_THREAD=0).
+  [[nodiscard]] static ncclResult_t acquire(ProxyRef* out, const void* group = nullptr,
+                                            ProxyLane lane = ProxyLane::kMain);
   void release();
   explicit operator bool() const { return p_ != nullptr; }
 
@@ -148,10 +158,11 @@ class ProxyRef {
  private:
   Proxy* p_ = nullptr;
   const void* group_ = nullptr;
+  ProxyLane lane_ = ProxyLane::kMain;
 };
 
-// Diagnostics / tests: references held on the process's proxy thread and
-// whether it is running.
+// Diagnostics / tests: references held on the process's proxy threads
+// (both lanes) and whether one of them is running.
 int proxyRefCount();
 bool proxyThreadRunning();
 

@@ -138,6 +138,7 @@ ncclResult_t NetLink::listen(const TransportComm& comm, int peer, int nChannels,
     UCHECK(channels_[c].recv.fifo.allocateMapped());
   }
   UCHECK(ProxyRef::acquire(&proxy_, proxyGroup_));
+  UCHECK(ProxyRef::acquire(&recvProxy_, proxyGroup_, ProxyLane::kReceive));
   std::string where;   // "dev(nic)" per channel, as NCCL logs its channels' NICs
   for (int c = 0; c < nChannels && c < 16; c++)
     where += " " + std::to_string(devs_[c]) + "(" + nicNames_[c] + ")";
@@ -277,7 +278,7 @@ ncclResult_t NetLink::startOps(const TransportComm& comm) {
       op.prof = comm.profiler;
       op.profChannel = c;
       op.profPeer = peer_;
-      UCHECK(proxy_.post(&op));
+      UCHECK((send ? proxy_ : recvProxy_).post(&op));
       d.posted = true;
     }
   }
@@ -377,6 +378,7 @@ void NetLink::stop() {
   }
   __atomic_store_n(&stopFlag_, 1u, __ATOMIC_RELEASE);
   if (proxy_) proxy_.wake();
+  if (recvProxy_) recvProxy_.wake();
   for (int c = 0; c < nChannels_; c++) {
     for (Direction* d : {&channels_[c].send, &channels_[c].recv}) {
       if (!d->posted) continue;
@@ -399,6 +401,7 @@ void NetLink::stop() {
   }
   channels_.reset();   // conn FIFOs
   proxy_.release();
+  recvProxy_.release();
   started_ = false;
 }
 

@@ -67,7 +67,7 @@ class NetLink {
   [[nodiscard]] ncclResult_t listen(const TransportComm& comm, int peer, int nChannels, size_t stepBytes,
                                     std::vector<char>* handles,
                       const std::vector<topo::ChannelNic>* nics = nullptr);
-  // Before listen(): the link's proxy ops run on the proxy thread of this
+  // Before listen(): the link's proxy ops run on the proxy threads of this
   // group (ProxyRef::acquire) instead of the process's.
   void setProxyGroup(const void* group) { proxyGroup_ = group; }
   // Before listen(): the link carries the LL protocol too, in LL slots of
@@ -104,7 +104,10 @@ class NetLink {
   };
   HostChannel hostChannel(int c) const;
   // Makes the proxy look now (a kernel that uses this link was launched).
-  void wakeProxy() { proxy_.wake(); }
+  void wakeProxy() {
+    proxy_.wake();
+    recvProxy_.wake();
+  }
   // The peer closed its side (it destroyed its communicator, or died) while
   // no data was leaving towards it: set by the proxy thread.
   bool peerGone() const { return peerGone_.load(std::memory_order_acquire); }
@@ -148,7 +151,8 @@ class NetLink {
   MappedBuffer recvStaging_;
   MappedBuffer sendLL_;        // [channel][kSteps LL slots], when llStepBytes_ > 0
   MappedBuffer recvLL_;
-  ProxyRef proxy_;
+  ProxyRef proxy_;       // the send ops' thread
+  ProxyRef recvProxy_;   // the receive ops' thread (ProxyLane::kReceive)
   const void* proxyGroup_ = nullptr;
   uint32_t stopFlag_ = 0;      // the ops' abort flag: set by stop()
   std::atomic<bool> peerGone_{false};

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <mutex>
 #include <stdexcept>
@@ -483,6 +484,49 @@ TEST(ProxyThread, GroupsHaveThreadsOfTheirOwn) {
   again.removePoller(&pAgain);
   again.release();
   EXPECT_FALSE(proxyThreadRunning());
+}
+
+// Receives progress on a thread of their own, per key; with
+// UNICCL_PROXY_RECV_THREAD=0 on the key's one thread.
+TEST(ProxyThread, ReceiveLaneIsAThreadOfItsOwnUnlessTurnedOff) {
+  int group = 0;
+  const std::thread::id none;
+  for (const char* knob : {"1", "0"}) {
+    setenv("UNICCL_PROXY_RECV_THREAD", knob, 1);
+    const bool own = knob[0] == '1';
+    ProxyRef main, recv, groupMain, groupRecv;
+    ASSERT_EQ(ProxyRef::acquire(&main), ncclSuccess);
+    ASSERT_EQ(ProxyRef::acquire(&recv, nullptr, ProxyLane::kReceive), ncclSuccess);
+    ASSERT_EQ(ProxyRef::acquire(&groupMain, &group), ncclSuccess);
+    ASSERT_EQ(ProxyRef::acquire(&groupRecv, &group, ProxyLane::kReceive), ncclSuccess);
+    EXPECT_EQ(proxyRefCount(), 2);   // the process's threads, both lanes
+    PolledOn onMain, onRecv, onGroupMain, onGroupRecv;
+    ProxyPoller pMain{&PolledOn::poll, nullptr, &onMain}, pRecv{&PolledOn::poll, nullptr, &onRecv},
+        pGroupMain{&PolledOn::poll, nullptr, &onGroupMain}, pGroupRecv{&PolledOn::poll, nullptr, &onGroupRecv};
+    ASSERT_EQ(main.addPoller(&pMain), ncclSuccess);
+    ASSERT_EQ(recv.addPoller(&pRecv), ncclSuccess);
+    ASSERT_EQ(groupMain.addPoller(&pGroupMain), ncclSuccess);
+    ASSERT_EQ(groupRecv.addPoller(&pGroupRecv), ncclSuccess);
+    const std::thread::id tMain = onMain.wait(), tRecv = onRecv.wait(), tGroupMain = onGroupMain.wait(),
+                          tGroupRecv = onGroupRecv.wait();
+    ASSERT_NE(tMain, none);
+    ASSERT_NE(tRecv, none);
+    ASSERT_NE(tGroupMain, none);
+    ASSERT_NE(tGroupRecv, none);
+    EXPECT_EQ(tMain != tRecv, own) << "UNICCL_PROXY_RECV_THREAD=" << knob;
+    EXPECT_EQ(tGroupMain != tGroupRecv, own) << "UNICCL_PROXY_RECV_THREAD=" << knob;
+    EXPECT_NE(tGroupRecv, tRecv);   // a group's receive thread is not the process's
+    main.removePoller(&pMain);
+    recv.removePoller(&pRecv);
+    groupMain.removePoller(&pGroupMain);
+    groupRecv.removePoller(&pGroupRecv);
+    main.release();
+    EXPECT_TRUE(proxyThreadRunning());   // the receive reference still holds its thread
+    recv.release();
+    EXPECT_FALSE(proxyThreadRunning());
+    EXPECT_EQ(proxyRefCount(), 0);
+  }
+  unsetenv("UNICCL_PROXY_RECV_THREAD");
 }
 
 TEST(ProxyThread, RefcountStartsAndStopsTheThread) {
