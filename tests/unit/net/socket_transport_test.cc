@@ -306,8 +306,12 @@ TEST_F(SocketNetTest, QueuedSmallMessagesArriveWholeThroughTheReadAhead) {
         ASSERT_EQ(waitRequest(rreq[i], &size), ncclSuccess);
         EXPECT_EQ(size, (int)sizes[i]) << "message " << i;
       }
-      if (i > 0) ASSERT_EQ(waitRequest(sreq[i], &size), ncclSuccess);
-      if (sizes[i] > 0) EXPECT_EQ(memcmp(src[i].data(), dst[i].data(), sizes[i]), 0) << "message " << i;
+      if (i > 0) {
+        ASSERT_EQ(waitRequest(sreq[i], &size), ncclSuccess);
+      }
+      if (sizes[i] > 0) {
+        EXPECT_EQ(memcmp(src[i].data(), dst[i].data(), sizes[i]), 0) << "message " << i;
+      }
     }
   }
   net->closeSend(sendComm);
