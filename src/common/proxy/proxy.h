@@ -113,9 +113,6 @@ struct ProxyPoller {
   ProxyPoller* next = nullptr;   // proxy-internal
 };
 
-// A reference on a proxy thread: the process's, or a group's own. The first
-// acquire starts the thread; the release of the last reference stops and
-// joins it (ops still pending then finish as kProxyOpAborted). Move-only RAII.
 // Which thread of a key's pair an op or poller runs on. Receives have a
 // thread of their own (unless UNICCL_PROXY_RECV_THREAD=0): a step that
 // arrives while the other thread is in a send system call (3-4 us on
@@ -123,6 +120,9 @@ struct ProxyPoller {
 // symmetric exchange progress in parallel.
 enum class ProxyLane : uint8_t { kMain = 0, kReceive = 1 };
 
+// A reference on a proxy thread: the process's, or a group's own. The first
+// acquire starts the thread; the release of the last reference stops and
+// joins it (ops still pending then finish as kProxyOpAborted). Move-only RAII.
 class ProxyRef {
  public:
   ProxyRef() = default;
