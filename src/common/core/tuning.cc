@@ -452,7 +452,7 @@ CollTuning tuneCollective(const ncclComm* comm, TaskKind kind, size_t bytes) {
     size_t slot = L.llBytes / dev::kSteps / 2;  // data bytes per LL slot
     t.proto = dev::kProtoLL;
     // Across the network every channel's step is a message of its own
-    // through the one proxy thread: small LL messages go on one channel.
+    // through the proxy: small LL messages go on one channel.
     t.nChannels = channels(net ? std::max(env.llChannelBytes, env.netLLMaxBytes) : env.llChannelBytes);
     t.sliceBytes = (uint32_t)std::min(slot, roundUp(std::max<size_t>(divUp(bytes, t.nChannels * perRankChunks), 1), 16));
   } else if (proto == dev::kProtoLL128) {

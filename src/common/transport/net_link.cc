@@ -13,7 +13,6 @@
 #include "common/check.h"
 #include "common/gpu.h"
 #include "common/proxy/conn_fifo.h"
-#include "common/proxy/ll_lines.h"
 #include "common/transport/net_devices.h"
 #include "common/util/debug.h"
 #include "common/util/param.h"
@@ -121,11 +120,7 @@ ncclResult_t NetLink::listen(const TransportComm& comm, int peer, int nChannels,
   UCHECK(sendStaging_.allocate((size_t)nChannels * kConnSteps * stepBytes));
   UCHECK(recvStaging_.allocate((size_t)nChannels * kConnSteps * stepBytes));
   if (llStepBytes_ > 0) {
-    if (llStepBytes_ % kLLLineBytes != 0 || llStepBytes_ > stepBytes) {
-      WARN("Rank %d: LL slots of %zu bytes for the network link to rank %d: they must be whole 16-byte lines and "
-           "no larger than its %zu-byte staging slots", comm.rank, llStepBytes_, peer, stepBytes);
-      return ncclInternalError;
-    }
+    // Their size is checked where every connection is (ProxyRef::post).
     const size_t llBytes = (size_t)nChannels * kConnSteps * llStepBytes_;
     UCHECK(sendLL_.allocate(llBytes));
     UCHECK(recvLL_.allocate(llBytes));
