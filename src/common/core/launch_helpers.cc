@@ -58,7 +58,6 @@ struct alignas(64) Helper {
 };
 
 std::atomic<uint64_t> gJobsOnHelpers{0};
-std::atomic<uint64_t> gHelperSleeps{0};
 std::atomic<uint64_t> gHelperWakeups{0};
 
 void helperMain(Helper* h) {
@@ -84,7 +83,6 @@ void helperMain(Helper* h) {
       std::unique_lock<std::mutex> lock(h->mutex);
       int idle = kIdle;
       if (h->state.compare_exchange_strong(idle, kAsleep, std::memory_order_acq_rel)) {
-        gHelperSleeps.fetch_add(1, std::memory_order_relaxed);
         h->wake.wait(lock, [h] { return h->state.load(std::memory_order_acquire) != kAsleep; });
         gHelperWakeups.fetch_add(1, std::memory_order_relaxed);
         lastJob = Clock::now();
@@ -239,7 +237,13 @@ ncclResult_t runOnLaunchHelpers(int n, HelperJob job, void* ctx) {
 }
 
 uint64_t launchHelperJobs() { return gJobsOnHelpers.load(std::memory_order_relaxed); }
-uint64_t launchHelperSleeps() { return gHelperSleeps.load(std::memory_order_relaxed); }
+int launchHelpersAsleep() {
+  Pool* p = pool();
+  int asleep = 0;
+  for (int i = 0; i < p->count.load(std::memory_order_acquire); i++)
+    asleep += p->helpers[i]->state.load(std::memory_order_acquire) == kAsleep;
+  return asleep;
+}
 uint64_t launchHelperWakeups() { return gHelperWakeups.load(std::memory_order_relaxed); }
 
 }  // namespace uniccl

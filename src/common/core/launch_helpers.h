@@ -39,9 +39,11 @@ using HelperJob = ncclResult_t (*)(void* ctx, int index);
 // Jobs that ran on a helper thread so far in this process (tests, benchmarks).
 uint64_t launchHelperJobs();
 
-// How often a helper went to sleep, and woke from it, so far in this process
-// (tests wait for these states instead of assuming how fast threads run).
-uint64_t launchHelperSleeps();
+// Helpers asleep now, and how often a helper woke from its sleep so far in
+// this process (tests wait for these states instead of assuming how fast
+// threads run). Only a caller's wake ends a helper's sleep, so a helper seen
+// asleep stays asleep until the next group that finds it.
+int launchHelpersAsleep();
 uint64_t launchHelperWakeups();
 
 }  // namespace uniccl

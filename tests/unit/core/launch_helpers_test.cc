@@ -104,10 +104,12 @@ TEST(LaunchHelpers, PostedJobRunsOnAnotherThreadAtTheSameTime) {
 // until the helper is asleep and until it woke, instead of assuming how long
 // either takes.
 TEST(LaunchHelpersAsleep, SleepingHelperLeavesTheJobToTheCallerAndWakesAfterTheGroup) {
-  const uint64_t sleeps = launchHelperSleeps(), wakeups = launchHelperWakeups();
-  CountingJobs warm(2);
+  CountingJobs warm(2);   // starts the helper (it may even fall asleep before this group posts)
   ASSERT_EQ(runOnLaunchHelpers(2, CountingJobs::run, &warm), ncclSuccess);
-  ASSERT_TRUE(waitForCount(launchHelperSleeps, sleeps + 1)) << "the helper never went to sleep";
+  const auto end = Clock::now() + kPatience;
+  while (launchHelpersAsleep() != 1 && Clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(launchHelpersAsleep(), 1) << "the helper never went to sleep";
+  const uint64_t wakeups = launchHelperWakeups();
   struct Where {
     std::thread::id ranOn[2];
     static ncclResult_t run(void* ctx, int i) {
