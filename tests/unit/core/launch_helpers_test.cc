@@ -39,9 +39,10 @@ bool waitFor(const std::atomic<bool>& flag, std::chrono::milliseconds limit) {
 }
 
 // Waits until `count()` reaches `target`, at most kPatience.
-bool waitForCount(uint64_t (*count)(), uint64_t target) {
+template <typename Count>
+bool waitForCount(Count count, uint64_t target) {
   const auto end = Clock::now() + kPatience;
-  while (count() < target) {
+  while ((uint64_t)count() < target) {
     if (Clock::now() > end) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -106,9 +107,7 @@ TEST(LaunchHelpers, PostedJobRunsOnAnotherThreadAtTheSameTime) {
 TEST(LaunchHelpersAsleep, SleepingHelperLeavesTheJobToTheCallerAndWakesAfterTheGroup) {
   CountingJobs warm(2);   // starts the helper (it may even fall asleep before this group posts)
   ASSERT_EQ(runOnLaunchHelpers(2, CountingJobs::run, &warm), ncclSuccess);
-  const auto end = Clock::now() + kPatience;
-  while (launchHelpersAsleep() != 1 && Clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  ASSERT_EQ(launchHelpersAsleep(), 1) << "the helper never went to sleep";
+  ASSERT_TRUE(waitForCount(launchHelpersAsleep, 1)) << "the helper never went to sleep";
   const uint64_t wakeups = launchHelperWakeups();
   struct Where {
     std::thread::id ranOn[2];
